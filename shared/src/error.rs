@@ -1,0 +1,159 @@
+//! The library's error type: a kind callers can match on, the input it concerns, and the
+//! underlying cause.
+
+use std::fmt;
+
+/// What went wrong. Callers decide retry versus quarantine from this, never from message text.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ErrorKind {
+    /// No decoder recognised the bytes.
+    #[error("unsupported input format: not {tried}")]
+    UnsupportedFormat {
+        /// The formats that were tried, comma separated.
+        tried: String,
+    },
+    /// The input ends in the middle of a record.
+    #[error("input is truncated at byte {offset}: {what}")]
+    Truncated {
+        /// Byte offset (in the decompressed stream) where the cut record starts.
+        offset: u64,
+        /// What was being read.
+        what: &'static str,
+    },
+    /// The input's structure is wrong for its format.
+    #[error("malformed {format} input at byte {offset}: {what}")]
+    Malformed {
+        /// Format being decoded.
+        format: &'static str,
+        /// Byte offset (in the decompressed stream) of the bad record.
+        offset: u64,
+        /// What is wrong.
+        what: String,
+    },
+    /// A compressed container (whole file or embedded packets) could not be inflated.
+    #[error("corrupt {container} data")]
+    Decompression {
+        /// `gzip`, `zstd`, `zlib`.
+        container: &'static str,
+    },
+    /// A safety limit was reached; the input is too large or too deeply nested to convert.
+    #[error("{limit} exceeds the limit of {max}")]
+    LimitExceeded {
+        /// Name of the limit.
+        limit: &'static str,
+        /// The limit.
+        max: u64,
+    },
+    /// The input decoded but holds no samples the output can use.
+    #[error("no usable samples: {why}")]
+    NoSamples {
+        /// Why none remained.
+        why: String,
+    },
+    /// Sample times are on a trace clock with no known relation to wall-clock time, and no
+    /// start time was given.
+    #[error(
+        "sample times are on the {clock} clock and the input records no wall-clock (REALTIME) \
+         reference; give the profile's start time (metadata `timestamp` or --start-time)"
+    )]
+    NoWallClock {
+        /// The clock the times are on.
+        clock: String,
+    },
+    /// Upload metadata is invalid.
+    #[error("invalid metadata: {what}")]
+    InvalidMetadata {
+        /// What is wrong.
+        what: String,
+    },
+    /// A key in the store already holds different content, which would be lost.
+    #[error("{key} already exists with different content")]
+    KeyConflict {
+        /// The key.
+        key: String,
+    },
+    /// Reading or writing storage failed.
+    #[error("storage I/O failed on {key}")]
+    Storage {
+        /// The key or path.
+        key: String,
+    },
+}
+
+impl ErrorKind {
+    /// Whether retrying the same input can succeed: storage failures are transient, everything
+    /// about the input itself is permanent.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, ErrorKind::Storage { .. })
+    }
+}
+
+/// An error, with the input it concerns (a file path or object key) when known.
+#[derive(Debug)]
+pub struct Error {
+    kind: ErrorKind,
+    input: Option<String>,
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl Error {
+    /// An error of `kind` with no cause.
+    pub fn new(kind: ErrorKind) -> Self {
+        Error {
+            kind,
+            input: None,
+            source: None,
+        }
+    }
+
+    /// Attaches the underlying cause.
+    pub fn with_source(mut self, source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        self.source = Some(source.into());
+        self
+    }
+
+    /// Names the input the error concerns, unless one is already named.
+    pub fn for_input(mut self, input: &str) -> Self {
+        if self.input.is_none() {
+            self.input = Some(input.to_owned());
+        }
+        self
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+
+    /// The input the error concerns.
+    pub fn input(&self) -> Option<&str> {
+        self.input.as_deref()
+    }
+}
+
+impl From<ErrorKind> for Error {
+    fn from(kind: ErrorKind) -> Self {
+        Error::new(kind)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.input {
+            Some(input) => write!(f, "{input}: {}", self.kind),
+            None => write!(f, "{}", self.kind),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// Result with the library's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,719 @@
+//! Turns trace packets into the model, with trace_processor's import semantics.
+
+use std::collections::HashMap;
+
+use proflake_proto::perfetto::{
+    stack_sample::{CallstackField, ExecutionContextField, PrimaryDescriptorField, TaskContextField},
+    trace_packet::{Data, OptionalTrustedPacketSequenceId},
+    Frame as PfFrame, InlineCallstack, Mapping, PerfSample, ProcessTree, StackSample,
+    StreamingProfilePacket, TracePacket,
+};
+
+use super::clocks::{clock_name, ClockKey, ClockTracker, MONOTONIC};
+use super::limits::{
+    MAX_CALLSTACK_DEPTH, MAX_CLOCK_SNAPSHOTS, MAX_INTERNED_ENTRIES, MAX_PATH_COMPONENTS,
+    MAX_SAMPLES, MAX_SEQUENCES,
+};
+use super::sequence::{Generation, Sequence};
+use super::vocab;
+use crate::error::{ErrorKind, Result};
+use crate::model::{
+    ids_from_build_id, CpuMode, Frame, FrameAddress, FrameHandle, FrameKind, Image, Profile,
+    Sample, Series, SeriesHandle, SeriesKind, StackHandle, ThreadHandle, Timestamps,
+};
+use crate::symbol_names::demangle;
+
+const SEQ_INCREMENTAL_STATE_CLEARED: u32 = 1;
+const SEQ_NEEDS_INCREMENTAL_STATE: u32 = 2;
+
+/// A timestamp as the packet carried it: on `clock`, or on the trace's default clock.
+#[derive(Clone, Copy)]
+struct RawTime {
+    clock: Option<ClockKey>,
+    ts: i64,
+}
+
+/// Process and thread names gathered from descriptors, applied once all packets are read
+/// (they may come before or after the samples).
+#[derive(Default)]
+struct Names {
+    processes: HashMap<i64, (Option<String>, Option<String>)>,
+    threads: HashMap<i64, (Option<i64>, String)>,
+}
+
+impl Names {
+    fn process(&mut self, pid: Option<i32>, name: Option<&str>, cmdline: &[String]) {
+        let Some(pid) = pid else { return };
+        let entry = self.processes.entry(i64::from(pid)).or_default();
+        let name = name
+            .filter(|n| !n.is_empty())
+            .map(str::to_owned)
+            .or_else(|| cmdline.first().cloned());
+        entry.0 = entry.0.take().or(name);
+        if entry.1.is_none() && !cmdline.is_empty() {
+            entry.1 = Some(cmdline.join(" "));
+        }
+    }
+
+    fn thread(&mut self, tid: Option<i32>, pid: Option<i32>, name: Option<&str>) {
+        let (Some(tid), Some(name)) = (tid, name.filter(|n| !n.is_empty())) else {
+            return;
+        };
+        self.threads
+            .entry(i64::from(tid))
+            .or_insert_with(|| (pid.map(i64::from), name.to_owned()));
+    }
+}
+
+pub(super) struct Importer {
+    profile: Profile,
+    sequences: HashMap<u32, Sequence>,
+    clocks: ClockTracker,
+    pending: Vec<(Sample, RawTime)>,
+    last_time: Option<RawTime>,
+    interned_entries: u64,
+    names: Names,
+    perf_series: HashMap<u32, SeriesHandle>,
+}
+
+impl Importer {
+    pub(super) fn new() -> Self {
+        Importer {
+            profile: Profile::new("perfetto"),
+            sequences: HashMap::new(),
+            clocks: ClockTracker::default(),
+            pending: Vec::new(),
+            last_time: None,
+            interned_entries: 0,
+            names: Names::default(),
+            perf_series: HashMap::new(),
+        }
+    }
+
+    /// Processes one packet. Order inside a packet follows trace_processor: state reset,
+    /// defaults, interned data, timestamp, payload.
+    pub(super) fn packet(&mut self, packet: TracePacket) -> Result<()> {
+        let seq_id = match packet.optional_trusted_packet_sequence_id {
+            Some(OptionalTrustedPacketSequenceId::TrustedPacketSequenceId(id)) => id,
+            None => 0,
+        };
+        match &packet.data {
+            Some(Data::ClockSnapshot(snapshot)) => {
+                if self.clocks.snapshot_count() >= MAX_CLOCK_SNAPSHOTS {
+                    return Err(limit("clock snapshot count", MAX_CLOCK_SNAPSHOTS as u64));
+                }
+                self.clocks.add_snapshot(snapshot, seq_id);
+                return Ok(());
+            }
+            Some(Data::ProcessTree(tree)) => {
+                self.process_tree(tree);
+                return Ok(());
+            }
+            _ => {}
+        }
+
+        if !self.sequences.contains_key(&seq_id) && self.sequences.len() >= MAX_SEQUENCES {
+            return Err(limit("packet sequence count", MAX_SEQUENCES as u64));
+        }
+        let seq = self.sequences.entry(seq_id).or_default();
+        let flags = packet.sequence_flags.unwrap_or(0);
+        if flags & SEQ_INCREMENTAL_STATE_CLEARED != 0 || packet.incremental_state_cleared == Some(true) {
+            self.interned_entries -= seq.generation.len();
+            seq.clear();
+            self.perf_series.remove(&seq_id);
+        } else if packet.previous_packet_dropped.unwrap_or(0) != 0 {
+            seq.valid = false;
+            self.profile.count("sequence_packet_loss");
+        }
+        if let Some(defaults) = packet.trace_packet_defaults {
+            seq.defaults = Some(defaults);
+            self.perf_series.remove(&seq_id);
+        }
+        if let Some(data) = packet.interned_data {
+            if seq.valid {
+                self.interned_entries += seq.generation.merge(data);
+                if self.interned_entries > MAX_INTERNED_ENTRIES {
+                    return Err(limit("interned entry count", MAX_INTERNED_ENTRIES));
+                }
+            } else {
+                self.profile
+                    .count("interned_data_skipped_incremental_state_invalid");
+            }
+        }
+        if flags & SEQ_NEEDS_INCREMENTAL_STATE != 0 && !seq.valid {
+            self.profile
+                .count("packet_skipped_seq_needs_incremental_state_invalid");
+            return Ok(());
+        }
+        let time = packet.timestamp.map(|ts| {
+            let clock = packet
+                .timestamp_clock_id
+                .or_else(|| seq.defaults.as_ref().and_then(|d| d.timestamp_clock_id))
+                .map(|c| ClockKey::new(c, seq_id));
+            RawTime {
+                clock,
+                ts: i64::try_from(ts).unwrap_or(i64::MAX),
+            }
+        });
+        if time.is_some() {
+            self.last_time = time;
+        }
+        let time = time.or(self.last_time);
+
+        match packet.data {
+            Some(Data::PerfSample(sample)) => self.perf_sample(seq_id, sample, time)?,
+            Some(Data::StreamingProfilePacket(p)) => self.streaming_profile(seq_id, p)?,
+            Some(Data::StackSample(sample)) => self.stack_sample(seq_id, sample, time)?,
+            Some(Data::ThreadDescriptor(td)) => {
+                self.names.thread(td.tid, td.pid, td.thread_name.as_deref());
+                let seq = self.sequences.entry(seq_id).or_default();
+                if seq.valid {
+                    seq.thread = Some((td.pid, td.tid));
+                    if let Some(us) = td.reference_timestamp_us {
+                        seq.running_time_ns = us.checked_mul(1000);
+                    }
+                }
+            }
+            Some(Data::TrackDescriptor(track)) => {
+                if let Some(p) = &track.process {
+                    self.names
+                        .process(p.pid, p.process_name.as_deref(), &p.cmdline);
+                }
+                if let Some(td) = &track.thread {
+                    self.names.thread(td.tid, td.pid, td.thread_name.as_deref());
+                    let seq = self.sequences.entry(seq_id).or_default();
+                    if seq.valid {
+                        seq.thread = Some((td.pid, td.tid));
+                        if let Some(us) = td.reference_timestamp_us {
+                            seq.running_time_ns = us.checked_mul(1000);
+                        }
+                    }
+                }
+            }
+            Some(Data::ProcessDescriptor(p)) => {
+                self.names
+                    .process(p.pid, p.process_name.as_deref(), &p.cmdline);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn process_tree(&mut self, tree: &ProcessTree) {
+        for p in &tree.processes {
+            self.names.process(p.pid, None, &p.cmdline);
+        }
+        for t in &tree.threads {
+            self.names.thread(t.tid, t.tgid, t.name.as_deref());
+        }
+    }
+
+    fn push(&mut self, sample: Sample, time: RawTime) -> Result<()> {
+        if self.pending.len() as u64 >= MAX_SAMPLES {
+            return Err(limit("sample count", MAX_SAMPLES));
+        }
+        self.pending.push((sample, time));
+        Ok(())
+    }
+
+    fn thread(&mut self, pid: Option<i64>, tid: Option<i64>) -> ThreadHandle {
+        let process = self.profile.add_process(pid);
+        self.profile.add_thread(process, tid)
+    }
+
+    /// Resolves a callstack iid in the sequence's current generation, counting why it failed.
+    fn callstack(&mut self, seq_id: u32, iid: u64) -> Option<StackHandle> {
+        let seq = self.sequences.get_mut(&seq_id)?;
+        if !seq.valid {
+            self.profile.count("stackprofile_invalid_callstack_id");
+            return None;
+        }
+        match resolve_callstack(&mut self.profile, &mut seq.generation, iid) {
+            Ok(stack) => stack,
+            Err(stat) => {
+                self.profile.count(stat);
+                None
+            }
+        }
+    }
+
+    fn perf_sample(&mut self, seq_id: u32, ps: PerfSample, time: Option<RawTime>) -> Result<()> {
+        if ps.kernel_records_lost.unwrap_or(0) > 0 {
+            self.profile.count("perf_cpu_lost_records");
+            return Ok(());
+        }
+        if ps.producer_event.is_some() {
+            self.profile.count("perf_guardrail_stop");
+            return Ok(());
+        }
+        if let Some(reason) = ps.sample_skipped_reason {
+            self.profile.count(vocab::skip_reason_stat(reason));
+        }
+        let Some(time) = time else {
+            self.profile.count("sample_without_timestamp");
+            return Ok(());
+        };
+        let series = self.perf_series(seq_id);
+        let stack = ps.callstack_iid.and_then(|iid| self.callstack(seq_id, iid));
+        let thread = self.thread(ps.pid.map(i64::from), ps.tid.map(i64::from));
+        let unwind_error = ps
+            .unwind_error
+            .map(|code| self.profile.intern(vocab::unwind_error(code)));
+        let sample = Sample {
+            time: None,
+            thread,
+            stack,
+            weight: 1,
+            series,
+            cpu: ps.cpu,
+            cpu_mode: vocab::perf_cpu_mode(ps.cpu_mode),
+            unwind_error,
+            counter: ps.timebase_count,
+        };
+        self.push(sample, time)
+    }
+
+    /// The perf session of a sequence, named after its timebase.
+    fn perf_series(&mut self, seq_id: u32) -> SeriesHandle {
+        if let Some(&s) = self.perf_series.get(&seq_id) {
+            return s;
+        }
+        let timebase = self
+            .sequences
+            .get(&seq_id)
+            .and_then(|s| s.defaults.as_ref())
+            .and_then(|d| d.perf_sample_defaults.as_ref())
+            .and_then(|d| d.timebase.as_ref());
+        let (name, kind) = vocab::perf_timebase(timebase);
+        let frequency_hz = timebase.and_then(|t| t.frequency);
+        let period = timebase.and_then(|t| t.period);
+        let series = Series {
+            kind,
+            name: self.profile.intern(&name),
+            unit: self.profile.intern("count"),
+            source: Some(self.profile.intern("linux.perf")),
+            frequency_hz,
+            period,
+        };
+        let handle = self.profile.add_series(series);
+        self.perf_series.insert(seq_id, handle);
+        handle
+    }
+
+    /// Chrome's in-process sampler: delta-encoded µs timestamps on the sequence's running
+    /// MONOTONIC clock, thread from the sequence's thread descriptor.
+    fn streaming_profile(&mut self, seq_id: u32, packet: StreamingProfilePacket) -> Result<()> {
+        let (pid, tid, start) = match self.sequences.get(&seq_id) {
+            Some(Sequence {
+                thread: Some((pid, tid)),
+                running_time_ns: Some(t),
+                ..
+            }) => (*pid, *tid, *t),
+            _ => {
+                self.profile.count("streaming_profile_without_thread_descriptor");
+                return Ok(());
+            }
+        };
+        let series = self.profile.intern("chrome-sampler");
+        let series = Series {
+            kind: SeriesKind::WallTime,
+            name: series,
+            unit: self.profile.intern("count"),
+            source: Some(self.profile.intern("chrome")),
+            frequency_hz: None,
+            period: None,
+        };
+        let series = self.profile.add_series(series);
+        let thread = self.thread(pid.map(i64::from), tid.map(i64::from));
+        let mut now = start;
+        let deltas = &packet.timestamp_delta_us;
+        for (i, &iid) in packet.callstack_iid.iter().enumerate() {
+            let Some(&delta) = deltas.get(i) else {
+                self.profile.count("stackprofile_parser_error");
+                break;
+            };
+            match advance(now, delta) {
+                Some(t) => now = t,
+                None => {
+                    self.profile.count("streaming_profile_invalid_timestamp");
+                    return Ok(());
+                }
+            }
+            let stack = self.callstack(seq_id, iid);
+            let sample = Sample {
+                time: None,
+                thread,
+                stack,
+                weight: 1,
+                series,
+                cpu: None,
+                cpu_mode: CpuMode::Unknown,
+                unwind_error: None,
+                counter: None,
+            };
+            let clock = Some(ClockKey::new(MONOTONIC, seq_id));
+            self.push(sample, RawTime { clock, ts: now })?;
+        }
+        for &delta in deltas.iter().skip(packet.callstack_iid.len()) {
+            match advance(now, delta) {
+                Some(t) => now = t,
+                None => {
+                    self.profile.count("streaming_profile_invalid_timestamp");
+                    return Ok(());
+                }
+            }
+        }
+        if let Some(seq) = self.sequences.get_mut(&seq_id) {
+            seq.running_time_ns = Some(now);
+        }
+        Ok(())
+    }
+
+    /// The transport-neutral StackSample (Perfetto v58+).
+    fn stack_sample(&mut self, seq_id: u32, ss: StackSample, time: Option<RawTime>) -> Result<()> {
+        let Some(time) = time else {
+            self.profile.count("sample_without_timestamp");
+            return Ok(());
+        };
+        let Some(seq) = self.sequences.get(&seq_id) else {
+            return Ok(());
+        };
+        let generation = &seq.generation;
+        let task = match ss.task_context_field {
+            Some(TaskContextField::TaskContext(t)) => Some(t),
+            Some(TaskContextField::TaskContextIid(iid)) => generation.task_contexts.get(&iid).cloned(),
+            None => None,
+        };
+        let execution = match ss.execution_context_field {
+            Some(ExecutionContextField::ExecutionContext(e)) => Some(e),
+            Some(ExecutionContextField::ExecutionContextIid(iid)) => {
+                generation.execution_contexts.get(&iid).cloned()
+            }
+            None => None,
+        };
+        let sample_defaults = seq.defaults.as_ref().and_then(|d| d.stack_sample_defaults.as_ref());
+        let descriptor = match ss.primary_descriptor_field {
+            Some(PrimaryDescriptorField::PrimaryDescriptor(d)) => Some(d),
+            Some(PrimaryDescriptorField::PrimaryDescriptorIid(iid)) => {
+                generation.counter_descriptors.get(&iid).cloned()
+            }
+            None => sample_defaults.and_then(|d| d.primary_descriptor.clone()),
+        };
+        let source = sample_defaults.and_then(|d| d.source.clone());
+        let (name, unit, kind) = vocab::stack_sample_series(descriptor.as_ref(), source.as_deref());
+        let series = Series {
+            kind,
+            name: self.profile.intern(&name),
+            unit: self.profile.intern(&unit),
+            source: source.as_deref().map(|s| self.profile.intern(s)),
+            frequency_hz: None,
+            period: None,
+        };
+        let series = self.profile.add_series(series);
+        let stack = match ss.callstack_field {
+            Some(CallstackField::Callstack(inline)) => self.inline_callstack(&inline),
+            Some(CallstackField::CallstackIid(iid)) => self.callstack(seq_id, iid),
+            None => None,
+        };
+        let thread = self.thread(
+            task.as_ref().and_then(|t| t.pid).map(i64::from),
+            task.as_ref().and_then(|t| t.tid).map(i64::from),
+        );
+        let sample = Sample {
+            time: None,
+            thread,
+            stack,
+            weight: ss
+                .primary_weight
+                .map_or(1, |w| i64::try_from(w).unwrap_or(i64::MAX)),
+            series,
+            cpu: execution
+                .as_ref()
+                .and_then(|e| e.cpu)
+                .and_then(|c| u32::try_from(c).ok()),
+            cpu_mode: vocab::stack_sample_cpu_mode(execution.as_ref().and_then(|e| e.mode)),
+            unwind_error: None,
+            counter: None,
+        };
+        self.push(sample, time)
+    }
+
+    fn inline_callstack(&mut self, callstack: &InlineCallstack) -> Option<StackHandle> {
+        if callstack.frames.len() > MAX_CALLSTACK_DEPTH {
+            self.profile.count("callstack_too_deep");
+            return None;
+        }
+        let frames: Vec<FrameHandle> = callstack
+            .frames
+            .iter()
+            .map(|f| {
+                let mut frame = Frame::new(FrameKind::Unknown);
+                frame.function = f
+                    .function_name
+                    .as_deref()
+                    .filter(|n| !n.is_empty())
+                    .map(|n| self.profile.intern(n));
+                frame.file = f
+                    .source_file
+                    .as_deref()
+                    .filter(|n| !n.is_empty())
+                    .map(|n| self.profile.intern(n));
+                frame.line = f.line_number.filter(|&l| l > 0);
+                self.profile.add_frame(frame)
+            })
+            .collect();
+        if frames.is_empty() {
+            self.profile.count("stackprofile_empty_callstack");
+        }
+        self.profile.add_stack_from_root(frames)
+    }
+
+    /// Converts every sample time and hands over the finished profile.
+    pub(super) fn finish(mut self) -> Profile {
+        let default_clock = self.clocks.default_clock();
+        let (target, timestamps) = match (self.clocks.wall_clock(), default_clock) {
+            (Some(wall), _) => (Some(wall), Timestamps::UnixEpoch),
+            (None, Some(default)) => (Some(default), Timestamps::TraceClock(clock_name(default))),
+            (None, None) => (None, Timestamps::TraceClock("trace".into())),
+        };
+        self.profile.timestamps = timestamps;
+        if let Some(wall) = self.clocks.wall_clock() {
+            self.profile
+                .attributes
+                .insert("perfetto.wall_clock".into(), clock_name(wall));
+        }
+        if let Some(default) = default_clock {
+            self.profile
+                .attributes
+                .insert("perfetto.trace_clock".into(), clock_name(default));
+        }
+        let pending = std::mem::take(&mut self.pending);
+        for (mut sample, raw) in pending {
+            let from = raw.clock.or(default_clock.map(|c| ClockKey::new(c, 0)));
+            let time = match (from, target) {
+                (Some(from), Some(to)) => self.clocks.convert(from, raw.ts, ClockKey::new(to, 0)),
+                (None, None) => Some(raw.ts),
+                // A clock id with nothing to convert to: trace_processor keeps such values as
+                // trace time.
+                (Some(_), None) => Some(raw.ts),
+                (None, Some(_)) => None,
+            };
+            match time {
+                Some(t) => {
+                    sample.time = Some(t);
+                    self.profile.add_sample(sample);
+                }
+                None => self.profile.count("clock_conversion_failed"),
+            }
+        }
+        self.profile.sort_samples_by_time();
+        self.apply_names();
+        self.profile
+    }
+
+    fn apply_names(&mut self) {
+        let processes: Vec<_> = self
+            .profile
+            .processes()
+            .filter_map(|(h, p)| p.pid.map(|pid| (h, pid)))
+            .collect();
+        for (h, pid) in processes {
+            if let Some((name, cmdline)) = self.names.processes.get(&pid) {
+                self.profile
+                    .name_process(h, name.as_deref(), cmdline.as_deref());
+            }
+        }
+        let threads: Vec<_> = self
+            .profile
+            .threads()
+            .filter_map(|(h, t)| t.tid.map(|tid| (h, tid, self.profile.process(t.process).pid)))
+            .collect();
+        for (h, tid, pid) in threads {
+            if let Some((tgid, name)) = self.names.threads.get(&tid) {
+                if tgid.is_none() || pid.is_none() || *tgid == pid {
+                    self.profile.name_thread(h, name);
+                }
+            }
+        }
+    }
+}
+
+fn advance(now: i64, delta_us: i64) -> Option<i64> {
+    delta_us
+        .checked_mul(1000)
+        .and_then(|d| now.checked_add(d))
+        .filter(|&t| t >= 0)
+}
+
+fn limit(what: &'static str, max: u64) -> crate::error::Error {
+    ErrorKind::LimitExceeded { limit: what, max }.into()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Resolves a callstack (root first in the trace) into the stack tree; `Ok(None)` for an
+/// empty callstack, `Err(stat)` when any part is missing.
+fn resolve_callstack(
+    profile: &mut Profile,
+    generation: &mut Generation,
+    iid: u64,
+) -> Result<Option<StackHandle>, &'static str> {
+    if let Some(&cached) = generation.stack_cache.get(&iid) {
+        return Ok(cached);
+    }
+    let frame_ids = generation
+        .callstacks
+        .get(&iid)
+        .ok_or("stackprofile_invalid_callstack_id")?
+        .clone();
+    if frame_ids.is_empty() {
+        return Err("stackprofile_empty_callstack");
+    }
+    if frame_ids.len() > MAX_CALLSTACK_DEPTH {
+        return Err("callstack_too_deep");
+    }
+    let mut frames = Vec::with_capacity(frame_ids.len());
+    for fid in frame_ids {
+        frames.push(resolve_frame(profile, generation, fid)?);
+    }
+    let stack = profile.add_stack_from_root(frames);
+    generation.stack_cache.insert(iid, stack);
+    Ok(stack)
+}
+
+fn lookup_string(
+    table: &HashMap<u64, Vec<u8>>,
+    iid: Option<u64>,
+) -> Result<Option<String>, &'static str> {
+    match iid {
+        None => Ok(None),
+        Some(0) => Ok(table.get(&0).map(|s| text(s))),
+        Some(id) => table
+            .get(&id)
+            .map(|s| Some(text(s)))
+            .ok_or("stackprofile_invalid_string_id"),
+    }
+}
+
+fn resolve_frame(
+    profile: &mut Profile,
+    generation: &mut Generation,
+    iid: u64,
+) -> Result<FrameHandle, &'static str> {
+    if let Some(&Some(handle)) = generation.frame_cache.get(&iid) {
+        return Ok(handle);
+    }
+    let pf: PfFrame = generation
+        .frames
+        .get(&iid)
+        .ok_or("stackprofile_invalid_frame_id")?
+        .clone();
+    let name = lookup_string(&generation.function_names, pf.function_name_id)?.filter(|n| !n.is_empty());
+    let mapping = match pf.mapping_id {
+        None | Some(0) => None,
+        Some(id) => Some(
+            generation
+                .mappings
+                .get(&id)
+                .ok_or("stackprofile_invalid_mapping_id")?
+                .clone(),
+        ),
+    };
+    let (image, path) = match &mapping {
+        Some(m) => {
+            let (image, path) = resolve_mapping(profile, generation, m)?;
+            (Some(image), path)
+        }
+        None => (None, String::new()),
+    };
+
+    use proflake_proto::perfetto::frame::KindField;
+    let explicit = match &pf.kind_field {
+        Some(KindField::Kind(k)) => vocab::frame_kind(*k),
+        Some(KindField::KindStr(s)) if !s.is_empty() => Some(FrameKind::Other(profile.intern(s))),
+        _ => None,
+    };
+    let java = vocab::is_java_mapping(&path);
+    let kind = match explicit {
+        Some(FrameKind::Interpreted | FrameKind::Jit) | None if java => FrameKind::Jvm,
+        Some(kind) => kind,
+        None if vocab::is_kernel_mapping(&path) => FrameKind::Kernel,
+        None if mapping.is_some() => FrameKind::Native,
+        None => FrameKind::Unknown,
+    };
+
+    let mut frame = Frame::new(kind);
+    if let Some(name) = name {
+        if kind == FrameKind::Jvm {
+            // ART names managed frames `package.Class.method`.
+            match name.rsplit_once('.') {
+                Some((class, method)) if !class.is_empty() && !method.is_empty() => {
+                    frame.module = Some(profile.intern(class));
+                    frame.function = Some(profile.intern(method));
+                }
+                _ => frame.function = Some(profile.intern(&name)),
+            }
+        } else {
+            let demangled = demangle(&name);
+            frame.function = Some(profile.intern(&demangled));
+            if demangled != name {
+                frame.system_name = Some(profile.intern(&name));
+            }
+        }
+    }
+    if let Ok(Some(file)) = lookup_string(&generation.source_paths, pf.source_path_iid) {
+        if !file.is_empty() {
+            frame.file = Some(profile.intern(&file));
+        }
+    }
+    frame.line = pf.line_number.filter(|&l| l > 0);
+    frame.image = image;
+    frame.address = pf.rel_pc.map(|pc| match image {
+        Some(_) => FrameAddress::ImageRelative(pc),
+        None => FrameAddress::Absolute(pc),
+    });
+    let handle = profile.add_frame(frame);
+    generation.frame_cache.insert(iid, Some(handle));
+    Ok(handle)
+}
+
+/// Builds the image of a mapping. The name joins the interned path components with "/" and a
+/// leading "/" (a leading "//" collapses), as trace_processor names mappings.
+fn resolve_mapping(
+    profile: &mut Profile,
+    generation: &Generation,
+    m: &Mapping,
+) -> Result<(crate::model::ImageHandle, String), &'static str> {
+    let mut path = String::new();
+    for id in m.path_string_ids.iter().take(MAX_PATH_COMPONENTS) {
+        let Some(component) = generation.mapping_paths.get(id) else {
+            break;
+        };
+        path.push('/');
+        path.push_str(&String::from_utf8_lossy(component));
+    }
+    if path.starts_with("//") {
+        path.remove(0);
+    }
+    let build_id = match m.build_id {
+        None | Some(0) => Vec::new(),
+        Some(id) => generation
+            .build_ids
+            .get(&id)
+            .ok_or("stackprofile_invalid_string_id")?
+            .clone(),
+    };
+    let (code_id, debug_id) = ids_from_build_id(&build_id);
+    let image = Image {
+        path: (!path.is_empty()).then(|| profile.intern(&path)),
+        code_id,
+        debug_id,
+        start: m.start.unwrap_or(0),
+        end: m.end.unwrap_or(0),
+        file_offset: m.exact_offset.or(m.start_offset).unwrap_or(0),
+        load_bias: m.load_bias.unwrap_or(0),
+    };
+    Ok((profile.add_image(image), path))
+}

@@ -1,0 +1,236 @@
+//! Streaming the `TracePacket` records of a trace, descending into compressed packets.
+//!
+//! A trace is a run of `Trace.packet` (field 1) records; nothing but the current record is held
+//! in memory. Compressed packets are inflated one at a time and their records handed on exactly
+//! as if they stood at the top level.
+
+use std::io::{self, BufRead, BufReader, Read};
+
+use prost::Message;
+use proflake_proto::perfetto::{trace_packet::Data, TracePacket};
+
+use super::limits::{
+    MAX_COMPRESSION_DEPTH, MAX_INFLATED_PACKET_BYTES, MAX_PACKETS, MAX_PACKET_BYTES,
+};
+use crate::error::{Error, ErrorKind, Result};
+use crate::formats::container::CappedReader;
+use crate::formats::io_error;
+
+const FORMAT: &str = "perfetto";
+
+/// Reads protobuf records from a byte stream, tracking the offset for error messages.
+struct RecordReader<R> {
+    inner: R,
+    offset: u64,
+    codec: &'static str,
+}
+
+enum Record {
+    /// A `Trace.packet` record; its bytes are in the caller's buffer.
+    Packet,
+    /// Some other top-level field, skipped.
+    Skipped,
+}
+
+impl<R: BufRead> RecordReader<R> {
+    fn err(&self, e: io::Error, at: u64, what: &'static str) -> Error {
+        io_error(e, self.codec, at, what)
+    }
+
+    fn malformed(&self, at: u64, what: impl Into<String>) -> Error {
+        ErrorKind::Malformed {
+            format: FORMAT,
+            offset: at,
+            what: what.into(),
+        }
+        .into()
+    }
+
+    /// Reads a varint; `Ok(None)` at a clean end of input.
+    fn varint(&mut self, at: u64, what: &'static str) -> Result<Option<u64>> {
+        let mut value = 0u64;
+        for i in 0..10 {
+            let codec = self.codec;
+            let buf = self
+                .inner
+                .fill_buf()
+                .map_err(|e| io_error(e, codec, at, what))?;
+            let Some(&b) = buf.first() else {
+                return if i == 0 {
+                    Ok(None)
+                } else {
+                    Err(ErrorKind::Truncated { offset: at, what }.into())
+                };
+            };
+            self.inner.consume(1);
+            self.offset += 1;
+            value |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                return Ok(Some(value));
+            }
+        }
+        Err(self.malformed(at, "varint longer than 10 bytes"))
+    }
+
+    fn skip(&mut self, n: u64, at: u64, what: &'static str) -> Result<()> {
+        let copied = io::copy(&mut (&mut self.inner).take(n), &mut io::sink())
+            .map_err(|e| self.err(e, at, what))?;
+        self.offset += copied;
+        if copied < n {
+            return Err(ErrorKind::Truncated { offset: at, what }.into());
+        }
+        Ok(())
+    }
+
+    /// Reads the next top-level record. `strict` (inside compressed packets) rejects anything
+    /// but packet records, as trace_processor's tokenizer does.
+    fn next(&mut self, buf: &mut Vec<u8>, strict: bool) -> Result<Option<(Record, u64)>> {
+        let at = self.offset;
+        let Some(tag) = self.varint(at, "record tag")? else {
+            return Ok(None);
+        };
+        let (field, wire_type) = (tag >> 3, tag & 7);
+        if strict && tag != 0x0a {
+            return Err(self.malformed(at, format!("compressed packets hold tag {tag:#x}, not a packet")));
+        }
+        match (field, wire_type) {
+            (0, _) => Err(self.malformed(at, "field number 0")),
+            (1, 2) => {
+                let len = self
+                    .varint(at, "packet length")?
+                    .ok_or(ErrorKind::Truncated { offset: at, what: "packet length" })?;
+                if len > MAX_PACKET_BYTES {
+                    return Err(ErrorKind::LimitExceeded {
+                        limit: "trace packet size",
+                        max: MAX_PACKET_BYTES,
+                    }
+                    .into());
+                }
+                buf.clear();
+                let read = (&mut self.inner)
+                    .take(len)
+                    .read_to_end(buf)
+                    .map_err(|e| self.err(e, at, "packet"))?;
+                self.offset += read as u64;
+                if (read as u64) < len {
+                    return Err(ErrorKind::Truncated { offset: at, what: "packet" }.into());
+                }
+                Ok(Some((Record::Packet, at)))
+            }
+            (1, _) => Err(self.malformed(at, format!("packet field with wire type {wire_type}"))),
+            (_, 0) => {
+                self.varint(at, "field value")?
+                    .ok_or(ErrorKind::Truncated { offset: at, what: "field value" })?;
+                Ok(Some((Record::Skipped, at)))
+            }
+            (_, 1) => self.skip(8, at, "fixed64 field").map(|()| Some((Record::Skipped, at))),
+            (_, 5) => self.skip(4, at, "fixed32 field").map(|()| Some((Record::Skipped, at))),
+            (_, 2) => {
+                let len = self
+                    .varint(at, "field length")?
+                    .ok_or(ErrorKind::Truncated { offset: at, what: "field length" })?;
+                self.skip(len, at, "length-delimited field")?;
+                Ok(Some((Record::Skipped, at)))
+            }
+            _ => Err(self.malformed(at, format!("unsupported wire type {wire_type}"))),
+        }
+    }
+}
+
+/// Walks every packet of a trace, calling `sink` for each in order.
+pub(super) struct PacketWalker {
+    packets: u64,
+}
+
+impl PacketWalker {
+    pub(super) fn new() -> Self {
+        PacketWalker { packets: 0 }
+    }
+
+    pub(super) fn walk<R: Read>(
+        &mut self,
+        input: R,
+        codec: &'static str,
+        sink: &mut dyn FnMut(TracePacket) -> Result<()>,
+    ) -> Result<()> {
+        self.walk_records(BufReader::new(input), codec, 0, sink)
+    }
+
+    fn walk_records<R: BufRead>(
+        &mut self,
+        input: R,
+        codec: &'static str,
+        depth: u32,
+        sink: &mut dyn FnMut(TracePacket) -> Result<()>,
+    ) -> Result<()> {
+        let mut reader = RecordReader {
+            inner: input,
+            offset: 0,
+            codec,
+        };
+        let mut buf = Vec::new();
+        while let Some((record, at)) = reader.next(&mut buf, depth > 0)? {
+            self.packets += 1;
+            if self.packets > MAX_PACKETS {
+                return Err(ErrorKind::LimitExceeded {
+                    limit: "trace packet count",
+                    max: MAX_PACKETS,
+                }
+                .into());
+            }
+            if matches!(record, Record::Skipped) || buf.is_empty() {
+                continue;
+            }
+            let packet = TracePacket::decode(buf.as_slice()).map_err(|e| {
+                Error::new(ErrorKind::Malformed {
+                    format: FORMAT,
+                    offset: at,
+                    what: "TracePacket does not decode".into(),
+                })
+                .with_source(e)
+            })?;
+            match packet.data {
+                Some(Data::CompressedPackets(ref z)) => self.inflate(z, "zlib", depth, sink)?,
+                Some(Data::ZstdCompressedPackets(ref z)) => self.inflate(z, "zstd", depth, sink)?,
+                _ => sink(packet)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn inflate(
+        &mut self,
+        data: &[u8],
+        codec: &'static str,
+        depth: u32,
+        sink: &mut dyn FnMut(TracePacket) -> Result<()>,
+    ) -> Result<()> {
+        if depth + 1 > MAX_COMPRESSION_DEPTH {
+            return Err(ErrorKind::LimitExceeded {
+                limit: "compressed packet nesting depth",
+                max: u64::from(MAX_COMPRESSION_DEPTH),
+            }
+            .into());
+        }
+        const LIMIT: &str = "inflated compressed_packets size";
+        match codec {
+            "zstd" => {
+                let decoder = zstd::stream::read::Decoder::with_buffer(data).map_err(|e| {
+                    Error::new(ErrorKind::Decompression { container: "zstd" }).with_source(e)
+                })?;
+                let capped = CappedReader::new(decoder, LIMIT, MAX_INFLATED_PACKET_BYTES);
+                self.walk_records(BufReader::new(capped), "zstd", depth + 1, sink)
+            }
+            _ => {
+                // trace_processor inflates with zlib-or-gzip header detection.
+                let reader: Box<dyn Read> = if data.starts_with(&[0x1f, 0x8b]) {
+                    Box::new(flate2::read::GzDecoder::new(data))
+                } else {
+                    Box::new(flate2::read::ZlibDecoder::new(data))
+                };
+                let capped = CappedReader::new(reader, LIMIT, MAX_INFLATED_PACKET_BYTES);
+                self.walk_records(BufReader::new(capped), "zlib", depth + 1, sink)
+            }
+        }
+    }
+}

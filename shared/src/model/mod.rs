@@ -1,0 +1,22 @@
+//! The neutral in-memory profile model every decoder produces and every writer consumes.
+//!
+//! Modelled on samply's `fxprof-processed-profile`: one [`Profile`] builder that interns
+//! strings, images, frames and stacks and hands out `Copy` handles; stacks form a prefix tree
+//! (each node is a frame plus its caller's node), so shared call paths are stored once and the
+//! table is already the call tree. Nothing here knows about input formats or cloud services.
+
+mod build_id;
+mod frame;
+mod handles;
+mod profile;
+mod sample;
+mod thread;
+
+pub use build_id::ids_from_build_id;
+pub use frame::{Frame, FrameAddress, FrameKind, Image, InlinedCall};
+pub use handles::{
+    FrameHandle, ImageHandle, ProcessHandle, SeriesHandle, StackHandle, StringHandle, ThreadHandle,
+};
+pub use profile::{Profile, StackNode, Timestamps};
+pub use sample::{CpuMode, Sample, Series, SeriesKind};
+pub use thread::{Process, Thread};

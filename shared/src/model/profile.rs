@@ -1,0 +1,346 @@
+//! The profile: the one mutable entry point to the model.
+
+use std::collections::BTreeMap;
+
+use indexmap::IndexSet;
+
+use super::{
+    Frame, FrameHandle, Image, ImageHandle, Process, ProcessHandle, Sample, Series, SeriesHandle,
+    StackHandle, StringHandle, Thread, ThreadHandle,
+};
+
+/// What sample times are measured against.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum Timestamps {
+    /// Nanoseconds since the Unix epoch.
+    #[default]
+    UnixEpoch,
+    /// Nanoseconds on the named trace clock, whose relation to wall-clock time the input did
+    /// not record (a Perfetto trace without a REALTIME clock snapshot). Writers that need
+    /// wall-clock time must be given an anchor.
+    TraceClock(String),
+}
+
+/// One row of the stack prefix tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct StackNode {
+    /// The calling stack, `None` at the root.
+    pub parent: Option<StackHandle>,
+    /// This node's frame (the callee).
+    pub frame: FrameHandle,
+    /// Distance from the root (0 = root frame).
+    pub depth: u32,
+}
+
+/// A decoded profile: metadata, processes and threads, images, frames, a stack prefix tree and
+/// samples. Every decoder builds one through the `add_*` methods, which deduplicate and hand out
+/// handles; every writer reads one. Building cannot fail.
+#[derive(Debug, Default)]
+pub struct Profile {
+    /// Short name of the input format (`perfetto`, ...).
+    pub source_format: String,
+    /// What sample times are measured against.
+    pub timestamps: Timestamps,
+    /// Free-form attributes of the whole profile (service, host, producer settings).
+    pub attributes: BTreeMap<String, String>,
+    /// Counters of things the decoder skipped or could not resolve, by reason.
+    pub stats: BTreeMap<&'static str, u64>,
+    strings: IndexSet<Box<str>>,
+    images: IndexSet<Image>,
+    frames: IndexSet<Frame>,
+    stacks: IndexSet<(Option<StackHandle>, FrameHandle)>,
+    depths: Vec<u32>,
+    processes: Vec<Process>,
+    threads: IndexSet<(ProcessHandle, Option<i64>)>,
+    thread_names: Vec<Option<StringHandle>>,
+    series: Vec<Series>,
+    samples: Vec<Sample>,
+}
+
+fn handle(index: usize) -> u32 {
+    // The decoders' limits keep every table far below 2^32 rows.
+    u32::try_from(index).expect("model table exceeds u32 rows")
+}
+
+impl Profile {
+    /// An empty profile of the given input format.
+    pub fn new(source_format: &str) -> Self {
+        Profile {
+            source_format: source_format.to_owned(),
+            ..Profile::default()
+        }
+    }
+
+    // ---- building ----------------------------------------------------------------------
+
+    /// Interns a string.
+    pub fn intern(&mut self, s: &str) -> StringHandle {
+        if let Some(i) = self.strings.get_index_of(s) {
+            return StringHandle(handle(i));
+        }
+        let (i, _) = self.strings.insert_full(s.into());
+        StringHandle(handle(i))
+    }
+
+    /// Adds (or finds) an image.
+    pub fn add_image(&mut self, image: Image) -> ImageHandle {
+        ImageHandle(handle(self.images.insert_full(image).0))
+    }
+
+    /// Adds (or finds) a frame.
+    pub fn add_frame(&mut self, frame: Frame) -> FrameHandle {
+        FrameHandle(handle(self.frames.insert_full(frame).0))
+    }
+
+    /// Adds (or finds) the stack `frame` called from `parent`.
+    pub fn add_stack(&mut self, parent: Option<StackHandle>, frame: FrameHandle) -> StackHandle {
+        let (i, inserted) = self.stacks.insert_full((parent, frame));
+        if inserted {
+            let depth = parent.map_or(0, |p| self.depths[p.index()] + 1);
+            self.depths.push(depth);
+        }
+        StackHandle(handle(i))
+    }
+
+    /// Adds the stack made of `frames`, root first; `None` for an empty list.
+    pub fn add_stack_from_root(
+        &mut self,
+        frames: impl IntoIterator<Item = FrameHandle>,
+    ) -> Option<StackHandle> {
+        frames
+            .into_iter()
+            .fold(None, |parent, frame| Some(self.add_stack(parent, frame)))
+    }
+
+    /// Adds (or finds) the process with this pid.
+    pub fn add_process(&mut self, pid: Option<i64>) -> ProcessHandle {
+        if let Some(i) = self.processes.iter().position(|p| p.pid == pid) {
+            return ProcessHandle(handle(i));
+        }
+        self.processes.push(Process {
+            pid,
+            name: None,
+            command_line: None,
+        });
+        ProcessHandle(handle(self.processes.len() - 1))
+    }
+
+    /// Names a process unless it already has a name (the first name seen wins).
+    pub fn name_process(
+        &mut self,
+        process: ProcessHandle,
+        name: Option<&str>,
+        command_line: Option<&str>,
+    ) {
+        let name = name.filter(|n| !n.is_empty()).map(|n| self.intern(n));
+        let command_line = command_line
+            .filter(|c| !c.is_empty())
+            .map(|c| self.intern(c));
+        let p = &mut self.processes[process.index()];
+        p.name = p.name.or(name);
+        p.command_line = p.command_line.or(command_line);
+    }
+
+    /// Adds (or finds) the thread `tid` of `process`.
+    pub fn add_thread(&mut self, process: ProcessHandle, tid: Option<i64>) -> ThreadHandle {
+        let (i, inserted) = self.threads.insert_full((process, tid));
+        if inserted {
+            self.thread_names.push(None);
+        }
+        ThreadHandle(handle(i))
+    }
+
+    /// Names a thread unless it already has a name (the first name seen wins).
+    pub fn name_thread(&mut self, thread: ThreadHandle, name: &str) {
+        if name.is_empty() || self.thread_names[thread.index()].is_some() {
+            return;
+        }
+        let name = self.intern(name);
+        self.thread_names[thread.index()] = Some(name);
+    }
+
+    /// Adds (or finds) a sample series.
+    pub fn add_series(&mut self, series: Series) -> SeriesHandle {
+        if let Some(i) = self.series.iter().position(|s| *s == series) {
+            return SeriesHandle(handle(i));
+        }
+        self.series.push(series);
+        SeriesHandle(handle(self.series.len() - 1))
+    }
+
+    /// Adds a sample.
+    pub fn add_sample(&mut self, sample: Sample) {
+        self.samples.push(sample);
+    }
+
+    /// Counts one occurrence of something skipped or unresolved.
+    pub fn count(&mut self, stat: &'static str) {
+        *self.stats.entry(stat).or_default() += 1;
+    }
+
+    /// Orders samples by time (stable: samples with equal or no time keep input order).
+    pub fn sort_samples_by_time(&mut self) {
+        self.samples.sort_by_key(|s| s.time);
+    }
+
+    /// Moves every sample time by `offset_ns` and declares the times Unix-epoch based. Used to
+    /// anchor a trace-clock profile at a known wall-clock start.
+    pub fn shift_to_unix(&mut self, offset_ns: i64) {
+        for s in &mut self.samples {
+            s.time = s.time.map(|t| t.saturating_add(offset_ns));
+        }
+        self.timestamps = Timestamps::UnixEpoch;
+    }
+
+    // ---- reading -----------------------------------------------------------------------
+
+    /// The text of an interned string.
+    pub fn str(&self, s: StringHandle) -> &str {
+        &self.strings[s.index()]
+    }
+
+    /// The text of an optional interned string.
+    pub fn opt_str(&self, s: Option<StringHandle>) -> Option<&str> {
+        s.map(|s| self.str(s))
+    }
+
+    /// An image.
+    pub fn image(&self, h: ImageHandle) -> &Image {
+        &self.images[h.index()]
+    }
+
+    /// All images with their handles.
+    pub fn images(&self) -> impl ExactSizeIterator<Item = (ImageHandle, &Image)> {
+        self.images
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (ImageHandle(i as u32), m))
+    }
+
+    /// A frame.
+    pub fn frame(&self, h: FrameHandle) -> &Frame {
+        &self.frames[h.index()]
+    }
+
+    /// All frames with their handles.
+    pub fn frames(&self) -> impl ExactSizeIterator<Item = (FrameHandle, &Frame)> {
+        self.frames
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (FrameHandle(i as u32), f))
+    }
+
+    /// A node of the stack prefix tree.
+    pub fn stack(&self, h: StackHandle) -> StackNode {
+        let (parent, frame) = self.stacks[h.index()];
+        StackNode {
+            parent,
+            frame,
+            depth: self.depths[h.index()],
+        }
+    }
+
+    /// All stack nodes, parents before children.
+    pub fn stacks(&self) -> impl ExactSizeIterator<Item = (StackHandle, StackNode)> + '_ {
+        (0..self.stacks.len()).map(|i| {
+            let h = StackHandle(i as u32);
+            (h, self.stack(h))
+        })
+    }
+
+    /// The frames of a stack, leaf first.
+    pub fn stack_frames(&self, leaf: StackHandle) -> impl Iterator<Item = FrameHandle> + '_ {
+        std::iter::successors(Some(leaf), |s| self.stacks[s.index()].0)
+            .map(|s| self.stacks[s.index()].1)
+    }
+
+    /// A process.
+    pub fn process(&self, h: ProcessHandle) -> &Process {
+        &self.processes[h.index()]
+    }
+
+    /// All processes with their handles.
+    pub fn processes(&self) -> impl ExactSizeIterator<Item = (ProcessHandle, &Process)> {
+        self.processes
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (ProcessHandle(i as u32), p))
+    }
+
+    /// A thread.
+    pub fn thread(&self, h: ThreadHandle) -> Thread {
+        let (process, tid) = self.threads[h.index()];
+        Thread {
+            process,
+            tid,
+            name: self.thread_names[h.index()],
+        }
+    }
+
+    /// All threads with their handles.
+    pub fn threads(&self) -> impl ExactSizeIterator<Item = (ThreadHandle, Thread)> + '_ {
+        (0..self.threads.len()).map(|i| {
+            let h = ThreadHandle(i as u32);
+            (h, self.thread(h))
+        })
+    }
+
+    /// A sample series.
+    pub fn series(&self, h: SeriesHandle) -> &Series {
+        &self.series[h.index()]
+    }
+
+    /// All sample series with their handles.
+    pub fn all_series(&self) -> impl ExactSizeIterator<Item = (SeriesHandle, &Series)> {
+        self.series
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (SeriesHandle(i as u32), s))
+    }
+
+    /// All samples, in time order once the decoder has finished.
+    pub fn samples(&self) -> &[Sample] {
+        &self.samples
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::FrameKind;
+
+    #[test]
+    fn stacks_form_a_deduplicated_prefix_tree() {
+        let mut p = Profile::new("test");
+        let names: Vec<_> = ["main", "a", "b"].iter().map(|n| p.intern(n)).collect();
+        let frames: Vec<_> = names
+            .iter()
+            .map(|&n| {
+                let mut f = Frame::new(FrameKind::Native);
+                f.function = Some(n);
+                p.add_frame(f)
+            })
+            .collect();
+        let ab = p.add_stack_from_root([frames[0], frames[1]]).unwrap();
+        let ac = p.add_stack_from_root([frames[0], frames[2]]).unwrap();
+        let ab2 = p.add_stack_from_root([frames[0], frames[1]]).unwrap();
+        assert_eq!(ab, ab2);
+        assert_ne!(ab, ac);
+        assert_eq!(p.stacks().len(), 3, "root shared by both stacks");
+        assert_eq!(p.stack(ab).depth, 1);
+        let leaf_first: Vec<_> = p.stack_frames(ac).collect();
+        assert_eq!(leaf_first, vec![frames[2], frames[0]]);
+        assert_eq!(p.add_stack_from_root([]), None);
+    }
+
+    #[test]
+    fn first_name_wins() {
+        let mut p = Profile::new("test");
+        let proc_ = p.add_process(Some(1));
+        let t = p.add_thread(proc_, Some(2));
+        p.name_thread(t, "first");
+        p.name_thread(t, "second");
+        assert_eq!(p.opt_str(p.thread(t).name), Some("first"));
+        assert_eq!(p.add_thread(proc_, Some(2)), t);
+    }
+}

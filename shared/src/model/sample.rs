@@ -1,0 +1,90 @@
+//! Samples and the series they belong to.
+
+use super::{SeriesHandle, StackHandle, StringHandle, ThreadHandle};
+
+/// What a series of samples measures. Writers that only take time-based profiles (Sample v2)
+/// pick their series by this.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SeriesKind {
+    /// On-CPU time (perf `cpu-clock`/`task-clock`, pprof `cpu`).
+    CpuTime,
+    /// Wall-clock time, on or off CPU.
+    WallTime,
+    /// Anything else: hardware events, page faults, allocations.
+    Other,
+}
+
+/// One sample series: a sampling session and the unit of its weights.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Series {
+    /// What it measures.
+    pub kind: SeriesKind,
+    /// Name of the measured event (`cpu-clock`, `wall-time`, `page-faults`).
+    pub name: StringHandle,
+    /// Unit of the measured event (`ns`, `count`, `cycles`, `bytes`).
+    pub unit: StringHandle,
+    /// Where the samples came from (`linux.perf`, `chrome`, a producer's own source name).
+    pub source: Option<StringHandle>,
+    /// Sampling frequency in Hz, when the producer sampled at a fixed frequency.
+    pub frequency_hz: Option<u64>,
+    /// Sampling period in `unit`, when the producer sampled every N units.
+    pub period: Option<u64>,
+}
+
+/// The processor mode a sample was taken in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum CpuMode {
+    /// Not recorded.
+    #[default]
+    Unknown,
+    /// Kernel mode.
+    Kernel,
+    /// User mode.
+    User,
+    /// Hypervisor.
+    Hypervisor,
+    /// Guest kernel.
+    GuestKernel,
+    /// Guest user space.
+    GuestUser,
+}
+
+impl CpuMode {
+    /// Lowercase name, as trace_processor spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            CpuMode::Unknown => "unknown",
+            CpuMode::Kernel => "kernel",
+            CpuMode::User => "user",
+            CpuMode::Hypervisor => "hypervisor",
+            CpuMode::GuestKernel => "guest_kernel",
+            CpuMode::GuestUser => "guest_user",
+        }
+    }
+}
+
+/// One sample.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sample {
+    /// When it was taken: ns since the Unix epoch, or since the trace clock's origin when the
+    /// profile has no wall-clock reference (see [`Timestamps`](super::Timestamps)).
+    /// `None` for aggregated inputs that carry no per-sample time.
+    pub time: Option<i64>,
+    /// The thread it was taken on.
+    pub thread: ThreadHandle,
+    /// The leaf of its stack; `None` when the producer recorded no stack (unwinding failed or
+    /// was skipped).
+    pub stack: Option<StackHandle>,
+    /// Weight in the series' unit (1 for one sample of a fixed-rate sampler).
+    pub weight: i64,
+    /// The series it belongs to.
+    pub series: SeriesHandle,
+    /// The CPU it ran on.
+    pub cpu: Option<u32>,
+    /// Processor mode.
+    pub cpu_mode: CpuMode,
+    /// Why the stack is incomplete, as the producer said (unwinder error name).
+    pub unwind_error: Option<StringHandle>,
+    /// The sampler's running counter value at this sample (perf timebase count).
+    pub counter: Option<u64>,
+}

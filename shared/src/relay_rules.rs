@@ -1,0 +1,1 @@
+//! Relay's acceptance rules for Sample v2 profile chunks (placeholder, being written).

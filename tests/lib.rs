@@ -1,0 +1,1 @@
+//! Shared helpers live in integration/; this crate has no library code.
