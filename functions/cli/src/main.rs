@@ -1,1 +1,244 @@
-fn main() {}
+//! `proflake`: run the conversion pipeline on a local directory laid out like the bucket.
+
+mod report;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use proflake::{
+    content_etag, convert_upload, publish, upload_key, ClientSdk, ConvertOptions, ErrorKind,
+    InputFormat, LocalDirStore, ObjectStore, UploadMetadata,
+};
+
+#[derive(Parser)]
+#[command(name = "proflake", version, about = "Convert profiles to Sentry Sample v2 chunks")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Upload each input into DIR/uploads/ and convert it, as the cloud pipeline would.
+    Convert(ConvertArgs),
+    /// Print a summary of one input: format, time range, processes, threads, top functions.
+    Inspect(InspectArgs),
+}
+
+#[derive(Args)]
+struct ConvertArgs {
+    /// Profile files to convert.
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// Directory that mirrors the bucket.
+    #[arg(long, short)]
+    out: PathBuf,
+    /// Decode as this format instead of detecting it.
+    #[arg(long, value_parser = parse_format)]
+    format: Option<InputFormat>,
+    #[command(flatten)]
+    metadata: MetadataArgs,
+}
+
+#[derive(Args)]
+struct MetadataArgs {
+    /// Metadata JSON (a Sentry profile-chunk metadata object); flags override its fields.
+    #[arg(long)]
+    metadata: Option<PathBuf>,
+    /// Sentry platform (default: android when the profile has ART frames, else native).
+    #[arg(long)]
+    platform: Option<String>,
+    /// Release of the profiled program.
+    #[arg(long)]
+    release: Option<String>,
+    /// Deployment environment.
+    #[arg(long)]
+    environment: Option<String>,
+    /// SDK name for client_sdk (default: proflake).
+    #[arg(long, requires = "sdk_version")]
+    sdk_name: Option<String>,
+    /// SDK version for client_sdk.
+    #[arg(long, requires = "sdk_name")]
+    sdk_version: Option<String>,
+    /// Profiler session id (32 hex digits; default: derived from the input).
+    #[arg(long)]
+    profiler_id: Option<String>,
+    /// Wall-clock start of the profile in Unix seconds, for traces without a REALTIME clock.
+    #[arg(long)]
+    start_time: Option<f64>,
+}
+
+#[derive(Args)]
+struct InspectArgs {
+    /// The profile file.
+    input: PathBuf,
+    /// Decode as this format instead of detecting it.
+    #[arg(long, value_parser = parse_format)]
+    format: Option<InputFormat>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_format(name: &str) -> Result<InputFormat, String> {
+    InputFormat::from_name(name).ok_or_else(|| {
+        let names: Vec<_> = InputFormat::ALL.iter().map(|f| f.name()).collect();
+        format!("unknown format {name:?}; known: {}", names.join(", "))
+    })
+}
+
+impl MetadataArgs {
+    fn resolve(self) -> anyhow::Result<UploadMetadata> {
+        let base = match &self.metadata {
+            Some(path) => {
+                let bytes = std::fs::read(path)
+                    .with_context(|| format!("cannot read metadata file {}", path.display()))?;
+                UploadMetadata::from_json(&bytes)
+                    .with_context(|| format!("metadata file {}", path.display()))?
+            }
+            None => UploadMetadata::default(),
+        };
+        let flags = UploadMetadata {
+            platform: self.platform,
+            release: self.release,
+            environment: self.environment,
+            client_sdk: self
+                .sdk_name
+                .zip(self.sdk_version)
+                .map(|(name, version)| ClientSdk { name, version }),
+            profiler_id: self.profiler_id,
+            timestamp: self.start_time,
+            ..UploadMetadata::default()
+        };
+        let merged = base.merge(flags);
+        merged.validate()?;
+        Ok(merged)
+    }
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("PROFLAKE_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Convert(args) => convert(args),
+        Command::Inspect(args) => inspect(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
+    let options = ConvertOptions {
+        format: args.format,
+        metadata: args.metadata.resolve()?,
+    };
+    let store = LocalDirStore::new(&args.out);
+    let bar = if args.inputs.len() > 1 {
+        ProgressBar::new(args.inputs.len() as u64)
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} {wide_msg}")
+            .expect("static template"),
+    );
+    let mut failed = 0usize;
+    for input in &args.inputs {
+        bar.set_message(input.display().to_string());
+        match convert_one(&store, input, &options) {
+            // suspend() prints above a visible bar and still prints when the bar is hidden.
+            Ok(line) => bar.suspend(|| println!("{line}")),
+            Err(e) => {
+                failed += 1;
+                bar.suspend(|| eprintln!("error: {e:#}"));
+            }
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let ok = args.inputs.len() - failed;
+    eprintln!("{ok} converted, {failed} failed");
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Uploads one file into the local bucket and converts it.
+fn convert_one(
+    store: &LocalDirStore,
+    input: &Path,
+    options: &ConvertOptions,
+) -> anyhow::Result<String> {
+    let bytes =
+        std::fs::read(input).with_context(|| format!("cannot read {}", input.display()))?;
+    let name = input
+        .file_name()
+        .and_then(|n| n.to_str())
+        .with_context(|| format!("{} has no usable file name", input.display()))?;
+    let key = upload_key(name);
+    match store.get(&key)? {
+        Some(existing) if existing != bytes => {
+            return Err(proflake::Error::new(ErrorKind::KeyConflict { key }).into());
+        }
+        Some(_) => {}
+        None => store.put(&key, &bytes)?,
+    }
+    let converted = convert_upload(&key, &content_etag(&bytes), &bytes, options)?;
+    publish(store, &converted)?;
+    let m = &converted.manifest;
+    Ok(format!(
+        "{}: {} ({}), {} chunk(s), {} of {} samples -> {}",
+        input.display(),
+        m.source.format,
+        m.source.container,
+        m.outputs.len(),
+        m.profile.samples_written,
+        m.profile.samples,
+        converted.manifest_key
+    ))
+}
+
+fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
+    let bytes = std::fs::read(&args.input)
+        .with_context(|| format!("cannot read {}", args.input.display()))?;
+    let decoded = match proflake::decode(&bytes, args.format) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: {:#}", anyhow::Error::new(e.for_input(&args.input.display().to_string())));
+            return Ok(ExitCode::from(1));
+        }
+    };
+    let summary = proflake::summarize(&decoded.profile);
+    if args.json {
+        let doc = serde_json::json!({
+            "input": args.input.display().to_string(),
+            "bytes": bytes.len(),
+            "format": decoded.format.name(),
+            "container": decoded.container.name(),
+            "summary": summary,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        print!(
+            "{}",
+            report::render(&args.input, bytes.len(), &decoded, &summary)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

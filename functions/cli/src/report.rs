@@ -1,0 +1,142 @@
+//! The text form of `proflake inspect`.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use proflake::{Decoded, ProfileSummary};
+
+/// Formats ns since the Unix epoch as an RFC 3339 UTC time with milliseconds.
+fn utc(ns: i64) -> String {
+    let secs = ns.div_euclid(1_000_000_000);
+    let millis = ns.rem_euclid(1_000_000_000) / 1_000_000;
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+fn or_dash<T: ToString>(v: Option<T>) -> String {
+    v.map_or_else(|| "-".into(), |v| v.to_string())
+}
+
+/// Renders the summary for a terminal.
+pub fn render(input: &Path, bytes: usize, decoded: &Decoded, s: &ProfileSummary) -> String {
+    let mut out = String::new();
+    let w = &mut out;
+    let _ = writeln!(w, "input       {} ({bytes} bytes)", input.display());
+    let _ = writeln!(
+        w,
+        "format      {} ({})",
+        decoded.format.name(),
+        decoded.container.name()
+    );
+    let _ = writeln!(w, "timestamps  {}", s.timestamps);
+    if let (Some(a), Some(b)) = (s.start_ns, s.end_ns) {
+        let span = (b - a) as f64 / 1e9;
+        let range = if s.timestamps == "unix" {
+            format!("{} .. {}", utc(a), utc(b))
+        } else {
+            format!("{a} .. {b} ns")
+        };
+        let _ = writeln!(w, "time range  {range} ({span:.3} s)");
+    }
+    let _ = writeln!(
+        w,
+        "samples     {} ({} with a stack)",
+        s.samples, s.samples_with_stack
+    );
+    for series in &s.series {
+        let _ = writeln!(
+            w,
+            "  series    {} [{}, {}{}]: {} samples",
+            series.name,
+            series.kind,
+            series.unit,
+            series.source.as_deref().map(|x| format!(", {x}")).unwrap_or_default(),
+            series.samples
+        );
+    }
+    let _ = writeln!(w, "\nprocesses ({})", s.processes.len());
+    for p in &s.processes {
+        let _ = writeln!(
+            w,
+            "  pid {:>8}  {:>6} samples  {:>3} threads  {}",
+            or_dash(p.pid),
+            p.samples,
+            p.threads,
+            p.name.as_deref().unwrap_or("")
+        );
+    }
+    let _ = writeln!(w, "\nthreads ({})", s.threads.len());
+    for t in &s.threads {
+        let _ = writeln!(
+            w,
+            "  tid {:>8}  pid {:>8}  {:>6} samples  {}",
+            or_dash(t.tid),
+            or_dash(t.pid),
+            t.samples,
+            t.name.as_deref().unwrap_or("")
+        );
+    }
+    let _ = writeln!(w, "\ntop functions (self / total samples)");
+    for f in &s.top_functions {
+        let _ = writeln!(
+            w,
+            "  {:>6} {:>6}  {}",
+            f.self_samples, f.total_samples, f.function
+        );
+    }
+    let _ = writeln!(w, "\nimages ({})", s.images.len());
+    for i in &s.images {
+        let state = if i.frames == 0 {
+            "no frames"
+        } else if i.symbolized_frames == i.frames {
+            "symbolized"
+        } else if i.symbolized_frames == 0 {
+            "unsymbolized"
+        } else {
+            "partly symbolized"
+        };
+        let _ = writeln!(
+            w,
+            "  {}  build id {}  {}/{} frames named ({state})",
+            i.path.as_deref().unwrap_or("<no path>"),
+            i.code_id.as_deref().unwrap_or("-"),
+            i.symbolized_frames,
+            i.frames
+        );
+    }
+    if !s.stats.is_empty() {
+        let _ = writeln!(w, "\nskipped or unresolved");
+        for (k, v) in &s.stats {
+            let _ = writeln!(w, "  {k}: {v}");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::utc;
+
+    #[test]
+    fn formats_utc() {
+        assert_eq!(utc(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(utc(1_700_000_001_010_000_000), "2023-11-14T22:13:21.010Z");
+        assert_eq!(utc(951_782_400_000_000_000), "2000-02-29T00:00:00.000Z");
+    }
+}

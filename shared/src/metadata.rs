@@ -1,0 +1,168 @@
+//! Upload metadata: what an SDK or the command line says about a profile that the profile
+//! itself does not (release, environment, platform, ids).
+//!
+//! The JSON form is the metadata object of a Sentry profile chunk (the part an Android SDK
+//! sends in front of a Perfetto trace), so SDKs can upload the same object they already build.
+//! Unknown keys are ignored.
+
+use serde::Deserialize;
+
+use crate::error::{ErrorKind, Result};
+
+/// The SDK that produced a profile.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub struct ClientSdk {
+    /// SDK name (`sentry.java.android`).
+    pub name: String,
+    /// SDK version.
+    pub version: String,
+}
+
+impl Default for ClientSdk {
+    fn default() -> Self {
+        ClientSdk {
+            name: "proflake".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
+}
+
+/// Metadata accompanying an upload. Every field is optional; [`UploadMetadata::merge`] layers
+/// sources (defaults < metadata file < command-line flags).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct UploadMetadata {
+    /// Sentry platform of the chunks (`android`, `native`, `python`, ...). Derived from the
+    /// profile when absent.
+    pub platform: Option<String>,
+    /// Release the profiled program belongs to.
+    pub release: Option<String>,
+    /// Deployment environment.
+    pub environment: Option<String>,
+    /// The SDK that recorded the profile.
+    pub client_sdk: Option<ClientSdk>,
+    /// Profiler session id (32 hex digits), stable across a session's chunks. Derived from the
+    /// input when absent.
+    pub profiler_id: Option<String>,
+    /// Chunk id (32 hex digits) for an input that yields a single chunk.
+    pub chunk_id: Option<String>,
+    /// Wall-clock start of the profile in Unix seconds; anchors traces whose clocks have no
+    /// wall-clock reference.
+    pub timestamp: Option<f64>,
+    /// Debug images the SDK already knows (e.g. ProGuard mappings), kept ahead of the ones the
+    /// converter derives.
+    #[serde(skip)]
+    pub debug_images: Vec<serde_json::Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct DebugMeta {
+    images: Vec<serde_json::Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct WithDebugMeta {
+    debug_meta: DebugMeta,
+}
+
+impl UploadMetadata {
+    /// Parses a metadata JSON object.
+    pub fn from_json(bytes: &[u8]) -> Result<Self> {
+        let invalid = |e: serde_json::Error| ErrorKind::InvalidMetadata {
+            what: e.to_string(),
+        };
+        let mut meta: UploadMetadata = serde_json::from_slice(bytes).map_err(invalid)?;
+        let extra: WithDebugMeta = serde_json::from_slice(bytes).map_err(invalid)?;
+        meta.debug_images = extra.debug_meta.images;
+        meta.validate()?;
+        Ok(meta)
+    }
+
+    /// Checks ids and times.
+    pub fn validate(&self) -> Result<()> {
+        for (field, id) in [("profiler_id", &self.profiler_id), ("chunk_id", &self.chunk_id)] {
+            if let Some(id) = id {
+                if normalize_id(id).is_none() {
+                    return Err(ErrorKind::InvalidMetadata {
+                        what: format!("{field} {id:?} is not a UUID (32 hex digits)"),
+                    }
+                    .into());
+                }
+            }
+        }
+        if let Some(t) = self.timestamp {
+            if !t.is_finite() || t < 0.0 {
+                return Err(ErrorKind::InvalidMetadata {
+                    what: format!("timestamp {t} is not a Unix time in seconds"),
+                }
+                .into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Fields set in `over` replace those set here.
+    pub fn merge(mut self, over: UploadMetadata) -> Self {
+        self.platform = over.platform.or(self.platform);
+        self.release = over.release.or(self.release);
+        self.environment = over.environment.or(self.environment);
+        self.client_sdk = over.client_sdk.or(self.client_sdk);
+        self.profiler_id = over.profiler_id.or(self.profiler_id);
+        self.chunk_id = over.chunk_id.or(self.chunk_id);
+        self.timestamp = over.timestamp.or(self.timestamp);
+        if !over.debug_images.is_empty() {
+            self.debug_images = over.debug_images;
+        }
+        self
+    }
+}
+
+/// A UUID in any of its usual spellings as 32 lowercase hex digits, Sentry's id form.
+pub(crate) fn normalize_id(id: &str) -> Option<String> {
+    let hex: String = id.chars().filter(|&c| c != '-').collect();
+    (hex.len() == 32 && hex.chars().all(|c| c.is_ascii_hexdigit())).then(|| hex.to_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_sentry_chunk_metadata() {
+        let json = br#"{"profiler_id":"814B081C-638B-4AD9-82AE-351547BFE499","chunk_id":"c3b09c0608844f558eaf6e65df6b9cdf",
+            "client_sdk":{"name":"sentry.java.android","version":"8.38.0","packages":[]},
+            "platform":"android","release":"app@1.0","environment":"debug","version":"2",
+            "content_type":"perfetto","timestamp":1777358020.855,
+            "debug_meta":{"images":[{"type":"proguard","uuid":"00000000-0000-0000-0000-000000000001"}]}}"#;
+        let m = UploadMetadata::from_json(json).unwrap();
+        assert_eq!(m.platform.as_deref(), Some("android"));
+        assert_eq!(m.client_sdk.unwrap().name, "sentry.java.android");
+        assert_eq!(m.timestamp, Some(1777358020.855));
+        assert_eq!(m.debug_images.len(), 1);
+        assert_eq!(
+            normalize_id(m.profiler_id.as_deref().unwrap()).unwrap(),
+            "814b081c638b4ad982ae351547bfe499"
+        );
+    }
+
+    #[test]
+    fn rejects_bad_ids_and_merges_in_order() {
+        let err = UploadMetadata::from_json(br#"{"profiler_id":"nope"}"#).unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::InvalidMetadata { .. }));
+        assert!(UploadMetadata::from_json(b"[1]").is_err());
+        let base = UploadMetadata {
+            release: Some("a".into()),
+            platform: Some("native".into()),
+            ..Default::default()
+        };
+        let over = UploadMetadata {
+            release: Some("b".into()),
+            ..Default::default()
+        };
+        let m = base.merge(over);
+        assert_eq!(m.release.as_deref(), Some("b"));
+        assert_eq!(m.platform.as_deref(), Some("native"));
+    }
+}

@@ -1,0 +1,129 @@
+//! The convert job: one upload in, Sample v2 chunks and a manifest out.
+
+use sha2::{Digest, Sha256};
+
+use super::manifest::{Manifest, ManifestOutput, ManifestProfile, ManifestSource, MANIFEST_VERSION};
+use crate::error::{Result, ErrorKind};
+use crate::formats::{decode, Decoded, InputFormat};
+use crate::metadata::UploadMetadata;
+use crate::model::{Profile, Timestamps};
+use crate::store::{chunk_key, manifest_key, source_id, ObjectStore};
+use crate::writers::write_sample_v2;
+
+/// How to convert.
+#[derive(Clone, Debug, Default)]
+pub struct ConvertOptions {
+    /// Decode as this format instead of detecting it.
+    pub format: Option<InputFormat>,
+    /// Metadata of the upload.
+    pub metadata: UploadMetadata,
+}
+
+/// The outputs of one conversion, not yet stored.
+#[derive(Debug)]
+pub struct Converted {
+    /// The decoded input.
+    pub decoded: Decoded,
+    /// Objects to write, in order.
+    pub objects: Vec<(String, Vec<u8>)>,
+    /// The manifest, written after the objects.
+    pub manifest: Manifest,
+    /// Where the manifest goes.
+    pub manifest_key: String,
+}
+
+/// Converts one upload. Pure: nothing is read or written, so the same input always gives the
+/// same outputs. Errors name `source_key`.
+pub fn convert_upload(
+    source_key: &str,
+    etag: &str,
+    bytes: &[u8],
+    options: &ConvertOptions,
+) -> Result<Converted> {
+    convert_inner(source_key, etag, bytes, options).map_err(|e| e.for_input(source_key))
+}
+
+fn convert_inner(
+    source_key: &str,
+    etag: &str,
+    bytes: &[u8],
+    options: &ConvertOptions,
+) -> Result<Converted> {
+    options.metadata.validate()?;
+    let mut decoded = decode(bytes, options.format)?;
+    let timestamps = anchor(&mut decoded.profile, options.metadata.timestamp)?;
+    let source_id = source_id(source_key, etag);
+    let chunks = write_sample_v2(&decoded.profile, &options.metadata, &source_id)?;
+
+    let mut objects = Vec::with_capacity(chunks.len());
+    let mut outputs = Vec::with_capacity(chunks.len());
+    for chunk in chunks {
+        let key = chunk_key(&source_id, &chunk.chunk_id);
+        outputs.push(ManifestOutput {
+            key: key.clone(),
+            kind: "sample_v2".into(),
+            bytes: chunk.json.len() as u64,
+            sha256: hex::encode(Sha256::digest(&chunk.json)),
+            pid: chunk.pid,
+            chunk_id: Some(chunk.chunk_id),
+            samples: Some(chunk.samples as u64),
+            start_ns: Some(chunk.start_ns),
+            end_ns: Some(chunk.end_ns),
+        });
+        objects.push((key, chunk.json));
+    }
+    let profile = &decoded.profile;
+    let manifest = Manifest {
+        manifest_version: MANIFEST_VERSION,
+        converter: format!("proflake {}", env!("CARGO_PKG_VERSION")),
+        source: ManifestSource {
+            key: source_key.into(),
+            etag: etag.trim_matches('"').into(),
+            bytes: bytes.len() as u64,
+            format: decoded.format.name().into(),
+            container: decoded.container.name().into(),
+            source_id: source_id.clone(),
+        },
+        profile: ManifestProfile {
+            timestamps,
+            samples: profile.samples().len() as u64,
+            samples_written: outputs.iter().filter_map(|o| o.samples).sum(),
+            processes: profile.processes().len() as u64,
+            threads: profile.threads().len() as u64,
+            stats: profile.stats.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
+        },
+        outputs,
+    };
+    Ok(Converted {
+        decoded,
+        objects,
+        manifest,
+        manifest_key: manifest_key(&source_id),
+    })
+}
+
+/// Puts trace-clock sample times on the wall clock when the metadata says when the profile
+/// started; says how times were obtained.
+fn anchor(profile: &mut Profile, start_seconds: Option<f64>) -> Result<String> {
+    let Timestamps::TraceClock(clock) = profile.timestamps.clone() else {
+        return Ok("unix".into());
+    };
+    let Some(start) = start_seconds else {
+        return Err(ErrorKind::NoWallClock { clock }.into());
+    };
+    let first = profile.samples().iter().filter_map(|s| s.time).min().unwrap_or(0);
+    // f64 seconds carry ~0.2 µs at today's epoch: round to whole microseconds.
+    let start_ns = (start * 1e6).round() as i64 * 1000;
+    profile.shift_to_unix(start_ns - first);
+    Ok(format!("{clock} clock, anchored at metadata timestamp {start}"))
+}
+
+/// Stores a conversion: every output first, the manifest last, so a manifest is never seen
+/// before the objects it lists.
+pub fn publish(store: &dyn ObjectStore, converted: &Converted) -> Result<()> {
+    for (key, bytes) in &converted.objects {
+        store.put(key, bytes)?;
+    }
+    let manifest = serde_json::to_vec_pretty(&converted.manifest).expect("manifest serializes");
+    store.put(&converted.manifest_key, &manifest)
+}

@@ -1,0 +1,87 @@
+//! The completion manifest: written after every other output of an upload, so its presence
+//! means the conversion is complete, and it lists what was written.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the manifest layout.
+pub const MANIFEST_VERSION: u32 = 1;
+
+/// What one conversion wrote. Holds nothing time- or machine-dependent, so converting the same
+/// upload twice writes the same manifest.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Layout version ([`MANIFEST_VERSION`]).
+    pub manifest_version: u32,
+    /// The converter and its version.
+    pub converter: String,
+    /// The upload.
+    pub source: ManifestSource,
+    /// A summary of the decoded profile.
+    pub profile: ManifestProfile,
+    /// Every object written, in write order (the manifest itself excluded).
+    pub outputs: Vec<ManifestOutput>,
+}
+
+/// The upload a manifest describes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ManifestSource {
+    /// Object key.
+    pub key: String,
+    /// ETag (hex MD5 for single-part uploads).
+    pub etag: String,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Detected format.
+    pub format: String,
+    /// Whole-file compression.
+    pub container: String,
+    /// The derived source id.
+    pub source_id: String,
+}
+
+/// Summary of the decoded profile.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ManifestProfile {
+    /// `unix`, or how trace-clock times were anchored.
+    pub timestamps: String,
+    /// Samples decoded.
+    pub samples: u64,
+    /// Samples written to Sample v2.
+    pub samples_written: u64,
+    /// Processes with samples.
+    pub processes: u64,
+    /// Threads with samples.
+    pub threads: u64,
+    /// What the decoder skipped or could not resolve, by reason.
+    pub stats: BTreeMap<String, u64>,
+}
+
+/// One written object.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ManifestOutput {
+    /// Object key.
+    pub key: String,
+    /// What it holds (`sample_v2`).
+    pub kind: String,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Hex SHA-256 of the bytes.
+    pub sha256: String,
+    /// Process the chunk covers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<i64>,
+    /// Chunk id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunk_id: Option<String>,
+    /// Samples in the chunk.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub samples: Option<u64>,
+    /// First sample, ns since the Unix epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_ns: Option<i64>,
+    /// Last sample, ns since the Unix epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_ns: Option<i64>,
+}

@@ -1,0 +1,61 @@
+//! The key layout of the bucket (and of a local directory that mirrors it).
+//!
+//! ```text
+//! uploads/<name>                                     raw profiles as uploaded, kept unchanged
+//! converted/<source_id>/sample-v2/<chunk_id>.json    Sample v2 chunks of one upload
+//! converted/<source_id>/manifest.json                written last: the upload is converted
+//! ```
+//!
+//! `source_id` is derived from the upload's key and ETag, so a redelivered notification for the
+//! same object rewrites the same keys with the same bytes, and a re-upload under the same key
+//! with new content gets new keys.
+
+use md5::{Digest, Md5};
+
+use crate::writers::derived_id;
+
+/// Where SDKs upload raw profiles.
+pub const UPLOADS_PREFIX: &str = "uploads/";
+/// Where conversion results go.
+pub const CONVERTED_PREFIX: &str = "converted/";
+
+/// The ETag S3 gives an object uploaded in one part: the hex MD5 of its bytes. Local stores use
+/// it so local and cloud runs derive the same keys.
+pub fn content_etag(bytes: &[u8]) -> String {
+    hex::encode(Md5::digest(bytes))
+}
+
+/// The identity of one upload.
+pub fn source_id(source_key: &str, etag: &str) -> String {
+    derived_id(&["source", source_key, etag.trim_matches('"')])
+}
+
+/// The upload key of a file given by name.
+pub fn upload_key(file_name: &str) -> String {
+    format!("{UPLOADS_PREFIX}{file_name}")
+}
+
+/// Key of one Sample v2 chunk.
+pub fn chunk_key(source_id: &str, chunk_id: &str) -> String {
+    format!("{CONVERTED_PREFIX}{source_id}/sample-v2/{chunk_id}.json")
+}
+
+/// Key of the completion manifest of one upload.
+pub fn manifest_key(source_id: &str) -> String {
+    format!("{CONVERTED_PREFIX}{source_id}/manifest.json")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn etag_is_s3_single_part_md5() {
+        assert_eq!(content_etag(b""), "d41d8cd98f00b204e9800998ecf8427e");
+        assert_eq!(
+            source_id("uploads/a", "\"d41d8cd98f00b204e9800998ecf8427e\""),
+            source_id("uploads/a", "d41d8cd98f00b204e9800998ecf8427e")
+        );
+        assert_ne!(source_id("uploads/a", "x"), source_id("uploads/b", "x"));
+    }
+}

@@ -1,0 +1,246 @@
+//! A human-sized summary of a profile: what `proflake inspect` shows.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde::Serialize;
+
+use crate::model::{FrameAddress, FrameHandle, Profile, SeriesKind, Timestamps};
+
+/// How many functions the summary lists.
+pub const TOP_FUNCTIONS: usize = 15;
+
+/// Summary of a profile.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProfileSummary {
+    /// What sample times are measured against.
+    pub timestamps: String,
+    /// First sample time (ns).
+    pub start_ns: Option<i64>,
+    /// Last sample time (ns).
+    pub end_ns: Option<i64>,
+    /// Number of samples.
+    pub samples: u64,
+    /// Samples that have a stack.
+    pub samples_with_stack: u64,
+    /// Sample series.
+    pub series: Vec<SeriesSummary>,
+    /// Processes, by sample count.
+    pub processes: Vec<ProcessSummary>,
+    /// Threads, by sample count.
+    pub threads: Vec<ThreadSummary>,
+    /// Functions with the most samples in them, by self samples.
+    pub top_functions: Vec<FunctionSummary>,
+    /// Images referenced by frames.
+    pub images: Vec<ImageSummary>,
+    /// What the decoder skipped, by reason.
+    pub stats: BTreeMap<String, u64>,
+}
+
+/// One series.
+#[derive(Clone, Debug, Serialize)]
+pub struct SeriesSummary {
+    /// Event name.
+    pub name: String,
+    /// `cpu_time`, `wall_time` or `other`.
+    pub kind: &'static str,
+    /// Unit of weights.
+    pub unit: String,
+    /// Producer.
+    pub source: Option<String>,
+    /// Samples in it.
+    pub samples: u64,
+}
+
+/// One process.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProcessSummary {
+    /// Process id.
+    pub pid: Option<i64>,
+    /// Name.
+    pub name: Option<String>,
+    /// Threads with samples.
+    pub threads: u64,
+    /// Samples.
+    pub samples: u64,
+}
+
+/// One thread.
+#[derive(Clone, Debug, Serialize)]
+pub struct ThreadSummary {
+    /// Process id.
+    pub pid: Option<i64>,
+    /// Thread id.
+    pub tid: Option<i64>,
+    /// Name.
+    pub name: Option<String>,
+    /// Samples.
+    pub samples: u64,
+}
+
+/// One function.
+#[derive(Clone, Debug, Serialize)]
+pub struct FunctionSummary {
+    /// Display name: the function, or `image+0xaddr` for unsymbolized code.
+    pub function: String,
+    /// Samples with this function at the leaf.
+    pub self_samples: u64,
+    /// Samples with this function anywhere on the stack.
+    pub total_samples: u64,
+}
+
+/// One image.
+#[derive(Clone, Debug, Serialize)]
+pub struct ImageSummary {
+    /// Path.
+    pub path: Option<String>,
+    /// Code id (ELF build id).
+    pub code_id: Option<String>,
+    /// Debug id.
+    pub debug_id: Option<String>,
+    /// Frames in this image.
+    pub frames: u64,
+    /// Of those, frames with a function name.
+    pub symbolized_frames: u64,
+}
+
+fn series_kind(kind: SeriesKind) -> &'static str {
+    match kind {
+        SeriesKind::CpuTime => "cpu_time",
+        SeriesKind::WallTime => "wall_time",
+        SeriesKind::Other => "other",
+    }
+}
+
+/// The display name of a frame.
+pub fn frame_label(profile: &Profile, handle: FrameHandle) -> String {
+    let frame = profile.frame(handle);
+    if let Some(function) = profile.opt_str(frame.function) {
+        return match profile.opt_str(frame.module) {
+            Some(module) => format!("{module}.{function}"),
+            None => function.to_owned(),
+        };
+    }
+    let image = frame
+        .image
+        .and_then(|i| profile.opt_str(profile.image(i).path))
+        .map(|p| p.rsplit('/').next().unwrap_or(p).to_owned())
+        .unwrap_or_else(|| "?".into());
+    match frame.address {
+        Some(FrameAddress::ImageRelative(a) | FrameAddress::Absolute(a)) => format!("{image}+{a:#x}"),
+        None => format!("{image}+?"),
+    }
+}
+
+/// Summarizes a profile.
+pub fn summarize(profile: &Profile) -> ProfileSummary {
+    let samples = profile.samples();
+    let mut per_series: HashMap<usize, u64> = HashMap::new();
+    let mut per_thread: HashMap<usize, u64> = HashMap::new();
+    let mut self_counts: HashMap<String, u64> = HashMap::new();
+    let mut total_counts: HashMap<String, u64> = HashMap::new();
+    let mut label_cache: HashMap<FrameHandle, String> = HashMap::new();
+    let mut with_stack = 0;
+    for s in samples {
+        *per_series.entry(s.series.index()).or_default() += 1;
+        *per_thread.entry(s.thread.index()).or_default() += 1;
+        let Some(leaf) = s.stack else { continue };
+        with_stack += 1;
+        let mut seen = HashSet::new();
+        for (depth, f) in profile.stack_frames(leaf).enumerate() {
+            let label = label_cache
+                .entry(f)
+                .or_insert_with(|| frame_label(profile, f))
+                .clone();
+            if depth == 0 {
+                *self_counts.entry(label.clone()).or_default() += 1;
+            }
+            if seen.insert(label.clone()) {
+                *total_counts.entry(label).or_default() += 1;
+            }
+        }
+    }
+    let mut top: Vec<FunctionSummary> = total_counts
+        .into_iter()
+        .map(|(function, total)| FunctionSummary {
+            self_samples: self_counts.get(&function).copied().unwrap_or(0),
+            total_samples: total,
+            function,
+        })
+        .collect();
+    top.sort_by(|a, b| {
+        (b.self_samples, b.total_samples, &a.function).cmp(&(a.self_samples, a.total_samples, &b.function))
+    });
+    top.truncate(TOP_FUNCTIONS);
+
+    let mut threads: Vec<ThreadSummary> = profile
+        .threads()
+        .map(|(h, t)| ThreadSummary {
+            pid: profile.process(t.process).pid,
+            tid: t.tid,
+            name: profile.opt_str(t.name).map(str::to_owned),
+            samples: per_thread.get(&h.index()).copied().unwrap_or(0),
+        })
+        .collect();
+    threads.sort_by(|a, b| (b.samples, a.pid, a.tid).cmp(&(a.samples, b.pid, b.tid)));
+    let mut processes: Vec<ProcessSummary> = profile
+        .processes()
+        .map(|(_, p)| {
+            let mine = threads.iter().filter(|t| t.pid == p.pid);
+            ProcessSummary {
+                pid: p.pid,
+                name: profile.opt_str(p.name).map(str::to_owned),
+                threads: mine.clone().count() as u64,
+                samples: mine.map(|t| t.samples).sum(),
+            }
+        })
+        .collect();
+    processes.sort_by(|a, b| (b.samples, a.pid).cmp(&(a.samples, b.pid)));
+
+    let mut image_frames: HashMap<usize, (u64, u64)> = HashMap::new();
+    for (_, f) in profile.frames() {
+        if let Some(i) = f.image {
+            let e = image_frames.entry(i.index()).or_default();
+            e.0 += 1;
+            e.1 += u64::from(f.function.is_some());
+        }
+    }
+    let images = profile
+        .images()
+        .map(|(h, img)| {
+            let (frames, symbolized) = image_frames.get(&h.index()).copied().unwrap_or_default();
+            ImageSummary {
+                path: profile.opt_str(img.path).map(str::to_owned),
+                code_id: img.code_id.as_ref().map(|c| c.to_string()),
+                debug_id: img.debug_id.map(|d| d.to_string()),
+                frames,
+                symbolized_frames: symbolized,
+            }
+        })
+        .collect();
+
+    ProfileSummary {
+        timestamps: match &profile.timestamps {
+            Timestamps::UnixEpoch => "unix".into(),
+            Timestamps::TraceClock(c) => format!("trace clock {c} (no wall-clock reference)"),
+        },
+        start_ns: samples.iter().filter_map(|s| s.time).min(),
+        end_ns: samples.iter().filter_map(|s| s.time).max(),
+        samples: samples.len() as u64,
+        samples_with_stack: with_stack,
+        series: profile
+            .all_series()
+            .map(|(h, s)| SeriesSummary {
+                name: profile.str(s.name).to_owned(),
+                kind: series_kind(s.kind),
+                unit: profile.str(s.unit).to_owned(),
+                source: profile.opt_str(s.source).map(str::to_owned),
+                samples: per_series.get(&h.index()).copied().unwrap_or(0),
+            })
+            .collect(),
+        processes,
+        threads,
+        top_functions: top,
+        images,
+        stats: profile.stats.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
+    }
+}

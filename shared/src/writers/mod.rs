@@ -1,0 +1,6 @@
+//! Writers: from the model to output bytes. Writers never know which format a profile came
+//! from.
+
+mod sample_v2;
+
+pub use sample_v2::{derived_id, write_sample_v2, SampleV2Chunk, MAX_CHUNK_DURATION_NS};

@@ -1,0 +1,476 @@
+//! Sentry Sample v2 profile chunks, exactly as Relay accepts them.
+//!
+//! Rules (see the project's notes on Relay's `sample/v2.rs`):
+//! - one chunk per process and per 60-second window of that process's samples;
+//! - only samples of the CPU-time series are written (wall-time ones when the profile has no
+//!   CPU-time series); samples without a stack are left out;
+//! - threads with fewer than 2 samples in a chunk are dropped, as Relay would drop them;
+//! - stacks are leaf first and deduplicated, frames are deduplicated, indices always in range;
+//! - native images become `debug_meta.images` of type `symbolic` with the debug id derived
+//!   from the ELF build id;
+//! - ids are derived from the input's identity unless given, so converting the same input
+//!   twice gives byte-identical chunks.
+
+use std::collections::{BTreeMap, HashMap};
+
+use indexmap::IndexSet;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::error::{ErrorKind, Result};
+use crate::metadata::{normalize_id, ClientSdk, UploadMetadata};
+use crate::model::{
+    FrameAddress, FrameHandle, FrameKind, ImageHandle, ProcessHandle, Profile, Sample,
+    SeriesKind, StringHandle, ThreadHandle, Timestamps,
+};
+
+/// Longest span of one chunk: the SDKs' 60 s (Relay allows 66 s).
+pub const MAX_CHUNK_DURATION_NS: i64 = 60_000_000_000;
+
+/// One written chunk.
+#[derive(Clone, Debug)]
+pub struct SampleV2Chunk {
+    /// The process the chunk covers.
+    pub pid: Option<i64>,
+    /// The chunk id.
+    pub chunk_id: String,
+    /// The profiler session id.
+    pub profiler_id: String,
+    /// First and last sample time, ns since the Unix epoch.
+    pub start_ns: i64,
+    /// Last sample time.
+    pub end_ns: i64,
+    /// Number of samples written.
+    pub samples: usize,
+    /// The chunk JSON.
+    pub json: Vec<u8>,
+}
+
+/// 32 hex digits of SHA-256 over the parts: a stable id for derived objects.
+pub fn derived_id(parts: &[&str]) -> String {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update(p.as_bytes());
+        h.update([0]);
+    }
+    hex::encode(&h.finalize()[..16])
+}
+
+#[derive(Serialize)]
+struct Chunk<'a> {
+    chunk_id: &'a str,
+    profiler_id: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    debug_meta: Option<DebugMeta<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    environment: Option<&'a str>,
+    platform: &'a str,
+    release: Option<&'a str>,
+    client_sdk: &'a ClientSdk,
+    version: &'static str,
+    profile: ProfileData<'a>,
+}
+
+impl Serialize for ClientSdk {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("ClientSdk", 2)?;
+        st.serialize_field("name", &self.name)?;
+        st.serialize_field("version", &self.version)?;
+        st.end()
+    }
+}
+
+#[derive(Serialize)]
+struct DebugMeta<'a> {
+    images: Vec<DebugImage<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum DebugImage<'a> {
+    Given(&'a serde_json::Value),
+    Native(NativeImage<'a>),
+}
+
+#[derive(Serialize)]
+struct NativeImage<'a> {
+    code_file: &'a str,
+    debug_id: String,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    image_addr: String,
+    image_vmaddr: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    image_size: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct ProfileData<'a> {
+    samples: Vec<OutSample>,
+    stacks: Vec<Vec<usize>>,
+    frames: Vec<OutFrame<'a>>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    thread_metadata: BTreeMap<String, ThreadMeta<'a>>,
+}
+
+#[derive(Serialize)]
+struct OutSample {
+    timestamp: f64,
+    stack_id: usize,
+    thread_id: String,
+}
+
+#[derive(Serialize)]
+struct ThreadMeta<'a> {
+    name: &'a str,
+}
+
+#[derive(Serialize, Clone, PartialEq, Eq, Hash)]
+struct OutFrame<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    abs_path: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    colno: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    filename: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    function: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instruction_addr: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lineno: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    module: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    package: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    platform: Option<&'static str>,
+}
+
+/// Converts ns since the epoch to Relay's float seconds: integer arithmetic first, one
+/// conversion to f64 at the end.
+fn seconds(ns: i64) -> f64 {
+    ns.div_euclid(1_000_000_000) as f64 + ns.rem_euclid(1_000_000_000) as f64 / 1e9
+}
+
+fn hex_addr(addr: u64) -> String {
+    format!("{addr:#x}")
+}
+
+/// Which samples go into Sample v2: those of CPU-time series, else of wall-time series.
+fn chosen_series(profile: &Profile) -> Result<Vec<bool>> {
+    let kinds: Vec<SeriesKind> = profile.all_series().map(|(_, s)| s.kind).collect();
+    let wanted = [SeriesKind::CpuTime, SeriesKind::WallTime]
+        .into_iter()
+        .find(|k| kinds.contains(k))
+        .ok_or_else(|| {
+            let names: Vec<_> = profile
+                .all_series()
+                .map(|(_, s)| profile.str(s.name).to_owned())
+                .collect();
+            ErrorKind::NoSamples {
+                why: format!(
+                    "no CPU-time or wall-time samples (sampled: {})",
+                    if names.is_empty() { "nothing".into() } else { names.join(", ") }
+                ),
+            }
+        })?;
+    Ok(kinds.iter().map(|&k| k == wanted).collect())
+}
+
+/// The Sentry platform of a chunk: the given one, else `android` for chunks with ART frames,
+/// else `native`.
+fn platform_for(meta: &UploadMetadata, has_jvm: bool) -> String {
+    if let Some(p) = &meta.platform {
+        return p.clone();
+    }
+    if has_jvm { "android" } else { "native" }.to_owned()
+}
+
+/// Writes a profile as Sample v2 chunks. `identity` names the input (its source id); ids are
+/// derived from it.
+pub fn write_sample_v2(
+    profile: &Profile,
+    meta: &UploadMetadata,
+    identity: &str,
+) -> Result<Vec<SampleV2Chunk>> {
+    if let Timestamps::TraceClock(clock) = &profile.timestamps {
+        return Err(ErrorKind::NoWallClock {
+            clock: clock.clone(),
+        }
+        .into());
+    }
+    let chosen = chosen_series(profile)?;
+    let mut by_process: BTreeMap<ProcessHandle, Vec<(i64, &Sample)>> = BTreeMap::new();
+    for s in profile.samples() {
+        if let (Some(t), Some(_), true) = (s.time, s.stack, chosen[s.series.index()]) {
+            let process = profile.thread(s.thread).process;
+            by_process.entry(process).or_default().push((t, s));
+        }
+    }
+    let mut windows = Vec::new();
+    for (process, mut samples) in by_process {
+        samples.sort_by_key(|(t, _)| *t);
+        let t0 = samples[0].0;
+        let mut current: Vec<(i64, &Sample)> = Vec::new();
+        let mut current_index = 0;
+        for (t, s) in samples {
+            let index = (t - t0) / MAX_CHUNK_DURATION_NS;
+            if index != current_index && !current.is_empty() {
+                windows.push((process, current_index, std::mem::take(&mut current)));
+            }
+            current_index = index;
+            current.push((t, s));
+        }
+        if !current.is_empty() {
+            windows.push((process, current_index, current));
+        }
+    }
+    let profiler_base = meta.profiler_id.as_deref().and_then(normalize_id);
+    let given_chunk = meta.chunk_id.as_deref().and_then(normalize_id);
+    let single_window = windows.len() == 1;
+    let mut chunks = Vec::new();
+    for (process, window, samples) in windows {
+        let pid = profile.process(process).pid;
+        let pid_text = pid.map_or_else(|| "unknown".to_owned(), |p| p.to_string());
+        let profiler_id = profiler_base
+            .clone()
+            .unwrap_or_else(|| derived_id(&["profiler", identity, &pid_text]));
+        let chunk_id = match (&given_chunk, single_window) {
+            // The SDK named the chunk: keep its id when the input maps onto one chunk.
+            (Some(given), true) => given.clone(),
+            _ => derived_id(&["chunk", identity, &pid_text, &window.to_string()]),
+        };
+        if let Some(chunk) = write_chunk(profile, meta, &samples, pid, chunk_id, profiler_id)? {
+            chunks.push(chunk);
+        }
+    }
+    if chunks.is_empty() {
+        return Err(ErrorKind::NoSamples {
+            why: "no thread has at least 2 samples with a stack".into(),
+        }
+        .into());
+    }
+    Ok(chunks)
+}
+
+/// Per-chunk tables under construction.
+struct ChunkBuilder<'a> {
+    profile: &'a Profile,
+    frames: IndexSet<OutFrame<'a>>,
+    stacks: IndexSet<Vec<usize>>,
+    images: IndexSet<ImageHandle>,
+    frame_rows: HashMap<FrameHandle, Vec<usize>>,
+    has_jvm: bool,
+}
+
+impl<'a> ChunkBuilder<'a> {
+    fn s(&self, h: Option<StringHandle>) -> Option<&'a str> {
+        let profile: &'a Profile = self.profile;
+        h.map(|h| profile.str(h))
+    }
+
+    /// The output rows of one model frame: the frame, then the functions it was inlined into
+    /// (leaf first, as stacks are).
+    fn frame_rows(&mut self, handle: FrameHandle) -> Vec<usize> {
+        if let Some(rows) = self.frame_rows.get(&handle) {
+            return rows.clone();
+        }
+        let profile: &'a Profile = self.profile;
+        let frame = profile.frame(handle);
+        let image = frame.image.map(|i| profile.image(i));
+        let jvm = frame.kind == FrameKind::Jvm;
+        self.has_jvm |= jvm;
+        let address = if jvm {
+            None
+        } else {
+            frame.address.and_then(|a| match a {
+                FrameAddress::Absolute(a) => Some(a),
+                FrameAddress::ImageRelative(r) => match image {
+                    Some(img) => img.start.checked_add(r),
+                    None => Some(r),
+                },
+            })
+        };
+        if let (Some(i), false, Some(img)) = (frame.image, jvm, image) {
+            if img.debug_id.is_some() {
+                self.images.insert(i);
+            }
+        }
+        let platform = match frame.kind {
+            FrameKind::Jvm => Some("java"),
+            FrameKind::Python => Some("python"),
+            FrameKind::JavaScript => Some("javascript"),
+            _ if address.is_some() => Some("native"),
+            _ => None,
+        };
+        let package = image.and_then(|img| self.s(img.path));
+        let file = self.s(frame.file);
+        let absolute = file.filter(|f| f.starts_with('/'));
+        let mut rows = Vec::with_capacity(1 + frame.inlined_into.len());
+        let own = OutFrame {
+            abs_path: absolute,
+            colno: frame.column,
+            filename: file,
+            function: self.s(frame.function),
+            instruction_addr: address.map(hex_addr),
+            lineno: frame.line,
+            module: self.s(frame.module),
+            package,
+            platform,
+        };
+        let own = if own.function.is_none() && own.filename.is_none() && own.instruction_addr.is_none() {
+            // Relay wants at least a function, file or address: name the unknown.
+            OutFrame {
+                function: Some("<unknown>"),
+                ..own
+            }
+        } else {
+            own
+        };
+        rows.push(self.frames.insert_full(own).0);
+        for call in frame.inlined_into.iter() {
+            let file = self.s(call.file);
+            let row = OutFrame {
+                abs_path: file.filter(|f| f.starts_with('/')),
+                colno: call.column,
+                filename: file,
+                function: self.s(call.function).or(Some("<unknown>")),
+                instruction_addr: address.map(hex_addr),
+                lineno: call.line,
+                module: None,
+                package,
+                platform,
+            };
+            rows.push(self.frames.insert_full(row).0);
+        }
+        self.frame_rows.insert(handle, rows.clone());
+        rows
+    }
+}
+
+fn write_chunk(
+    profile: &Profile,
+    meta: &UploadMetadata,
+    samples: &[(i64, &Sample)],
+    pid: Option<i64>,
+    chunk_id: String,
+    profiler_id: String,
+) -> Result<Option<SampleV2Chunk>> {
+    let mut per_thread: HashMap<ThreadHandle, usize> = HashMap::new();
+    for (_, s) in samples {
+        *per_thread.entry(s.thread).or_default() += 1;
+    }
+    let kept: Vec<&(i64, &Sample)> = samples
+        .iter()
+        .filter(|(_, s)| per_thread[&s.thread] >= 2)
+        .collect();
+    if kept.is_empty() {
+        return Ok(None);
+    }
+    let mut b = ChunkBuilder {
+        profile,
+        frames: IndexSet::new(),
+        stacks: IndexSet::new(),
+        images: IndexSet::new(),
+        frame_rows: HashMap::new(),
+        has_jvm: false,
+    };
+    let mut out_samples = Vec::with_capacity(kept.len());
+    let mut thread_metadata = BTreeMap::new();
+    let mut stack_rows: HashMap<crate::model::StackHandle, usize> = HashMap::new();
+    for (t, s) in &kept {
+        let leaf = s.stack.expect("only samples with stacks are chunked");
+        let stack_id = match stack_rows.get(&leaf) {
+            Some(&id) => id,
+            None => {
+                let mut rows = Vec::new();
+                for f in profile.stack_frames(leaf) {
+                    rows.extend(b.frame_rows(f));
+                }
+                let id = b.stacks.insert_full(rows).0;
+                stack_rows.insert(leaf, id);
+                id
+            }
+        };
+        let thread = profile.thread(s.thread);
+        let thread_id = thread.tid.unwrap_or(0).to_string();
+        if let Some(name) = thread.name {
+            thread_metadata
+                .entry(thread_id.clone())
+                .or_insert(ThreadMeta {
+                    name: profile.str(name),
+                });
+        }
+        out_samples.push(OutSample {
+            timestamp: seconds(*t),
+            stack_id,
+            thread_id,
+        });
+    }
+    let mut images: Vec<DebugImage> = meta.debug_images.iter().map(DebugImage::Given).collect();
+    for &h in &b.images {
+        let img = profile.image(h);
+        let Some(debug_id) = img.debug_id else { continue };
+        images.push(DebugImage::Native(NativeImage {
+            code_file: img
+                .path
+                .map(|p| profile.str(p))
+                .or(img.code_id.as_ref().map(|c| c.as_str()))
+                .unwrap_or("<unknown>"),
+            debug_id: debug_id.to_string(),
+            kind: "symbolic",
+            image_addr: hex_addr(img.start),
+            image_vmaddr: hex_addr(img.load_bias),
+            image_size: img.end.checked_sub(img.start).filter(|&s| s > 0),
+        }));
+    }
+    let platform = platform_for(meta, b.has_jvm);
+    let default_sdk = ClientSdk::default();
+    let chunk = Chunk {
+        chunk_id: &chunk_id,
+        profiler_id: &profiler_id,
+        debug_meta: (!images.is_empty()).then_some(DebugMeta { images }),
+        environment: meta.environment.as_deref(),
+        platform: &platform,
+        release: meta.release.as_deref(),
+        client_sdk: meta.client_sdk.as_ref().unwrap_or(&default_sdk),
+        version: "2",
+        profile: ProfileData {
+            samples: out_samples,
+            stacks: b.stacks.into_iter().collect(),
+            frames: b.frames.into_iter().collect(),
+            thread_metadata,
+        },
+    };
+    let json = serde_json::to_vec(&chunk).expect("chunk serialization cannot fail");
+    Ok(Some(SampleV2Chunk {
+        pid,
+        chunk_id,
+        profiler_id,
+        start_ns: kept.first().map_or(0, |(t, _)| *t),
+        end_ns: kept.last().map_or(0, |(t, _)| *t),
+        samples: kept.len(),
+        json,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_keep_sub_microsecond_precision() {
+        assert_eq!(seconds(1_700_000_001_010_000_000), 1700000001.01);
+        assert_eq!(seconds(-1), -1e-9);
+    }
+
+    #[test]
+    fn derived_ids_are_stable_hex() {
+        let a = derived_id(&["chunk", "x", "1"]);
+        assert_eq!(a.len(), 32);
+        assert_eq!(a, derived_id(&["chunk", "x", "1"]));
+        assert_ne!(a, derived_id(&["chunk", "x1", ""]));
+    }
+}
