@@ -108,7 +108,10 @@ impl Error {
     }
 
     /// Attaches the underlying cause.
-    pub fn with_source(mut self, source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+    pub fn with_source(
+        mut self,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
         self.source = Some(source.into());
         self
     }

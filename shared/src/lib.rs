@@ -19,22 +19,23 @@ mod writers;
 
 pub use error::{Error, ErrorKind, Result};
 pub use formats::{decode, sniff, Container, Decoded, InputFormat, MAX_DECOMPRESSED_BYTES};
+pub use metadata::{ClientSdk, UploadMetadata};
 pub use model::{
     ids_from_build_id, CpuMode, Frame, FrameAddress, FrameHandle, FrameKind, Image, ImageHandle,
     InlinedCall, Process, ProcessHandle, Profile, Sample, Series, SeriesHandle, SeriesKind,
     StackHandle, StackNode, StringHandle, Thread, ThreadHandle, Timestamps,
 };
-pub use metadata::{ClientSdk, UploadMetadata};
 pub use pipeline::{
     convert_upload, publish, ConvertOptions, Converted, Manifest, ManifestOutput, ManifestProfile,
     ManifestSource, MANIFEST_VERSION,
 };
+pub use relay_rules::{check_sample_v2, Rule, Violation};
 pub use store::{
     chunk_key, content_etag, manifest_key, source_id, upload_key, LocalDirStore, ObjectStore,
     CONVERTED_PREFIX, UPLOADS_PREFIX,
 };
-pub use writers::{derived_id, write_sample_v2, SampleV2Chunk, MAX_CHUNK_DURATION_NS};
 pub use summary::{
     frame_label, summarize, FunctionSummary, ImageSummary, ProcessSummary, ProfileSummary,
     SeriesSummary, ThreadSummary,
 };
+pub use writers::{derived_id, write_sample_v2, SampleV2Chunk, MAX_CHUNK_DURATION_NS};

@@ -82,7 +82,10 @@ impl UploadMetadata {
 
     /// Checks ids and times.
     pub fn validate(&self) -> Result<()> {
-        for (field, id) in [("profiler_id", &self.profiler_id), ("chunk_id", &self.chunk_id)] {
+        for (field, id) in [
+            ("profiler_id", &self.profiler_id),
+            ("chunk_id", &self.chunk_id),
+        ] {
             if let Some(id) = id {
                 if normalize_id(id).is_none() {
                     return Err(ErrorKind::InvalidMetadata {
@@ -122,7 +125,8 @@ impl UploadMetadata {
 /// A UUID in any of its usual spellings as 32 lowercase hex digits, Sentry's id form.
 pub(crate) fn normalize_id(id: &str) -> Option<String> {
     let hex: String = id.chars().filter(|&c| c != '-').collect();
-    (hex.len() == 32 && hex.chars().all(|c| c.is_ascii_hexdigit())).then(|| hex.to_ascii_lowercase())
+    (hex.len() == 32 && hex.chars().all(|c| c.is_ascii_hexdigit()))
+        .then(|| hex.to_ascii_lowercase())
 }
 
 #[cfg(test)]

@@ -126,7 +126,9 @@ pub fn frame_label(profile: &Profile, handle: FrameHandle) -> String {
         .map(|p| p.rsplit('/').next().unwrap_or(p).to_owned())
         .unwrap_or_else(|| "?".into());
     match frame.address {
-        Some(FrameAddress::ImageRelative(a) | FrameAddress::Absolute(a)) => format!("{image}+{a:#x}"),
+        Some(FrameAddress::ImageRelative(a) | FrameAddress::Absolute(a)) => {
+            format!("{image}+{a:#x}")
+        }
         None => format!("{image}+?"),
     }
 }
@@ -168,7 +170,11 @@ pub fn summarize(profile: &Profile) -> ProfileSummary {
         })
         .collect();
     top.sort_by(|a, b| {
-        (b.self_samples, b.total_samples, &a.function).cmp(&(a.self_samples, a.total_samples, &b.function))
+        (b.self_samples, b.total_samples, &a.function).cmp(&(
+            a.self_samples,
+            a.total_samples,
+            &b.function,
+        ))
     });
     top.truncate(TOP_FUNCTIONS);
 
@@ -241,6 +247,10 @@ pub fn summarize(profile: &Profile) -> ProfileSummary {
         threads,
         top_functions: top,
         images,
-        stats: profile.stats.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
+        stats: profile
+            .stats
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), *v))
+            .collect(),
     }
 }

@@ -14,7 +14,11 @@ use proflake::{
 };
 
 #[derive(Parser)]
-#[command(name = "proflake", version, about = "Convert profiles to Sentry Sample v2 chunks")]
+#[command(
+    name = "proflake",
+    version,
+    about = "Convert profiles to Sentry Sample v2 chunks"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -23,7 +27,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Upload each input into DIR/uploads/ and convert it, as the cloud pipeline would.
-    Convert(ConvertArgs),
+    Convert(Box<ConvertArgs>),
     /// Print a summary of one input: format, time range, processes, threads, top functions.
     Inspect(InspectArgs),
 }
@@ -129,7 +133,7 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Convert(args) => convert(args),
+        Command::Convert(args) => convert(*args),
         Command::Inspect(args) => inspect(args),
     };
     match result {
@@ -153,8 +157,7 @@ fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
         ProgressBar::hidden()
     };
     bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} {wide_msg}")
-            .expect("static template"),
+        ProgressStyle::with_template("{bar:30} {pos}/{len} {wide_msg}").expect("static template"),
     );
     let mut failed = 0usize;
     for input in &args.inputs {
@@ -185,8 +188,7 @@ fn convert_one(
     input: &Path,
     options: &ConvertOptions,
 ) -> anyhow::Result<String> {
-    let bytes =
-        std::fs::read(input).with_context(|| format!("cannot read {}", input.display()))?;
+    let bytes = std::fs::read(input).with_context(|| format!("cannot read {}", input.display()))?;
     let name = input
         .file_name()
         .and_then(|n| n.to_str())
@@ -220,7 +222,10 @@ fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
     let decoded = match proflake::decode(&bytes, args.format) {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("error: {:#}", anyhow::Error::new(e.for_input(&args.input.display().to_string())));
+            eprintln!(
+                "error: {:#}",
+                anyhow::Error::new(e.for_input(&args.input.display().to_string()))
+            );
             return Ok(ExitCode::from(1));
         }
     };

@@ -66,7 +66,11 @@ pub fn render(input: &Path, bytes: usize, decoded: &Decoded, s: &ProfileSummary)
             series.name,
             series.kind,
             series.unit,
-            series.source.as_deref().map(|x| format!(", {x}")).unwrap_or_default(),
+            series
+                .source
+                .as_deref()
+                .map(|x| format!(", {x}"))
+                .unwrap_or_default(),
             series.samples
         );
     }

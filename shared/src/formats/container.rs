@@ -84,7 +84,9 @@ impl<R: Read> Read for CappedReader<R> {
                 })),
             };
         }
-        let want = buf.len().min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
+        let want = buf
+            .len()
+            .min(usize::try_from(self.remaining).unwrap_or(usize::MAX));
         let n = self.inner.read(&mut buf[..want])?;
         self.remaining -= n as u64;
         Ok(n)

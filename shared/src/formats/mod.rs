@@ -98,7 +98,12 @@ pub fn decode(bytes: &[u8], format: Option<InputFormat>) -> Result<Decoded> {
 }
 
 /// Maps an I/O error from a decompressing reader onto the error kinds callers match on.
-pub(crate) fn io_error(e: io::Error, codec: &'static str, offset: u64, what: &'static str) -> Error {
+pub(crate) fn io_error(
+    e: io::Error,
+    codec: &'static str,
+    offset: u64,
+    what: &'static str,
+) -> Error {
     if let Some(hit) = e.get_ref().and_then(|r| r.downcast_ref::<LimitHit>()) {
         return ErrorKind::LimitExceeded {
             limit: hit.limit,

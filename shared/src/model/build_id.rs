@@ -20,7 +20,10 @@ pub fn ids_from_build_id(raw: &[u8]) -> (Option<CodeId>, Option<DebugId>) {
         // Chrome ships breakpad module ids already in text form; trace_processor keeps them
         // verbatim and so do we.
         let text = String::from_utf8_lossy(raw).to_ascii_lowercase();
-        return (Some(CodeId::new(text.clone())), DebugId::from_breakpad(&text).ok());
+        return (
+            Some(CodeId::new(text.clone())),
+            DebugId::from_breakpad(&text).ok(),
+        );
     }
     let mut guid = [0u8; 16];
     let n = raw.len().min(16);

@@ -2,8 +2,10 @@
 
 use sha2::{Digest, Sha256};
 
-use super::manifest::{Manifest, ManifestOutput, ManifestProfile, ManifestSource, MANIFEST_VERSION};
-use crate::error::{Result, ErrorKind};
+use super::manifest::{
+    Manifest, ManifestOutput, ManifestProfile, ManifestSource, MANIFEST_VERSION,
+};
+use crate::error::{ErrorKind, Result};
 use crate::formats::{decode, Decoded, InputFormat};
 use crate::metadata::UploadMetadata;
 use crate::model::{Profile, Timestamps};
@@ -90,7 +92,11 @@ fn convert_inner(
             samples_written: outputs.iter().filter_map(|o| o.samples).sum(),
             processes: profile.processes().len() as u64,
             threads: profile.threads().len() as u64,
-            stats: profile.stats.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect(),
+            stats: profile
+                .stats
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), *v))
+                .collect(),
         },
         outputs,
     };
@@ -111,11 +117,18 @@ fn anchor(profile: &mut Profile, start_seconds: Option<f64>) -> Result<String> {
     let Some(start) = start_seconds else {
         return Err(ErrorKind::NoWallClock { clock }.into());
     };
-    let first = profile.samples().iter().filter_map(|s| s.time).min().unwrap_or(0);
+    let first = profile
+        .samples()
+        .iter()
+        .filter_map(|s| s.time)
+        .min()
+        .unwrap_or(0);
     // f64 seconds carry ~0.2 µs at today's epoch: round to whole microseconds.
     let start_ns = (start * 1e6).round() as i64 * 1000;
     profile.shift_to_unix(start_ns - first);
-    Ok(format!("{clock} clock, anchored at metadata timestamp {start}"))
+    Ok(format!(
+        "{clock} clock, anchored at metadata timestamp {start}"
+    ))
 }
 
 /// Stores a conversion: every output first, the manifest last, so a manifest is never seen

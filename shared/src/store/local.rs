@@ -23,10 +23,7 @@ impl LocalDirStore {
     /// The file that holds `key`. Keys that would leave the root are refused.
     pub fn path(&self, key: &str) -> Result<PathBuf> {
         let rel = Path::new(key);
-        let safe = !key.is_empty()
-            && rel
-                .components()
-                .all(|c| matches!(c, Component::Normal(_)));
+        let safe = !key.is_empty() && rel.components().all(|c| matches!(c, Component::Normal(_)));
         if !safe {
             let e = io::Error::new(io::ErrorKind::InvalidInput, "key is not a relative path");
             return Err(storage(key, e));
@@ -70,13 +67,20 @@ fn tempfile_in(dir: &Path) -> io::Result<(PathBuf, fs::File)> {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let name = format!(".proflake-{}-{n}.tmp", std::process::id());
         let path = dir.join(name);
-        match fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+        match fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
             Ok(f) => return Ok((path, f)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
         }
     }
-    Err(io::Error::new(io::ErrorKind::AlreadyExists, "no free temporary name"))
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        "no free temporary name",
+    ))
 }
 
 #[cfg(test)]

@@ -3,7 +3,9 @@
 mod keys;
 mod local;
 
-pub use keys::{chunk_key, content_etag, manifest_key, source_id, upload_key, CONVERTED_PREFIX, UPLOADS_PREFIX};
+pub use keys::{
+    chunk_key, content_etag, manifest_key, source_id, upload_key, CONVERTED_PREFIX, UPLOADS_PREFIX,
+};
 pub use local::LocalDirStore;
 
 use crate::error::Result;

@@ -20,8 +20,8 @@ use sha2::{Digest, Sha256};
 use crate::error::{ErrorKind, Result};
 use crate::metadata::{normalize_id, ClientSdk, UploadMetadata};
 use crate::model::{
-    FrameAddress, FrameHandle, FrameKind, ImageHandle, ProcessHandle, Profile, Sample,
-    SeriesKind, StringHandle, ThreadHandle, Timestamps,
+    FrameAddress, FrameHandle, FrameKind, ImageHandle, ProcessHandle, Profile, Sample, SeriesKind,
+    StringHandle, ThreadHandle, Timestamps,
 };
 
 /// Longest span of one chunk: the SDKs' 60 s (Relay allows 66 s).
@@ -172,7 +172,11 @@ fn chosen_series(profile: &Profile) -> Result<Vec<bool>> {
             ErrorKind::NoSamples {
                 why: format!(
                     "no CPU-time or wall-time samples (sampled: {})",
-                    if names.is_empty() { "nothing".into() } else { names.join(", ") }
+                    if names.is_empty() {
+                        "nothing".into()
+                    } else {
+                        names.join(", ")
+                    }
                 ),
             }
         })?;
@@ -320,15 +324,16 @@ impl<'a> ChunkBuilder<'a> {
             package,
             platform,
         };
-        let own = if own.function.is_none() && own.filename.is_none() && own.instruction_addr.is_none() {
-            // Relay wants at least a function, file or address: name the unknown.
-            OutFrame {
-                function: Some("<unknown>"),
-                ..own
-            }
-        } else {
-            own
-        };
+        let own =
+            if own.function.is_none() && own.filename.is_none() && own.instruction_addr.is_none() {
+                // Relay wants at least a function, file or address: name the unknown.
+                OutFrame {
+                    function: Some("<unknown>"),
+                    ..own
+                }
+            } else {
+                own
+            };
         rows.push(self.frames.insert_full(own).0);
         for call in frame.inlined_into.iter() {
             let file = self.s(call.file);
@@ -412,7 +417,9 @@ fn write_chunk(
     let mut images: Vec<DebugImage> = meta.debug_images.iter().map(DebugImage::Given).collect();
     for &h in &b.images {
         let img = profile.image(h);
-        let Some(debug_id) = img.debug_id else { continue };
+        let Some(debug_id) = img.debug_id else {
+            continue;
+        };
         images.push(DebugImage::Native(NativeImage {
             code_file: img
                 .path

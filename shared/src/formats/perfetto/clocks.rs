@@ -73,7 +73,9 @@ impl ClockTracker {
                 .and_then(|m| i64::try_from(m).ok())
                 .unwrap_or(1);
             self.multipliers.insert(key, multiplier);
-            let ns = i64::try_from(ts).unwrap_or(i64::MAX).saturating_mul(multiplier);
+            let ns = i64::try_from(ts)
+                .unwrap_or(i64::MAX)
+                .saturating_mul(multiplier);
             readings.insert(key, ns);
         }
         if let Some(primary) = snapshot.primary_trace_clock.filter(|&c| c != 0) {

@@ -3,7 +3,9 @@
 use std::collections::HashMap;
 
 use proflake_proto::perfetto::{
-    stack_sample::{CallstackField, ExecutionContextField, PrimaryDescriptorField, TaskContextField},
+    stack_sample::{
+        CallstackField, ExecutionContextField, PrimaryDescriptorField, TaskContextField,
+    },
     trace_packet::{Data, OptionalTrustedPacketSequenceId},
     Frame as PfFrame, InlineCallstack, Mapping, PerfSample, ProcessTree, StackSample,
     StreamingProfilePacket, TracePacket,
@@ -117,7 +119,9 @@ impl Importer {
         }
         let seq = self.sequences.entry(seq_id).or_default();
         let flags = packet.sequence_flags.unwrap_or(0);
-        if flags & SEQ_INCREMENTAL_STATE_CLEARED != 0 || packet.incremental_state_cleared == Some(true) {
+        if flags & SEQ_INCREMENTAL_STATE_CLEARED != 0
+            || packet.incremental_state_cleared == Some(true)
+        {
             self.interned_entries -= seq.generation.len();
             seq.clear();
             self.perf_series.remove(&seq_id);
@@ -310,10 +314,15 @@ impl Importer {
                 ..
             }) => (*pid, *tid, *t),
             _ => {
-                self.profile.count("streaming_profile_without_thread_descriptor");
+                self.profile
+                    .count("streaming_profile_without_thread_descriptor");
                 return Ok(());
             }
         };
+        if start < 0 {
+            // An earlier delta took the sequence clock below zero (see below).
+            return self.invalid_streaming_time(seq_id, start);
+        }
         let series = self.profile.intern("chrome-sampler");
         let series = Series {
             kind: SeriesKind::WallTime,
@@ -332,12 +341,9 @@ impl Importer {
                 self.profile.count("stackprofile_parser_error");
                 break;
             };
-            match advance(now, delta) {
-                Some(t) => now = t,
-                None => {
-                    self.profile.count("streaming_profile_invalid_timestamp");
-                    return Ok(());
-                }
+            now = advance(now, delta);
+            if now < 0 {
+                return self.invalid_streaming_time(seq_id, now);
             }
             let stack = self.callstack(seq_id, iid);
             let sample = Sample {
@@ -355,14 +361,22 @@ impl Importer {
             self.push(sample, RawTime { clock, ts: now })?;
         }
         for &delta in deltas.iter().skip(packet.callstack_iid.len()) {
-            match advance(now, delta) {
-                Some(t) => now = t,
-                None => {
-                    self.profile.count("streaming_profile_invalid_timestamp");
-                    return Ok(());
-                }
+            now = advance(now, delta);
+            if now < 0 {
+                return self.invalid_streaming_time(seq_id, now);
             }
         }
+        if let Some(seq) = self.sequences.get_mut(&seq_id) {
+            seq.running_time_ns = Some(now);
+        }
+        Ok(())
+    }
+
+    /// A delta took the sequence's running clock below zero. As in trace_processor, the clock
+    /// keeps that value, so every later packet of the sequence is rejected too (each counted)
+    /// until a thread descriptor sets a new reference time.
+    fn invalid_streaming_time(&mut self, seq_id: u32, now: i64) -> Result<()> {
+        self.profile.count("streaming_profile_invalid_timestamp");
         if let Some(seq) = self.sequences.get_mut(&seq_id) {
             seq.running_time_ns = Some(now);
         }
@@ -381,7 +395,9 @@ impl Importer {
         let generation = &seq.generation;
         let task = match ss.task_context_field {
             Some(TaskContextField::TaskContext(t)) => Some(t),
-            Some(TaskContextField::TaskContextIid(iid)) => generation.task_contexts.get(&iid).cloned(),
+            Some(TaskContextField::TaskContextIid(iid)) => {
+                generation.task_contexts.get(&iid).cloned()
+            }
             None => None,
         };
         let execution = match ss.execution_context_field {
@@ -391,7 +407,10 @@ impl Importer {
             }
             None => None,
         };
-        let sample_defaults = seq.defaults.as_ref().and_then(|d| d.stack_sample_defaults.as_ref());
+        let sample_defaults = seq
+            .defaults
+            .as_ref()
+            .and_then(|d| d.stack_sample_defaults.as_ref());
         let descriptor = match ss.primary_descriptor_field {
             Some(PrimaryDescriptorField::PrimaryDescriptor(d)) => Some(d),
             Some(PrimaryDescriptorField::PrimaryDescriptorIid(iid)) => {
@@ -526,7 +545,10 @@ impl Importer {
         let threads: Vec<_> = self
             .profile
             .threads()
-            .filter_map(|(h, t)| t.tid.map(|tid| (h, tid, self.profile.process(t.process).pid)))
+            .filter_map(|(h, t)| {
+                t.tid
+                    .map(|tid| (h, tid, self.profile.process(t.process).pid))
+            })
             .collect();
         for (h, tid, pid) in threads {
             if let Some((tgid, name)) = self.names.threads.get(&tid) {
@@ -538,11 +560,12 @@ impl Importer {
     }
 }
 
-fn advance(now: i64, delta_us: i64) -> Option<i64> {
-    delta_us
-        .checked_mul(1000)
-        .and_then(|d| now.checked_add(d))
-        .filter(|&t| t >= 0)
+/// The running clock after a µs delta. The delta saturates as trace_processor's does; an
+/// addition that overflows gives an invalid (negative) clock, as trace_processor's wrapping
+/// addition does in practice.
+fn advance(now: i64, delta_us: i64) -> i64 {
+    now.checked_add(delta_us.saturating_mul(1000))
+        .unwrap_or(i64::MIN)
 }
 
 fn limit(what: &'static str, max: u64) -> crate::error::Error {
@@ -610,7 +633,8 @@ fn resolve_frame(
         .get(&iid)
         .ok_or("stackprofile_invalid_frame_id")?
         .clone();
-    let name = lookup_string(&generation.function_names, pf.function_name_id)?.filter(|n| !n.is_empty());
+    let name =
+        lookup_string(&generation.function_names, pf.function_name_id)?.filter(|n| !n.is_empty());
     let mapping = match pf.mapping_id {
         None | Some(0) => None,
         Some(id) => Some(

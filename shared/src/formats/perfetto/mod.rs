@@ -37,8 +37,8 @@ pub(crate) fn test(prefix: &[u8]) -> bool {
         return false;
     };
     const PACKET_FIELDS: &[u64] = &[
-        2, 3, 6, 8, 10, 11, 12, 13, 33, 35, 36, 41, 42, 43, 44, 45, 50, 54, 58, 59, 60, 66, 79,
-        87, 133, 135,
+        2, 3, 6, 8, 10, 11, 12, 13, 33, 35, 36, 41, 42, 43, 44, 45, 50, 54, 58, 59, 60, 66, 79, 87,
+        133, 135,
     ];
     let (field, wire_type) = (tag >> 3, tag & 7);
     PACKET_FIELDS.contains(&field) && matches!(wire_type, 0 | 2)

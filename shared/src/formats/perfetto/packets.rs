@@ -6,8 +6,8 @@
 
 use std::io::{self, BufRead, BufReader, Read};
 
-use prost::Message;
 use proflake_proto::perfetto::{trace_packet::Data, TracePacket};
+use prost::Message;
 
 use super::limits::{
     MAX_COMPRESSION_DEPTH, MAX_INFLATED_PACKET_BYTES, MAX_PACKETS, MAX_PACKET_BYTES,
@@ -91,14 +91,20 @@ impl<R: BufRead> RecordReader<R> {
         };
         let (field, wire_type) = (tag >> 3, tag & 7);
         if strict && tag != 0x0a {
-            return Err(self.malformed(at, format!("compressed packets hold tag {tag:#x}, not a packet")));
+            return Err(self.malformed(
+                at,
+                format!("compressed packets hold tag {tag:#x}, not a packet"),
+            ));
         }
         match (field, wire_type) {
             (0, _) => Err(self.malformed(at, "field number 0")),
             (1, 2) => {
                 let len = self
                     .varint(at, "packet length")?
-                    .ok_or(ErrorKind::Truncated { offset: at, what: "packet length" })?;
+                    .ok_or(ErrorKind::Truncated {
+                        offset: at,
+                        what: "packet length",
+                    })?;
                 if len > MAX_PACKET_BYTES {
                     return Err(ErrorKind::LimitExceeded {
                         limit: "trace packet size",
@@ -113,22 +119,36 @@ impl<R: BufRead> RecordReader<R> {
                     .map_err(|e| self.err(e, at, "packet"))?;
                 self.offset += read as u64;
                 if (read as u64) < len {
-                    return Err(ErrorKind::Truncated { offset: at, what: "packet" }.into());
+                    return Err(ErrorKind::Truncated {
+                        offset: at,
+                        what: "packet",
+                    }
+                    .into());
                 }
                 Ok(Some((Record::Packet, at)))
             }
             (1, _) => Err(self.malformed(at, format!("packet field with wire type {wire_type}"))),
             (_, 0) => {
                 self.varint(at, "field value")?
-                    .ok_or(ErrorKind::Truncated { offset: at, what: "field value" })?;
+                    .ok_or(ErrorKind::Truncated {
+                        offset: at,
+                        what: "field value",
+                    })?;
                 Ok(Some((Record::Skipped, at)))
             }
-            (_, 1) => self.skip(8, at, "fixed64 field").map(|()| Some((Record::Skipped, at))),
-            (_, 5) => self.skip(4, at, "fixed32 field").map(|()| Some((Record::Skipped, at))),
+            (_, 1) => self
+                .skip(8, at, "fixed64 field")
+                .map(|()| Some((Record::Skipped, at))),
+            (_, 5) => self
+                .skip(4, at, "fixed32 field")
+                .map(|()| Some((Record::Skipped, at))),
             (_, 2) => {
                 let len = self
                     .varint(at, "field length")?
-                    .ok_or(ErrorKind::Truncated { offset: at, what: "field length" })?;
+                    .ok_or(ErrorKind::Truncated {
+                        offset: at,
+                        what: "field length",
+                    })?;
                 self.skip(len, at, "length-delimited field")?;
                 Ok(Some((Record::Skipped, at)))
             }

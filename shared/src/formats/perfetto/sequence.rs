@@ -4,8 +4,7 @@
 use std::collections::HashMap;
 
 use proflake_proto::perfetto::{
-    stack_sample, Frame as PfFrame, InternedData, InternedString, Mapping,
-    TracePacketDefaults,
+    stack_sample, Frame as PfFrame, InternedData, InternedString, Mapping, TracePacketDefaults,
 };
 
 use crate::model::{FrameHandle, StackHandle};
@@ -74,7 +73,11 @@ impl Generation {
                 });
             }
         }
-        added += intern(&mut self.task_contexts, data.stack_sample_task_contexts, |c| c.iid);
+        added += intern(
+            &mut self.task_contexts,
+            data.stack_sample_task_contexts,
+            |c| c.iid,
+        );
         added += intern(
             &mut self.execution_contexts,
             data.stack_sample_execution_contexts,

@@ -1,0 +1,300 @@
+//! The `proflake` binary, run as a user runs it.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use proflake::{check_sample_v2, decode, Manifest};
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path)
+}
+
+fn proflake(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_proflake"))
+        .args(args)
+        .output()
+        .expect("proflake runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Every file under `root`, by path relative to it.
+fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                let rel = path
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                out.insert(rel, fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    if root.exists() {
+        walk(root, root, &mut out);
+    }
+    out
+}
+
+fn manifests(out: &Path) -> Vec<Manifest> {
+    tree(out)
+        .into_iter()
+        .filter(|(k, _)| k.ends_with("manifest.json"))
+        .map(|(_, v)| serde_json::from_slice(&v).unwrap())
+        .collect()
+}
+
+const SAMPLE: &str = "samples/perfetto/android_app.pftrace";
+const SAMPLE_METADATA: &str = "samples/perfetto/android_app.metadata.json";
+const SAMPLE_EXPECTED: &str = "samples/perfetto/android_app.expected";
+
+fn convert_sample(out: &Path) -> Output {
+    proflake(&[
+        "convert",
+        repo(SAMPLE).to_str().unwrap(),
+        "--metadata",
+        repo(SAMPLE_METADATA).to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
+/// The sample converts to exactly the committed expected chunks and manifest. Set
+/// PROFLAKE_BLESS=1 to rewrite them after an intended change, and review the diff.
+#[test]
+fn sample_converts_to_its_expected_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = convert_sample(dir.path());
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let converted = tree(&dir.path().join("converted"));
+    let produced: BTreeMap<String, Vec<u8>> = converted
+        .into_iter()
+        .map(|(k, v)| {
+            (
+                Path::new(&k)
+                    .file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned(),
+                v,
+            )
+        })
+        .collect();
+    let expected_dir = repo(SAMPLE_EXPECTED);
+    if std::env::var_os("PROFLAKE_BLESS").is_some() {
+        let _ = fs::remove_dir_all(&expected_dir);
+        fs::create_dir_all(&expected_dir).unwrap();
+        for (name, bytes) in &produced {
+            fs::write(expected_dir.join(name), bytes).unwrap();
+        }
+    }
+    let expected = tree(&expected_dir);
+    assert_eq!(
+        produced.keys().collect::<Vec<_>>(),
+        expected.keys().collect::<Vec<_>>(),
+        "output objects differ from {SAMPLE_EXPECTED}"
+    );
+    for (name, bytes) in &produced {
+        assert!(
+            expected[name] == *bytes,
+            "{name} differs from {SAMPLE_EXPECTED}/{name}"
+        );
+    }
+    // The raw upload is kept unchanged.
+    assert_eq!(
+        fs::read(dir.path().join("uploads/android_app.pftrace")).unwrap(),
+        fs::read(repo(SAMPLE)).unwrap()
+    );
+}
+
+/// What the sample must produce, checked from first principles rather than a snapshot.
+#[test]
+fn sample_chunks_follow_relay_rules_and_cover_every_sample() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(convert_sample(dir.path()).status.success());
+    let [manifest] = manifests(dir.path()).try_into().unwrap();
+    let decoded = decode(&fs::read(repo(SAMPLE)).unwrap(), None).unwrap();
+    let with_stack = decoded
+        .profile
+        .samples()
+        .iter()
+        .filter(|s| s.stack.is_some())
+        .count();
+    assert_eq!(manifest.profile.samples_written as usize, with_stack);
+    assert_eq!(manifest.source.format, "perfetto");
+    // Two processes, 75 s each: two 60 s windows per process.
+    assert_eq!(manifest.outputs.len(), 4);
+    for output in &manifest.outputs {
+        let bytes = fs::read(dir.path().join(&output.key)).unwrap();
+        assert_eq!(bytes.len() as u64, output.bytes);
+        let violations = check_sample_v2(&bytes);
+        assert!(violations.is_empty(), "{}: {violations:?}", output.key);
+        let chunk: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(chunk["platform"], "android");
+        assert_eq!(chunk["release"], "com.example.app@2.4.0+240");
+        assert_eq!(chunk["profiler_id"], "6f3a0c1e9b2d4e7f8a5b1c2d3e4f5a6b");
+        assert_eq!(chunk["client_sdk"]["name"], "sentry.java.android");
+        let span = output.end_ns.unwrap() - output.start_ns.unwrap();
+        assert!(span < 60_000_000_000, "{} spans {span} ns", output.key);
+        // The app's Java frames carry class and method, never an address.
+        let frames = chunk["profile"]["frames"].as_array().unwrap();
+        let java = frames
+            .iter()
+            .filter(|f| f["platform"] == "java")
+            .collect::<Vec<_>>();
+        assert_eq!(!java.is_empty(), output.pid == Some(4242), "{}", output.key);
+        assert!(java
+            .iter()
+            .all(|f| f["module"].is_string() && f.get("instruction_addr").is_none()));
+    }
+}
+
+#[test]
+fn converting_again_rewrites_identical_objects() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    assert!(convert_sample(a.path()).status.success());
+    let first = tree(a.path());
+    assert!(convert_sample(a.path()).status.success());
+    assert!(convert_sample(b.path()).status.success());
+    assert_eq!(
+        tree(a.path()),
+        first,
+        "a redelivery must not add or change objects"
+    );
+    assert_eq!(
+        tree(b.path()),
+        first,
+        "two machines must write the same objects"
+    );
+}
+
+#[test]
+fn one_bad_file_is_reported_and_the_others_convert() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.bin");
+    fs::write(&junk, b"definitely not a profile").unwrap();
+    let truncated = dir.path().join("truncated.pftrace");
+    let sample = fs::read(repo(SAMPLE)).unwrap();
+    fs::write(&truncated, &sample[..sample.len() / 2]).unwrap();
+    let out = dir.path().join("bucket");
+    let run = proflake(&[
+        "convert",
+        junk.to_str().unwrap(),
+        repo(SAMPLE).to_str().unwrap(),
+        truncated.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        run.status.code(),
+        Some(1),
+        "any failure must show in the exit code"
+    );
+    let stderr = text(&run.stderr);
+    assert!(
+        stderr.contains("uploads/junk.bin: unsupported input format"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("uploads/truncated.pftrace: input is truncated"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("1 converted, 2 failed"), "{stderr}");
+    let done = manifests(&out);
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].source.key, "uploads/android_app.pftrace");
+}
+
+#[test]
+fn refuses_to_replace_a_different_upload_with_the_same_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bucket");
+    fs::create_dir_all(out.join("uploads")).unwrap();
+    fs::write(out.join("uploads/android_app.pftrace"), b"older upload").unwrap();
+    let run = proflake(&[
+        "convert",
+        repo(SAMPLE).to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(run.status.code(), Some(1));
+    assert!(text(&run.stderr).contains("already exists with different content"));
+    assert_eq!(
+        fs::read(out.join("uploads/android_app.pftrace")).unwrap(),
+        b"older upload"
+    );
+}
+
+#[test]
+fn trace_without_wall_clock_needs_a_start_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = repo("tests/fixtures/perfetto/synthetic/perf_basic.pftrace");
+    let out = dir.path().to_str().unwrap();
+    let run = proflake(&["convert", trace.to_str().unwrap(), "--out", out]);
+    assert_eq!(run.status.code(), Some(1));
+    assert!(
+        text(&run.stderr).contains("--start-time"),
+        "{}",
+        text(&run.stderr)
+    );
+
+    let run = proflake(&[
+        "convert",
+        trace.to_str().unwrap(),
+        "--out",
+        out,
+        "--start-time",
+        "1700000000.5",
+    ]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let [manifest] = manifests(dir.path()).try_into().unwrap();
+    let chunk: serde_json::Value =
+        serde_json::from_slice(&fs::read(dir.path().join(&manifest.outputs[0].key)).unwrap())
+            .unwrap();
+    assert_eq!(chunk["profile"]["samples"][0]["timestamp"], 1700000000.5);
+    assert_eq!(chunk["platform"], "native");
+    assert!(check_sample_v2(&serde_json::to_vec(&chunk).unwrap()).is_empty());
+}
+
+#[test]
+fn inspect_summarizes_the_sample() {
+    let run = proflake(&["inspect", repo(SAMPLE).to_str().unwrap(), "--json"]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let decoded = decode(&fs::read(repo(SAMPLE)).unwrap(), None).unwrap();
+    assert_eq!(doc["format"], "perfetto");
+    assert_eq!(doc["summary"]["samples"], decoded.profile.samples().len());
+    assert_eq!(doc["summary"]["timestamps"], "unix");
+    assert_eq!(doc["summary"]["processes"].as_array().unwrap().len(), 2);
+    assert_eq!(doc["summary"]["processes"][0]["name"], "com.example.app");
+    let images = doc["summary"]["images"].as_array().unwrap();
+    assert!(images.iter().any(
+        |i| i["path"] == "/apex/com.android.runtime/lib64/bionic/libc.so"
+            && i["code_id"] == "a1c0ffee0000000000000000000000000badf00d"
+    ));
+
+    let human = proflake(&["inspect", repo(SAMPLE).to_str().unwrap()]);
+    let out = text(&human.stdout);
+    assert!(out.contains("time range  2025-11-22T08:26:41"), "{out}");
+    assert!(
+        out.contains("com.example.app.sync.SyncWorker.doWork"),
+        "{out}"
+    );
+
+    let bad = proflake(&["inspect", repo("README.md").to_str().unwrap()]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(text(&bad.stderr).contains("unsupported input format"));
+}

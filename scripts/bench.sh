@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Conversion throughput benchmarks (release build). PROFLAKE_BENCH_SAMPLES sets the size of the
+# generated trace (default 400000 samples).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo bench -p proflake --bench convert "$@"
