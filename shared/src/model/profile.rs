@@ -50,6 +50,7 @@ pub struct Profile {
     frames: IndexSet<Frame>,
     stacks: IndexSet<(Option<StackHandle>, FrameHandle)>,
     depths: Vec<u32>,
+    process_ids: IndexSet<Option<i64>>,
     processes: Vec<Process>,
     threads: IndexSet<(ProcessHandle, Option<i64>)>,
     thread_names: Vec<Option<StringHandle>>,
@@ -114,15 +115,15 @@ impl Profile {
 
     /// Adds (or finds) the process with this pid.
     pub fn add_process(&mut self, pid: Option<i64>) -> ProcessHandle {
-        if let Some(i) = self.processes.iter().position(|p| p.pid == pid) {
-            return ProcessHandle(handle(i));
+        let (i, inserted) = self.process_ids.insert_full(pid);
+        if inserted {
+            self.processes.push(Process {
+                pid,
+                name: None,
+                command_line: None,
+            });
         }
-        self.processes.push(Process {
-            pid,
-            name: None,
-            command_line: None,
-        });
-        ProcessHandle(handle(self.processes.len() - 1))
+        ProcessHandle(handle(i))
     }
 
     /// Names a process unless it already has a name (the first name seen wins).

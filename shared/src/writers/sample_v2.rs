@@ -470,7 +470,8 @@ mod tests {
     #[test]
     fn seconds_keep_sub_microsecond_precision() {
         assert_eq!(seconds(1_700_000_001_010_000_000), 1700000001.01);
-        assert_eq!(seconds(-1), -1e-9);
+        assert!((seconds(-1) + 1e-9).abs() < 1e-12);
+        assert_eq!(seconds(1_763_800_001_001_044_178), 1763800001.0010443);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use proflake_proto::perfetto::{
     },
     trace_packet::{Data, OptionalTrustedPacketSequenceId},
     Frame as PfFrame, InlineCallstack, Mapping, PerfSample, ProcessTree, StackSample,
-    StreamingProfilePacket, TracePacket,
+    StreamingProfilePacket, ThreadDescriptor, TracePacket,
 };
 
 use super::clocks::{clock_name, ClockKey, ClockTracker, MONOTONIC};
@@ -168,30 +168,14 @@ impl Importer {
             Some(Data::PerfSample(sample)) => self.perf_sample(seq_id, sample, time)?,
             Some(Data::StreamingProfilePacket(p)) => self.streaming_profile(seq_id, p)?,
             Some(Data::StackSample(sample)) => self.stack_sample(seq_id, sample, time)?,
-            Some(Data::ThreadDescriptor(td)) => {
-                self.names.thread(td.tid, td.pid, td.thread_name.as_deref());
-                let seq = self.sequences.entry(seq_id).or_default();
-                if seq.valid {
-                    seq.thread = Some((td.pid, td.tid));
-                    if let Some(us) = td.reference_timestamp_us {
-                        seq.running_time_ns = us.checked_mul(1000);
-                    }
-                }
-            }
+            Some(Data::ThreadDescriptor(td)) => self.thread_descriptor(seq_id, &td),
             Some(Data::TrackDescriptor(track)) => {
                 if let Some(p) = &track.process {
                     self.names
                         .process(p.pid, p.process_name.as_deref(), &p.cmdline);
                 }
                 if let Some(td) = &track.thread {
-                    self.names.thread(td.tid, td.pid, td.thread_name.as_deref());
-                    let seq = self.sequences.entry(seq_id).or_default();
-                    if seq.valid {
-                        seq.thread = Some((td.pid, td.tid));
-                        if let Some(us) = td.reference_timestamp_us {
-                            seq.running_time_ns = us.checked_mul(1000);
-                        }
-                    }
+                    self.thread_descriptor(seq_id, td);
                 }
             }
             Some(Data::ProcessDescriptor(p)) => {
@@ -201,6 +185,19 @@ impl Importer {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Binds a sequence to the thread it writes for; the descriptor's reference time seeds the
+    /// sequence's running clock for delta-encoded timestamps.
+    fn thread_descriptor(&mut self, seq_id: u32, td: &ThreadDescriptor) {
+        self.names.thread(td.tid, td.pid, td.thread_name.as_deref());
+        let seq = self.sequences.entry(seq_id).or_default();
+        if seq.valid {
+            seq.thread = Some((td.pid, td.tid));
+            if let Some(us) = td.reference_timestamp_us {
+                seq.running_time_ns = us.checked_mul(1000);
+            }
+        }
     }
 
     fn process_tree(&mut self, tree: &ProcessTree) {
