@@ -26,8 +26,11 @@ cargo fmt --all --check
 step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-step "cargo test"
-cargo test --workspace --locked
-
 step "benchmarks compile"
 cargo bench --workspace --locked --no-run
+
+step "cargo test"
+cargo test --workspace --locked 2>&1 | tee "$tmp/test.log"
+
+# One closing line for the whole run, summed over every test binary.
+awk '/^test result:/ { p += $4; f += $6 } END { printf "\nall tests: %d passed, %d failed\n", p, f }' "$tmp/test.log"

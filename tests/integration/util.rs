@@ -1,0 +1,381 @@
+//! Helpers shared by the integration tests: fixture loading, a flat rendering of decoded
+//! samples that tests can compare field by field, trace_processor's CSV output, and small
+//! protobuf framing helpers for building adversarial traces.
+
+use std::path::{Path, PathBuf};
+
+use proflake::{
+    CpuMode, Decoded, FrameAddress, FrameHandle, FrameKind, Profile, Sample, SeriesKind,
+    StackHandle,
+};
+
+// ---- fixtures ---------------------------------------------------------------------------
+
+/// Absolute path of a fixture, relative to `tests/fixtures`.
+pub fn fixture_path(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(rel)
+}
+
+/// The bytes of a fixture, relative to `tests/fixtures`. Fails with a clear message when the
+/// file is missing.
+pub fn fixture(rel: &str) -> Vec<u8> {
+    let path = fixture_path(rel);
+    assert!(
+        path.is_file(),
+        "fixture `{rel}` is missing: expected a file at {}",
+        path.display()
+    );
+    std::fs::read(&path).unwrap_or_else(|e| panic!("cannot read fixture {}: {e}", path.display()))
+}
+
+/// The text of a fixture, relative to `tests/fixtures`.
+pub fn fixture_text(rel: &str) -> String {
+    String::from_utf8(fixture(rel)).unwrap_or_else(|e| panic!("fixture `{rel}` is not UTF-8: {e}"))
+}
+
+/// Decodes `bytes`, failing the test with `what` and the error when decoding fails.
+pub fn decode_ok(bytes: &[u8], what: &str) -> Decoded {
+    proflake::decode(bytes, None).unwrap_or_else(|e| panic!("{what}: decode failed: {e}"))
+}
+
+// ---- a flat view of the model -----------------------------------------------------------
+
+/// One frame with every handle resolved to text, so that frames of different profiles compare.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FrameView {
+    /// `FrameKind::name()`, or the producer's own word for `FrameKind::Other`.
+    pub kind: String,
+    pub function: Option<String>,
+    pub system_name: Option<String>,
+    pub module: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    /// `Image.path` of the frame's image.
+    pub image_path: Option<String>,
+    /// `Image.code_id` as lowercase hex.
+    pub code_id: Option<String>,
+    /// Whether the frame has an image at all (an image may have no path).
+    pub has_image: bool,
+    pub address: Option<FrameAddress>,
+}
+
+impl FrameView {
+    /// The name trace_processor shows for the frame: ART frames are split by the decoder into
+    /// class (`module`) and method (`function`), trace_processor keeps `class.method`.
+    pub fn tp_name(&self) -> Option<String> {
+        match (&self.module, &self.function) {
+            (Some(m), Some(f)) if self.kind == "jvm" => Some(format!("{m}.{f}")),
+            (_, f) => f.clone(),
+        }
+    }
+
+    /// `ImageRelative` address (Perfetto `rel_pc`), if that is what the frame has.
+    pub fn rel_pc(&self) -> Option<u64> {
+        match self.address {
+            Some(FrameAddress::ImageRelative(pc)) => Some(pc),
+            _ => None,
+        }
+    }
+}
+
+/// A sample series with its strings resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SeriesView {
+    pub kind: SeriesKind,
+    pub name: String,
+    pub unit: String,
+    pub source: Option<String>,
+    pub frequency_hz: Option<u64>,
+    pub period: Option<u64>,
+}
+
+/// One sample with every handle resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SampleView {
+    pub time: Option<i64>,
+    pub pid: Option<i64>,
+    pub tid: Option<i64>,
+    pub process_name: Option<String>,
+    pub thread_name: Option<String>,
+    pub cpu: Option<u32>,
+    pub cpu_mode: &'static str,
+    pub unwind_error: Option<String>,
+    pub counter: Option<u64>,
+    pub weight: i64,
+    pub series: SeriesView,
+    /// Root first; `None` when the sample has no stack.
+    pub stack: Option<Vec<FrameView>>,
+}
+
+impl SampleView {
+    /// The stack's frames, root first (empty without a stack).
+    pub fn frames(&self) -> &[FrameView] {
+        self.stack.as_deref().unwrap_or(&[])
+    }
+
+    /// The leaf frame.
+    pub fn leaf(&self) -> Option<&FrameView> {
+        self.stack.as_ref().and_then(|s| s.last())
+    }
+}
+
+/// The name of a frame kind, resolving `Other` through the profile's strings.
+pub fn kind_name(profile: &Profile, kind: FrameKind) -> String {
+    match kind {
+        FrameKind::Other(s) => profile.str(s).to_owned(),
+        other => other.name().expect("named kind").to_owned(),
+    }
+}
+
+/// A frame, resolved.
+pub fn frame_view(profile: &Profile, h: FrameHandle) -> FrameView {
+    let f = profile.frame(h);
+    let s = |h| profile.opt_str(h).map(str::to_owned);
+    let image = f.image.map(|i| profile.image(i));
+    FrameView {
+        kind: kind_name(profile, f.kind),
+        function: s(f.function),
+        system_name: s(f.system_name),
+        module: s(f.module),
+        file: s(f.file),
+        line: f.line,
+        image_path: image.and_then(|i| s(i.path)),
+        code_id: image.and_then(|i| i.code_id.as_ref().map(|c| c.as_str().to_owned())),
+        has_image: image.is_some(),
+        address: f.address,
+    }
+}
+
+/// The frames of a stack, root first (the model walks leaf first).
+pub fn stack_root_first(profile: &Profile, leaf: StackHandle) -> Vec<FrameView> {
+    let mut frames: Vec<FrameView> = profile
+        .stack_frames(leaf)
+        .map(|f| frame_view(profile, f))
+        .collect();
+    frames.reverse();
+    frames
+}
+
+/// A sample, resolved.
+pub fn sample_view(profile: &Profile, s: &Sample) -> SampleView {
+    let thread = profile.thread(s.thread);
+    let process = profile.process(thread.process);
+    let series = profile.series(s.series);
+    SampleView {
+        time: s.time,
+        pid: process.pid,
+        tid: thread.tid,
+        process_name: profile.opt_str(process.name).map(str::to_owned),
+        thread_name: profile.opt_str(thread.name).map(str::to_owned),
+        cpu: s.cpu,
+        cpu_mode: s.cpu_mode.name(),
+        unwind_error: profile.opt_str(s.unwind_error).map(str::to_owned),
+        counter: s.counter,
+        weight: s.weight,
+        series: SeriesView {
+            kind: series.kind,
+            name: profile.str(series.name).to_owned(),
+            unit: profile.str(series.unit).to_owned(),
+            source: profile.opt_str(series.source).map(str::to_owned),
+            frequency_hz: series.frequency_hz,
+            period: series.period,
+        },
+        stack: s.stack.map(|leaf| stack_root_first(profile, leaf)),
+    }
+}
+
+/// Every sample of a profile, resolved, in the profile's (time) order.
+pub fn samples(profile: &Profile) -> Vec<SampleView> {
+    profile
+        .samples()
+        .iter()
+        .map(|s| sample_view(profile, s))
+        .collect()
+}
+
+/// A stat counter (0 when never counted).
+pub fn stat(profile: &Profile, name: &str) -> u64 {
+    profile.stats.get(name).copied().unwrap_or(0)
+}
+
+/// Whether trace_processor's `cpu_profiling_samples` (stdlib `stacks.cpu_profiling`) would
+/// list the sample: it has a callstack and its session's timebase is time (unit "ns"). The
+/// model keeps that as the series kind: CPU or wall time.
+pub fn is_time_profiling_sample(s: &SampleView) -> bool {
+    s.stack.is_some() && matches!(s.series.kind, SeriesKind::CpuTime | SeriesKind::WallTime)
+}
+
+/// trace_processor's spelling of a cpu mode column: NULL where the model says `Unknown`
+/// (the StackSample execution-context view leaves it unset).
+pub fn tp_cpu_mode(mode: &'static str) -> Option<&'static str> {
+    (mode != CpuMode::Unknown.name()).then_some(mode)
+}
+
+// ---- trace_processor's CSV output -------------------------------------------------------
+
+/// The CSV trace_processor prints: a header row of quoted names, then rows of unquoted
+/// numbers, quoted strings and `"[NULL]"`.
+#[derive(Debug)]
+pub struct Csv {
+    pub header: Vec<String>,
+    /// `None` is trace_processor's `[NULL]`.
+    pub rows: Vec<Vec<Option<String>>>,
+}
+
+fn split_csv_line(line: &str) -> Vec<(String, bool)> {
+    let mut fields = Vec::new();
+    let mut chars = line.chars().peekable();
+    loop {
+        let mut field = String::new();
+        let quoted = chars.peek() == Some(&'"');
+        if quoted {
+            chars.next();
+            loop {
+                match chars.next() {
+                    Some('"') if chars.peek() == Some(&'"') => {
+                        chars.next();
+                        field.push('"');
+                    }
+                    Some('"') => break,
+                    Some(c) => field.push(c),
+                    None => panic!("unterminated quoted field in CSV line {line:?}"),
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c == ',' {
+                    break;
+                }
+                field.push(c);
+                chars.next();
+            }
+        }
+        fields.push((field, quoted));
+        match chars.next() {
+            Some(',') => continue,
+            None => break,
+            Some(c) => panic!("unexpected {c:?} after a field in CSV line {line:?}"),
+        }
+    }
+    fields
+}
+
+impl Csv {
+    /// Parses trace_processor's CSV output.
+    pub fn parse(text: &str) -> Csv {
+        let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+        let header: Vec<String> = split_csv_line(lines.next().expect("CSV has a header"))
+            .into_iter()
+            .map(|(f, _)| f)
+            .collect();
+        let rows: Vec<Vec<Option<String>>> = lines
+            .map(|l| {
+                let row: Vec<Option<String>> = split_csv_line(l)
+                    .into_iter()
+                    .map(|(f, _)| (f != "[NULL]").then_some(f))
+                    .collect();
+                assert_eq!(
+                    row.len(),
+                    header.len(),
+                    "CSV row {l:?} vs header {header:?}"
+                );
+                row
+            })
+            .collect();
+        Csv { header, rows }
+    }
+
+    fn col(&self, name: &str) -> usize {
+        self.header
+            .iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| panic!("CSV has no column {name:?}; columns: {:?}", self.header))
+    }
+
+    /// A cell as text (`None` for NULL).
+    pub fn str(&self, row: usize, col: &str) -> Option<&str> {
+        self.rows[row][self.col(col)].as_deref()
+    }
+
+    /// A cell as an integer (`None` for NULL).
+    pub fn int(&self, row: usize, col: &str) -> Option<i64> {
+        self.str(row, col).map(|v| {
+            v.parse()
+                .unwrap_or_else(|e| panic!("CSV cell {col}[{row}] = {v:?} is not an integer: {e}"))
+        })
+    }
+
+    /// A cell as a number (`None` for NULL); trace_processor prints doubles as `512.000000`.
+    pub fn float(&self, row: usize, col: &str) -> Option<f64> {
+        self.str(row, col).map(|v| {
+            v.parse()
+                .unwrap_or_else(|e| panic!("CSV cell {col}[{row}] = {v:?} is not a number: {e}"))
+        })
+    }
+
+    /// A cell holding a whole number printed as a double (`10020141.000000`).
+    pub fn whole(&self, row: usize, col: &str) -> Option<u64> {
+        self.float(row, col).map(|v| {
+            assert!(
+                v >= 0.0 && v.fract() == 0.0,
+                "{col}[{row}] = {v} is not a whole number"
+            );
+            v as u64
+        })
+    }
+}
+
+// ---- protobuf framing -------------------------------------------------------------------
+
+/// A protobuf varint.
+pub fn varint(mut v: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let b = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(b);
+            return out;
+        }
+        out.push(b | 0x80);
+    }
+}
+
+/// Reads a varint at the start of `bytes`: (value, bytes used).
+pub fn read_varint(bytes: &[u8]) -> Option<(u64, usize)> {
+    let mut value = 0u64;
+    for (i, &b) in bytes.iter().enumerate().take(10) {
+        value |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
+}
+
+/// One `Trace.packet` record (tag 0x0a, length, body).
+pub fn record(body: &[u8]) -> Vec<u8> {
+    let mut out = vec![0x0a];
+    out.extend(varint(body.len() as u64));
+    out.extend_from_slice(body);
+    out
+}
+
+/// The byte ranges of the top-level records of an uncompressed trace made only of
+/// `Trace.packet` records: (start, header length, end).
+pub fn record_spans(trace: &[u8]) -> Vec<(usize, usize, usize)> {
+    let mut spans = Vec::new();
+    let mut at = 0;
+    while at < trace.len() {
+        assert_eq!(trace[at], 0x0a, "record at byte {at} is not a Trace.packet");
+        let (len, used) = read_varint(&trace[at + 1..]).expect("record length");
+        let header = 1 + used;
+        let end = at + header + len as usize;
+        assert!(end <= trace.len(), "record at byte {at} runs past the end");
+        spans.push((at, header, end));
+        at = end;
+    }
+    spans
+}
