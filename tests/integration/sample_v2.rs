@@ -22,13 +22,7 @@ fn sample_trace() -> Vec<u8> {
 
 fn anchored(mut profile: Profile) -> Profile {
     if let Timestamps::TraceClock(_) = profile.timestamps {
-        let first = profile
-            .samples()
-            .iter()
-            .filter_map(|s| s.time)
-            .min()
-            .unwrap_or(0);
-        profile.shift_to_unix(ANCHOR_NS - first);
+        profile.anchor_first_sample_at(ANCHOR_NS);
     }
     profile
 }

@@ -184,11 +184,18 @@ impl Profile {
         self.samples.sort_by_key(|s| s.time);
     }
 
-    /// Moves every sample time by `offset_ns` and declares the times Unix-epoch based. Used to
-    /// anchor a trace-clock profile at a known wall-clock start.
-    pub fn shift_to_unix(&mut self, offset_ns: i64) {
+    /// Puts trace-clock times on the wall clock: moves every sample so that the first one is at
+    /// `start_ns` (ns since the Unix epoch) and declares the times Unix-epoch based.
+    pub fn anchor_first_sample_at(&mut self, start_ns: i64) {
+        let first = self
+            .samples
+            .iter()
+            .filter_map(|s| s.time)
+            .min()
+            .unwrap_or(0);
+        let offset = start_ns.saturating_sub(first);
         for s in &mut self.samples {
-            s.time = s.time.map(|t| t.saturating_add(offset_ns));
+            s.time = s.time.map(|t| t.saturating_add(offset));
         }
         self.timestamps = Timestamps::UnixEpoch;
     }

@@ -117,15 +117,9 @@ fn anchor(profile: &mut Profile, start_seconds: Option<f64>) -> Result<String> {
     let Some(start) = start_seconds else {
         return Err(ErrorKind::NoWallClock { clock }.into());
     };
-    let first = profile
-        .samples()
-        .iter()
-        .filter_map(|s| s.time)
-        .min()
-        .unwrap_or(0);
     // f64 seconds carry ~0.2 µs at today's epoch: round to whole microseconds.
     let start_ns = (start * 1e6).round() as i64 * 1000;
-    profile.shift_to_unix(start_ns - first);
+    profile.anchor_first_sample_at(start_ns);
     Ok(format!(
         "{clock} clock, anchored at metadata timestamp {start}"
     ))
