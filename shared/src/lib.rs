@@ -26,8 +26,8 @@ pub use model::{
     StackHandle, StackNode, StringHandle, Thread, ThreadHandle, Timestamps,
 };
 pub use pipeline::{
-    convert_upload, publish, ConvertOptions, Converted, Manifest, ManifestOutput, ManifestProfile,
-    ManifestSource, MANIFEST_VERSION,
+    convert_upload, publish, store_upload, ConvertOptions, Converted, Manifest, ManifestOutput,
+    ManifestProfile, ManifestSource, MANIFEST_VERSION,
 };
 pub use relay_rules::{check_sample_v2, Rule, Violation};
 pub use store::{

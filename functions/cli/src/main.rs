@@ -9,8 +9,8 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use proflake::{
-    content_etag, convert_upload, publish, upload_key, ClientSdk, ConvertOptions, ErrorKind,
-    InputFormat, LocalDirStore, ObjectStore, UploadMetadata,
+    content_etag, convert_upload, publish, store_upload, upload_key, ClientSdk, ConvertOptions,
+    InputFormat, LocalDirStore, UploadMetadata,
 };
 
 #[derive(Parser)]
@@ -194,13 +194,7 @@ fn convert_one(
         .and_then(|n| n.to_str())
         .with_context(|| format!("{} has no usable file name", input.display()))?;
     let key = upload_key(name);
-    match store.get(&key)? {
-        Some(existing) if existing != bytes => {
-            return Err(proflake::Error::new(ErrorKind::KeyConflict { key }).into());
-        }
-        Some(_) => {}
-        None => store.put(&key, &bytes)?,
-    }
+    store_upload(store, &key, &bytes)?;
     let converted = convert_upload(&key, &content_etag(&bytes), &bytes, options)?;
     publish(store, &converted)?;
     let m = &converted.manifest;

@@ -134,3 +134,15 @@ pub fn publish(store: &dyn ObjectStore, converted: &Converted) -> Result<()> {
     let manifest = serde_json::to_vec_pretty(&converted.manifest).expect("manifest serializes");
     store.put(&converted.manifest_key, &manifest)
 }
+
+/// Stores an upload at `key` unless the same bytes are already there. A different object at
+/// that key is never replaced: its upload would be lost.
+pub fn store_upload(store: &dyn ObjectStore, key: &str, bytes: &[u8]) -> Result<()> {
+    match store.get(key)? {
+        Some(existing) if existing != bytes => {
+            Err(ErrorKind::KeyConflict { key: key.into() }.into())
+        }
+        Some(_) => Ok(()),
+        None => store.put(key, bytes),
+    }
+}

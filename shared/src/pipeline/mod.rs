@@ -4,5 +4,5 @@
 mod convert;
 mod manifest;
 
-pub use convert::{convert_upload, publish, ConvertOptions, Converted};
+pub use convert::{convert_upload, publish, store_upload, ConvertOptions, Converted};
 pub use manifest::{Manifest, ManifestOutput, ManifestProfile, ManifestSource, MANIFEST_VERSION};
