@@ -259,6 +259,13 @@ pub fn write_sample_v2(
     Ok(chunks)
 }
 
+/// What a frame and the calls inlined into it share: where the code is.
+struct NativeParts<'a> {
+    instruction_addr: Option<String>,
+    package: Option<&'a str>,
+    platform: Option<&'static str>,
+}
+
 /// Per-chunk tables under construction.
 struct ChunkBuilder<'a> {
     profile: &'a Profile,
@@ -273,6 +280,30 @@ impl<'a> ChunkBuilder<'a> {
     fn s(&self, h: Option<StringHandle>) -> Option<&'a str> {
         let profile: &'a Profile = self.profile;
         h.map(|h| profile.str(h))
+    }
+
+    /// One output frame; the file doubles as `abs_path` when it is absolute.
+    fn row(
+        &self,
+        function: Option<&'a str>,
+        module: Option<&'a str>,
+        file: Option<StringHandle>,
+        line: Option<u32>,
+        column: Option<u32>,
+        native: &NativeParts<'a>,
+    ) -> OutFrame<'a> {
+        let file = self.s(file);
+        OutFrame {
+            abs_path: file.filter(|f| f.starts_with('/')),
+            colno: column,
+            filename: file,
+            function,
+            instruction_addr: native.instruction_addr.clone(),
+            lineno: line,
+            module,
+            package: native.package,
+            platform: native.platform,
+        }
     }
 
     /// The output rows of one model frame: the frame, then the functions it was inlined into
@@ -309,21 +340,20 @@ impl<'a> ChunkBuilder<'a> {
             _ if address.is_some() => Some("native"),
             _ => None,
         };
-        let package = image.and_then(|img| self.s(img.path));
-        let file = self.s(frame.file);
-        let absolute = file.filter(|f| f.starts_with('/'));
-        let mut rows = Vec::with_capacity(1 + frame.inlined_into.len());
-        let own = OutFrame {
-            abs_path: absolute,
-            colno: frame.column,
-            filename: file,
-            function: self.s(frame.function),
+        let native = NativeParts {
             instruction_addr: address.map(hex_addr),
-            lineno: frame.line,
-            module: self.s(frame.module),
-            package,
+            package: image.and_then(|img| self.s(img.path)),
             platform,
         };
+        let mut rows = Vec::with_capacity(1 + frame.inlined_into.len());
+        let own = self.row(
+            self.s(frame.function),
+            self.s(frame.module),
+            frame.file,
+            frame.line,
+            frame.column,
+            &native,
+        );
         let own =
             if own.function.is_none() && own.filename.is_none() && own.instruction_addr.is_none() {
                 // Relay wants at least a function, file or address: name the unknown.
@@ -336,18 +366,8 @@ impl<'a> ChunkBuilder<'a> {
             };
         rows.push(self.frames.insert_full(own).0);
         for call in frame.inlined_into.iter() {
-            let file = self.s(call.file);
-            let row = OutFrame {
-                abs_path: file.filter(|f| f.starts_with('/')),
-                colno: call.column,
-                filename: file,
-                function: self.s(call.function).or(Some("<unknown>")),
-                instruction_addr: address.map(hex_addr),
-                lineno: call.line,
-                module: None,
-                package,
-                platform,
-            };
+            let function = self.s(call.function).or(Some("<unknown>"));
+            let row = self.row(function, None, call.file, call.line, call.column, &native);
             rows.push(self.frames.insert_full(row).0);
         }
         self.frame_rows.insert(handle, rows.clone());
