@@ -6,3 +6,9 @@
 pub mod perfetto {
     include!(concat!(env!("OUT_DIR"), "/perfetto.protos.rs"));
 }
+
+/// pprof profiles (`perftools.profiles`).
+#[allow(missing_docs, clippy::all)]
+pub mod pprof {
+    include!(concat!(env!("OUT_DIR"), "/perftools.profiles.rs"));
+}

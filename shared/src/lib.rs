@@ -21,9 +21,10 @@ pub use error::{Error, ErrorKind, Result};
 pub use formats::{decode, sniff, Container, Decoded, InputFormat, MAX_DECOMPRESSED_BYTES};
 pub use metadata::{ClientSdk, UploadMetadata};
 pub use model::{
-    ids_from_build_id, CpuMode, Frame, FrameAddress, FrameHandle, FrameKind, Image, ImageHandle,
-    InlinedCall, Process, ProcessHandle, Profile, Sample, Series, SeriesHandle, SeriesKind,
-    StackHandle, StackNode, StringHandle, Thread, ThreadHandle, Timestamps,
+    ids_from_build_id, time_unit_ns, CpuMode, Frame, FrameAddress, FrameHandle, FrameKind, Image,
+    ImageHandle, InlinedCall, Label, LabelSetHandle, LabelValue, Link, LinkHandle, Process,
+    ProcessHandle, Profile, Sample, Series, SeriesHandle, SeriesKind, StackHandle, StackNode,
+    StringHandle, Thread, ThreadHandle, Timestamps,
 };
 pub use pipeline::{
     convert_upload, publish, store_upload, ConvertOptions, Converted, Manifest, ManifestOutput,

@@ -5,7 +5,12 @@
 //! detected from the decompressed content, never from a file name.
 
 mod container;
+mod folded;
+mod otlp;
 mod perfetto;
+mod pprof;
+mod sentry;
+mod value_types;
 
 use std::io::{self, Read};
 
@@ -13,7 +18,9 @@ pub use container::Container;
 pub(crate) use container::LimitHit;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::metadata::UploadMetadata;
 use crate::model::Profile;
+use crate::writers::SampleV2Chunk;
 
 /// Upper bound on decompressed input, whatever the container: the guard against
 /// decompression bombs.
@@ -28,16 +35,57 @@ const SNIFF_LEN: usize = 4096;
 pub enum InputFormat {
     /// Perfetto protobuf trace (`.pftrace`, `.perfetto-trace`).
     Perfetto,
+    /// OTLP profiles, binary protobuf: an `ExportProfilesServiceRequest` / `ProfilesData`
+    /// (layouts v1.8 to v1.11), or a stream of them each behind a 4-byte big-endian length.
+    Otlp,
+    /// OTLP profiles as OTLP/JSON.
+    OtlpJson,
+    /// pprof `profile.proto`.
+    Pprof,
+    /// A Sentry envelope holding `profile_chunk` items (Sample v2 JSON, or SDK metadata plus a
+    /// Perfetto trace).
+    SentryEnvelope,
+    /// One Sentry Sample v2 profile chunk (JSON).
+    SampleV2,
+    /// Folded (collapsed) stacks: `root;...;leaf COUNT` lines.
+    Folded,
 }
 
 impl InputFormat {
     /// Every format, in the order the sniffer tries them.
-    pub const ALL: &'static [InputFormat] = &[InputFormat::Perfetto];
+    pub const ALL: &'static [InputFormat] = &[
+        InputFormat::Perfetto,
+        InputFormat::Otlp,
+        InputFormat::Pprof,
+        InputFormat::SentryEnvelope,
+        InputFormat::SampleV2,
+        InputFormat::OtlpJson,
+        InputFormat::Folded,
+    ];
 
     /// The format's short name, as used on the command line and in outputs.
     pub fn name(self) -> &'static str {
         match self {
             InputFormat::Perfetto => "perfetto",
+            InputFormat::Otlp => "otlp",
+            InputFormat::OtlpJson => "otlp-json",
+            InputFormat::Pprof => "pprof",
+            InputFormat::SentryEnvelope => "sentry-envelope",
+            InputFormat::SampleV2 => "sample-v2",
+            InputFormat::Folded => "folded",
+        }
+    }
+
+    /// Whether `prefix`, the first bytes of decompressed content, looks like this format.
+    fn sniffs(self, prefix: &[u8]) -> bool {
+        match self {
+            InputFormat::Perfetto => perfetto::test(prefix),
+            InputFormat::Otlp => otlp::test(prefix),
+            InputFormat::OtlpJson => otlp::test_json(prefix),
+            InputFormat::Pprof => pprof::test(prefix),
+            InputFormat::SentryEnvelope => sentry::test_envelope(prefix),
+            InputFormat::SampleV2 => sentry::test_chunk(prefix),
+            InputFormat::Folded => folded::test(prefix),
         }
     }
 
@@ -56,14 +104,24 @@ pub struct Decoded {
     pub format: InputFormat,
     /// The whole-file compression that was undone.
     pub container: Container,
+    /// Metadata the input carries itself (the SDK's chunk metadata in a Sentry envelope). The
+    /// caller's metadata takes precedence over it.
+    pub metadata: Option<UploadMetadata>,
+    /// Sample v2 chunks the input already holds; they are validated and passed through
+    /// unchanged instead of being written from the model.
+    pub chunks: Vec<SampleV2Chunk>,
+}
+
+/// What a decoder returns beyond the profile.
+#[derive(Debug, Default)]
+pub(crate) struct Extras {
+    pub metadata: Option<UploadMetadata>,
+    pub chunks: Vec<SampleV2Chunk>,
 }
 
 /// Detects the format of decompressed content from its first bytes.
 pub fn sniff(prefix: &[u8]) -> Option<InputFormat> {
-    if perfetto::test(prefix) {
-        return Some(InputFormat::Perfetto);
-    }
-    None
+    InputFormat::ALL.iter().copied().find(|f| f.sniffs(prefix))
 }
 
 /// Decodes `bytes` (compressed or not) into a profile. `format` overrides detection.
@@ -86,14 +144,37 @@ pub fn decode(bytes: &[u8], format: Option<InputFormat>) -> Result<Decoded> {
             .into());
         }
     };
-    let stream = io::Cursor::new(prefix).chain(reader);
-    let profile = match format {
-        InputFormat::Perfetto => perfetto::decode(stream, container.name())?,
+    let mut stream = io::Cursor::new(prefix).chain(reader);
+    if format == InputFormat::Perfetto {
+        return Ok(Decoded {
+            profile: perfetto::decode(stream, container.name())?,
+            format,
+            container,
+            metadata: None,
+            chunks: Vec::new(),
+        });
+    }
+    // The other formats are not streamable (a protobuf message or JSON document as a whole,
+    // or text small enough to hold): read it all, within the decompression limit.
+    let mut whole = Vec::new();
+    stream
+        .read_to_end(&mut whole)
+        .map_err(|e| io_error(e, container.name(), 0, "input"))?;
+    let (profile, extras) = match format {
+        InputFormat::Perfetto => unreachable!("streamed above"),
+        InputFormat::Otlp => (otlp::decode(&whole)?, Extras::default()),
+        InputFormat::OtlpJson => (otlp::decode_json(&whole)?, Extras::default()),
+        InputFormat::Pprof => (pprof::decode(&whole)?, Extras::default()),
+        InputFormat::Folded => (folded::decode(&whole)?, Extras::default()),
+        InputFormat::SentryEnvelope => sentry::decode_envelope(&whole)?,
+        InputFormat::SampleV2 => sentry::decode_chunk(&whole)?,
     };
     Ok(Decoded {
         profile,
         format,
         container,
+        metadata: extras.metadata,
+        chunks: extras.chunks,
     })
 }
 

@@ -47,3 +47,11 @@ handle!(
     /// A sample series: what was sampled (CPU time, wall time, page faults, ...).
     SeriesHandle
 );
+handle!(
+    /// A deduplicated set of sample labels.
+    LabelSetHandle
+);
+handle!(
+    /// A deduplicated trace link.
+    LinkHandle
+);

@@ -8,6 +8,7 @@
 mod build_id;
 mod frame;
 mod handles;
+mod labels;
 mod profile;
 mod sample;
 mod thread;
@@ -15,8 +16,10 @@ mod thread;
 pub use build_id::ids_from_build_id;
 pub use frame::{Frame, FrameAddress, FrameKind, Image, InlinedCall};
 pub use handles::{
-    FrameHandle, ImageHandle, ProcessHandle, SeriesHandle, StackHandle, StringHandle, ThreadHandle,
+    FrameHandle, ImageHandle, LabelSetHandle, LinkHandle, ProcessHandle, SeriesHandle, StackHandle,
+    StringHandle, ThreadHandle,
 };
+pub use labels::{Label, LabelValue, Link};
 pub use profile::{Profile, StackNode, Timestamps};
-pub use sample::{CpuMode, Sample, Series, SeriesKind};
+pub use sample::{time_unit_ns, CpuMode, Sample, Series, SeriesKind};
 pub use thread::{Process, Thread};

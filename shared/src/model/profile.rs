@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use indexmap::IndexSet;
 
 use super::{
-    Frame, FrameHandle, Image, ImageHandle, Process, ProcessHandle, Sample, Series, SeriesHandle,
-    StackHandle, StringHandle, Thread, ThreadHandle,
+    Frame, FrameHandle, Image, ImageHandle, Label, LabelSetHandle, Link, LinkHandle, Process,
+    ProcessHandle, Sample, Series, SeriesHandle, StackHandle, StringHandle, Thread, ThreadHandle,
 };
 
 /// What sample times are measured against.
@@ -45,6 +45,15 @@ pub struct Profile {
     pub attributes: BTreeMap<String, String>,
     /// Counters of things the decoder skipped or could not resolve, by reason.
     pub stats: BTreeMap<&'static str, u64>,
+    /// When collection started, ns since the Unix epoch, as the input says (pprof
+    /// `time_nanos`, OTLP `time_unix_nano`). Aggregated samples (without times) are laid out
+    /// from here.
+    pub start_time: Option<i64>,
+    /// How long collection ran, in ns, as the input says.
+    pub duration: Option<i64>,
+    /// Findings of the input's own conformance rules (OTLP profcheck) that did not stop
+    /// decoding, each with the path of the offending element.
+    pub findings: Vec<String>,
     strings: IndexSet<Box<str>>,
     images: IndexSet<Image>,
     frames: IndexSet<Frame>,
@@ -56,6 +65,8 @@ pub struct Profile {
     thread_names: Vec<Option<StringHandle>>,
     series: Vec<Series>,
     samples: Vec<Sample>,
+    label_sets: IndexSet<Box<[Label]>>,
+    links: IndexSet<Link>,
 }
 
 fn handle(index: usize) -> u32 {
@@ -121,6 +132,7 @@ impl Profile {
                 pid,
                 name: None,
                 command_line: None,
+                attributes: Vec::new(),
             });
         }
         ProcessHandle(handle(i))
@@ -140,6 +152,32 @@ impl Profile {
         let p = &mut self.processes[process.index()];
         p.name = p.name.or(name);
         p.command_line = p.command_line.or(command_line);
+    }
+
+    /// Records an attribute of a process (`service.name`, `host.name`) unless the process
+    /// already has one under that key.
+    pub fn set_process_attribute(&mut self, process: ProcessHandle, key: &str, value: &str) {
+        let key = self.intern(key);
+        let value = self.intern(value);
+        let attrs = &mut self.processes[process.index()].attributes;
+        if !attrs.iter().any(|(k, _)| *k == key) {
+            attrs.push((key, value));
+        }
+    }
+
+    /// Adds (or finds) a set of labels; `None` for an empty set. Labels are kept in the given
+    /// order, so the same labels in another order are another set.
+    pub fn add_label_set(&mut self, labels: Vec<Label>) -> Option<LabelSetHandle> {
+        if labels.is_empty() {
+            return None;
+        }
+        let (i, _) = self.label_sets.insert_full(labels.into_boxed_slice());
+        Some(LabelSetHandle(handle(i)))
+    }
+
+    /// Adds (or finds) a trace link.
+    pub fn add_link(&mut self, link: Link) -> LinkHandle {
+        LinkHandle(handle(self.links.insert_full(link).0))
     }
 
     /// Adds (or finds) the thread `tid` of `process`.
@@ -304,6 +342,32 @@ impl Profile {
             .iter()
             .enumerate()
             .map(|(i, s)| (SeriesHandle(i as u32), s))
+    }
+
+    /// The labels of a set.
+    pub fn label_set(&self, h: LabelSetHandle) -> &[Label] {
+        &self.label_sets[h.index()]
+    }
+
+    /// All label sets with their handles.
+    pub fn label_sets(&self) -> impl ExactSizeIterator<Item = (LabelSetHandle, &[Label])> {
+        self.label_sets
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (LabelSetHandle(i as u32), &**l))
+    }
+
+    /// A trace link.
+    pub fn link(&self, h: LinkHandle) -> &Link {
+        &self.links[h.index()]
+    }
+
+    /// All trace links with their handles.
+    pub fn links(&self) -> impl ExactSizeIterator<Item = (LinkHandle, &Link)> {
+        self.links
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (LinkHandle(i as u32), l))
     }
 
     /// All samples, in time order once the decoder has finished.

@@ -1,6 +1,6 @@
 //! Samples and the series they belong to.
 
-use super::{SeriesHandle, StackHandle, StringHandle, ThreadHandle};
+use super::{LabelSetHandle, LinkHandle, SeriesHandle, StackHandle, StringHandle, ThreadHandle};
 
 /// What a series of samples measures. Writers that only take time-based profiles (Sample v2)
 /// pick their series by this.
@@ -87,4 +87,45 @@ pub struct Sample {
     pub unwind_error: Option<StringHandle>,
     /// The sampler's running counter value at this sample (perf timebase count).
     pub counter: Option<u64>,
+    /// Labels the producer attached (pprof labels, OTLP sample attributes).
+    pub labels: Option<LabelSetHandle>,
+    /// The trace span the sample was taken in.
+    pub link: Option<LinkHandle>,
+}
+
+impl Sample {
+    /// A sample with nothing but its thread, stack, weight and series; every other field is
+    /// unknown until set.
+    pub fn new(
+        thread: ThreadHandle,
+        stack: Option<StackHandle>,
+        weight: i64,
+        series: SeriesHandle,
+    ) -> Self {
+        Sample {
+            time: None,
+            thread,
+            stack,
+            weight,
+            series,
+            cpu: None,
+            cpu_mode: CpuMode::Unknown,
+            unwind_error: None,
+            counter: None,
+            labels: None,
+            link: None,
+        }
+    }
+}
+
+/// Nanoseconds per unit for the time units profilers write (`nanoseconds`, `ns`, `ms`, ...);
+/// `None` for anything that is not a time.
+pub fn time_unit_ns(unit: &str) -> Option<i64> {
+    Some(match unit {
+        "nanoseconds" | "nanosecond" | "ns" => 1,
+        "microseconds" | "microsecond" | "us" | "µs" => 1_000,
+        "milliseconds" | "millisecond" | "ms" => 1_000_000,
+        "seconds" | "second" | "s" => 1_000_000_000,
+        _ => return None,
+    })
 }

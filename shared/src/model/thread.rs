@@ -11,6 +11,9 @@ pub struct Process {
     pub name: Option<StringHandle>,
     /// Full command line, arguments separated by spaces.
     pub command_line: Option<StringHandle>,
+    /// What the producer said about the process and where it ran (`service.name`,
+    /// `container.id`, `host.name`), in input order, first value per key.
+    pub attributes: Vec<(StringHandle, StringHandle)>,
 }
 
 /// A thread. `tid` is `None` when the input did not say which thread a sample ran on.

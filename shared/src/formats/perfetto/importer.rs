@@ -270,6 +270,8 @@ impl Importer {
             cpu_mode: vocab::perf_cpu_mode(ps.cpu_mode),
             unwind_error,
             counter: ps.timebase_count,
+            labels: None,
+            link: None,
         };
         self.push(sample, time)
     }
@@ -353,6 +355,8 @@ impl Importer {
                 cpu_mode: CpuMode::Unknown,
                 unwind_error: None,
                 counter: None,
+                labels: None,
+                link: None,
             };
             let clock = Some(ClockKey::new(MONOTONIC, seq_id));
             self.push(sample, RawTime { clock, ts: now })?;
@@ -450,6 +454,8 @@ impl Importer {
             cpu_mode: vocab::stack_sample_cpu_mode(execution.as_ref().and_then(|e| e.mode)),
             unwind_error: None,
             counter: None,
+            labels: None,
+            link: None,
         };
         self.push(sample, time)
     }
