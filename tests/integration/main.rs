@@ -1,7 +1,11 @@
 //! Fixture-driven integration tests of the proflake library.
 
+mod folded;
+mod otlp;
 mod perfetto_difftests;
 mod perfetto_malformed;
 mod perfetto_synthetic;
+mod pprof;
 mod sample_v2;
+mod sentry;
 mod util;

@@ -1,0 +1,1 @@
+//! sentry inputs: fixtures decode into the model and convert to valid Sample v2.
