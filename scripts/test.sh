@@ -19,6 +19,9 @@ trap 'rm -rf "$tmp"' EXIT
 .venv/bin/python samples/perfetto/make_android_app.py "$tmp/android_app.pftrace"
 cmp samples/perfetto/android_app.pftrace "$tmp/android_app.pftrace"
 echo "samples/perfetto/android_app.pftrace matches its generator"
+.venv/bin/python samples/sentry/make_envelope.py "$tmp/android_perfetto.envelope"
+cmp samples/sentry/android_perfetto.envelope "$tmp/android_perfetto.envelope"
+echo "samples/sentry/android_perfetto.envelope matches its generator"
 
 step "cargo fmt"
 cargo fmt --all --check
@@ -31,6 +34,24 @@ cargo bench --workspace --locked --no-run
 
 step "cargo test"
 cargo test --workspace --locked 2>&1 | tee "$tmp/test.log"
+
+step "py-spy recording decodes to py-spy's sample count"
+# A fresh recording of the committed workload (not byte-reproducible, so no cmp): the decoded
+# total must equal the "Samples: N" py-spy prints. Reuses the debug CLI cargo test just built.
+.venv/bin/py-spy record -r 100 -f raw --threads -o "$tmp/pyspy.folded" \
+  -- .venv/bin/python samples/folded/workload.py >"$tmp/pyspy.log" 2>&1 ||
+  { cat "$tmp/pyspy.log"; exit 1; }
+pyspy_samples=$(sed -n 's/.*Samples: \([0-9][0-9]*\).*/\1/p' "$tmp/pyspy.log" | tail -n 1)
+[ -n "$pyspy_samples" ] || { cat "$tmp/pyspy.log"; echo "py-spy printed no 'Samples: N'" >&2; exit 1; }
+cargo run --locked -q -p proflake-cli -- inspect "$tmp/pyspy.folded" --json >"$tmp/pyspy.json"
+.venv/bin/python - "$tmp/pyspy.json" "$pyspy_samples" <<'PY'
+import json, sys
+summary = json.load(open(sys.argv[1]))["summary"]
+expected = int(sys.argv[2])
+total = sum(s["total_weight"] for s in summary["series"])
+print(f"py-spy counted {expected} samples; proflake decoded a total weight of {total}")
+sys.exit(0 if total == expected else 1)
+PY
 
 # One closing line for the whole run, summed over every test binary.
 awk '/^test result:/ { p += $4; f += $6 } END { printf "\nall tests: %d passed, %d failed\n", p, f }' "$tmp/test.log"

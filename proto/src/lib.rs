@@ -12,3 +12,63 @@ pub mod perfetto {
 pub mod pprof {
     include!(concat!(env!("OUT_DIR"), "/perftools.profiles.rs"));
 }
+
+/// OTLP profiles: the v1.10/v1.11 messages under their upstream package paths, and the v1.8 and
+/// v1.9 numberings of `Profile`/`Sample` under `legacy`. The module tree mirrors the protobuf
+/// packages because the generated code refers across packages by relative paths.
+#[allow(missing_docs, clippy::all)]
+pub mod otlp {
+    pub mod opentelemetry {
+        pub mod proto {
+            pub mod common {
+                pub mod v1 {
+                    include!(concat!(
+                        env!("OUT_DIR"),
+                        "/opentelemetry.proto.common.v1.rs"
+                    ));
+                }
+            }
+            pub mod resource {
+                pub mod v1 {
+                    include!(concat!(
+                        env!("OUT_DIR"),
+                        "/opentelemetry.proto.resource.v1.rs"
+                    ));
+                }
+            }
+            pub mod profiles {
+                pub mod v1development {
+                    include!(concat!(
+                        env!("OUT_DIR"),
+                        "/opentelemetry.proto.profiles.v1development.rs"
+                    ));
+                }
+            }
+            pub mod collector {
+                pub mod profiles {
+                    pub mod v1development {
+                        include!(concat!(
+                            env!("OUT_DIR"),
+                            "/opentelemetry.proto.collector.profiles.v1development.rs"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Pre-v1.10 numberings (proflake's own packages, not upstream names).
+    pub mod legacy {
+        pub mod v1_8 {
+            include!(concat!(env!("OUT_DIR"), "/legacy.v1_8.rs"));
+        }
+        pub mod v1_9 {
+            include!(concat!(env!("OUT_DIR"), "/legacy.v1_9.rs"));
+        }
+    }
+
+    pub use opentelemetry::proto::collector::profiles::v1development as collector;
+    pub use opentelemetry::proto::common::v1 as common;
+    pub use opentelemetry::proto::profiles::v1development as profiles;
+    pub use opentelemetry::proto::resource::v1 as resource;
+}

@@ -1,5 +1,6 @@
-//! Conversion throughput: decode and decode + Sample v2, on the committed sample and on a
-//! large generated traced_perf-style trace (plain, zlib `compressed_packets`, and gzip).
+//! Conversion throughput: decode and decode + Sample v2, on every committed sample (one per
+//! input format), the largest pprof and OTLP fixtures, and a large generated
+//! traced_perf-style trace (plain, zlib `compressed_packets`, and gzip).
 //!
 //! Run with `cargo bench -p proflake --bench convert` (or `scripts/bench.sh`). Figures are
 //! medians of several runs, printed as MB/s of input and samples/s; compare them side by side
@@ -9,7 +10,7 @@ use std::hint::black_box;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use proflake::{convert_upload, decode, ConvertOptions};
+use proflake::{convert_upload, decode, ConvertOptions, UploadMetadata};
 use proflake_proto::perfetto::{
     clock_snapshot::Clock, perf_events::Timebase, trace_packet::Data,
     trace_packet::OptionalTrustedPacketSequenceId, Callstack, ClockSnapshot, Frame, InternedData,
@@ -184,13 +185,67 @@ fn measure(name: &str, bytes: &[u8], runs: usize, f: impl Fn(&[u8]) -> usize) {
         .collect();
     let t = median(times).as_secs_f64();
     println!(
-        "{name:<44} {:>9.2} MB in {:>8.2} ms  {:>8.1} MB/s  {:>6.2} M samples/s",
+        "{name:<72} {:>7.2} MB in {:>8.2} ms  {:>8.1} MB/s  {:>6.2} M samples/s",
         bytes.len() as f64 / 1e6,
         t * 1e3,
         bytes.len() as f64 / 1e6 / t,
         samples as f64 / 1e6 / t
     );
 }
+
+/// Sample inputs with their metadata: `samples/<format>/<name>.<ext>` beside a
+/// `<name>.expected/` directory, plus the larger test fixtures named in `EXTRA_INPUTS`.
+fn sample_inputs() -> Vec<(String, Vec<u8>, UploadMetadata)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut out = Vec::new();
+    let mut dirs: Vec<_> = std::fs::read_dir(root.join("samples"))
+        .expect("samples/ present")
+        .map(|e| e.expect("readable").path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .expect("readable")
+            .map(|e| e.expect("readable").path())
+            .filter(|p| p.is_file())
+            .collect();
+        files.sort();
+        for file in files {
+            let name = file.file_name().unwrap().to_string_lossy().into_owned();
+            let stem = name.split('.').next().unwrap_or_default().to_owned();
+            if name.ends_with(".metadata.json") || !dir.join(format!("{stem}.expected")).is_dir() {
+                continue;
+            }
+            let meta_path = dir.join(format!("{stem}.metadata.json"));
+            let meta = std::fs::read(&meta_path)
+                .ok()
+                .map(|b| UploadMetadata::from_json(&b).expect("sample metadata parses"))
+                .unwrap_or_default();
+            let label = format!(
+                "samples/{}/{name}",
+                dir.file_name().unwrap().to_string_lossy()
+            );
+            out.push((label, std::fs::read(&file).expect("readable"), meta));
+        }
+    }
+    for rel in EXTRA_INPUTS {
+        if let Ok(bytes) = std::fs::read(root.join(rel)) {
+            let meta = UploadMetadata {
+                timestamp: Some(1_700_000_000.0),
+                ..UploadMetadata::default()
+            };
+            out.push(((*rel).to_owned(), bytes, meta));
+        }
+    }
+    out
+}
+
+/// Fixtures larger than the samples, measured when present.
+const EXTRA_INPUTS: &[&str] = &[
+    "tests/fixtures/pprof/google-pprof_proftest_large.cpu.pb.gz",
+    "tests/fixtures/otlp/sig-profiling_k8s_1.v1_10.pb",
+];
 
 fn main() {
     let decode_only = |b: &[u8]| {
@@ -205,23 +260,18 @@ fn main() {
         let c = convert_upload("uploads/bench", "etag", b, &options).expect("bench input converts");
         c.manifest.profile.samples_written as usize
     };
-    let sample = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../samples/perfetto/android_app.pftrace"
-    ))
-    .expect("sample trace present");
-    measure(
-        "decode       samples/perfetto/android_app",
-        &sample,
-        15,
-        decode_only,
-    );
-    measure(
-        "decode+write samples/perfetto/android_app",
-        &sample,
-        15,
-        full,
-    );
+    for (label, bytes, metadata) in sample_inputs() {
+        let options = ConvertOptions {
+            metadata,
+            ..ConvertOptions::default()
+        };
+        let full = |b: &[u8]| {
+            let c = convert_upload("uploads/bench", "etag", b, &options).expect("sample converts");
+            c.manifest.profile.samples as usize
+        };
+        measure(&format!("decode       {label}"), &bytes, 15, decode_only);
+        measure(&format!("decode+write {label}"), &bytes, 15, full);
+    }
 
     let n = std::env::var("PROFLAKE_BENCH_SAMPLES")
         .ok()

@@ -61,6 +61,13 @@ pub enum ErrorKind {
         /// The clock the times are on.
         clock: String,
     },
+    /// The input has no per-sample times and says nothing of when it was recorded, so its
+    /// samples cannot be placed on the wall clock.
+    #[error(
+        "the input is aggregated (no per-sample times) and records no start time; give the \
+         profile's start time (metadata `timestamp` or --start-time)"
+    )]
+    NoStartTime,
     /// Upload metadata is invalid.
     #[error("invalid metadata: {what}")]
     InvalidMetadata {
@@ -120,6 +127,18 @@ impl Error {
     pub fn for_input(mut self, input: &str) -> Self {
         if self.input.is_none() {
             self.input = Some(input.to_owned());
+        }
+        self
+    }
+
+    /// Moves byte offsets by `by`: for errors from a decoder that ran on a slice of a larger
+    /// input (a trace inside an envelope).
+    pub(crate) fn offset_by(mut self, by: u64) -> Self {
+        match &mut self.kind {
+            ErrorKind::Truncated { offset, .. } | ErrorKind::Malformed { offset, .. } => {
+                *offset = offset.saturating_add(by);
+            }
+            _ => {}
         }
         self
     }

@@ -19,7 +19,7 @@ mod writers;
 
 pub use error::{Error, ErrorKind, Result};
 pub use formats::{decode, sniff, Container, Decoded, InputFormat, MAX_DECOMPRESSED_BYTES};
-pub use metadata::{ClientSdk, UploadMetadata};
+pub use metadata::{ClientSdk, Measurement, MeasurementUnit, MeasurementValue, UploadMetadata};
 pub use model::{
     ids_from_build_id, time_unit_ns, CpuMode, Frame, FrameAddress, FrameHandle, FrameKind, Image,
     ImageHandle, InlinedCall, Label, LabelSetHandle, LabelValue, Link, LinkHandle, Process,
@@ -39,4 +39,7 @@ pub use summary::{
     frame_label, summarize, FunctionSummary, ImageSummary, ProcessSummary, ProfileSummary,
     SeriesSummary, ThreadSummary,
 };
-pub use writers::{derived_id, write_sample_v2, SampleV2Chunk, MAX_CHUNK_DURATION_NS};
+pub use writers::{
+    derived_id, write_sample_v2, SampleV2Chunk, Timing, DEFAULT_INTERVAL_NS, MAX_CHUNK_DURATION_NS,
+    MAX_EXPANDED_SAMPLES,
+};

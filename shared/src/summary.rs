@@ -22,13 +22,26 @@ pub struct ProfileSummary {
     pub samples: u64,
     /// Samples that have a stack.
     pub samples_with_stack: u64,
+    /// Samples without a time of their own (aggregated inputs).
+    pub aggregated_samples: u64,
+    /// When collection started, as the input records it (ns since the Unix epoch).
+    pub recorded_start_ns: Option<i64>,
+    /// How long collection ran, as the input records it (ns).
+    pub recorded_duration_ns: Option<i64>,
+    /// Attributes of the whole profile.
+    pub attributes: BTreeMap<String, String>,
+    /// Conformance findings of the input's own rules that did not stop decoding.
+    pub findings: Vec<String>,
     /// Sample series.
     pub series: Vec<SeriesSummary>,
     /// Processes, by sample count.
     pub processes: Vec<ProcessSummary>,
     /// Threads, by sample count.
     pub threads: Vec<ThreadSummary>,
-    /// Functions with the most samples in them, by self samples.
+    /// The series the function ranking counts: CPU time, else wall time, else the first.
+    pub top_functions_series: Option<String>,
+    /// Functions with the most weight in them (samples, for sampled inputs), by self weight,
+    /// in the ranked series' unit.
     pub top_functions: Vec<FunctionSummary>,
     /// Images referenced by frames.
     pub images: Vec<ImageSummary>,
@@ -49,6 +62,12 @@ pub struct SeriesSummary {
     pub source: Option<String>,
     /// Samples in it.
     pub samples: u64,
+    /// Sum of their weights, in `unit`.
+    pub total_weight: i64,
+    /// Sampling period, in `unit`.
+    pub period: Option<u64>,
+    /// Sampling frequency.
+    pub frequency_hz: Option<u64>,
 }
 
 /// One process.
@@ -82,9 +101,9 @@ pub struct ThreadSummary {
 pub struct FunctionSummary {
     /// Display name: the function, or `image+0xaddr` for unsymbolized code.
     pub function: String,
-    /// Samples with this function at the leaf.
+    /// Weight of samples with this function at the leaf.
     pub self_samples: u64,
-    /// Samples with this function anywhere on the stack.
+    /// Weight of samples with this function anywhere on the stack.
     pub total_samples: u64,
 }
 
@@ -137,16 +156,28 @@ pub fn frame_label(profile: &Profile, handle: FrameHandle) -> String {
 pub fn summarize(profile: &Profile) -> ProfileSummary {
     let samples = profile.samples();
     let mut per_series: HashMap<usize, u64> = HashMap::new();
+    let mut weights: HashMap<usize, i64> = HashMap::new();
     let mut per_thread: HashMap<usize, u64> = HashMap::new();
     let mut self_counts: HashMap<String, u64> = HashMap::new();
     let mut total_counts: HashMap<String, u64> = HashMap::new();
     let mut label_cache: HashMap<FrameHandle, String> = HashMap::new();
     let mut with_stack = 0;
+    let ranked = [SeriesKind::CpuTime, SeriesKind::WallTime]
+        .iter()
+        .find_map(|k| profile.all_series().find(|(_, s)| s.kind == *k))
+        .or_else(|| profile.all_series().next())
+        .map(|(h, _)| h);
     for s in samples {
         *per_series.entry(s.series.index()).or_default() += 1;
+        let w = weights.entry(s.series.index()).or_default();
+        *w = w.saturating_add(s.weight);
         *per_thread.entry(s.thread.index()).or_default() += 1;
         let Some(leaf) = s.stack else { continue };
         with_stack += 1;
+        if Some(s.series) != ranked {
+            continue;
+        }
+        let weight = u64::try_from(s.weight).unwrap_or(0);
         let mut seen = HashSet::new();
         for (depth, f) in profile.stack_frames(leaf).enumerate() {
             let label = label_cache
@@ -154,10 +185,10 @@ pub fn summarize(profile: &Profile) -> ProfileSummary {
                 .or_insert_with(|| frame_label(profile, f))
                 .clone();
             if depth == 0 {
-                *self_counts.entry(label.clone()).or_default() += 1;
+                *self_counts.entry(label.clone()).or_default() += weight;
             }
             if seen.insert(label.clone()) {
-                *total_counts.entry(label).or_default() += 1;
+                *total_counts.entry(label).or_default() += weight;
             }
         }
     }
@@ -233,6 +264,11 @@ pub fn summarize(profile: &Profile) -> ProfileSummary {
         end_ns: samples.iter().filter_map(|s| s.time).max(),
         samples: samples.len() as u64,
         samples_with_stack: with_stack,
+        aggregated_samples: samples.iter().filter(|s| s.time.is_none()).count() as u64,
+        recorded_start_ns: profile.start_time,
+        recorded_duration_ns: profile.duration,
+        attributes: profile.attributes.clone(),
+        findings: profile.findings.clone(),
         series: profile
             .all_series()
             .map(|(h, s)| SeriesSummary {
@@ -241,10 +277,21 @@ pub fn summarize(profile: &Profile) -> ProfileSummary {
                 unit: profile.str(s.unit).to_owned(),
                 source: profile.opt_str(s.source).map(str::to_owned),
                 samples: per_series.get(&h.index()).copied().unwrap_or(0),
+                total_weight: weights.get(&h.index()).copied().unwrap_or(0),
+                period: s.period,
+                frequency_hz: s.frequency_hz,
             })
             .collect(),
         processes,
         threads,
+        top_functions_series: ranked.map(|h| {
+            let series = profile.series(h);
+            format!(
+                "{} ({})",
+                profile.str(series.name),
+                profile.str(series.unit)
+            )
+        }),
         top_functions: top,
         images,
         stats: profile

@@ -1,5 +1,6 @@
 //! Fixture-driven integration tests of the proflake library.
 
+mod aggregated;
 mod folded;
 mod otlp;
 mod perfetto_difftests;

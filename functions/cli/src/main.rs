@@ -70,7 +70,8 @@ struct MetadataArgs {
     /// Profiler session id (32 hex digits; default: derived from the input).
     #[arg(long)]
     profiler_id: Option<String>,
-    /// Wall-clock start of the profile in Unix seconds, for traces without a REALTIME clock.
+    /// Wall-clock start of the profile in Unix seconds, for traces without a REALTIME clock
+    /// and aggregated inputs without a start time (default for those: the file's mtime).
     #[arg(long)]
     start_time: Option<f64>,
 }
@@ -149,6 +150,7 @@ fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
     let options = ConvertOptions {
         format: args.format,
         metadata: args.metadata.resolve()?,
+        received_at_ns: None,
     };
     let store = LocalDirStore::new(&args.out);
     let bar = if args.inputs.len() > 1 {
@@ -195,7 +197,13 @@ fn convert_one(
         .with_context(|| format!("{} has no usable file name", input.display()))?;
     let key = upload_key(name);
     store_upload(store, &key, &bytes)?;
-    let converted = convert_upload(&key, &content_etag(&bytes), &bytes, options)?;
+    // The file's modification time plays the bucket's last-modified time: the start of last
+    // resort for aggregated inputs with no time of their own.
+    let options = ConvertOptions {
+        received_at_ns: modified_ns(input),
+        ..options.clone()
+    };
+    let converted = convert_upload(&key, &content_etag(&bytes), &bytes, &options)?;
     publish(store, &converted)?;
     let m = &converted.manifest;
     Ok(format!(
@@ -208,6 +216,12 @@ fn convert_one(
         m.profile.samples,
         converted.manifest_key
     ))
+}
+
+fn modified_ns(path: &Path) -> Option<i64> {
+    let modified = std::fs::metadata(path).ok()?.modified().ok()?;
+    let since = modified.duration_since(std::time::UNIX_EPOCH).ok()?;
+    i64::try_from(since.as_nanos()).ok()
 }
 
 fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
@@ -230,6 +244,7 @@ fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
             "bytes": bytes.len(),
             "format": decoded.format.name(),
             "container": decoded.container.name(),
+            "chunks_in_input": decoded.chunks.len(),
             "summary": summary,
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);

@@ -62,7 +62,7 @@ pub fn render(input: &Path, bytes: usize, decoded: &Decoded, s: &ProfileSummary)
     for series in &s.series {
         let _ = writeln!(
             w,
-            "  series    {} [{}, {}{}]: {} samples",
+            "  series    {} [{}, {}{}]: {} samples, total {} {}",
             series.name,
             series.kind,
             series.unit,
@@ -71,8 +71,27 @@ pub fn render(input: &Path, bytes: usize, decoded: &Decoded, s: &ProfileSummary)
                 .as_deref()
                 .map(|x| format!(", {x}"))
                 .unwrap_or_default(),
-            series.samples
+            series.samples,
+            series.total_weight,
+            series.unit
         );
+    }
+    if s.aggregated_samples > 0 {
+        let _ = writeln!(
+            w,
+            "  {} aggregated samples (no per-sample time; Sample v2 spreads them out)",
+            s.aggregated_samples
+        );
+    }
+    if let Some(start) = s.recorded_start_ns {
+        let duration = s
+            .recorded_duration_ns
+            .map(|d| format!(", ran {:.3} s", d as f64 / 1e9))
+            .unwrap_or_default();
+        let _ = writeln!(w, "recorded    started {}{duration}", utc(start));
+    }
+    for (k, v) in &s.attributes {
+        let _ = writeln!(w, "  {k} = {v}");
     }
     let _ = writeln!(w, "\nprocesses ({})", s.processes.len());
     for p in &s.processes {
@@ -96,7 +115,11 @@ pub fn render(input: &Path, bytes: usize, decoded: &Decoded, s: &ProfileSummary)
             t.name.as_deref().unwrap_or("")
         );
     }
-    let _ = writeln!(w, "\ntop functions (self / total samples)");
+    let _ = writeln!(
+        w,
+        "\ntop functions (self / total, {})",
+        s.top_functions_series.as_deref().unwrap_or("no series")
+    );
     for f in &s.top_functions {
         let _ = writeln!(
             w,
@@ -122,6 +145,19 @@ pub fn render(input: &Path, bytes: usize, decoded: &Decoded, s: &ProfileSummary)
             i.code_id.as_deref().unwrap_or("-"),
             i.symbolized_frames,
             i.frames
+        );
+    }
+    if !s.findings.is_empty() {
+        let _ = writeln!(w, "\nfindings ({})", s.findings.len());
+        for f in &s.findings {
+            let _ = writeln!(w, "  {f}");
+        }
+    }
+    if !decoded.chunks.is_empty() {
+        let _ = writeln!(
+            w,
+            "\n{} Sample v2 chunk(s) in the input, passed through unchanged",
+            decoded.chunks.len()
         );
     }
     if !s.stats.is_empty() {

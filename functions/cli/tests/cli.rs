@@ -119,6 +119,95 @@ fn sample_converts_to_its_expected_output() {
     );
 }
 
+/// Every other sample input (`samples/<format>/<name>.<ext>` beside a `<name>.expected/`
+/// directory, with `<name>.metadata.json` when it has one) converts to exactly its expected
+/// objects. PROFLAKE_BLESS=1 rewrites them.
+#[test]
+fn every_sample_converts_to_its_expected_output() {
+    let mut checked = Vec::new();
+    let mut formats: Vec<PathBuf> = fs::read_dir(repo("samples"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    formats.sort();
+    for dir in formats {
+        let mut files: Vec<PathBuf> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_file())
+            .collect();
+        files.sort();
+        for input in files {
+            let name = input.file_name().unwrap().to_string_lossy().into_owned();
+            let stem = name.split('.').next().unwrap().to_owned();
+            let expected_dir = dir.join(format!("{stem}.expected"));
+            if name.ends_with(".metadata.json") || !expected_dir.is_dir() || input == repo(SAMPLE) {
+                continue;
+            }
+            let out = tempfile::tempdir().unwrap();
+            let mut args = vec![
+                "convert".to_owned(),
+                input.to_str().unwrap().to_owned(),
+                "--out".to_owned(),
+                out.path().to_str().unwrap().to_owned(),
+            ];
+            let metadata = dir.join(format!("{stem}.metadata.json"));
+            if metadata.is_file() {
+                args.push("--metadata".into());
+                args.push(metadata.to_str().unwrap().into());
+            }
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let run = proflake(&args);
+            assert!(run.status.success(), "{name}: {}", text(&run.stderr));
+            let produced: BTreeMap<String, Vec<u8>> = tree(&out.path().join("converted"))
+                .into_iter()
+                .map(|(k, v)| {
+                    let file = Path::new(&k)
+                        .file_name()
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned();
+                    (file, v)
+                })
+                .collect();
+            if std::env::var_os("PROFLAKE_BLESS").is_some() {
+                let _ = fs::remove_dir_all(&expected_dir);
+                fs::create_dir_all(&expected_dir).unwrap();
+                for (file, bytes) in &produced {
+                    fs::write(expected_dir.join(file), bytes).unwrap();
+                }
+            }
+            let expected = tree(&expected_dir);
+            assert_eq!(
+                produced.keys().collect::<Vec<_>>(),
+                expected.keys().collect::<Vec<_>>(),
+                "{name}: output objects differ from {}",
+                expected_dir.display()
+            );
+            for (file, bytes) in &produced {
+                assert!(
+                    expected[file] == *bytes,
+                    "{name}: {file} differs from its expected copy"
+                );
+                if file != "manifest.json" {
+                    assert_eq!(check_sample_v2(bytes), vec![], "{name}: {file}");
+                }
+            }
+            checked.push(name);
+        }
+    }
+    // One sample per format besides the Perfetto trace above.
+    for format in ["otlp", "pprof", "folded", "sentry"] {
+        assert!(
+            checked
+                .iter()
+                .any(|n| repo("samples").join(format).join(n).is_file()),
+            "no checked sample under samples/{format}: {checked:?}"
+        );
+    }
+}
+
 /// What the sample must produce, checked from first principles rather than a snapshot.
 #[test]
 fn sample_chunks_follow_relay_rules_and_cover_every_sample() {

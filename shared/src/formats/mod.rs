@@ -7,7 +7,7 @@
 mod container;
 mod folded;
 mod otlp;
-mod perfetto;
+pub(crate) mod perfetto;
 mod pprof;
 mod sentry;
 mod value_types;
@@ -54,8 +54,10 @@ pub enum InputFormat {
 impl InputFormat {
     /// Every format, in the order the sniffer tries them.
     pub const ALL: &'static [InputFormat] = &[
-        InputFormat::Perfetto,
+        // OTLP's sniffer is the strictest of the protobuf ones; Perfetto's would also claim a
+        // request whose first resource has no `resource` field.
         InputFormat::Otlp,
+        InputFormat::Perfetto,
         InputFormat::Pprof,
         InputFormat::SentryEnvelope,
         InputFormat::SampleV2,

@@ -37,7 +37,8 @@ fn is_count(t: ValueType) -> bool {
 
 /// The series kind of each sample type, by the rule in the module docs.
 pub(crate) fn classify(types: &[ValueType], period_type: Option<ValueType>) -> Vec<SeriesKind> {
-    let timed = |t: &ValueType, pick: fn(&str) -> bool| pick(t.kind) && time_unit_ns(t.unit).is_some();
+    let timed =
+        |t: &ValueType, pick: fn(&str) -> bool| pick(t.kind) && time_unit_ns(t.unit).is_some();
     let first = |pick: fn(&str) -> bool| {
         types.iter().position(|t| timed(t, pick)).or_else(|| {
             let period_matches = period_type.is_some_and(|p| pick(p.kind));
@@ -99,7 +100,12 @@ mod tests {
         );
         assert_eq!(
             kinds,
-            [SeriesKind::Other, SeriesKind::WallTime, SeriesKind::Other, SeriesKind::Other]
+            [
+                SeriesKind::Other,
+                SeriesKind::WallTime,
+                SeriesKind::Other,
+                SeriesKind::Other
+            ]
         );
     }
 }

@@ -10,15 +10,18 @@ use crate::formats::{decode, Decoded, InputFormat};
 use crate::metadata::UploadMetadata;
 use crate::model::{Profile, Timestamps};
 use crate::store::{chunk_key, manifest_key, source_id, ObjectStore};
-use crate::writers::write_sample_v2;
+use crate::writers::{write_sample_v2, Timing};
 
 /// How to convert.
 #[derive(Clone, Debug, Default)]
 pub struct ConvertOptions {
     /// Decode as this format instead of detecting it.
     pub format: Option<InputFormat>,
-    /// Metadata of the upload.
+    /// Metadata of the upload. It overrides metadata the input carries itself.
     pub metadata: UploadMetadata,
+    /// When the upload arrived, ns since the Unix epoch (the object's last-modified time):
+    /// the start time of last resort for aggregated inputs that record none.
+    pub received_at_ns: Option<i64>,
 }
 
 /// The outputs of one conversion, not yet stored.
@@ -53,9 +56,25 @@ fn convert_inner(
 ) -> Result<Converted> {
     options.metadata.validate()?;
     let mut decoded = decode(bytes, options.format)?;
-    let timestamps = anchor(&mut decoded.profile, options.metadata.timestamp)?;
+    let metadata = match decoded.metadata.take() {
+        Some(embedded) => embedded.merge(options.metadata.clone()),
+        None => options.metadata.clone(),
+    };
+    let mut timestamps = anchor(&mut decoded.profile, metadata.timestamp)?;
     let source_id = source_id(source_key, etag);
-    let chunks = write_sample_v2(&decoded.profile, &options.metadata, &source_id)?;
+    let chunks = if decoded.chunks.is_empty() {
+        let start = place_aggregated(&mut decoded.profile, &metadata, options.received_at_ns);
+        let chunks = write_sample_v2(&decoded.profile, &metadata, &source_id)?;
+        if let Some(Timing::Expanded { interval_ns }) = chunks.first().map(|c| c.timing) {
+            timestamps = format!(
+                "expanded from aggregated weights, {interval_ns} ns apart per thread, from {start}"
+            );
+        }
+        chunks
+    } else {
+        // The input already is Sample v2: validated by the decoder, stored unchanged.
+        std::mem::take(&mut decoded.chunks)
+    };
 
     let mut objects = Vec::with_capacity(chunks.len());
     let mut outputs = Vec::with_capacity(chunks.len());
@@ -117,12 +136,36 @@ fn anchor(profile: &mut Profile, start_seconds: Option<f64>) -> Result<String> {
     let Some(start) = start_seconds else {
         return Err(ErrorKind::NoWallClock { clock }.into());
     };
-    // f64 seconds carry ~0.2 µs at today's epoch: round to whole microseconds.
-    let start_ns = (start * 1e6).round() as i64 * 1000;
-    profile.anchor_first_sample_at(start_ns);
+    profile.anchor_first_sample_at(seconds_to_ns(start));
     Ok(format!(
         "{clock} clock, anchored at metadata timestamp {start}"
     ))
+}
+
+/// Gives an aggregated profile (samples without times) a start time when the input recorded
+/// none: the metadata timestamp, else the upload's arrival. Says where the start came from.
+fn place_aggregated(
+    profile: &mut Profile,
+    metadata: &UploadMetadata,
+    received_at_ns: Option<i64>,
+) -> &'static str {
+    if profile.start_time.is_some() {
+        return "the input's start time";
+    }
+    if let Some(start) = metadata.timestamp {
+        profile.start_time = Some(seconds_to_ns(start));
+        return "the metadata timestamp";
+    }
+    if let Some(received) = received_at_ns {
+        profile.start_time = Some(received);
+        return "the upload's arrival time";
+    }
+    "nowhere"
+}
+
+/// f64 seconds carry ~0.2 µs at today's epoch: round to whole microseconds.
+fn seconds_to_ns(seconds: f64) -> i64 {
+    (seconds * 1e6).round() as i64 * 1000
 }
 
 /// Stores a conversion: every output first, the manifest last, so a manifest is never seen

@@ -92,12 +92,15 @@ pub enum Rule {
     InvalidId,
     /// No thread keeps at least two samples with a non-empty stack (Relay: `NotEnoughSamples`).
     NotEnoughSamples,
-    /// A sample points past `stacks`, or samples are not sorted by time (Relay:
-    /// `MalformedSamples`, or a silent re-sort).
+    /// A sample points past `stacks` (Relay: `MalformedSamples`).
     MalformedSamples,
-    /// A stack points past `frames`, or stacks/frames are not deduplicated (Relay:
-    /// `MalformedStacks`).
+    /// Samples are not sorted by time (Relay re-sorts them silently).
+    UnsortedSamples,
+    /// A stack points past `frames` (Relay: `MalformedStacks`).
     MalformedStacks,
+    /// Two stacks or two frames are identical (Relay keeps them; the format asks for
+    /// deduplicated tables).
+    DuplicateEntries,
     /// Samples span more than 66 s (Relay: `DurationIsTooLong`).
     DurationIsTooLong,
     /// A debug image has a bad type or debug id, or lacks what native symbolication needs.
@@ -115,6 +118,34 @@ pub enum Rule {
     SingleSampleThread,
     /// A frame with none of `filename`, `function`, `instruction_addr`.
     EmptyFrame,
+}
+
+impl Rule {
+    /// Whether Relay rejects a chunk that breaks this rule, as opposed to accepting it and
+    /// repairing or ignoring what is wrong (re-sorting, dropping lone threads, ...). Image,
+    /// id and address rules count as rejections: some of their cases fail Relay's parse.
+    pub fn relay_rejects(self) -> bool {
+        match self {
+            Rule::InvalidJson
+            | Rule::PlatformNotSupported
+            | Rule::MissingField
+            | Rule::WrongType
+            | Rule::InvalidId
+            | Rule::NotEnoughSamples
+            | Rule::MalformedSamples
+            | Rule::MalformedStacks
+            | Rule::DurationIsTooLong
+            | Rule::InvalidDebugImage
+            | Rule::InvalidAddress
+            | Rule::NonFiniteTimestamp => true,
+            Rule::UnsortedSamples
+            | Rule::DuplicateEntries
+            | Rule::ForbiddenField
+            | Rule::UnreferencedThreadMetadata
+            | Rule::SingleSampleThread
+            | Rule::EmptyFrame => false,
+        }
+    }
 }
 
 /// Checks a Sample v2 chunk; an empty list means Relay accepts it unchanged.
@@ -385,7 +416,7 @@ impl Checker {
                     slot.insert(i);
                 }
                 Entry::Occupied(first) => self.report(
-                    Rule::MalformedStacks,
+                    Rule::DuplicateEntries,
                     format_args!("profile.frames[{i}]"),
                     format!(
                         "duplicate of profile.frames[{}]; frames must be deduplicated",
@@ -466,7 +497,7 @@ impl Checker {
             if indices.len() == entries.len() {
                 if let Some(&first) = seen.get(&indices) {
                     self.report(
-                        Rule::MalformedStacks,
+                        Rule::DuplicateEntries,
                         format_args!("profile.stacks[{i}]"),
                         format!(
                             "duplicate of profile.stacks[{first}]; stacks must be deduplicated"
@@ -539,7 +570,7 @@ impl Checker {
         let (index, ts) = first[1];
         let more = inversions.count();
         self.report(
-            Rule::MalformedSamples,
+            Rule::UnsortedSamples,
             format_args!("profile.samples[{index}].timestamp"),
             format!("{ts} is earlier than profile.samples[{prev}].timestamp {prev_ts}; samples must be sorted ascending ({more} more out of order)"),
         );

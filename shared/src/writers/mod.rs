@@ -2,5 +2,7 @@
 //! from.
 
 mod sample_v2;
+mod timeline;
 
 pub use sample_v2::{derived_id, write_sample_v2, SampleV2Chunk, MAX_CHUNK_DURATION_NS};
+pub use timeline::{Timing, DEFAULT_INTERVAL_NS, MAX_EXPANDED_SAMPLES};

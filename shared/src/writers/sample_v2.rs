@@ -17,8 +17,9 @@ use indexmap::IndexSet;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use super::timeline::{timed_samples, Timing};
 use crate::error::{ErrorKind, Result};
-use crate::metadata::{normalize_id, ClientSdk, UploadMetadata};
+use crate::metadata::{normalize_id, ClientSdk, Measurement, UploadMetadata};
 use crate::model::{
     FrameAddress, FrameHandle, FrameKind, ImageHandle, ProcessHandle, Profile, Sample, SeriesKind,
     StringHandle, ThreadHandle, Timestamps,
@@ -42,6 +43,8 @@ pub struct SampleV2Chunk {
     pub end_ns: i64,
     /// Number of samples written.
     pub samples: usize,
+    /// Whether the sample times were recorded or laid out from aggregated weights.
+    pub timing: Timing,
     /// The chunk JSON.
     pub json: Vec<u8>,
 }
@@ -58,6 +61,8 @@ pub fn derived_id(parts: &[&str]) -> String {
 
 #[derive(Serialize)]
 struct Chunk<'a> {
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    measurements: BTreeMap<&'a str, Measurement>,
     chunk_id: &'a str,
     profiler_id: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -65,11 +70,26 @@ struct Chunk<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     environment: Option<&'a str>,
     platform: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content_type: Option<&'a str>,
     release: Option<&'a str>,
     client_sdk: &'a ClientSdk,
     version: &'static str,
+    /// Present when the input had no per-sample times (Relay ignores unknown keys).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    synthetic_timestamps: Option<SyntheticTimestamps>,
     profile: ProfileData<'a>,
 }
+
+/// Says that sample times were laid out from aggregated weights, and how.
+#[derive(Serialize)]
+struct SyntheticTimestamps {
+    interval_ns: i64,
+    rule: &'static str,
+}
+
+const EXPANSION_RULE: &str = "aggregated input: each stack's weight expanded into samples one \
+     sampling interval apart per thread, from the profile's start time";
 
 impl Serialize for ClientSdk {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
@@ -183,13 +203,30 @@ fn chosen_series(profile: &Profile) -> Result<Vec<bool>> {
     Ok(kinds.iter().map(|&k| k == wanted).collect())
 }
 
+/// The language runtimes a chunk's frames come from.
+#[derive(Default)]
+struct Runtimes {
+    jvm: bool,
+    python: bool,
+    javascript: bool,
+}
+
 /// The Sentry platform of a chunk: the given one, else `android` for chunks with ART frames,
-/// else `native`.
-fn platform_for(meta: &UploadMetadata, has_jvm: bool) -> String {
+/// `python` or `node` for chunks of those runtimes' frames, else `native`.
+fn platform_for(meta: &UploadMetadata, seen: &Runtimes) -> String {
     if let Some(p) = &meta.platform {
         return p.clone();
     }
-    if has_jvm { "android" } else { "native" }.to_owned()
+    let platform = if seen.jvm {
+        "android"
+    } else if seen.python {
+        "python"
+    } else if seen.javascript {
+        "node"
+    } else {
+        "native"
+    };
+    platform.to_owned()
 }
 
 /// Writes a profile as Sample v2 chunks. `identity` names the input (its source id); ids are
@@ -206,12 +243,11 @@ pub fn write_sample_v2(
         .into());
     }
     let chosen = chosen_series(profile)?;
+    let (timed, timing) = timed_samples(profile, &chosen)?;
     let mut by_process: BTreeMap<ProcessHandle, Vec<(i64, &Sample)>> = BTreeMap::new();
-    for s in profile.samples() {
-        if let (Some(t), Some(_), true) = (s.time, s.stack, chosen[s.series.index()]) {
-            let process = profile.thread(s.thread).process;
-            by_process.entry(process).or_default().push((t, s));
-        }
+    for (t, s) in timed {
+        let process = profile.thread(s.thread).process;
+        by_process.entry(process).or_default().push((t, s));
     }
     let mut windows = Vec::new();
     for (process, mut samples) in by_process {
@@ -222,20 +258,34 @@ pub fn write_sample_v2(
         for (t, s) in samples {
             let index = (t - t0) / MAX_CHUNK_DURATION_NS;
             if index != current_index && !current.is_empty() {
-                windows.push((process, current_index, std::mem::take(&mut current)));
+                windows.push((process, current_index, t0, std::mem::take(&mut current)));
             }
             current_index = index;
             current.push((t, s));
         }
         if !current.is_empty() {
-            windows.push((process, current_index, current));
+            windows.push((process, current_index, t0, current));
         }
     }
     let profiler_base = meta.profiler_id.as_deref().and_then(normalize_id);
     let given_chunk = meta.chunk_id.as_deref().and_then(normalize_id);
     let single_window = windows.len() == 1;
     let mut chunks = Vec::new();
-    for (process, window, samples) in windows {
+    let owners: Vec<ProcessHandle> = windows.iter().map(|w| w.0).collect();
+    for (i, (process, window, t0, samples)) in windows.into_iter().enumerate() {
+        // Measurements go to the window holding their time; a process's first and last
+        // windows also take what lies before or after its samples.
+        let first = i == 0 || owners[i - 1] != process;
+        let last = owners.get(i + 1) != Some(&process);
+        let from = t0 + window * MAX_CHUNK_DURATION_NS;
+        let measurement_range = (
+            if first { i64::MIN } else { from },
+            if last {
+                i64::MAX
+            } else {
+                from + MAX_CHUNK_DURATION_NS - 1
+            },
+        );
         let pid = profile.process(process).pid;
         let pid_text = pid.map_or_else(|| "unknown".to_owned(), |p| p.to_string());
         let profiler_id = profiler_base
@@ -246,7 +296,13 @@ pub fn write_sample_v2(
             (Some(given), true) => given.clone(),
             _ => derived_id(&["chunk", identity, &pid_text, &window.to_string()]),
         };
-        if let Some(chunk) = write_chunk(profile, meta, &samples, pid, chunk_id, profiler_id)? {
+        let ids = ChunkIds {
+            pid,
+            chunk_id,
+            profiler_id,
+            measurement_range,
+        };
+        if let Some(chunk) = write_chunk(profile, meta, &samples, ids, timing)? {
             chunks.push(chunk);
         }
     }
@@ -273,7 +329,7 @@ struct ChunkBuilder<'a> {
     stacks: IndexSet<Vec<usize>>,
     images: IndexSet<ImageHandle>,
     frame_rows: HashMap<FrameHandle, Vec<usize>>,
-    has_jvm: bool,
+    runtimes: Runtimes,
 }
 
 impl<'a> ChunkBuilder<'a> {
@@ -316,7 +372,9 @@ impl<'a> ChunkBuilder<'a> {
         let frame = profile.frame(handle);
         let image = frame.image.map(|i| profile.image(i));
         let jvm = frame.kind == FrameKind::Jvm;
-        self.has_jvm |= jvm;
+        self.runtimes.jvm |= jvm;
+        self.runtimes.python |= frame.kind == FrameKind::Python;
+        self.runtimes.javascript |= frame.kind == FrameKind::JavaScript;
         let address = if jvm {
             None
         } else {
@@ -375,21 +433,39 @@ impl<'a> ChunkBuilder<'a> {
     }
 }
 
+/// Who a chunk belongs to.
+struct ChunkIds {
+    pid: Option<i64>,
+    chunk_id: String,
+    profiler_id: String,
+    /// Times (ns) whose measurements go into the chunk.
+    measurement_range: (i64, i64),
+}
+
 fn write_chunk(
     profile: &Profile,
     meta: &UploadMetadata,
     samples: &[(i64, &Sample)],
-    pid: Option<i64>,
-    chunk_id: String,
-    profiler_id: String,
+    ids: ChunkIds,
+    timing: Timing,
 ) -> Result<Option<SampleV2Chunk>> {
+    let ChunkIds {
+        pid,
+        chunk_id,
+        profiler_id,
+        measurement_range: (from, to),
+    } = ids;
+    // Relay keeps a thread only with two or more samples that have a stack; its samples
+    // without one (idle) go with it.
     let mut per_thread: HashMap<ThreadHandle, usize> = HashMap::new();
     for (_, s) in samples {
-        *per_thread.entry(s.thread).or_default() += 1;
+        if s.stack.is_some() {
+            *per_thread.entry(s.thread).or_default() += 1;
+        }
     }
     let kept: Vec<&(i64, &Sample)> = samples
         .iter()
-        .filter(|(_, s)| per_thread[&s.thread] >= 2)
+        .filter(|(_, s)| per_thread.get(&s.thread).is_some_and(|&n| n >= 2))
         .collect();
     if kept.is_empty() {
         return Ok(None);
@@ -400,24 +476,27 @@ fn write_chunk(
         stacks: IndexSet::new(),
         images: IndexSet::new(),
         frame_rows: HashMap::new(),
-        has_jvm: false,
+        runtimes: Runtimes::default(),
     };
     let mut out_samples = Vec::with_capacity(kept.len());
     let mut thread_metadata = BTreeMap::new();
     let mut stack_rows: HashMap<crate::model::StackHandle, usize> = HashMap::new();
     for (t, s) in &kept {
-        let leaf = s.stack.expect("only samples with stacks are chunked");
-        let stack_id = match stack_rows.get(&leaf) {
-            Some(&id) => id,
-            None => {
-                let mut rows = Vec::new();
-                for f in profile.stack_frames(leaf) {
-                    rows.extend(b.frame_rows(f));
+        let stack_id = match s.stack {
+            // An idle sample: Sample v2's empty stack.
+            None => b.stacks.insert_full(Vec::new()).0,
+            Some(leaf) => match stack_rows.get(&leaf) {
+                Some(&id) => id,
+                None => {
+                    let mut rows = Vec::new();
+                    for f in profile.stack_frames(leaf) {
+                        rows.extend(b.frame_rows(f));
+                    }
+                    let id = b.stacks.insert_full(rows).0;
+                    stack_rows.insert(leaf, id);
+                    id
                 }
-                let id = b.stacks.insert_full(rows).0;
-                stack_rows.insert(leaf, id);
-                id
-            }
+            },
         };
         let thread = profile.thread(s.thread);
         let thread_id = thread.tid.unwrap_or(0).to_string();
@@ -453,17 +532,34 @@ fn write_chunk(
             image_size: img.end.checked_sub(img.start).filter(|&s| s > 0),
         }));
     }
-    let platform = platform_for(meta, b.has_jvm);
+    let platform = platform_for(meta, &b.runtimes);
     let default_sdk = ClientSdk::default();
+    let start_ns = kept.first().map_or(0, |(t, _)| *t);
+    let end_ns = kept.last().map_or(0, |(t, _)| *t);
+    let measurements = meta
+        .measurements
+        .iter()
+        .map(|(name, m)| (name.as_str(), m.between(from, to)))
+        .filter(|(_, m)| !m.values.is_empty())
+        .collect();
     let chunk = Chunk {
+        measurements,
         chunk_id: &chunk_id,
         profiler_id: &profiler_id,
         debug_meta: (!images.is_empty()).then_some(DebugMeta { images }),
         environment: meta.environment.as_deref(),
         platform: &platform,
+        content_type: meta.content_type.as_deref(),
         release: meta.release.as_deref(),
         client_sdk: meta.client_sdk.as_ref().unwrap_or(&default_sdk),
         version: "2",
+        synthetic_timestamps: match timing {
+            Timing::Recorded => None,
+            Timing::Expanded { interval_ns } => Some(SyntheticTimestamps {
+                interval_ns,
+                rule: EXPANSION_RULE,
+            }),
+        },
         profile: ProfileData {
             samples: out_samples,
             stacks: b.stacks.into_iter().collect(),
@@ -476,9 +572,10 @@ fn write_chunk(
         pid,
         chunk_id,
         profiler_id,
-        start_ns: kept.first().map_or(0, |(t, _)| *t),
-        end_ns: kept.last().map_or(0, |(t, _)| *t),
+        start_ns,
+        end_ns,
         samples: kept.len(),
+        timing,
         json,
     }))
 }

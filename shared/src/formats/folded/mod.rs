@@ -1,12 +1,36 @@
-//! folded (in progress).
+//! Folded (collapsed) stacks: one `root;...;leaf COUNT` line per distinct stack, as written by
+//! Brendan Gregg's FlameGraph collapsers (stackcollapse-perf.pl and friends), py-spy
+//! (`record -f raw`) and CPython 3.15's `profiling.sampling --collapsed`.
+//!
+//! The format has no times, so every line becomes one aggregated sample (no time, weight =
+//! count) in a single `samples`/`count` series. Producer-specific root frames that name a
+//! process or thread become the sample's process and thread instead of frames.
 
-use crate::error::{ErrorKind, Result};
+mod dialect;
+mod frame_syntax;
+mod importer;
+mod limits;
+mod lines;
+
+use self::dialect::Dialect;
+use self::importer::Importer;
+use self::lines::{looks_folded, Lines};
+use crate::error::Result;
 use crate::model::Profile;
 
-pub(crate) fn test(_prefix: &[u8]) -> bool {
-    false
+/// Whether decompressed content looks like folded stacks (see `lines::looks_folded`).
+/// Runs last among the sniffers, so anything binary or JSON has been claimed already.
+pub(crate) fn test(prefix: &[u8]) -> bool {
+    looks_folded(prefix, prefix.len() < super::SNIFF_LEN)
 }
 
-pub(crate) fn decode(_bytes: &[u8]) -> Result<Profile> {
-    Err(ErrorKind::UnsupportedFormat { tried: "folded".into() }.into())
+/// Decodes a whole (decompressed) folded file.
+pub(crate) fn decode(bytes: &[u8]) -> Result<Profile> {
+    // Detection may stop at a malformed line; the decoding pass below reports it.
+    let dialect = Dialect::detect(Lines::new(bytes).map_while(|l| l.ok()).map(|l| l.stack));
+    let mut importer = Importer::new(dialect);
+    for line in Lines::new(bytes) {
+        importer.line(line?)?;
+    }
+    Ok(importer.finish())
 }

@@ -1,20 +1,219 @@
-//! OTLP profiles (in progress).
+//! OTLP profiles (`opentelemetry.proto.profiles.v1development`): binary protobuf requests in the
+//! v1.8, v1.9 and v1.10/v1.11 numberings, length-prefixed streams of them, and OTLP/JSON.
+//!
+//! Every request is checked with the profcheck rules (findings go to `Profile::findings`),
+//! then imported: processes from resource or sample `process.*` attributes, one series per
+//! OTLP profile, one model sample per observation. References into the dictionary are bounds-checked; a reference the model
+//! needs that points nowhere is an error naming its path.
 
-use crate::error::{ErrorKind, Result};
+mod dict;
+mod frames;
+mod import;
+mod json;
+mod layout;
+mod legacy;
+mod limits;
+mod process;
+mod profcheck;
+mod sniff;
+mod wire;
+
+use proflake_proto::otlp::legacy::{v1_8, v1_9};
+use proflake_proto::otlp::profiles::ProfilesData;
+use prost::Message;
+
+use self::dict::Ctx;
+use self::import::Importer;
+use self::layout::Layout;
+use self::limits::{MAX_FINDINGS, MAX_SAMPLES, MAX_STREAM_MESSAGES};
+use self::profcheck::{Findings, Options};
+use crate::error::{Error, ErrorKind, Result};
 use crate::model::Profile;
 
-pub(crate) fn test(_prefix: &[u8]) -> bool {
-    false
+/// Whether decompressed content starts a binary OTLP profiles request (or a length-prefixed
+/// stream of them). Strict enough not to claim pprof or Perfetto, which also start with 0x0a.
+pub(crate) fn test(prefix: &[u8]) -> bool {
+    sniff::is_binary(prefix, prefix.len() < super::SNIFF_LEN)
 }
 
-pub(crate) fn test_json(_prefix: &[u8]) -> bool {
-    false
+/// Whether decompressed content starts an OTLP/JSON profiles document.
+pub(crate) fn test_json(prefix: &[u8]) -> bool {
+    sniff::is_json(prefix)
 }
 
-pub(crate) fn decode(_bytes: &[u8]) -> Result<Profile> {
-    Err(ErrorKind::UnsupportedFormat { tried: "otlp".into() }.into())
+/// Decodes a binary request, or a stream of requests each behind a 4-byte big-endian length
+/// (as sig-profiling's `otlp-bench` stores them), into one profile.
+pub(crate) fn decode(bytes: &[u8]) -> Result<Profile> {
+    decode_with(bytes, MAX_SAMPLES)
 }
 
-pub(crate) fn decode_json(_bytes: &[u8]) -> Result<Profile> {
-    Err(ErrorKind::UnsupportedFormat { tried: "otlp-json".into() }.into())
+fn decode_with(bytes: &[u8], max_samples: u64) -> Result<Profile> {
+    let mut run = Run::new("otlp", max_samples);
+    // A message never starts with 0x00 (field 0); a big-endian length below 16 MiB does.
+    if bytes.first() != Some(&0) {
+        run.binary(bytes, 0, None)?;
+        return Ok(run.finish());
+    }
+    let mut at = 0usize;
+    let mut index = 0usize;
+    while at < bytes.len() {
+        let Some(header) = bytes.get(at..at + 4) else {
+            return Err(ErrorKind::Truncated {
+                offset: at as u64,
+                what: "OTLP stream length prefix",
+            }
+            .into());
+        };
+        let len = u32::from_be_bytes([header[0], header[1], header[2], header[3]]) as usize;
+        let start = at + 4;
+        let Some(body) = bytes.get(start..start + len) else {
+            return Err(ErrorKind::Truncated {
+                offset: at as u64,
+                what: "OTLP stream message",
+            }
+            .into());
+        };
+        if index == MAX_STREAM_MESSAGES {
+            return Err(ErrorKind::LimitExceeded {
+                limit: "OTLP stream messages",
+                max: MAX_STREAM_MESSAGES as u64,
+            }
+            .into());
+        }
+        run.binary(body, start as u64, Some(index))?;
+        at = start + len;
+        index += 1;
+    }
+    Ok(run.finish())
 }
+
+/// Decodes OTLP/JSON: one request object, or several separated by whitespace (JSON lines, as
+/// the Collector's file exporter writes them).
+pub(crate) fn decode_json(bytes: &[u8]) -> Result<Profile> {
+    let mut run = Run::new("otlp-json", MAX_SAMPLES);
+    let mut docs = serde_json::Deserializer::from_slice(bytes).into_iter::<serde_json::Value>();
+    let mut index = 0usize;
+    loop {
+        let offset = docs.byte_offset() as u64;
+        let Some(doc) = docs.next() else { break };
+        let doc = doc.map_err(|e| json_syntax(e, bytes.len()))?;
+        let data = json::profiles_data(&doc).map_err(|e| {
+            Error::new(ErrorKind::Malformed {
+                format: "otlp-json",
+                offset,
+                what: e.0,
+            })
+        })?;
+        run.request(&data, offset, Some(index).filter(|_| index > 0))?;
+        index += 1;
+    }
+    if index == 0 {
+        return Err(ErrorKind::Malformed {
+            format: "otlp-json",
+            offset: 0,
+            what: "no JSON document".into(),
+        }
+        .into());
+    }
+    Ok(run.finish())
+}
+
+fn json_syntax(e: serde_json::Error, len: usize) -> Error {
+    let kind = if e.is_eof() {
+        ErrorKind::Truncated {
+            offset: len as u64,
+            what: "OTLP/JSON document",
+        }
+    } else {
+        ErrorKind::Malformed {
+            format: "otlp-json",
+            offset: 0,
+            what: format!("not JSON: {e}"),
+        }
+    };
+    Error::new(kind).with_source(e)
+}
+
+/// One decode: the importer and the profcheck findings of every request.
+struct Run {
+    format: &'static str,
+    importer: Importer,
+    findings: Findings,
+}
+
+impl Run {
+    fn new(format: &'static str, max_samples: u64) -> Self {
+        Run {
+            format,
+            importer: Importer::new(format, max_samples),
+            findings: Findings::new(MAX_FINDINGS),
+        }
+    }
+
+    /// Decodes one binary request in the layout its bytes use.
+    fn binary(&mut self, bytes: &[u8], offset: u64, index: Option<usize>) -> Result<()> {
+        let layout = layout::detect(bytes, offset)?;
+        let invalid = |e: prost::DecodeError| {
+            Error::new(ErrorKind::Malformed {
+                format: "otlp",
+                offset,
+                what: format!("not a valid {} OTLP profiles request: {e}", layout.name()),
+            })
+            .with_source(e)
+        };
+        let data = match layout {
+            Layout::V1_10 => ProfilesData::decode(bytes).map_err(invalid)?,
+            Layout::V1_9 => legacy::from_v1_9(v1_9::ProfilesData::decode(bytes).map_err(invalid)?),
+            Layout::V1_8 => {
+                let (data, comments) =
+                    legacy::from_v1_8(v1_8::ProfilesData::decode(bytes).map_err(invalid)?);
+                let p = self.importer.profile_mut();
+                for _ in 0..comments {
+                    p.count("otlp v1.8 profile comments dropped");
+                }
+                data
+            }
+        };
+        if layout != Layout::V1_10 {
+            let p = self.importer.profile_mut();
+            p.attributes
+                .entry("otlp.layout".into())
+                .or_insert_with(|| layout.name().into());
+        }
+        self.request(&data, offset, index)
+    }
+
+    fn request(&mut self, data: &ProfilesData, offset: u64, index: Option<usize>) -> Result<()> {
+        let prefix = index.map_or_else(String::new, |i| format!("message[{i}]: "));
+        let mut found = Findings::new(MAX_FINDINGS.saturating_sub(self.findings.list.len()));
+        profcheck::check(data, Options::default(), &mut found);
+        self.findings.total += found.total;
+        self.findings
+            .list
+            .extend(found.list.into_iter().map(|f| format!("{prefix}{f}")));
+        let ctx = Ctx {
+            format: self.format,
+            offset,
+            prefix: index.map_or_else(String::new, |i| format!("message[{i}].")),
+        };
+        self.importer.request(data, ctx)
+    }
+
+    fn finish(self) -> Profile {
+        let Run {
+            importer, findings, ..
+        } = self;
+        let mut profile = importer.finish();
+        profile.findings = findings.list;
+        let hidden = findings.total - profile.findings.len();
+        if hidden > 0 {
+            profile
+                .findings
+                .push(format!("... and {hidden} more profcheck findings"));
+        }
+        profile
+    }
+}
+
+#[cfg(test)]
+mod tests;

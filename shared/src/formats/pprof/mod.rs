@@ -1,12 +1,58 @@
-//! pprof (in progress).
+//! pprof `profile.proto` (`perftools.profiles.Profile`), gzip-compressed or plain: the
+//! container layer has already undone any compression, whatever the file is called.
+//!
+//! Every sample type becomes a model series, and every non-zero value of a pprof sample one
+//! model sample in that series (pprof samples are aggregates with no time of their own, so
+//! model samples carry none). Which series is CPU time or wall time, and so what Sample v2
+//! takes, is decided by the rule shared with OTLP in `value_types`: a `cpu`/`wall` type with
+//! a time unit, else a `samples/count` type whose period type is `cpu`/`wall`; allocations
+//! and everything else stay `Other`.
+//!
+//! Threads and processes come from labels where producers put them, trace links from
+//! Pyroscope's `trace_id`/`span_id` labels; every label is kept as a model label. Mappings
+//! with their build ids become images, locations become frames (see `frames`).
+//!
+//! Bad references (a location, function, mapping or string that does not exist) fail the
+//! decode with an error naming the element; so does a sample whose value count differs from
+//! the sample types, as in Go's pprof.
 
-use crate::error::{ErrorKind, Result};
+mod frames;
+mod import;
+mod labels;
+mod offsets;
+mod sniff;
+mod tables;
+mod wire;
+
+use proflake_proto::pprof;
+use prost::Message;
+
+use crate::error::{Error, ErrorKind, Result};
 use crate::model::Profile;
 
-pub(crate) fn test(_prefix: &[u8]) -> bool {
-    false
+pub(crate) use sniff::test;
+
+const FORMAT: &str = "pprof";
+
+/// Decodes a (decompressed) pprof profile.
+pub(crate) fn decode(bytes: &[u8]) -> Result<Profile> {
+    let offsets = offsets::Offsets::scan(bytes)?;
+    let profile = pprof::Profile::decode(bytes).map_err(|e| {
+        Error::new(ErrorKind::Malformed {
+            format: FORMAT,
+            offset: 0,
+            what: format!("Profile does not decode: {e}"),
+        })
+        .with_source(e)
+    })?;
+    import::import(profile, &offsets)
 }
 
-pub(crate) fn decode(_bytes: &[u8]) -> Result<Profile> {
-    Err(ErrorKind::UnsupportedFormat { tried: "pprof".into() }.into())
+fn malformed(offset: u64, what: String) -> Error {
+    ErrorKind::Malformed {
+        format: FORMAT,
+        offset,
+        what,
+    }
+    .into()
 }

@@ -1,21 +1,46 @@
-//! Sentry (in progress).
+//! Sentry inputs: a Sample v2 profile chunk on its own, or an envelope of `profile_chunk`
+//! items as SDKs send them to Relay.
+//!
+//! A Sample v2 chunk is already the output format: it is checked against Relay's rules,
+//! passed through byte for byte, and also decoded into the model so it can be tabulated. A
+//! Perfetto item (SDK metadata JSON followed by a raw trace) is split as Relay splits it; the
+//! trace is decoded like any Perfetto upload and the metadata becomes the upload's metadata.
 
-use super::Extras;
-use crate::error::{ErrorKind, Result};
-use crate::model::Profile;
+mod chunk;
+mod envelope;
 
-pub(crate) fn test_envelope(_prefix: &[u8]) -> bool {
-    false
+pub(crate) use chunk::decode_chunk;
+pub(crate) use envelope::decode_envelope;
+
+/// Whether the content is one JSON object with Sample v2's marks: `"version":"2"` and a
+/// `profile` or chunk id near the start.
+pub(crate) fn test_chunk(prefix: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(prefix);
+    let trimmed = text.trim_start();
+    trimmed.starts_with('{')
+        && compact_contains(trimmed, "\"version\":\"2\"")
+        && ["\"profile\"", "\"chunk_id\"", "\"profiler_id\""]
+            .iter()
+            .any(|k| trimmed.contains(k))
 }
 
-pub(crate) fn test_chunk(_prefix: &[u8]) -> bool {
-    false
+/// Whether the content starts like an envelope: a JSON object header line, then an item
+/// header line with a `type`.
+pub(crate) fn test_envelope(prefix: &[u8]) -> bool {
+    let mut lines = prefix.splitn(3, |&b| b == b'\n');
+    let (Some(header), Some(item)) = (lines.next(), lines.next()) else {
+        return false;
+    };
+    let header_ok = matches!(
+        serde_json::from_slice::<serde_json::Value>(header),
+        Ok(serde_json::Value::Object(_))
+    );
+    let item_text = String::from_utf8_lossy(item);
+    header_ok && item_text.trim_start().starts_with('{') && item_text.contains("\"type\"")
 }
 
-pub(crate) fn decode_envelope(_bytes: &[u8]) -> Result<(Profile, Extras)> {
-    Err(ErrorKind::UnsupportedFormat { tried: "sentry".into() }.into())
-}
-
-pub(crate) fn decode_chunk(_bytes: &[u8]) -> Result<(Profile, Extras)> {
-    Err(ErrorKind::UnsupportedFormat { tried: "sentry".into() }.into())
+/// `needle` (written without spaces) occurs in `haystack` once whitespace is ignored.
+fn compact_contains(haystack: &str, needle: &str) -> bool {
+    let compact: String = haystack.chars().filter(|c| !c.is_whitespace()).collect();
+    compact.contains(needle)
 }

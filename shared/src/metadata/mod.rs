@@ -5,7 +5,13 @@
 //! sends in front of a Perfetto trace), so SDKs can upload the same object they already build.
 //! Unknown keys are ignored.
 
+mod measurements;
+
+use std::collections::BTreeMap;
+
 use serde::Deserialize;
+
+pub use measurements::{Measurement, MeasurementUnit, MeasurementValue};
 
 use crate::error::{ErrorKind, Result};
 
@@ -53,6 +59,12 @@ pub struct UploadMetadata {
     /// converter derives.
     #[serde(skip)]
     pub debug_images: Vec<serde_json::Value>,
+    /// Measurements recorded beside the profile, by name; written into the chunks whose time
+    /// range holds them.
+    pub measurements: BTreeMap<String, Measurement>,
+    /// What the SDK said the profile's content is (`perfetto`); echoed into the chunks as
+    /// Relay does.
+    pub content_type: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -118,6 +130,10 @@ impl UploadMetadata {
         if !over.debug_images.is_empty() {
             self.debug_images = over.debug_images;
         }
+        if !over.measurements.is_empty() {
+            self.measurements = over.measurements;
+        }
+        self.content_type = over.content_type.or(self.content_type);
         self
     }
 }
@@ -145,6 +161,7 @@ mod tests {
         assert_eq!(m.client_sdk.unwrap().name, "sentry.java.android");
         assert_eq!(m.timestamp, Some(1777358020.855));
         assert_eq!(m.debug_images.len(), 1);
+        assert_eq!(m.content_type.as_deref(), Some("perfetto"));
         assert_eq!(
             normalize_id(m.profiler_id.as_deref().unwrap()).unwrap(),
             "814b081c638b4ad982ae351547bfe499"
@@ -168,5 +185,38 @@ mod tests {
         let m = base.merge(over);
         assert_eq!(m.release.as_deref(), Some("b"));
         assert_eq!(m.platform.as_deref(), Some("native"));
+    }
+}
+
+#[cfg(test)]
+mod measurement_tests {
+    use super::*;
+
+    #[test]
+    fn measurements_take_relay_units_and_drop_extra_keys() {
+        let json = br#"{"measurements":{"cpu":{"unit":"hz","values":[
+            {"value":2.5,"elapsed_since_start_ns":"1","timestamp":1777358020.895}]}}}"#;
+        let m = UploadMetadata::from_json(json).unwrap();
+        let cpu = &m.measurements["cpu"];
+        assert_eq!(cpu.unit, MeasurementUnit::Hertz);
+        assert_eq!(
+            serde_json::to_string(cpu).unwrap(),
+            r#"{"unit":"hertz","values":[{"timestamp":1777358020.895,"value":2.5}]}"#
+        );
+        let bad = br#"{"measurements":{"x":{"unit":"furlong","values":[]}}}"#;
+        assert!(matches!(
+            UploadMetadata::from_json(bad).unwrap_err().kind(),
+            ErrorKind::InvalidMetadata { .. }
+        ));
+    }
+
+    #[test]
+    fn the_android_sdk_metadata_example_parses() {
+        let json =
+            include_bytes!("../../../tests/fixtures/sentry/relay_perfetto_chunk_metadata.json");
+        let m = UploadMetadata::from_json(json).unwrap();
+        assert_eq!(m.content_type.as_deref(), Some("perfetto"));
+        assert!(!m.measurements.is_empty());
+        assert!(m.measurements.values().all(|v| !v.values.is_empty()));
     }
 }

@@ -1,0 +1,183 @@
+//! Turns folded lines into the model: one aggregated sample per line, weight = the count.
+
+use std::collections::HashMap;
+
+use super::dialect::Dialect;
+use super::frame_syntax::{
+    generic_frame, pyspy_frame, pyspy_process, pyspy_thread, sampling_frame, sampling_thread,
+    thread_id, FrameText,
+};
+use super::limits::{MAX_SAMPLES, MAX_STACK_DEPTH, MAX_STACK_NODES};
+use super::lines::Line;
+use crate::error::{ErrorKind, Result};
+use crate::model::{
+    Frame, FrameAddress, FrameHandle, Image, Profile, Sample, Series, SeriesHandle, StackHandle,
+    ThreadHandle,
+};
+
+/// The root frames that name where a stack ran, as text (empty when absent).
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+struct Context<'a> {
+    process: &'a str,
+    thread: &'a str,
+}
+
+pub(super) struct Importer<'a> {
+    profile: Profile,
+    dialect: Dialect,
+    series: SeriesHandle,
+    frames: HashMap<&'a str, FrameHandle>,
+    threads: HashMap<Context<'a>, ThreadHandle>,
+    total: i64,
+}
+
+impl<'a> Importer<'a> {
+    pub(super) fn new(dialect: Dialect) -> Self {
+        let mut profile = Profile::new("folded");
+        profile
+            .attributes
+            .insert("folded.dialect".into(), dialect.name().into());
+        let series = Series {
+            kind: dialect.series_kind(),
+            name: profile.intern("samples"),
+            unit: profile.intern("count"),
+            source: Some(profile.intern(dialect.source())),
+            frequency_hz: None,
+            period: None,
+        };
+        let series = profile.add_series(series);
+        Importer {
+            profile,
+            dialect,
+            series,
+            frames: HashMap::new(),
+            threads: HashMap::new(),
+            total: 0,
+        }
+    }
+
+    pub(super) fn line(&mut self, line: Line<'a>) -> Result<()> {
+        // A stack seen zero times says nothing about where time went.
+        if line.count == 0 {
+            self.profile.count("folded_zero_count_line");
+            return Ok(());
+        }
+        if self.profile.samples().len() as u64 >= MAX_SAMPLES {
+            return Err(limit("folded sample count", MAX_SAMPLES));
+        }
+        self.total = self
+            .total
+            .checked_add(line.count)
+            .ok_or_else(|| limit("folded total sample count", i64::MAX as u64))?;
+
+        // py-spy's line for a thread with no Python frames is just ` COUNT`: no frames at all.
+        let mut frames = line.stack.split(';').peekable();
+        if line.stack.is_empty() {
+            frames.next();
+        }
+        let mut context = Context::default();
+        match self.dialect {
+            Dialect::PySpy => {
+                // Ancestors come first; the last process frame is the sampled process.
+                while let Some(process) = frames.next_if(|f| pyspy_process(f).is_some()) {
+                    context.process = process;
+                }
+                if let Some(thread) = frames.next_if(|f| pyspy_thread(f).is_some()) {
+                    context.thread = thread;
+                }
+            }
+            Dialect::PythonSampling => {
+                if let Some(thread) = frames.next_if(|f| sampling_thread(f).is_some()) {
+                    context.thread = thread;
+                }
+            }
+            Dialect::Generic => {}
+        }
+        let thread = self.thread(context);
+        let stack = if line.stack.bytes().filter(|&b| b == b';').count() >= MAX_STACK_DEPTH {
+            // Keep the count, so totals still match the producer's.
+            self.profile.count("folded_stack_too_deep");
+            None
+        } else {
+            self.stack(frames)?
+        };
+        self.profile
+            .add_sample(Sample::new(thread, stack, line.count, self.series));
+        Ok(())
+    }
+
+    fn stack(&mut self, frames: impl Iterator<Item = &'a str>) -> Result<Option<StackHandle>> {
+        let mut stack = None;
+        for text in frames {
+            if text.is_empty() {
+                self.profile.count("folded_empty_frame");
+                continue;
+            }
+            let frame = self.frame(text);
+            stack = Some(self.profile.add_stack(stack, frame));
+        }
+        if self.profile.stacks().len() > MAX_STACK_NODES {
+            return Err(limit("folded stack node count", MAX_STACK_NODES as u64));
+        }
+        Ok(stack)
+    }
+
+    pub(super) fn finish(self) -> Profile {
+        self.profile
+    }
+
+    fn thread(&mut self, context: Context<'a>) -> ThreadHandle {
+        if let Some(&thread) = self.threads.get(&context) {
+            return thread;
+        }
+        let (pid, command_line) = match pyspy_process(context.process) {
+            Some((pid, command_line)) => (pid.parse().ok(), Some(command_line)),
+            None => (None, None),
+        };
+        let (tid, name) = match self.dialect {
+            Dialect::PySpy => pyspy_thread(context.thread)
+                .map_or((None, None), |(id, name)| (thread_id(id), name)),
+            _ => (sampling_thread(context.thread).and_then(thread_id), None),
+        };
+        let process = self.profile.add_process(pid);
+        if let Some(command_line) = command_line {
+            let program = command_line.split_whitespace().next().unwrap_or_default();
+            let name = program.rsplit(['/', '\\']).next();
+            self.profile.name_process(process, name, Some(command_line));
+        }
+        let thread = self.profile.add_thread(process, tid);
+        if let Some(name) = name {
+            self.profile.name_thread(thread, name);
+        }
+        self.threads.insert(context, thread);
+        thread
+    }
+
+    fn frame(&mut self, text: &'a str) -> FrameHandle {
+        if let Some(&frame) = self.frames.get(text) {
+            return frame;
+        }
+        let parsed: FrameText = match self.dialect {
+            Dialect::PySpy => pyspy_frame(text),
+            Dialect::PythonSampling => sampling_frame(text),
+            Dialect::Generic => generic_frame(text),
+        };
+        let mut frame = Frame::new(parsed.kind);
+        frame.function = parsed.function.map(|s| self.profile.intern(s));
+        frame.file = parsed.file.map(|s| self.profile.intern(s));
+        frame.line = parsed.line;
+        frame.address = parsed.address.map(FrameAddress::Absolute);
+        if let Some(path) = parsed.image {
+            let path = self.profile.intern(path);
+            // Only the name is known: no mapped range.
+            frame.image = Some(self.profile.add_image(Image::new(Some(path), 0, 0)));
+        }
+        let handle = self.profile.add_frame(frame);
+        self.frames.insert(text, handle);
+        handle
+    }
+}
+
+fn limit(what: &'static str, max: u64) -> crate::error::Error {
+    ErrorKind::LimitExceeded { limit: what, max }.into()
+}

@@ -1,0 +1,258 @@
+//! Splitting folded text into `STACK COUNT` lines, plus the cheap check the sniffer runs on
+//! the first bytes. Errors name the 1-based line number (blank lines counted) and carry the
+//! byte offset where the line starts.
+
+use super::limits::MAX_LINE_BYTES;
+use crate::error::{Error, ErrorKind, Result};
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// One non-blank line.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Line<'a> {
+    /// The frames, root first, separated by `;`; empty for py-spy's "no Python frames" line.
+    pub stack: &'a str,
+    /// The sample count.
+    pub count: i64,
+}
+
+/// Why a line's trailing count is not usable.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum BadCount<'a> {
+    Missing,
+    NotANumber(&'a str),
+    Negative(&'a str),
+    TooLarge(&'a str),
+}
+
+/// Splits `STACK COUNT` at the last space or tab. Frame names may hold spaces
+/// (`<module> (prog.py:12)`), the count never does.
+pub(super) fn split_count(line: &str) -> Result<(&str, i64), BadCount<'_>> {
+    let Some(at) = line.rfind([' ', '\t']) else {
+        return Err(BadCount::Missing);
+    };
+    let (stack, token) = (&line[..at], &line[at + 1..]);
+    if let Some(magnitude) = token.strip_prefix('-') {
+        if is_digits(magnitude) {
+            return Err(BadCount::Negative(token));
+        }
+    }
+    if !is_digits(token) {
+        return Err(BadCount::NotANumber(token));
+    }
+    let count = token.parse().map_err(|_| BadCount::TooLarge(token))?;
+    // More than one separator (`a;b  5`) leaves blanks that belong to no frame.
+    Ok((stack.trim_end_matches([' ', '\t']), count))
+}
+
+fn is_digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Whether `prefix` (the first bytes of the input; `whole` when that is all of it) reads as
+/// folded text: UTF-8 without NULs, not JSON, and every complete non-blank line ending in a
+/// count, with at least one such line.
+pub(super) fn looks_folded(prefix: &[u8], whole: bool) -> bool {
+    let prefix = prefix.strip_prefix(BOM).unwrap_or(prefix);
+    if matches!(
+        prefix.iter().find(|b| !b.is_ascii_whitespace()),
+        Some(b'{' | b'[')
+    ) {
+        return false;
+    }
+    let text = match std::str::from_utf8(prefix) {
+        Ok(text) => text,
+        // The sniff window may cut a multi-byte character in two.
+        Err(e) if !whole && e.error_len().is_none() => {
+            std::str::from_utf8(&prefix[..e.valid_up_to()]).unwrap_or_default()
+        }
+        Err(_) => return false,
+    };
+    if text.contains('\0') {
+        return false;
+    }
+    let complete = if whole {
+        text
+    } else {
+        match text.rfind('\n') {
+            Some(end) => &text[..end],
+            None => return false,
+        }
+    };
+    let mut counted = 0usize;
+    for line in complete.lines() {
+        let line = line.trim_end_matches([' ', '\t', '\r']);
+        if line.trim_start().is_empty() {
+            continue;
+        }
+        // A count too large for i64 still reads as folded; decoding then says what is wrong.
+        if matches!(
+            split_count(line),
+            Err(BadCount::Missing | BadCount::NotANumber(_) | BadCount::Negative(_))
+        ) {
+            return false;
+        }
+        counted += 1;
+    }
+    counted > 0
+}
+
+/// The non-blank lines of an input. Stops after the first error.
+pub(super) struct Lines<'a> {
+    rest: &'a [u8],
+    offset: u64,
+    number: u64,
+}
+
+impl<'a> Lines<'a> {
+    pub(super) fn new(input: &'a [u8]) -> Self {
+        let (rest, offset) = match input.strip_prefix(BOM) {
+            Some(rest) => (rest, BOM.len() as u64),
+            None => (input, 0),
+        };
+        Lines {
+            rest,
+            offset,
+            number: 0,
+        }
+    }
+
+    /// The next raw line (ending removed) and its offset, within the length limit.
+    fn next_raw(&mut self) -> Option<Result<(&'a [u8], u64)>> {
+        if self.rest.is_empty() {
+            return None;
+        }
+        // Look no further than the limit, so one endless line costs at most 1 MiB of scanning.
+        let window = &self.rest[..self.rest.len().min(MAX_LINE_BYTES + 1)];
+        let (len, advance) = match window.iter().position(|&b| b == b'\n') {
+            Some(i) => (i, i + 1),
+            None if self.rest.len() > MAX_LINE_BYTES => (window.len(), window.len()),
+            None => (self.rest.len(), self.rest.len()),
+        };
+        let raw = &self.rest[..len];
+        let offset = self.offset;
+        self.rest = &self.rest[advance..];
+        self.offset += advance as u64;
+        self.number += 1;
+        if len > MAX_LINE_BYTES {
+            self.rest = &[];
+            return Some(Err(ErrorKind::LimitExceeded {
+                limit: "folded line length",
+                max: MAX_LINE_BYTES as u64,
+            }
+            .into()));
+        }
+        Some(Ok((raw.strip_suffix(b"\r").unwrap_or(raw), offset)))
+    }
+
+    fn malformed(&mut self, offset: u64, what: String) -> Error {
+        self.rest = &[];
+        ErrorKind::Malformed {
+            format: "folded",
+            offset,
+            what: format!("line {}: {what}", self.number),
+        }
+        .into()
+    }
+}
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = Result<Line<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let (raw, offset) = match self.next_raw()? {
+                Ok(line) => line,
+                Err(e) => return Some(Err(e)),
+            };
+            let Ok(text) = std::str::from_utf8(raw) else {
+                return Some(Err(self.malformed(offset, "not valid UTF-8".into())));
+            };
+            if text.contains('\0') {
+                return Some(Err(self.malformed(offset, "contains a NUL byte".into())));
+            }
+            let text = text.trim_end_matches([' ', '\t']);
+            if text.trim_start().is_empty() {
+                continue;
+            }
+            let (stack, count) = match split_count(text) {
+                Ok(parts) => parts,
+                Err(bad) => {
+                    let what = match bad {
+                        BadCount::Missing => "no sample count (expected `STACK COUNT`)".to_owned(),
+                        BadCount::NotANumber(t) => {
+                            format!("sample count `{}` is not a whole number", clip(t))
+                        }
+                        BadCount::Negative(t) => format!("negative sample count {}", clip(t)),
+                        BadCount::TooLarge(t) => format!(
+                            "sample count {} does not fit in a signed 64-bit integer",
+                            clip(t)
+                        ),
+                    };
+                    return Some(Err(self.malformed(offset, what)));
+                }
+            };
+            return Some(Ok(Line { stack, count }));
+        }
+    }
+}
+
+/// At most 40 characters of `s`, so error messages stay one line.
+fn clip(s: &str) -> &str {
+    s.char_indices().nth(40).map_or(s, |(i, _)| &s[..i])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn count_is_the_last_token() {
+        assert_eq!(split_count("a b;c (x.py:1) 12"), Ok(("a b;c (x.py:1)", 12)));
+        assert_eq!(split_count(" 1"), Ok(("", 1)));
+        assert_eq!(split_count("a;b  3"), Ok(("a;b", 3)));
+        assert_eq!(split_count("a;b"), Err(BadCount::Missing));
+        assert_eq!(split_count("a -3"), Err(BadCount::Negative("-3")));
+        assert_eq!(split_count("a +3"), Err(BadCount::NotANumber("+3")));
+        assert_eq!(split_count("a 1.5"), Err(BadCount::NotANumber("1.5")));
+        assert_eq!(
+            split_count("a 9223372036854775808"),
+            Err(BadCount::TooLarge("9223372036854775808"))
+        );
+    }
+
+    #[test]
+    fn lines_skip_blanks_and_errors_locate_the_line() {
+        let input = b"\xEF\xBB\xBFa;b 2\r\n\r\n  \nc 1\nd x\n";
+        let mut lines = Lines::new(input);
+        let first = lines.next().unwrap().unwrap();
+        assert_eq!((first.stack, first.count), ("a;b", 2));
+        assert_eq!(lines.next().unwrap().unwrap().stack, "c");
+        let err = lines.next().unwrap().unwrap_err();
+        match err.kind() {
+            ErrorKind::Malformed { offset, what, .. } => {
+                assert_eq!(*offset, 19);
+                assert!(what.starts_with("line 5:"), "{what}");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(lines.next().is_none(), "iteration stops after an error");
+    }
+
+    #[test]
+    fn sniff_needs_a_complete_counted_line() {
+        assert!(looks_folded(b"a;b 1\n", false));
+        assert!(looks_folded(b"a;b 1", true));
+        assert!(!looks_folded(b"a;b 1", false), "no complete line");
+        assert!(!looks_folded(b"a;b\n", true));
+        assert!(!looks_folded(b"[1, 2]\n", true));
+        assert!(!looks_folded(b"a\0 1\n", true));
+        assert!(!looks_folded(b"a -1\n", true));
+        assert!(looks_folded(b"a 99999999999999999999\n", true));
+        // A multi-byte character cut by the sniff window.
+        assert!(looks_folded(
+            "a 1\n\u{e9}".as_bytes().split_last().unwrap().1,
+            false
+        ));
+    }
+}

@@ -1,0 +1,76 @@
+//! Where each top-level record of the profile starts, so that errors about a sample or a
+//! location can point at its bytes; the same walk tells a cut-off file from a corrupt one
+//! before prost gives its less specific verdict.
+
+use super::malformed;
+use super::wire::{Fields, Step};
+use crate::error::{ErrorKind, Result};
+
+/// Byte offsets of the repeated top-level records, by position.
+#[derive(Debug, Default)]
+pub(super) struct Offsets {
+    sample_types: Vec<u64>,
+    samples: Vec<u64>,
+    mappings: Vec<u64>,
+    locations: Vec<u64>,
+    functions: Vec<u64>,
+}
+
+fn at(offsets: &[u64], i: usize) -> u64 {
+    offsets.get(i).copied().unwrap_or(0)
+}
+
+impl Offsets {
+    /// Walks the top-level fields of `bytes`: a field running past the end is a truncated
+    /// file, bytes no encoder writes are a malformed one.
+    pub(super) fn scan(bytes: &[u8]) -> Result<Offsets> {
+        let mut offsets = Offsets::default();
+        for step in Fields::new(bytes) {
+            match step {
+                Step::Field { number, offset, .. } => {
+                    let table = match number {
+                        1 => &mut offsets.sample_types,
+                        2 => &mut offsets.samples,
+                        3 => &mut offsets.mappings,
+                        4 => &mut offsets.locations,
+                        5 => &mut offsets.functions,
+                        _ => continue,
+                    };
+                    table.push(offset as u64);
+                }
+                Step::End => {}
+                Step::Cut { offset } | Step::CutBody { offset, .. } => {
+                    return Err(ErrorKind::Truncated {
+                        offset: offset as u64,
+                        what: "pprof Profile field",
+                    }
+                    .into())
+                }
+                Step::Invalid { offset } => {
+                    return Err(malformed(offset as u64, "not a protobuf field".into()))
+                }
+            }
+        }
+        Ok(offsets)
+    }
+
+    pub(super) fn sample_type(&self, i: usize) -> u64 {
+        at(&self.sample_types, i)
+    }
+
+    pub(super) fn sample(&self, i: usize) -> u64 {
+        at(&self.samples, i)
+    }
+
+    pub(super) fn mapping(&self, i: usize) -> u64 {
+        at(&self.mappings, i)
+    }
+
+    pub(super) fn location(&self, i: usize) -> u64 {
+        at(&self.locations, i)
+    }
+
+    pub(super) fn function(&self, i: usize) -> u64 {
+        at(&self.functions, i)
+    }
+}

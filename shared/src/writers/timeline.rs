@@ -1,0 +1,135 @@
+//! When each written sample happened: recorded times where the input has them, otherwise a
+//! timeline laid out from aggregated weights.
+//!
+//! Aggregated inputs (most pprof, folded stacks, OTLP values-only samples) say how much of
+//! each stack was seen but not when. Sample v2 needs one timestamped sample per observation,
+//! so the rule is:
+//! - each aggregated sample stands for `weight / interval` observations when its series
+//!   measures time (`weight` is converted from the series unit to ns), or `weight`
+//!   observations when it counts samples;
+//! - the interval is the series' sampling period, else `1 / frequency`, else
+//!   [`DEFAULT_INTERVAL_NS`] (100 Hz, the common profiler default);
+//! - observations are placed one interval apart on their own thread's timeline, starting at
+//!   the profile's start time, in input order, so the same stack stays contiguous;
+//! - writers then cut that timeline into ≤ 60 s chunks like any other.
+//!
+//! A sample with a weight under half an interval still counts once, so no stack disappears.
+//! When a profile mixes timed and aggregated samples in the chosen series, only the timed
+//! ones are written: their times are real, and laying synthetic ones beside them would
+//! double-count the same threads.
+
+use std::collections::HashMap;
+
+use crate::error::{ErrorKind, Result};
+use crate::model::{time_unit_ns, Profile, Sample, ThreadHandle};
+
+/// Spacing of expanded samples when the input names no period or frequency: 10 ms (100 Hz).
+pub const DEFAULT_INTERVAL_NS: i64 = 10_000_000;
+
+/// Most samples an aggregated profile may expand into (a day at 100 Hz on ~115 threads):
+/// the guard against weights that would expand without bound.
+pub const MAX_EXPANDED_SAMPLES: u64 = 10_000_000;
+
+/// How the written samples got their times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Timing {
+    /// Times as recorded by the input.
+    Recorded,
+    /// Times laid out from aggregated weights, `interval_ns` apart (the smallest interval
+    /// when series differ).
+    Expanded {
+        /// Spacing of consecutive samples of one thread.
+        interval_ns: i64,
+    },
+}
+
+/// Spacing of one series' observations, in ns.
+pub(crate) fn interval_ns(profile: &Profile, sample: &Sample) -> i64 {
+    let series = profile.series(sample.series);
+    let unit_ns = time_unit_ns(profile.str(series.unit));
+    if let (Some(period), Some(unit_ns)) = (series.period, unit_ns) {
+        let ns = i64::try_from(period)
+            .unwrap_or(i64::MAX)
+            .saturating_mul(unit_ns);
+        if ns > 0 {
+            return ns;
+        }
+    }
+    match series.frequency_hz {
+        Some(hz) if hz > 0 && hz <= 1_000_000_000 => 1_000_000_000 / hz as i64,
+        _ => DEFAULT_INTERVAL_NS,
+    }
+}
+
+/// How many observations an aggregated sample stands for.
+fn repetitions(profile: &Profile, sample: &Sample, interval: i64) -> u64 {
+    if sample.weight <= 0 {
+        return 0;
+    }
+    let unit = profile.str(profile.series(sample.series).unit);
+    match time_unit_ns(unit) {
+        Some(unit_ns) => {
+            let total = i128::from(sample.weight) * i128::from(unit_ns);
+            let n = (total + i128::from(interval) / 2) / i128::from(interval);
+            u64::try_from(n).unwrap_or(u64::MAX).max(1)
+        }
+        None => sample.weight as u64,
+    }
+}
+
+/// The samples to write with their times, ns since the Unix epoch. `chosen` flags the series
+/// to write, by series index.
+pub(crate) fn timed_samples<'p>(
+    profile: &'p Profile,
+    chosen: &[bool],
+) -> Result<(Vec<(i64, &'p Sample)>, Timing)> {
+    let wanted = |s: &&Sample| chosen[s.series.index()];
+    let recorded: Vec<(i64, &Sample)> = profile
+        .samples()
+        .iter()
+        .filter(wanted)
+        .filter(|s| s.stack.is_some())
+        .filter_map(|s| Some((s.time?, s)))
+        .collect();
+    let aggregated = || {
+        profile
+            .samples()
+            .iter()
+            .filter(wanted)
+            .filter(|s| s.time.is_none())
+    };
+    if !recorded.is_empty() || aggregated().next().is_none() {
+        return Ok((recorded, Timing::Recorded));
+    }
+    let start = profile.start_time.ok_or(ErrorKind::NoStartTime)?;
+    let mut clocks: HashMap<ThreadHandle, i64> = HashMap::new();
+    let mut out = Vec::new();
+    let mut smallest = i64::MAX;
+    let mut total: u64 = 0;
+    for s in aggregated() {
+        let interval = interval_ns(profile, s);
+        let n = repetitions(profile, s, interval);
+        total = total.saturating_add(n);
+        if total > MAX_EXPANDED_SAMPLES {
+            return Err(ErrorKind::LimitExceeded {
+                limit: "samples expanded from aggregated weights",
+                max: MAX_EXPANDED_SAMPLES,
+            }
+            .into());
+        }
+        if n > 0 {
+            smallest = smallest.min(interval);
+        }
+        let clock = clocks.entry(s.thread).or_insert(start);
+        for _ in 0..n {
+            out.push((*clock, s));
+            *clock = clock.saturating_add(interval);
+        }
+    }
+    let interval_ns = if smallest == i64::MAX {
+        DEFAULT_INTERVAL_NS
+    } else {
+        smallest
+    };
+    Ok((out, Timing::Expanded { interval_ns }))
+}

@@ -1,0 +1,219 @@
+//! Aggregated inputs (weights without per-sample times) written as Sample v2: weights expand
+//! into evenly spaced samples, cut into 60 s chunks, and the chunks say so.
+
+use proflake::{
+    check_sample_v2, convert_upload, write_sample_v2, ConvertOptions, ErrorKind, Frame, FrameKind,
+    Profile, Sample, Series, SeriesKind, Timing, UploadMetadata, DEFAULT_INTERVAL_NS,
+    MAX_CHUNK_DURATION_NS,
+};
+use serde_json::Value;
+
+const START: i64 = 1_700_000_000_000_000_000;
+
+/// A profile with one thread and the given (stack name, weight) samples of one series.
+fn aggregated(
+    unit: &str,
+    period: Option<u64>,
+    hz: Option<u64>,
+    weights: &[(&str, i64)],
+) -> Profile {
+    let mut p = Profile::new("test");
+    let process = p.add_process(Some(7));
+    let thread = p.add_thread(process, Some(7));
+    let (name, unit) = (p.intern("cpu"), p.intern(unit));
+    let series = p.add_series(Series {
+        kind: SeriesKind::CpuTime,
+        name,
+        unit,
+        source: None,
+        frequency_hz: hz,
+        period,
+    });
+    let main = {
+        let mut f = Frame::new(FrameKind::Native);
+        f.function = Some(p.intern("main"));
+        p.add_frame(f)
+    };
+    for (leaf, weight) in weights {
+        let mut f = Frame::new(FrameKind::Native);
+        f.function = Some(p.intern(leaf));
+        let leaf = p.add_frame(f);
+        let stack = p.add_stack_from_root([main, leaf]);
+        p.add_sample(Sample::new(thread, stack, *weight, series));
+    }
+    p.start_time = Some(START);
+    p
+}
+
+fn samples_of(json: &[u8]) -> Vec<(f64, Vec<String>)> {
+    let doc: Value = serde_json::from_slice(json).unwrap();
+    let frames = doc["profile"]["frames"].as_array().unwrap();
+    let stacks = doc["profile"]["stacks"].as_array().unwrap();
+    doc["profile"]["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let stack = &stacks[s["stack_id"].as_u64().unwrap() as usize];
+            let names = stack
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| {
+                    frames[i.as_u64().unwrap() as usize]["function"]
+                        .as_str()
+                        .unwrap()
+                        .to_owned()
+                })
+                .collect();
+            (s["timestamp"].as_f64().unwrap(), names)
+        })
+        .collect()
+}
+
+#[test]
+fn time_weights_expand_at_the_period_in_input_order() {
+    // 30 ms and 20 ms of CPU at a 10 ms period: 3 + 2 samples, 10 ms apart.
+    let p = aggregated(
+        "nanoseconds",
+        Some(10_000_000),
+        None,
+        &[("a", 30_000_000), ("b", 20_000_000)],
+    );
+    let chunks = write_sample_v2(&p, &UploadMetadata::default(), "id").unwrap();
+    assert_eq!(chunks.len(), 1);
+    assert_eq!(
+        chunks[0].timing,
+        Timing::Expanded {
+            interval_ns: 10_000_000
+        }
+    );
+    assert_eq!(check_sample_v2(&chunks[0].json), vec![]);
+    let samples = samples_of(&chunks[0].json);
+    let leaves: Vec<&str> = samples.iter().map(|(_, s)| s[0].as_str()).collect();
+    assert_eq!(leaves, ["a", "a", "a", "b", "b"]);
+    for (i, (t, _)) in samples.iter().enumerate() {
+        let expected = (START + i as i64 * 10_000_000) as f64 / 1e9;
+        assert!((t - expected).abs() < 1e-6, "sample {i}: {t} vs {expected}");
+    }
+    let doc: Value = serde_json::from_slice(&chunks[0].json).unwrap();
+    assert_eq!(doc["synthetic_timestamps"]["interval_ns"], 10_000_000);
+}
+
+#[test]
+fn counts_expand_one_per_count_at_the_frequency_or_default() {
+    let p = aggregated("count", None, Some(20), &[("a", 4)]);
+    let chunks = write_sample_v2(&p, &UploadMetadata::default(), "id").unwrap();
+    let samples = samples_of(&chunks[0].json);
+    assert_eq!(samples.len(), 4);
+    assert!(
+        (samples[1].0 - samples[0].0 - 0.05).abs() < 1e-6,
+        "20 Hz = 50 ms apart"
+    );
+
+    let p = aggregated("count", None, None, &[("a", 3)]);
+    let chunks = write_sample_v2(&p, &UploadMetadata::default(), "id").unwrap();
+    assert_eq!(
+        chunks[0].timing,
+        Timing::Expanded {
+            interval_ns: DEFAULT_INTERVAL_NS
+        }
+    );
+}
+
+#[test]
+fn long_aggregates_are_cut_into_60_second_chunks() {
+    // 150 s of samples at 100 Hz: three windows.
+    let p = aggregated("count", None, Some(100), &[("a", 10_000), ("b", 5_000)]);
+    let chunks = write_sample_v2(&p, &UploadMetadata::default(), "id").unwrap();
+    assert_eq!(chunks.len(), 3);
+    assert_eq!(chunks.iter().map(|c| c.samples).sum::<usize>(), 15_000);
+    for c in &chunks {
+        assert_eq!(check_sample_v2(&c.json), vec![], "chunk {}", c.chunk_id);
+        assert!(c.end_ns - c.start_ns < MAX_CHUNK_DURATION_NS);
+    }
+}
+
+#[test]
+fn a_tiny_weight_still_shows_up_once() {
+    let p = aggregated("nanoseconds", Some(10_000_000), None, &[("a", 1), ("b", 1)]);
+    let chunks = write_sample_v2(&p, &UploadMetadata::default(), "id").unwrap();
+    assert_eq!(chunks[0].samples, 2);
+}
+
+#[test]
+fn unbounded_expansion_is_refused() {
+    let p = aggregated("count", None, None, &[("a", i64::MAX)]);
+    let err = write_sample_v2(&p, &UploadMetadata::default(), "id").unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::LimitExceeded { .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn no_start_time_is_a_typed_error() {
+    let mut p = aggregated("count", None, None, &[("a", 3)]);
+    p.start_time = None;
+    let err = write_sample_v2(&p, &UploadMetadata::default(), "id").unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::NoStartTime), "{err}");
+}
+
+#[test]
+fn recorded_times_win_over_aggregates_in_the_same_series() {
+    let mut p = aggregated("count", None, None, &[("a", 3)]);
+    let s = p.samples()[0].clone();
+    for i in 0..2 {
+        let mut timed = s.clone();
+        timed.time = Some(START + 5_000_000_000 + i);
+        p.add_sample(timed);
+    }
+    let chunks = write_sample_v2(&p, &UploadMetadata::default(), "id").unwrap();
+    assert_eq!(chunks[0].timing, Timing::Recorded);
+    assert_eq!(chunks[0].samples, 2);
+}
+
+#[test]
+fn the_pipeline_starts_aggregates_at_the_metadata_time_then_the_arrival_time() {
+    // A folded-stack upload has no time of its own.
+    let folded = b"main;a 3\nmain;b 2\n";
+    let options = ConvertOptions {
+        metadata: UploadMetadata {
+            timestamp: Some(1_700_000_100.0),
+            ..UploadMetadata::default()
+        },
+        received_at_ns: Some(START),
+        ..ConvertOptions::default()
+    };
+    let Ok(converted) = convert_upload("uploads/f", "e", folded, &options) else {
+        panic!("folded input converts");
+    };
+    let samples = samples_of(&converted.objects[0].1);
+    assert_eq!(samples.len(), 5);
+    assert!(
+        (samples[0].0 - 1_700_000_100.0).abs() < 1e-6,
+        "{}",
+        samples[0].0
+    );
+    assert!(
+        converted
+            .manifest
+            .profile
+            .timestamps
+            .contains("metadata timestamp"),
+        "{}",
+        converted.manifest.profile.timestamps
+    );
+
+    let options = ConvertOptions {
+        received_at_ns: Some(START),
+        ..ConvertOptions::default()
+    };
+    let converted = convert_upload("uploads/f", "e", folded, &options).unwrap();
+    let samples = samples_of(&converted.objects[0].1);
+    assert!((samples[0].0 - START as f64 / 1e9).abs() < 1e-6);
+    assert!(converted.manifest.profile.timestamps.contains("arrival"));
+
+    let err = convert_upload("uploads/f", "e", folded, &ConvertOptions::default()).unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::NoStartTime), "{err}");
+}
