@@ -590,9 +590,8 @@ fn folded_inputs_sniff_as_folded() {
 
 #[test]
 fn other_formats_do_not_sniff_as_folded() {
-    // Every committed fixture of the other formats (Perfetto traces, textprotos and CSVs,
-    // Sentry JSON, and OTLP / pprof once they land), plus the research fixtures of the OTLP
-    // and pprof work where this machine has them.
+    // Every committed fixture of the other formats: Perfetto traces, textprotos and CSVs,
+    // Sentry JSON, OTLP and pprof.
     let mut inputs = Vec::new();
     for entry in std::fs::read_dir(fixture_path("")).unwrap() {
         let dir = entry.unwrap().path();
@@ -602,9 +601,6 @@ fn other_formats_do_not_sniff_as_folded() {
     }
     let committed = inputs.len();
     assert!(committed >= 40, "only {committed} fixtures found");
-    for research in ["/work/shared/fixtures/otlp", "/work/shared/fixtures/pprof"] {
-        files_under(Path::new(research), &mut inputs);
-    }
     inputs.push(repo_path("samples/perfetto/android_app.pftrace"));
     inputs.push(repo_path("samples/perfetto/android_app.metadata.json"));
     for path in inputs {

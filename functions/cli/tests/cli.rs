@@ -387,3 +387,57 @@ fn inspect_summarizes_the_sample() {
     assert_eq!(bad.status.code(), Some(1));
     assert!(text(&bad.stderr).contains("unsupported input format"));
 }
+
+#[test]
+fn inspect_reports_findings_of_a_passed_through_chunk() {
+    let chunk = repo("tests/fixtures/sentry/vroomrs_sample_v2_valid_android.json");
+    let run = proflake(&["inspect", chunk.to_str().unwrap(), "--json"]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(doc["format"], "sample-v2");
+    assert_eq!(doc["chunks_in_input"], 1);
+    let findings = doc["summary"]["findings"]
+        .as_array()
+        .expect("summary.findings is an array");
+    assert!(!findings.is_empty(), "{doc}");
+    assert!(
+        findings
+            .iter()
+            .any(|f| f.as_str().is_some_and(|f| f.contains("UnsortedSamples"))),
+        "{findings:?}"
+    );
+
+    let human = proflake(&["inspect", chunk.to_str().unwrap()]);
+    assert!(human.status.success(), "{}", text(&human.stderr));
+    let out = text(&human.stdout);
+    assert!(out.contains("\nfindings ("), "{out}");
+    assert!(out.contains("UnsortedSamples"), "{out}");
+}
+
+#[test]
+fn inspect_totals_the_folded_sample() {
+    let run = proflake(&[
+        "inspect",
+        repo("samples/folded/pyspy.folded").to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(doc["format"], "folded");
+    let aggregated = doc["summary"]["aggregated_samples"]
+        .as_u64()
+        .expect("summary.aggregated_samples is a number");
+    assert!(aggregated > 0, "{doc}");
+    let series = doc["summary"]["series"].as_array().unwrap();
+    assert!(!series.is_empty());
+    let total: i64 = series
+        .iter()
+        .map(|s| {
+            s["total_weight"]
+                .as_i64()
+                .expect("total_weight is an integer")
+        })
+        .sum();
+    // py-spy printed `Samples: 202` for this recording (samples/folded/SOURCES.md).
+    assert_eq!(total, 202);
+}

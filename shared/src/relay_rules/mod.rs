@@ -105,9 +105,11 @@ pub enum Rule {
     DurationIsTooLong,
     /// A debug image has a bad type or debug id, or lacks what native symbolication needs.
     InvalidDebugImage,
-    /// An address string is not canonical lowercase `0x` hex that fits in 64 bits, or Relay
-    /// would strip bits from it.
+    /// An address string is not `0x` hex that fits in 64 bits (Relay: `InvalidJson`).
     InvalidAddress,
+    /// A debug id or address Relay accepts but rewrites: letter case, zero padding, pointer
+    /// authentication bits on cocoa.
+    NonCanonical,
     /// A sample timestamp is NaN or infinite (Relay: `FiniteF64` fails to parse).
     NonFiniteTimestamp,
     /// A key that must not be sent (`sampled_profile`, server-only fields, input aliases).
@@ -139,6 +141,7 @@ impl Rule {
             | Rule::InvalidAddress
             | Rule::NonFiniteTimestamp => true,
             Rule::UnsortedSamples
+            | Rule::NonCanonical
             | Rule::DuplicateEntries
             | Rule::ForbiddenField
             | Rule::UnreferencedThreadMetadata
@@ -767,7 +770,7 @@ fn debug_id(id: &str) -> Result<(), Flaw> {
         Ok(())
     } else {
         Err(Flaw::new(
-            Rule::InvalidDebugImage,
+            Rule::NonCanonical,
             format!("{id:?} is not canonical, Relay writes {canonical:?}"),
         ))
     }
@@ -804,18 +807,18 @@ fn address(value: &Value) -> Result<u64, Flaw> {
     if digits.is_empty() {
         return Err(bad("has no hex digits"));
     }
-    if let Some(c) = digits.chars().find(|c| !matches!(c, '0'..='9' | 'a'..='f')) {
-        let why = if c.is_ascii_hexdigit() {
-            "has uppercase hex digits"
-        } else {
-            "has a non-hex character"
-        };
-        return Err(bad(why));
+    if digits.chars().any(|c| !c.is_ascii_hexdigit()) {
+        return Err(bad("has a non-hex character"));
+    }
+    let value = u64::from_str_radix(digits, 16).map_err(|_| bad("does not fit in 64 bits"))?;
+    let rewritten = |why: &str| Flaw::new(Rule::NonCanonical, format!("{text:?} {why}"));
+    if digits.chars().any(|c| c.is_ascii_uppercase()) {
+        return Err(rewritten("has uppercase hex digits"));
     }
     if digits.len() > 1 && digits.starts_with('0') {
-        return Err(bad("is zero-padded"));
+        return Err(rewritten("is zero-padded"));
     }
-    u64::from_str_radix(digits, 16).map_err(|_| bad("does not fit in 64 bits"))
+    Ok(value)
 }
 
 fn pac_free(addr: u64, cocoa: bool) -> Result<u64, Flaw> {
@@ -824,7 +827,7 @@ fn pac_free(addr: u64, cocoa: bool) -> Result<u64, Flaw> {
             "{addr:#x} has bits above {COCOA_PAC_MASK:#x}, which Relay strips on cocoa (to {:#x})",
             addr & COCOA_PAC_MASK
         );
-        Err(Flaw::new(Rule::InvalidAddress, msg))
+        Err(Flaw::new(Rule::NonCanonical, msg))
     } else {
         Ok(addr)
     }

@@ -1,5 +1,5 @@
-//! OTLP/JSON onto the prost messages: proto3 JSON with OTLP's deviations (spec §1.1
-//! "Transport"): lowerCamelCase keys (proto names accepted too), 64-bit integers as strings
+//! OTLP/JSON onto the prost messages: proto3 JSON with OTLP's deviations (OTLP
+//! specification, "JSON Protobuf Encoding"): lowerCamelCase keys (proto names accepted too), 64-bit integers as strings
 //! or numbers, hex for `traceId`/`spanId`/`profileId`, omitted defaults, unknown keys
 //! ignored. The v1.8/v1.9 names `sample` and `line` are accepted as well: JSON is keyed by
 //! name, so the renumbering of v1.10 does not concern it.

@@ -3,7 +3,7 @@
 //! v1.10 renumbered `Sample` (attribute_indices 3→2, link_index 4→3, values 2→4) and v1.9
 //! moved `Profile` fields 8–12 down by one. Decoding with the wrong numbering either fails or,
 //! worse, silently puts values into attribute indices, so the layout is decided from wire
-//! evidence before prost sees the bytes (spec §2.2):
+//! evidence before prost sees the bytes:
 //!
 //! - `Sample` field 4 length-delimited (packed `values`) is v1.10; field 3 length-delimited
 //!   (packed `attribute_indices`) is v1.8/v1.9; field 2 without fields 4 and 5 is an old

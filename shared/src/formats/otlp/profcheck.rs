@@ -1,5 +1,5 @@
-//! The conformance rules of OTel's profcheck (open-telemetry/sig-profiling `profcheck`, spec
-//! §4), re-implemented as soft findings, with the gaps the spec lists fixed:
+//! The conformance rules of OTel's profcheck (open-telemetry/sig-profiling `profcheck`),
+//! re-implemented as soft findings, with its known gaps fixed:
 //!
 //! - the time range is closed at the end, and a zero `duration_nano` means "no end given":
 //!   eBPF profiler captures put the last timestamp exactly at `time + duration`, and that is

@@ -306,7 +306,7 @@ fn pre_v1_8_layouts_are_rejected_by_name() {
 
 #[test]
 fn v1_9_values_are_not_taken_for_attribute_indices() {
-    // The case that is silent with v1.10 bindings (spec §2.1): values only, no attributes,
+    // The case that is silent with v1.10 bindings (prost with v1.10 bindings drops the values): values only, no attributes,
     // no link; and values with timestamps.
     let data = request();
     let legacy = v1_9::ProfilesData {

@@ -20,8 +20,8 @@ use super::sequence::{Generation, Sequence};
 use super::vocab;
 use crate::error::{ErrorKind, Result};
 use crate::model::{
-    ids_from_build_id, CpuMode, Frame, FrameAddress, FrameHandle, FrameKind, Image, Profile,
-    Sample, Series, SeriesHandle, SeriesKind, StackHandle, ThreadHandle, Timestamps,
+    ids_from_build_id, Frame, FrameAddress, FrameHandle, FrameKind, Image, Profile, Sample, Series,
+    SeriesHandle, SeriesKind, StackHandle, ThreadHandle, Timestamps,
 };
 use crate::symbol_names::demangle;
 
@@ -345,19 +345,7 @@ impl Importer {
                 return self.invalid_streaming_time(seq_id, now);
             }
             let stack = self.callstack(seq_id, iid);
-            let sample = Sample {
-                time: None,
-                thread,
-                stack,
-                weight: 1,
-                series,
-                cpu: None,
-                cpu_mode: CpuMode::Unknown,
-                unwind_error: None,
-                counter: None,
-                labels: None,
-                link: None,
-            };
+            let sample = Sample::new(thread, stack, 1, series);
             let clock = Some(ClockKey::new(MONOTONIC, seq_id));
             self.push(sample, RawTime { clock, ts: now })?;
         }
