@@ -4,22 +4,18 @@
 //! samples/folded/SOURCES.md.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
 
 use proflake::{decode, sniff, Decoded, ErrorKind, InputFormat, SeriesKind};
 
-use crate::util::{fixture, fixture_path, samples, stat, FrameView, SampleView};
+use crate::util::{
+    files_under, fixture, fixture_path, repo_file, repo_path, samples, stat, FrameView, SampleView,
+};
 
 /// py-spy's "Samples: N" for the committed recording (samples/folded/SOURCES.md).
 const PYSPY_SAMPLES: i64 = 202;
 
-fn repo_path(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)
-}
-
 fn pyspy_recording() -> Vec<u8> {
-    let path = repo_path("samples/folded/pyspy.folded");
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    repo_file("samples/folded/pyspy.folded")
 }
 
 fn decode_folded(bytes: &[u8], what: &str) -> Decoded {
@@ -558,24 +554,10 @@ fn sniff_prefix(bytes: &[u8]) -> Vec<u8> {
     out
 }
 
-fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            files_under(&path, out);
-        } else if path.extension().is_none_or(|e| e != "md") {
-            out.push(path);
-        }
-    }
-}
-
 #[test]
 fn folded_inputs_sniff_as_folded() {
     let mut inputs = vec![repo_path("samples/folded/pyspy.folded")];
-    files_under(&fixture_path("folded"), &mut inputs);
+    files_under(&fixture_path("folded"), "", &mut inputs);
     assert_eq!(inputs.len(), 6);
     for path in inputs {
         let bytes = std::fs::read(&path).unwrap();
@@ -596,7 +578,7 @@ fn other_formats_do_not_sniff_as_folded() {
     for entry in std::fs::read_dir(fixture_path("")).unwrap() {
         let dir = entry.unwrap().path();
         if dir.file_name().is_some_and(|n| n != "folded") {
-            files_under(&dir, &mut inputs);
+            files_under(&dir, "", &mut inputs);
         }
     }
     let committed = inputs.len();

@@ -5,8 +5,6 @@
 //! covering the edge cases (v1.10 binary and JSON, v1.9 binary). Totals are checked against
 //! counts taken from the raw messages with the proto crate, not only against constants.
 
-use std::io::Write;
-
 use proflake::{
     check_sample_v2, convert_upload, sniff, ConvertOptions, Decoded, ErrorKind, FrameAddress,
     FrameKind, InputFormat, LabelValue, Profile, SeriesKind,
@@ -14,7 +12,7 @@ use proflake::{
 use proflake_proto::otlp::profiles::ProfilesData;
 use prost::Message;
 
-use crate::util::{decode_ok, fixture, fixture_path, samples, SampleView};
+use crate::util::{decode_ok, files_under, fixture, fixture_path, gzip, samples, SampleView};
 
 const PROFILE_V1_10: &str = "otlp/sig-profiling_profile.v1_10.pb";
 const PROFILE_V1_8: &str = "otlp/sig-profiling_profile.v1_8.otlp";
@@ -136,17 +134,6 @@ fn otlp_fixtures_sniff_as_otlp() {
             Some(InputFormat::OtlpJson),
             "{rel}"
         );
-    }
-}
-
-fn files_under(dir: &std::path::Path, suffix: &str, out: &mut Vec<std::path::PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            files_under(&path, suffix, out);
-        } else if path.to_string_lossy().ends_with(suffix) {
-            out.push(path);
-        }
     }
 }
 
@@ -333,9 +320,7 @@ fn json_decodes_like_binary() {
 #[test]
 fn gzip_decodes_like_plain() {
     for rel in [PROFILE_V1_10, PROFILE_JSON, K8S_STREAM] {
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        gz.write_all(&fixture(rel)).unwrap();
-        let zipped = decode_ok(&gz.finish().unwrap(), rel);
+        let zipped = decode_ok(&gzip(&fixture(rel)), rel);
         assert_eq!(zipped.container.name(), "gzip");
         assert_eq!(flat(&zipped.profile), flat(&decode(rel).profile), "{rel}");
     }

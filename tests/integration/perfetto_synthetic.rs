@@ -16,16 +16,14 @@
 //! model's series unit is the unit of the sample *weight*, one sample for perf). The timebase
 //! unit "ns" is checked as the series kind `CpuTime` instead.
 
-use std::io::Write;
-
 use proflake::{Container, Decoded, SeriesKind, Timestamps};
 use proflake_proto::perfetto::{trace_packet::Data, TracePacket};
 use prost::Message;
 use serde::Deserialize;
 
 use crate::util::{
-    decode_ok, fixture, fixture_path, fixture_text, is_time_profiling_sample, record, record_spans,
-    samples, stat, SampleView,
+    decode_ok, fixture, fixture_path, fixture_text, gzip, is_time_profiling_sample, record,
+    record_spans, samples, stat, zstd_compress, SampleView,
 };
 
 /// Every `*.expected.json` in `fixtures/perfetto/synthetic`; each has a test below.
@@ -117,16 +115,6 @@ fn repack(plain: &[u8], data: impl Fn(Vec<u8>) -> Data) -> Vec<u8> {
     out
 }
 
-fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    enc.write_all(bytes).unwrap();
-    enc.finish().unwrap()
-}
-
-fn zstd(bytes: &[u8]) -> Vec<u8> {
-    zstd::encode_all(bytes, 3).unwrap()
-}
-
 /// The file, its `.gz` sibling if there is one, and a zstd re-compression.
 fn variants(name: &str) -> Vec<Variant> {
     let rel = format!("perfetto/synthetic/{name}.pftrace");
@@ -146,7 +134,7 @@ fn variants(name: &str) -> Vec<Variant> {
     }
     out.push(Variant {
         label: format!("{rel} re-compressed with zstd"),
-        bytes: zstd(&plain),
+        bytes: zstd_compress(&plain),
         container: Container::Zstd,
     });
     out
@@ -314,7 +302,7 @@ fn perf_basic() {
         Variant {
             label: "perf_basic with zstd_compressed_packets".into(),
             bytes: repack(&plain, |records| {
-                Data::ZstdCompressedPackets(zstd(&records))
+                Data::ZstdCompressedPackets(zstd_compress(&records))
             }),
             container: Container::Plain,
         },

@@ -3,8 +3,6 @@
 //! names, build ids and every kind of bad reference.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::Read;
-use std::path::Path;
 
 use proflake::{
     decode, sniff, Container, ErrorKind, FrameAddress, FrameKind, InputFormat, LabelValue, Profile,
@@ -13,7 +11,9 @@ use proflake::{
 use proflake_proto::pprof;
 use prost::Message;
 
-use crate::util::{decode_ok, fixture, fixture_path, read_varint, samples, stat};
+use crate::util::{
+    decode_ok, files_under, fixture, fixture_path, plain, read_varint, samples, stat,
+};
 
 const REPORT_SAMPLE: &str = "pprof/google-pprof_report_sample.cpu.pb.gz";
 const CPPBENCH: &str = "pprof/google-pprof_cppbench.cpu_no_samples_type.pb.gz";
@@ -24,11 +24,8 @@ const ALL: [&str; 4] = [REPORT_SAMPLE, CPPBENCH, NOMAPPINGS, LARGE];
 // ---- helpers ----------------------------------------------------------------------------
 
 fn gunzip(bytes: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    flate2::read::GzDecoder::new(bytes)
-        .read_to_end(&mut out)
-        .expect("fixture is gzip");
-    out
+    assert!(bytes.starts_with(&[0x1f, 0x8b]), "fixture is gzip");
+    plain(bytes.to_vec(), "fixture")
 }
 
 /// The fixture as prost reads it, for computing expected figures independently of the
@@ -349,17 +346,6 @@ fn fixtures_sniff_as_pprof() {
         let plain = gunzip(&fixture(rel));
         let prefix = &plain[..plain.len().min(4096)];
         assert_eq!(sniff(prefix), Some(InputFormat::Pprof), "{rel}");
-    }
-}
-
-fn files_under(dir: &Path, suffix: &str, out: &mut Vec<std::path::PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            files_under(&path, suffix, out);
-        } else if path.to_string_lossy().ends_with(suffix) {
-            out.push(path);
-        }
     }
 }
 

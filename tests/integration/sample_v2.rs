@@ -3,7 +3,6 @@
 //! writer directly; the other formats (OTLP, pprof, folded, Sentry) through `convert_upload`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use proflake::{
@@ -12,15 +11,15 @@ use proflake::{
 };
 use serde_json::Value;
 
-use crate::util::{decode_ok, fixture, fixture_path};
+use crate::util::{
+    decode_ok, fixture, fixture_path, gzip, plain, repo_file, repo_path, zstd_compress,
+};
 
 /// Wall-clock anchor for traces that only have a trace clock (2023-11-14T22:13:20Z).
 const ANCHOR_NS: i64 = 1_700_000_000_000_000_000;
 
 fn sample_trace() -> Vec<u8> {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples/perfetto/android_app.pftrace");
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    repo_file("samples/perfetto/android_app.pftrace")
 }
 
 fn anchored(mut profile: Profile) -> Profile {
@@ -102,10 +101,8 @@ fn every_chunk_from_every_trace_passes_relay_rules() {
 #[test]
 fn every_container_gives_identical_chunks() {
     let raw = sample_trace();
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    gz.write_all(&raw).unwrap();
-    let gz = gz.finish().unwrap();
-    let zst = zstd::encode_all(raw.as_slice(), 3).unwrap();
+    let gz = gzip(&raw);
+    let zst = zstd_compress(&raw);
     let expected: Vec<Vec<u8>> = chunks_of(&raw, "raw")
         .unwrap()
         .into_iter()
@@ -168,23 +165,6 @@ const PASSED_THROUGH: [&str; 2] = ["sentry/vroomrs_sample_v2_valid_android.json"
 /// it (its relay rules count those rewrites as rejections), and one known failure should not
 /// hide what the loops over every input check.
 const COCOA_CHUNK: &str = "sentry/vroomrs_sample_v2_valid_cocoa.json";
-
-fn repo_path(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)
-}
-
-/// The bytes, gunzipped when they are gzip (magic `1f 8b`), so that every container variant
-/// starts from the plain content.
-fn plain(bytes: Vec<u8>, what: &str) -> Vec<u8> {
-    if !bytes.starts_with(&[0x1f, 0x8b]) {
-        return bytes;
-    }
-    let mut out = Vec::new();
-    flate2::read::GzDecoder::new(bytes.as_slice())
-        .read_to_end(&mut out)
-        .unwrap_or_else(|e| panic!("{what}: gunzip failed: {e}"));
-    out
-}
 
 /// The files of a directory (not its subdirectories), sorted, that `keep` accepts.
 fn files_in(dir: &Path, keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
@@ -388,10 +368,8 @@ fn assert_converts_to_accepted_chunks(name: &str, bytes: &[u8]) -> Option<Conver
 /// Converts the plain bytes, their gzip and their zstd: the same objects under the same keys,
 /// and manifests that differ only in `source.container` and `source.bytes`.
 fn assert_every_container_gives_the_same_objects(name: &str, raw: Vec<u8>) {
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    gz.write_all(&raw).unwrap();
-    let gz = gz.finish().unwrap();
-    let zst = zstd::encode_all(raw.as_slice(), 3).unwrap();
+    let gz = gzip(&raw);
+    let zst = zstd_compress(&raw);
     let variants = [("plain", raw), ("gzip", gz), ("zstd", zst)];
     let results: Vec<_> = variants
         .iter()

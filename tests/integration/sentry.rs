@@ -1,20 +1,16 @@
 //! Sentry inputs: Sample v2 chunks pass through unchanged and are read into the model;
 //! envelopes are split as Relay splits them, including the Perfetto compound item.
 
-use std::path::Path;
-
 use proflake::{
     check_sample_v2, convert_upload, decode, sniff, ConvertOptions, ErrorKind, InputFormat,
     UploadMetadata,
 };
 use serde_json::Value;
 
-use crate::util::{fixture, fixture_text};
+use crate::util::{fixture, fixture_text, repo_file};
 
 fn sample_trace() -> Vec<u8> {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples/perfetto/android_app.pftrace");
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    repo_file("samples/perfetto/android_app.pftrace")
 }
 
 fn envelope_header() -> String {
@@ -68,10 +64,7 @@ fn json(bytes: &[u8]) -> Value {
 
 /// Our own chunks from the sample trace: real Sample v2 to feed back in.
 fn our_chunks() -> Vec<Vec<u8>> {
-    let meta = std::fs::read(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples/perfetto/android_app.metadata.json"),
-    )
-    .unwrap();
+    let meta = repo_file("samples/perfetto/android_app.metadata.json");
     let options = ConvertOptions {
         metadata: UploadMetadata::from_json(&meta).unwrap(),
         ..ConvertOptions::default()

@@ -11,6 +11,63 @@ use proflake::{
 
 // ---- fixtures ---------------------------------------------------------------------------
 
+/// Absolute path of a file relative to the repository root (`samples/...`).
+pub fn repo_path(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)
+}
+
+/// The bytes of a file relative to the repository root.
+pub fn repo_file(rel: &str) -> Vec<u8> {
+    let path = repo_path(rel);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Every file below `dir` (recursively; nothing when it does not exist) whose name ends with
+/// `suffix`, documentation (`.md`) excepted.
+pub fn files_under(dir: &Path, suffix: &str, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries {
+        let path = entry.unwrap().path();
+        let name = path.to_string_lossy();
+        if path.is_dir() {
+            files_under(&path, suffix, out);
+        } else if name.ends_with(suffix) && !name.ends_with(".md") {
+            out.push(path);
+        }
+    }
+}
+
+// ---- containers -------------------------------------------------------------------------
+
+/// Gzip-compresses bytes.
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    enc.write_all(bytes).unwrap();
+    enc.finish().unwrap()
+}
+
+/// Zstd-compresses bytes.
+pub fn zstd_compress(bytes: &[u8]) -> Vec<u8> {
+    zstd::encode_all(bytes, 3).unwrap()
+}
+
+/// The bytes, gunzipped when they are gzip (magic `1f 8b`), so that every container variant
+/// starts from the plain content.
+pub fn plain(bytes: Vec<u8>, what: &str) -> Vec<u8> {
+    use std::io::Read;
+    if !bytes.starts_with(&[0x1f, 0x8b]) {
+        return bytes;
+    }
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(bytes.as_slice())
+        .read_to_end(&mut out)
+        .unwrap_or_else(|e| panic!("{what}: gunzip failed: {e}"));
+    out
+}
+
 /// Absolute path of a fixture, relative to `tests/fixtures`.
 pub fn fixture_path(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

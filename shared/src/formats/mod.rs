@@ -9,6 +9,7 @@ mod folded;
 mod otlp;
 pub(crate) mod perfetto;
 mod pprof;
+mod protowire;
 mod sentry;
 mod value_types;
 

@@ -118,6 +118,12 @@ impl Sample {
     }
 }
 
+/// Unix seconds as SDKs send them (f64) to ns since the epoch. f64 seconds carry ~0.2 µs at
+/// today's epoch, so the result is rounded to whole microseconds.
+pub(crate) fn seconds_to_ns(seconds: f64) -> i64 {
+    (seconds * 1e6).round() as i64 * 1000
+}
+
 /// Nanoseconds per unit for the time units profilers write (`nanoseconds`, `ns`, `ms`, ...);
 /// `None` for anything that is not a time.
 pub fn time_unit_ns(unit: &str) -> Option<i64> {

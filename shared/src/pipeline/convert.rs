@@ -8,7 +8,7 @@ use super::manifest::{
 use crate::error::{ErrorKind, Result};
 use crate::formats::{decode, Decoded, InputFormat};
 use crate::metadata::UploadMetadata;
-use crate::model::{Profile, Timestamps};
+use crate::model::{seconds_to_ns, Profile, Timestamps};
 use crate::store::{chunk_key, manifest_key, source_id, ObjectStore};
 use crate::writers::{write_sample_v2, Timing};
 
@@ -161,11 +161,6 @@ fn place_aggregated(
         return "the upload's arrival time";
     }
     "nowhere"
-}
-
-/// f64 seconds carry ~0.2 µs at today's epoch: round to whole microseconds.
-fn seconds_to_ns(seconds: f64) -> i64 {
-    (seconds * 1e6).round() as i64 * 1000
 }
 
 /// Stores a conversion: every output first, the manifest last, so a manifest is never seen

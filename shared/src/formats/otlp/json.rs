@@ -190,31 +190,17 @@ fn id(v: &Value, p: &Path) -> Result<Vec<u8>> {
         .ok_or_else(|| JsonError(format!("{p}: {s:?} is neither hex nor base64")))
 }
 
+/// Standard or URL-safe alphabet, padded or not, as proto3 JSON parsers accept.
 fn base64_decode(s: &str) -> Option<Vec<u8>> {
-    let digit = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            _ => return None,
-        } as u32)
-    };
-    let body = s.trim_end_matches('=').as_bytes();
-    if body.len() % 4 == 1 {
-        return None;
-    }
-    let mut out = Vec::with_capacity(body.len() * 3 / 4);
-    for chunk in body.chunks(4) {
-        let mut acc = 0u32;
-        for (i, &c) in chunk.iter().enumerate() {
-            acc |= digit(c)? << (18 - 6 * i);
-        }
-        let bytes = acc.to_be_bytes();
-        out.extend_from_slice(&bytes[1..chunk.len()]);
-    }
-    Some(out)
+    use base64::alphabet::{STANDARD, URL_SAFE};
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    use base64::Engine;
+    let config = GeneralPurposeConfig::new()
+        .with_decode_padding_mode(DecodePaddingMode::Indifferent)
+        .with_decode_allow_trailing_bits(true);
+    [STANDARD, URL_SAFE]
+        .iter()
+        .find_map(|alphabet| GeneralPurpose::new(alphabet, config).decode(s).ok())
 }
 
 fn list_of<T>(read: fn(&Value, &Path) -> Result<T>) -> impl Fn(&Value, &Path) -> Result<Vec<T>> {

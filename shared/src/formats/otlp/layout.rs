@@ -22,8 +22,8 @@
 //! Samples that use only `stack_index` and timestamps read the same in every layout, so a
 //! payload without evidence decodes as v1.10.
 
-use super::wire::{Field, Fields, Value, WireError};
 use crate::error::{Error, ErrorKind, Result};
+use crate::formats::protowire::{Field, Fields, Value, WireError};
 
 /// A supported numbering.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

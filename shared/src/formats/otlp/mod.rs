@@ -16,7 +16,6 @@ mod limits;
 mod process;
 mod profcheck;
 mod sniff;
-mod wire;
 
 use proflake_proto::otlp::legacy::{v1_8, v1_9};
 use proflake_proto::otlp::profiles::ProfilesData;

@@ -6,7 +6,7 @@
 //! varints), its `Resource` holds `KeyValue`s whose key is a string, and so on. Bytes cut off
 //! by the end of the sniffed prefix are accepted as far as they go.
 
-use super::wire::{Field, Fields, Value, WireError};
+use crate::formats::protowire::{self, Field, Fields, Value, WireError};
 
 /// What the sniffer knows about each message it descends into.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -148,17 +148,11 @@ fn field_cut_conforms(msg: Msg, rest: &[u8]) -> bool {
     }
 }
 
+/// The varint at `*at`, moving `at` past it.
 fn varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
-    let mut value = 0u64;
-    for i in 0..10 {
-        let b = *bytes.get(*at)?;
-        *at += 1;
-        value |= u64::from(b & 0x7f) << (7 * i);
-        if b & 0x80 == 0 {
-            return Some(value);
-        }
-    }
-    None
+    let (value, len) = protowire::varint(bytes.get(*at..)?).ok()?;
+    *at += len;
+    Some(value)
 }
 
 /// Whether `prefix` starts a binary OTLP profiles request, or a stream of them each behind a

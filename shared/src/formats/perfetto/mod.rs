@@ -15,6 +15,7 @@ mod vocab;
 
 use std::io::Read;
 
+use super::protowire;
 use crate::error::Result;
 use crate::model::Profile;
 
@@ -45,14 +46,8 @@ pub(crate) fn test(prefix: &[u8]) -> bool {
 }
 
 fn read_varint(bytes: &[u8]) -> Option<(u64, &[u8])> {
-    let mut value = 0u64;
-    for (i, &b) in bytes.iter().enumerate().take(10) {
-        value |= u64::from(b & 0x7f) << (7 * i);
-        if b & 0x80 == 0 {
-            return Some((value, &bytes[i + 1..]));
-        }
-    }
-    None
+    let (value, len) = protowire::varint(bytes).ok()?;
+    Some((value, &bytes[len..]))
 }
 
 /// Decodes a (decompressed) trace stream. `codec` names the whole-file compression, for

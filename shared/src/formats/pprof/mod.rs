@@ -22,7 +22,6 @@ mod labels;
 mod offsets;
 mod sniff;
 mod tables;
-mod wire;
 
 use proflake_proto::pprof;
 use prost::Message;

@@ -3,8 +3,8 @@
 //! before prost gives its less specific verdict.
 
 use super::malformed;
-use super::wire::{Fields, Step};
 use crate::error::{ErrorKind, Result};
+use crate::formats::protowire::{Step, Steps};
 
 /// Byte offsets of the repeated top-level records, by position.
 #[derive(Debug, Default)]
@@ -25,7 +25,7 @@ impl Offsets {
     /// file, bytes no encoder writes are a malformed one.
     pub(super) fn scan(bytes: &[u8]) -> Result<Offsets> {
         let mut offsets = Offsets::default();
-        for step in Fields::new(bytes) {
+        for step in Steps::new(bytes) {
             match step {
                 Step::Field { number, offset, .. } => {
                     let table = match number {
@@ -46,7 +46,7 @@ impl Offsets {
                     }
                     .into())
                 }
-                Step::Invalid { offset } => {
+                Step::Invalid { offset, .. } => {
                     return Err(malformed(offset as u64, "not a protobuf field".into()))
                 }
             }

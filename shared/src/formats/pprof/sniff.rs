@@ -11,7 +11,7 @@
 //! The prefix must also hold one complete `sample_type`: every profile with samples has one,
 //! and requiring it keeps text that happens to parse as a few protobuf fields out.
 
-use super::wire::{self, Fields, Step, Value};
+use crate::formats::protowire::{self, Step, Steps, Value};
 
 /// How a field is encoded.
 #[derive(Clone, Copy)]
@@ -83,7 +83,7 @@ const STRING_TABLE: u64 = 6;
 pub(crate) fn test(prefix: &[u8]) -> bool {
     let mut sample_types = 0;
     let mut strings = 0;
-    for step in Fields::new(prefix) {
+    for step in Steps::new(prefix) {
         match step {
             Step::Field { number, value, .. } => {
                 if !fits(PROFILE, number, value) {
@@ -141,7 +141,7 @@ fn cut_fits(schema: &[(u64, Kind)], number: u64, partial: &[u8]) -> bool {
 
 /// Whether `body` parses as a message of `schema`; `cut` allows it to end mid-field.
 fn message(schema: &[(u64, Kind)], body: &[u8], cut: bool) -> bool {
-    Fields::new(body).all(|step| match step {
+    Steps::new(body).all(|step| match step {
         Step::Field { number, value, .. } => fits(schema, number, value),
         Step::CutBody {
             number, partial, ..
@@ -154,7 +154,7 @@ fn message(schema: &[(u64, Kind)], body: &[u8], cut: bool) -> bool {
 
 fn packed_varints(mut body: &[u8], cut: bool) -> bool {
     while !body.is_empty() {
-        match wire::varint(body) {
+        match protowire::varint(body) {
             Ok((_, n)) => body = &body[n..],
             Err(ended) => return cut && ended,
         }

@@ -9,7 +9,8 @@ use crate::error::{ErrorKind, Result};
 use crate::formats::Extras;
 use crate::metadata::normalize_id;
 use crate::model::{
-    Frame, FrameAddress, FrameKind, Image, ImageHandle, Profile, Sample, Series, SeriesKind,
+    seconds_to_ns, Frame, FrameAddress, FrameKind, Image, ImageHandle, Profile, Sample, Series,
+    SeriesKind,
 };
 use crate::relay_rules::check_sample_v2;
 use crate::writers::{SampleV2Chunk, Timing};
@@ -291,8 +292,7 @@ fn import(profile: &mut Profile, chunk: &Chunk) -> (i64, i64, usize) {
         {
             profile.name_thread(thread, name);
         }
-        // Float seconds hold ~0.2 µs at today's epoch: keep whole microseconds.
-        let time = (s.timestamp * 1e6).round() as i64 * 1000;
+        let time = seconds_to_ns(s.timestamp);
         range = (range.0.min(time), range.1.max(time));
         let mut sample = Sample::new(thread, stacks[s.stack_id], 1, series);
         sample.time = Some(time);
