@@ -40,6 +40,6 @@ pub use summary::{
     SeriesSummary, ThreadSummary,
 };
 pub use writers::{
-    derived_id, write_sample_v2, SampleV2Chunk, Timing, DEFAULT_INTERVAL_NS, MAX_CHUNK_DURATION_NS,
-    MAX_EXPANDED_SAMPLES,
+    derived_id, plan_chunks, write_planned_chunk, write_sample_v2, ChunkPlan, PlannedSample,
+    SampleV2Chunk, Timing, DEFAULT_INTERVAL_NS, MAX_CHUNK_DURATION_NS, MAX_EXPANDED_SAMPLES,
 };

@@ -4,5 +4,8 @@
 mod sample_v2;
 mod timeline;
 
-pub use sample_v2::{derived_id, write_sample_v2, SampleV2Chunk, MAX_CHUNK_DURATION_NS};
-pub use timeline::{Timing, DEFAULT_INTERVAL_NS, MAX_EXPANDED_SAMPLES};
+pub use sample_v2::{
+    derived_id, plan_chunks, write_planned_chunk, write_sample_v2, ChunkPlan, SampleV2Chunk,
+    MAX_CHUNK_DURATION_NS,
+};
+pub use timeline::{PlannedSample, Timing, DEFAULT_INTERVAL_NS, MAX_EXPANDED_SAMPLES};

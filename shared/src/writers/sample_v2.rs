@@ -17,11 +17,11 @@ use indexmap::IndexSet;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::timeline::{timed_samples, Timing};
+use super::timeline::{timed_samples, PlannedSample, Timing};
 use crate::error::{ErrorKind, Result};
 use crate::metadata::{normalize_id, ClientSdk, Measurement, UploadMetadata};
 use crate::model::{
-    FrameAddress, FrameHandle, FrameKind, ImageHandle, ProcessHandle, Profile, Sample, SeriesKind,
+    FrameAddress, FrameHandle, FrameKind, ImageHandle, ProcessHandle, Profile, SeriesKind,
     StringHandle, ThreadHandle, Timestamps,
 };
 
@@ -45,6 +45,12 @@ pub struct SampleV2Chunk {
     pub samples: usize,
     /// Whether the sample times were recorded or laid out from aggregated weights.
     pub timing: Timing,
+    /// The chunk's Sentry platform.
+    pub platform: String,
+    /// The release it names.
+    pub release: Option<String>,
+    /// The environment it names.
+    pub environment: Option<String>,
     /// The chunk JSON.
     pub json: Vec<u8>,
 }
@@ -229,6 +235,54 @@ fn platform_for(meta: &UploadMetadata, seen: &Runtimes) -> String {
     platform.to_owned()
 }
 
+/// One chunk to be written: who it belongs to and its samples, in time order. Sample v2 and
+/// the Parquet tables are written from the same plans, so both hold the same samples.
+#[derive(Clone, Debug)]
+pub struct ChunkPlan<'p> {
+    /// The profile the samples come from.
+    pub profile: &'p Profile,
+    /// The process the chunk covers.
+    pub pid: Option<i64>,
+    /// The chunk id.
+    pub chunk_id: String,
+    /// The profiler session id.
+    pub profiler_id: String,
+    /// The samples, in time order, only those Relay keeps.
+    pub samples: Vec<PlannedSample<'p>>,
+    /// How the sample times were obtained.
+    pub timing: Timing,
+    /// Times (ns) whose measurements go into the chunk.
+    measurement_range: (i64, i64),
+}
+
+impl<'p> ChunkPlan<'p> {
+    /// A plan holding every timed sample of `profile` as one chunk with the given ids: for
+    /// chunks that already are Sample v2 and are passed through.
+    pub fn whole(profile: &'p Profile, chunk_id: &str, profiler_id: &str) -> Self {
+        let mut samples: Vec<PlannedSample> = profile
+            .samples()
+            .iter()
+            .filter_map(|s| {
+                Some(PlannedSample {
+                    time: s.time?,
+                    sample: s,
+                    weight: s.weight,
+                })
+            })
+            .collect();
+        samples.sort_by_key(|p| p.time);
+        ChunkPlan {
+            profile,
+            pid: None,
+            chunk_id: chunk_id.to_owned(),
+            profiler_id: profiler_id.to_owned(),
+            samples,
+            timing: Timing::Recorded,
+            measurement_range: (i64::MIN, i64::MAX),
+        }
+    }
+}
+
 /// Writes a profile as Sample v2 chunks. `identity` names the input (its source id); ids are
 /// derived from it.
 pub fn write_sample_v2(
@@ -236,6 +290,19 @@ pub fn write_sample_v2(
     meta: &UploadMetadata,
     identity: &str,
 ) -> Result<Vec<SampleV2Chunk>> {
+    Ok(plan_chunks(profile, meta, identity)?
+        .iter()
+        .map(|plan| write_planned_chunk(meta, plan))
+        .collect())
+}
+
+/// Cuts a profile into chunks: per process, per 60 s window, keeping what Relay keeps.
+/// `identity` names the input (its source id); ids are derived from it.
+pub fn plan_chunks<'p>(
+    profile: &'p Profile,
+    meta: &UploadMetadata,
+    identity: &str,
+) -> Result<Vec<ChunkPlan<'p>>> {
     if let Timestamps::TraceClock(clock) = &profile.timestamps {
         return Err(ErrorKind::NoWallClock {
             clock: clock.clone(),
@@ -244,24 +311,24 @@ pub fn write_sample_v2(
     }
     let chosen = chosen_series(profile)?;
     let (timed, timing) = timed_samples(profile, &chosen)?;
-    let mut by_process: BTreeMap<ProcessHandle, Vec<(i64, &Sample)>> = BTreeMap::new();
-    for (t, s) in timed {
-        let process = profile.thread(s.thread).process;
-        by_process.entry(process).or_default().push((t, s));
+    let mut by_process: BTreeMap<ProcessHandle, Vec<PlannedSample>> = BTreeMap::new();
+    for p in timed {
+        let process = profile.thread(p.sample.thread).process;
+        by_process.entry(process).or_default().push(p);
     }
     let mut windows = Vec::new();
     for (process, mut samples) in by_process {
-        samples.sort_by_key(|(t, _)| *t);
-        let t0 = samples[0].0;
-        let mut current: Vec<(i64, &Sample)> = Vec::new();
+        samples.sort_by_key(|p| p.time);
+        let t0 = samples[0].time;
+        let mut current: Vec<PlannedSample> = Vec::new();
         let mut current_index = 0;
-        for (t, s) in samples {
-            let index = (t - t0) / MAX_CHUNK_DURATION_NS;
+        for p in samples {
+            let index = (p.time - t0) / MAX_CHUNK_DURATION_NS;
             if index != current_index && !current.is_empty() {
                 windows.push((process, current_index, t0, std::mem::take(&mut current)));
             }
             current_index = index;
-            current.push((t, s));
+            current.push(p);
         }
         if !current.is_empty() {
             windows.push((process, current_index, t0, current));
@@ -270,7 +337,7 @@ pub fn write_sample_v2(
     let profiler_base = meta.profiler_id.as_deref().and_then(normalize_id);
     let given_chunk = meta.chunk_id.as_deref().and_then(normalize_id);
     let single_window = windows.len() == 1;
-    let mut chunks = Vec::new();
+    let mut plans = Vec::new();
     let owners: Vec<ProcessHandle> = windows.iter().map(|w| w.0).collect();
     for (i, (process, window, t0, samples)) in windows.into_iter().enumerate() {
         // Measurements go to the window holding their time; a process's first and last
@@ -296,23 +363,42 @@ pub fn write_sample_v2(
             (Some(given), true) => given.clone(),
             _ => derived_id(&["chunk", identity, &pid_text, &window.to_string()]),
         };
-        let ids = ChunkIds {
+        let kept = kept_by_relay(samples);
+        if kept.is_empty() {
+            continue;
+        }
+        plans.push(ChunkPlan {
+            profile,
             pid,
             chunk_id,
             profiler_id,
+            samples: kept,
+            timing,
             measurement_range,
-        };
-        if let Some(chunk) = write_chunk(profile, meta, &samples, ids, timing)? {
-            chunks.push(chunk);
-        }
+        });
     }
-    if chunks.is_empty() {
+    if plans.is_empty() {
         return Err(ErrorKind::NoSamples {
             why: "no thread has at least 2 samples with a stack".into(),
         }
         .into());
     }
-    Ok(chunks)
+    Ok(plans)
+}
+
+/// Relay keeps a thread only with two or more samples that have a stack; its samples without
+/// one (idle) go with it.
+fn kept_by_relay(samples: Vec<PlannedSample<'_>>) -> Vec<PlannedSample<'_>> {
+    let mut per_thread: HashMap<ThreadHandle, usize> = HashMap::new();
+    for p in &samples {
+        if p.sample.stack.is_some() {
+            *per_thread.entry(p.sample.thread).or_default() += 1;
+        }
+    }
+    samples
+        .into_iter()
+        .filter(|p| per_thread.get(&p.sample.thread).is_some_and(|&n| n >= 2))
+        .collect()
 }
 
 /// What a frame and the calls inlined into it share: where the code is.
@@ -433,43 +519,11 @@ impl<'a> ChunkBuilder<'a> {
     }
 }
 
-/// Who a chunk belongs to.
-struct ChunkIds {
-    pid: Option<i64>,
-    chunk_id: String,
-    profiler_id: String,
-    /// Times (ns) whose measurements go into the chunk.
-    measurement_range: (i64, i64),
-}
-
-fn write_chunk(
-    profile: &Profile,
-    meta: &UploadMetadata,
-    samples: &[(i64, &Sample)],
-    ids: ChunkIds,
-    timing: Timing,
-) -> Result<Option<SampleV2Chunk>> {
-    let ChunkIds {
-        pid,
-        chunk_id,
-        profiler_id,
-        measurement_range: (from, to),
-    } = ids;
-    // Relay keeps a thread only with two or more samples that have a stack; its samples
-    // without one (idle) go with it.
-    let mut per_thread: HashMap<ThreadHandle, usize> = HashMap::new();
-    for (_, s) in samples {
-        if s.stack.is_some() {
-            *per_thread.entry(s.thread).or_default() += 1;
-        }
-    }
-    let kept: Vec<&(i64, &Sample)> = samples
-        .iter()
-        .filter(|(_, s)| per_thread.get(&s.thread).is_some_and(|&n| n >= 2))
-        .collect();
-    if kept.is_empty() {
-        return Ok(None);
-    }
+/// Writes one planned chunk.
+pub fn write_planned_chunk(meta: &UploadMetadata, plan: &ChunkPlan<'_>) -> SampleV2Chunk {
+    let profile = plan.profile;
+    let (from, to) = plan.measurement_range;
+    let kept = &plan.samples;
     let mut b = ChunkBuilder {
         profile,
         frames: IndexSet::new(),
@@ -481,7 +535,8 @@ fn write_chunk(
     let mut out_samples = Vec::with_capacity(kept.len());
     let mut thread_metadata = BTreeMap::new();
     let mut stack_rows: HashMap<crate::model::StackHandle, usize> = HashMap::new();
-    for (t, s) in &kept {
+    for p in kept {
+        let (t, s) = (p.time, p.sample);
         let stack_id = match s.stack {
             // An idle sample: Sample v2's empty stack.
             None => b.stacks.insert_full(Vec::new()).0,
@@ -508,7 +563,7 @@ fn write_chunk(
                 });
         }
         out_samples.push(OutSample {
-            timestamp: seconds(*t),
+            timestamp: seconds(t),
             stack_id,
             thread_id,
         });
@@ -534,8 +589,8 @@ fn write_chunk(
     }
     let platform = platform_for(meta, &b.runtimes);
     let default_sdk = ClientSdk::default();
-    let start_ns = kept.first().map_or(0, |(t, _)| *t);
-    let end_ns = kept.last().map_or(0, |(t, _)| *t);
+    let start_ns = kept.first().map_or(0, |p| p.time);
+    let end_ns = kept.last().map_or(0, |p| p.time);
     let measurements = meta
         .measurements
         .iter()
@@ -544,8 +599,8 @@ fn write_chunk(
         .collect();
     let chunk = Chunk {
         measurements,
-        chunk_id: &chunk_id,
-        profiler_id: &profiler_id,
+        chunk_id: &plan.chunk_id,
+        profiler_id: &plan.profiler_id,
         debug_meta: (!images.is_empty()).then_some(DebugMeta { images }),
         environment: meta.environment.as_deref(),
         platform: &platform,
@@ -553,7 +608,7 @@ fn write_chunk(
         release: meta.release.as_deref(),
         client_sdk: meta.client_sdk.as_ref().unwrap_or(&default_sdk),
         version: "2",
-        synthetic_timestamps: match timing {
+        synthetic_timestamps: match plan.timing {
             Timing::Recorded => None,
             Timing::Expanded { interval_ns } => Some(SyntheticTimestamps {
                 interval_ns,
@@ -568,16 +623,19 @@ fn write_chunk(
         },
     };
     let json = serde_json::to_vec(&chunk).expect("chunk serialization cannot fail");
-    Ok(Some(SampleV2Chunk {
-        pid,
-        chunk_id,
-        profiler_id,
+    SampleV2Chunk {
+        pid: plan.pid,
+        chunk_id: plan.chunk_id.clone(),
+        profiler_id: plan.profiler_id.clone(),
         start_ns,
         end_ns,
         samples: kept.len(),
-        timing,
+        timing: plan.timing,
+        platform,
+        release: meta.release.clone(),
+        environment: meta.environment.clone(),
         json,
-    }))
+    }
 }
 
 #[cfg(test)]

@@ -77,19 +77,37 @@ fn repetitions(profile: &Profile, sample: &Sample, interval: i64) -> u64 {
     }
 }
 
-/// The samples to write with their times, ns since the Unix epoch. `chosen` flags the series
-/// to write, by series index.
+/// One sample as written: its time, ns since the Unix epoch, and its share of the model
+/// sample's weight (the whole weight for recorded samples; expanded samples split it so the
+/// shares add up to it exactly).
+#[derive(Clone, Copy, Debug)]
+pub struct PlannedSample<'p> {
+    /// When, ns since the Unix epoch.
+    pub time: i64,
+    /// The model sample it stands for.
+    pub sample: &'p Sample,
+    /// Weight in the sample's series unit.
+    pub weight: i64,
+}
+
+/// The samples to write with their times. `chosen` flags the series to write, by series index.
 pub(crate) fn timed_samples<'p>(
     profile: &'p Profile,
     chosen: &[bool],
-) -> Result<(Vec<(i64, &'p Sample)>, Timing)> {
+) -> Result<(Vec<PlannedSample<'p>>, Timing)> {
     let wanted = |s: &&Sample| chosen[s.series.index()];
-    let recorded: Vec<(i64, &Sample)> = profile
+    let recorded: Vec<PlannedSample> = profile
         .samples()
         .iter()
         .filter(wanted)
         .filter(|s| s.stack.is_some())
-        .filter_map(|s| Some((s.time?, s)))
+        .filter_map(|s| {
+            Some(PlannedSample {
+                time: s.time?,
+                sample: s,
+                weight: s.weight,
+            })
+        })
         .collect();
     let aggregated = || {
         profile
@@ -121,8 +139,15 @@ pub(crate) fn timed_samples<'p>(
             smallest = smallest.min(interval);
         }
         let clock = clocks.entry(s.thread).or_insert(start);
-        for _ in 0..n {
-            out.push((*clock, s));
+        // n > 0 only for positive weights; the first `rest` shares take one unit more.
+        let n_i64 = i64::try_from(n).unwrap_or(i64::MAX);
+        let (share, rest) = (s.weight / n_i64, s.weight % n_i64);
+        for i in 0..n_i64 {
+            out.push(PlannedSample {
+                time: *clock,
+                sample: s,
+                weight: share + i64::from(i < rest),
+            });
             *clock = clock.saturating_add(interval);
         }
     }

@@ -26,6 +26,10 @@ struct Chunk {
     profiler_id: String,
     platform: String,
     #[serde(default)]
+    release: Option<String>,
+    #[serde(default)]
+    environment: Option<String>,
+    #[serde(default)]
     debug_meta: DebugMeta,
     profile: ProfileData,
 }
@@ -158,6 +162,9 @@ pub(crate) fn read_chunk(
         end_ns,
         samples,
         timing: Timing::Recorded,
+        platform: chunk.platform.clone(),
+        release: chunk.release.clone(),
+        environment: chunk.environment.clone(),
         json: bytes.to_vec(),
     })
 }
