@@ -35,6 +35,12 @@ cargo bench --workspace --locked --no-run
 step "cargo test"
 cargo test --workspace --locked 2>&1 | tee "$tmp/test.log"
 
+step "DuckDB: docs/queries.sql on the stack tables of every sample"
+# The debug CLI cargo test just built (built here too, to be sure it is current).
+cargo build -q --locked -p proflake-cli
+PROFLAKE_BIN="${CARGO_TARGET_DIR:-target}/debug/proflake" \
+  .venv/bin/python tests/duckdb/test_queries.py 2>&1 | tee "$tmp/duckdb.log"
+
 step "py-spy recording decodes to py-spy's sample count"
 # A fresh recording of the committed workload (not byte-reproducible, so no cmp): the decoded
 # total must equal the "Samples: N" py-spy prints. Reuses the debug CLI cargo test just built.
@@ -53,5 +59,7 @@ print(f"py-spy counted {expected} samples; proflake decoded a total weight of {t
 sys.exit(0 if total == expected else 1)
 PY
 
-# One closing line for the whole run, summed over every test binary.
-awk '/^test result:/ { p += $4; f += $6 } END { printf "\nall tests: %d passed, %d failed\n", p, f }' "$tmp/test.log"
+# One closing line for the whole run, summed over every test binary and the DuckDB tests.
+awk '/^test result:/ { p += $4; f += $6 }
+     /^duckdb tests:/ { p += $3; f += $5 }
+     END { printf "\nall tests: %d passed, %d failed\n", p, f }' "$tmp/test.log" "$tmp/duckdb.log"

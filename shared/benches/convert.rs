@@ -1,6 +1,8 @@
-//! Conversion throughput: decode and decode + Sample v2, on every committed sample (one per
-//! input format), the largest pprof and OTLP fixtures, and a large generated
-//! traced_perf-style trace (plain, zlib `compressed_packets`, and gzip).
+//! Conversion throughput: decode and decode + Sample v2 + Parquet tables, on every committed
+//! sample (one per input format), the largest pprof and OTLP fixtures, and a large generated
+//! traced_perf-style trace (plain, zlib `compressed_packets`, and gzip). For each input the
+//! writers are also timed apart from decoding (Sample v2 chunks vs. the five Parquet tables),
+//! with the bytes each writes per sample.
 //!
 //! Run with `cargo bench -p proflake --bench convert` (or `scripts/bench.sh`). Figures are
 //! medians of several runs, printed as MB/s of input and samples/s; compare them side by side
@@ -10,7 +12,10 @@ use std::hint::black_box;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use proflake::{convert_upload, decode, ConvertOptions, UploadMetadata};
+use proflake::{
+    convert_upload, decode, plan_chunks, write_planned_chunk, write_tables, ConvertOptions,
+    Profile, TableChunk, TableSource, Timestamps, UploadMetadata,
+};
 use proflake_proto::perfetto::{
     clock_snapshot::Clock, perf_events::Timebase, trace_packet::Data,
     trace_packet::OptionalTrustedPacketSequenceId, Callstack, ClockSnapshot, Frame, InternedData,
@@ -174,6 +179,76 @@ fn median(mut runs: Vec<Duration>) -> Duration {
     runs[runs.len() / 2]
 }
 
+fn median_of(runs: usize, mut f: impl FnMut()) -> f64 {
+    median(
+        (0..runs)
+            .map(|_| {
+                let start = Instant::now();
+                f();
+                start.elapsed()
+            })
+            .collect(),
+    )
+    .as_secs_f64()
+}
+
+/// Times the two writers on an already decoded profile: Sample v2 chunks, then the Parquet
+/// tables from the same plans, with output bytes per written sample.
+fn writers(name: &str, bytes: &[u8], runs: usize) {
+    let mut profile: Profile = decode(bytes, None).expect("bench input decodes").profile;
+    if let Timestamps::TraceClock(_) = profile.timestamps {
+        profile.anchor_first_sample_at(1_700_000_000_000_000_000);
+    }
+    profile.start_time.get_or_insert(1_700_000_000_000_000_000);
+    let meta = UploadMetadata::default();
+    let Ok(plans) = plan_chunks(&profile, &meta, "bench") else {
+        return;
+    };
+    let chunks: Vec<_> = plans
+        .iter()
+        .map(|p| write_planned_chunk(&meta, p))
+        .collect();
+    let rows: usize = plans.iter().map(|p| p.samples.len()).sum();
+    let table_chunks: Vec<TableChunk> = plans
+        .iter()
+        .zip(&chunks)
+        .map(|(plan, c)| TableChunk {
+            plan,
+            platform: &c.platform,
+            release: None,
+            environment: None,
+        })
+        .collect();
+    let source = TableSource {
+        source_id: "bench",
+        source_key: "uploads/bench",
+        source_etag: "etag",
+        source_format: "bench",
+        converter: "proflake bench",
+        service: None,
+    };
+    let tables = write_tables(&source, &table_chunks).expect("tables write");
+    let json_bytes: usize = chunks.iter().map(|c| c.json.len()).sum();
+    let parquet_bytes: usize = tables.iter().map(|t| t.bytes.len()).sum();
+    let t_json = median_of(runs, || {
+        for p in &plans {
+            black_box(write_planned_chunk(&meta, p));
+        }
+    });
+    let t_tables = median_of(runs, || {
+        black_box(write_tables(&source, &table_chunks).expect("tables write"));
+    });
+    let per_s = |t: f64| rows as f64 / 1e6 / t;
+    println!(
+        "writers      {name:<59} {rows:>8} samples  sample v2 {:>6.2} M/s {:>6.1} B/sample  \
+         parquet {:>6.2} M/s {:>5.1} B/sample",
+        per_s(t_json),
+        json_bytes as f64 / rows as f64,
+        per_s(t_tables),
+        parquet_bytes as f64 / rows as f64,
+    );
+}
+
 fn measure(name: &str, bytes: &[u8], runs: usize, f: impl Fn(&[u8]) -> usize) {
     let samples = f(bytes);
     let times: Vec<Duration> = (0..runs)
@@ -271,6 +346,7 @@ fn main() {
         };
         measure(&format!("decode       {label}"), &bytes, 15, decode_only);
         measure(&format!("decode+write {label}"), &bytes, 15, full);
+        writers(&label, &bytes, 15);
     }
 
     let n = std::env::var("PROFLAKE_BENCH_SAMPLES")
@@ -289,4 +365,5 @@ fn main() {
     );
     measure("decode       synthetic gzip", &gz, 5, decode_only);
     measure("decode+write synthetic plain", &plain, 5, full);
+    writers("synthetic plain", &plain, 5);
 }

@@ -80,6 +80,23 @@ pub enum ErrorKind {
         /// The key.
         key: String,
     },
+    /// A stack table could not be encoded (Arrow or Parquet refused the data, or a column
+    /// outgrew its 32-bit offsets). Permanent: the same input fails the same way.
+    #[error("cannot encode the {table} table: {what}")]
+    TableEncoding {
+        /// The table's name.
+        table: &'static str,
+        /// What failed.
+        what: String,
+    },
+    /// A directory that should hold stack tables (`tables/v1/<table>/`) does not.
+    #[error(
+        "no stack tables at {path}: expected a directory mirroring the bucket, with tables/v1/"
+    )]
+    NoTables {
+        /// The missing directory.
+        path: String,
+    },
     /// Reading or writing storage failed.
     #[error("storage I/O failed on {key}")]
     Storage {

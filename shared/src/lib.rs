@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 
 mod error;
+mod flamegraph;
 mod formats;
 mod metadata;
 mod model;
@@ -18,6 +19,10 @@ mod symbol_names;
 mod writers;
 
 pub use error::{Error, ErrorKind, Result};
+pub use flamegraph::{
+    flame_frame_name, fold, parse_time_ns, read_table_objects, read_tables, read_tables_between,
+    render_svg, FlameFilter, Folded, IdOrName,
+};
 pub use formats::{decode, sniff, Container, Decoded, InputFormat, MAX_DECOMPRESSED_BYTES};
 pub use metadata::{ClientSdk, Measurement, MeasurementUnit, MeasurementValue, UploadMetadata};
 pub use model::{
@@ -32,14 +37,16 @@ pub use pipeline::{
 };
 pub use relay_rules::{check_sample_v2, Rule, Violation};
 pub use store::{
-    chunk_key, content_etag, manifest_key, source_id, upload_key, LocalDirStore, ObjectStore,
-    CONVERTED_PREFIX, UPLOADS_PREFIX,
+    chunk_key, content_etag, manifest_key, source_id, table_key, upload_key, LocalDirStore,
+    ObjectStore, CONVERTED_PREFIX, TABLES_PREFIX, UPLOADS_PREFIX,
 };
 pub use summary::{
     frame_label, summarize, FunctionSummary, ImageSummary, ProcessSummary, ProfileSummary,
     SeriesSummary, ThreadSummary,
 };
 pub use writers::{
-    derived_id, plan_chunks, write_planned_chunk, write_sample_v2, ChunkPlan, PlannedSample,
-    SampleV2Chunk, Timing, DEFAULT_INTERVAL_NS, MAX_CHUNK_DURATION_NS, MAX_EXPANDED_SAMPLES,
+    build_tables, derived_id, plan_chunks, write_planned_chunk, write_sample_v2, write_tables,
+    ChunkPlan, PlannedSample, SampleV2Chunk, Table, TableBatches, TableChunk, TableObject,
+    TableSource, Timing, DEFAULT_INTERVAL_NS, MAX_CHUNK_DURATION_NS, MAX_EXPANDED_SAMPLES,
+    TABLES_SCHEMA_VERSION,
 };

@@ -188,7 +188,7 @@ fn the_pipeline_starts_aggregates_at_the_metadata_time_then_the_arrival_time() {
     let Ok(converted) = convert_upload("uploads/f", "e", folded, &options) else {
         panic!("folded input converts");
     };
-    let samples = samples_of(&converted.objects[0].1);
+    let samples = samples_of(&converted.sample_v2()[0].1);
     assert_eq!(samples.len(), 5);
     assert!(
         (samples[0].0 - 1_700_000_100.0).abs() < 1e-6,
@@ -210,7 +210,7 @@ fn the_pipeline_starts_aggregates_at_the_metadata_time_then_the_arrival_time() {
         ..ConvertOptions::default()
     };
     let converted = convert_upload("uploads/f", "e", folded, &options).unwrap();
-    let samples = samples_of(&converted.objects[0].1);
+    let samples = samples_of(&converted.sample_v2()[0].1);
     assert!((samples[0].0 - START as f64 / 1e9).abs() < 1e-6);
     assert!(converted.manifest.profile.timestamps.contains("arrival"));
 

@@ -9,4 +9,5 @@ mod perfetto_synthetic;
 mod pprof;
 mod sample_v2;
 mod sentry;
+mod tables;
 mod util;

@@ -630,9 +630,9 @@ fn sig_profiling_converts_to_valid_sample_v2() {
     let bytes = fixture(PROFILE_V1_10);
     let converted = convert_upload("uploads/otlp", "etag", &bytes, &ConvertOptions::default())
         .unwrap_or_else(|e| panic!("{e}"));
-    assert!(!converted.objects.is_empty());
+    assert!(!converted.sample_v2().is_empty());
     let mut written = 0;
-    for (key, json) in &converted.objects {
+    for (key, json) in converted.sample_v2() {
         assert_eq!(check_sample_v2(json), vec![], "{key}");
     }
     for o in &converted.manifest.outputs {

@@ -34,7 +34,7 @@ fn chunks_of(bytes: &[u8], what: &str) -> proflake::Result<Vec<proflake::SampleV
     write_sample_v2(&profile, &UploadMetadata::default(), "identity")
 }
 
-fn all_perfetto_fixtures() -> Vec<(String, Vec<u8>)> {
+pub(crate) fn all_perfetto_fixtures() -> Vec<(String, Vec<u8>)> {
     let mut out = vec![(
         "samples/perfetto/android_app.pftrace".to_owned(),
         sample_trace(),
@@ -191,7 +191,7 @@ fn input(name: &str) -> Vec<u8> {
 }
 
 /// Every non-Perfetto input but [`COCOA_CHUNK`]: (name, plain bytes).
-fn other_format_inputs() -> Vec<(String, Vec<u8>)> {
+pub(crate) fn other_format_inputs() -> Vec<(String, Vec<u8>)> {
     let mut names: Vec<String> = Vec::new();
     for dir in ["otlp", "pprof", "folded"] {
         // pprof/ also holds not_pprof/ (a folder, skipped) and SOURCES.md.
@@ -265,7 +265,7 @@ fn upload_options() -> ConvertOptions {
 
 /// Converts as an upload named after the input; the key and etag depend on the name only, so
 /// every container of one input gets the same keys.
-fn convert_input(name: &str, bytes: &[u8]) -> proflake::Result<Converted> {
+pub(crate) fn convert_input(name: &str, bytes: &[u8]) -> proflake::Result<Converted> {
     let file = name.rsplit('/').next().unwrap();
     convert_upload(
         &format!("uploads/{file}"),
@@ -332,20 +332,20 @@ fn assert_converts_to_accepted_chunks(name: &str, bytes: &[u8]) -> Option<Conver
     assert!(!c.objects.is_empty(), "{name}: no object");
     assert_eq!(c.objects.len(), c.manifest.outputs.len(), "{name}");
     if PASSED_THROUGH.contains(&name) {
-        assert_eq!(c.objects.len(), 1, "{name}");
-        assert!(c.objects[0].1 == bytes, "{name}: not stored unchanged");
-        let rejected: Vec<_> = check_sample_v2(&c.objects[0].1)
+        assert_eq!(c.sample_v2().len(), 1, "{name}");
+        assert!(c.sample_v2()[0].1 == bytes, "{name}: not stored unchanged");
+        let rejected: Vec<_> = check_sample_v2(&c.sample_v2()[0].1)
             .into_iter()
             .filter(|v| v.rule.relay_rejects())
             .collect();
         assert!(rejected.is_empty(), "{name}: {rejected:?}");
     } else {
-        for (key, json) in &c.objects {
+        for (key, json) in c.sample_v2() {
             let violations = check_sample_v2(json);
             assert!(violations.is_empty(), "{name}: {key}: {violations:?}");
         }
     }
-    for ((key, json), output) in c.objects.iter().zip(&c.manifest.outputs) {
+    for ((key, json), output) in c.sample_v2().into_iter().zip(&c.manifest.outputs) {
         assert_eq!(key, &output.key, "{name}");
         let (start, end) = (output.start_ns.unwrap(), output.end_ns.unwrap());
         assert!(
@@ -499,7 +499,7 @@ fn aggregated_inputs_expand_into_evenly_spaced_samples() {
             assert!(aggregated, "{name}: {format} records no sample times");
         }
         let mut written: BTreeMap<(Option<i64>, String), usize> = BTreeMap::new();
-        for ((key, json), output) in c.objects.iter().zip(&c.manifest.outputs) {
+        for ((key, json), output) in c.sample_v2().into_iter().zip(&c.manifest.outputs) {
             let doc: Value = serde_json::from_slice(json).unwrap();
             let samples = chunk_samples(&doc);
             for (_, thread) in &samples {
@@ -576,7 +576,7 @@ fn written_threads_and_samples(c: &Converted) -> (BTreeSet<String>, usize, Vec<i
     let mut threads = BTreeSet::new();
     let mut total = 0;
     let mut intervals = Vec::new();
-    for (_, json) in &c.objects {
+    for (_, json) in c.sample_v2() {
         let doc: Value = serde_json::from_slice(json).unwrap();
         let samples = chunk_samples(&doc);
         total += samples.len();
@@ -628,7 +628,7 @@ fn the_pprof_sample_writes_one_sample_per_period() {
     assert_eq!(c.manifest.profile.samples_written, 176);
     assert!(intervals.iter().all(|&i| i == 10_000_000), "{intervals:?}");
     // 176 samples 10 ms apart on one thread: 1.75 s, one chunk.
-    assert_eq!(c.objects.len(), 1);
+    assert_eq!(c.sample_v2().len(), 1);
     let output = &c.manifest.outputs[0];
     assert_eq!(
         output.end_ns.unwrap() - output.start_ns.unwrap(),
@@ -672,10 +672,10 @@ fn aggregated_fixtures_write_their_documented_totals() {
         );
         // Chunks of 60 s at most: ceil(expected × 10 ms / 60 s) chunks per thread timeline.
         assert!(
-            c.objects.len()
+            c.sample_v2().len()
                 >= (expected as u64 * 10_000_000).div_ceil(MAX_CHUNK_DURATION_NS as u64) as usize,
             "{name}: {} chunks",
-            c.objects.len()
+            c.sample_v2().len()
         );
         // Folded stacks record no time: they start at the upload's metadata timestamp.
         if name.starts_with("folded/") {
@@ -683,7 +683,7 @@ fn aggregated_fixtures_write_their_documented_totals() {
                 .manifest
                 .outputs
                 .iter()
-                .map(|o| o.start_ns.unwrap())
+                .filter_map(|o| o.start_ns)
                 .min()
                 .unwrap();
             assert_eq!(first, 1_700_000_000_000_000_000, "{name}");

@@ -70,7 +70,11 @@ fn our_chunks() -> Vec<Vec<u8>> {
         ..ConvertOptions::default()
     };
     let converted = convert_upload("uploads/a", "e", &sample_trace(), &options).unwrap();
-    converted.objects.into_iter().map(|(_, b)| b).collect()
+    converted
+        .sample_v2()
+        .into_iter()
+        .map(|(_, b)| b.clone())
+        .collect()
 }
 
 #[test]
@@ -79,10 +83,10 @@ fn a_sample_v2_chunk_passes_through_byte_for_byte() {
     assert_eq!(sniff(&bytes), Some(InputFormat::SampleV2));
     let converted = convert(&bytes).unwrap();
     assert_eq!(converted.decoded.format, InputFormat::SampleV2);
-    assert_eq!(converted.objects.len(), 1);
-    assert_eq!(converted.objects[0].1, bytes, "stored unchanged");
+    assert_eq!(converted.sample_v2().len(), 1);
+    assert_eq!(converted.sample_v2()[0].1, bytes, "stored unchanged");
     let doc = json(&bytes);
-    let key = &converted.objects[0].0;
+    let key = &converted.sample_v2()[0].0;
     assert!(
         key.ends_with(&format!("{}.json", doc["chunk_id"].as_str().unwrap())),
         "{key}"
@@ -134,7 +138,7 @@ fn envelope_round_trip_keeps_our_chunks_exactly() {
     let env = envelope(&items);
     assert_eq!(sniff(&env), Some(InputFormat::SentryEnvelope));
     let converted = convert(&env).unwrap();
-    let out: Vec<&Vec<u8>> = converted.objects.iter().map(|(_, b)| b).collect();
+    let out: Vec<&Vec<u8>> = converted.sample_v2().into_iter().map(|(_, b)| b).collect();
     assert_eq!(out, chunks.iter().collect::<Vec<_>>());
     let total: usize = chunks
         .iter()
@@ -179,7 +183,7 @@ fn perfetto_item_merges_sdk_metadata_as_relay_does() {
         "the trace inside decodes as the trace alone"
     );
     let mut measured = 0;
-    for (_, bytes) in &converted.objects {
+    for (_, bytes) in converted.sample_v2() {
         assert_eq!(check_sample_v2(bytes), vec![]);
         let chunk = json(bytes);
         assert_eq!(chunk["profiler_id"], meta["profiler_id"]);
@@ -220,7 +224,7 @@ fn caller_metadata_overrides_the_envelope() {
         ..ConvertOptions::default()
     };
     let converted = convert_upload("uploads/e", "e", &env, &options).unwrap();
-    for (_, bytes) in &converted.objects {
+    for (_, bytes) in converted.sample_v2() {
         assert_eq!(json(bytes)["release"], "override@1");
     }
 }

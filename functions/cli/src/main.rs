@@ -1,5 +1,6 @@
 //! `proflake`: run the conversion pipeline on a local directory laid out like the bucket.
 
+mod flamegraph;
 mod report;
 
 use std::path::{Path, PathBuf};
@@ -17,7 +18,7 @@ use proflake::{
 #[command(
     name = "proflake",
     version,
-    about = "Convert profiles to Sentry Sample v2 chunks"
+    about = "Convert profiles to Sentry Sample v2 chunks and Parquet stack tables"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -30,6 +31,8 @@ enum Command {
     Convert(Box<ConvertArgs>),
     /// Print a summary of one input: format, time range, processes, threads, top functions.
     Inspect(InspectArgs),
+    /// Draw an SVG flame graph from a bucket directory's stack tables or one profile file.
+    Flamegraph(Box<flamegraph::FlamegraphArgs>),
 }
 
 #[derive(Args)]
@@ -47,7 +50,8 @@ struct ConvertArgs {
     metadata: MetadataArgs,
 }
 
-#[derive(Args)]
+// Default: `flamegraph` builds one from the few metadata flags it takes.
+#[derive(Args, Default)]
 struct MetadataArgs {
     /// Metadata JSON (a Sentry profile-chunk metadata object); flags override its fields.
     #[arg(long)]
@@ -61,6 +65,10 @@ struct MetadataArgs {
     /// Deployment environment.
     #[arg(long)]
     environment: Option<String>,
+    /// Service the profiled program belongs to (the tables' `service`; default: the
+    /// profile's `service.name`, else the process name).
+    #[arg(long)]
+    service: Option<String>,
     /// SDK name for client_sdk (default: proflake).
     #[arg(long, requires = "sdk_version")]
     sdk_name: Option<String>,
@@ -110,6 +118,7 @@ impl MetadataArgs {
             platform: self.platform,
             release: self.release,
             environment: self.environment,
+            service: self.service,
             client_sdk: self
                 .sdk_name
                 .zip(self.sdk_version)
@@ -136,6 +145,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Convert(args) => convert(*args),
         Command::Inspect(args) => inspect(args),
+        Command::Flamegraph(args) => flamegraph::flamegraph(*args),
     };
     match result {
         Ok(code) => code,
@@ -206,12 +216,14 @@ fn convert_one(
     let converted = convert_upload(&key, &content_etag(&bytes), &bytes, &options)?;
     publish(store, &converted)?;
     let m = &converted.manifest;
+    let chunks = m.outputs.iter().filter(|o| o.kind == "sample_v2").count();
     Ok(format!(
-        "{}: {} ({}), {} chunk(s), {} of {} samples -> {}",
+        "{}: {} ({}), {} chunk(s), {} table file(s), {} of {} samples -> {}",
         input.display(),
         m.source.format,
         m.source.container,
-        m.outputs.len(),
+        chunks,
+        m.outputs.len() - chunks,
         m.profile.samples_written,
         m.profile.samples,
         converted.manifest_key

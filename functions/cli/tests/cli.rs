@@ -186,9 +186,22 @@ fn sample_chunks_follow_relay_rules_and_cover_every_sample() {
         .count();
     assert_eq!(manifest.profile.samples_written as usize, with_stack);
     assert_eq!(manifest.source.format, "perfetto");
-    // Two processes, 75 s each: two 60 s windows per process.
-    assert_eq!(manifest.outputs.len(), 4);
-    for output in &manifest.outputs {
+    // Two processes, 75 s each: two 60 s windows per process, and five tables on one day.
+    let (chunks, tables): (Vec<_>, Vec<_>) =
+        manifest.outputs.iter().partition(|o| o.kind == "sample_v2");
+    assert_eq!(chunks.len(), 4);
+    let table_kinds: Vec<&str> = tables.iter().map(|o| o.kind.as_str()).collect();
+    assert_eq!(
+        table_kinds,
+        [
+            "table:profiles",
+            "table:samples",
+            "table:stacks",
+            "table:frames",
+            "table:function_rollup"
+        ]
+    );
+    for output in chunks {
         let bytes = fs::read(dir.path().join(&output.key)).unwrap();
         assert_eq!(bytes.len() as u64, output.bytes);
         let violations = check_sample_v2(&bytes);

@@ -181,6 +181,12 @@ pub fn decode(bytes: &[u8], format: Option<InputFormat>) -> Result<Decoded> {
     })
 }
 
+/// The model of one Sample v2 chunk on its own (inputs that hold several chunks decode them
+/// into one profile; tables need each chunk apart).
+pub(crate) fn sample_v2_profile(json: &[u8]) -> Result<Profile> {
+    Ok(sentry::decode_chunk(json)?.0)
+}
+
 /// Maps an I/O error from a decompressing reader onto the error kinds callers match on.
 pub(crate) fn io_error(
     e: io::Error,

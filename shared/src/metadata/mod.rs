@@ -65,6 +65,9 @@ pub struct UploadMetadata {
     /// What the SDK said the profile's content is (`perfetto`); echoed into the chunks as
     /// Relay does.
     pub content_type: Option<String>,
+    /// The service the profiled program belongs to (not part of Sentry's metadata; the
+    /// tables' `service` column). Derived from the profile when absent.
+    pub service: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -134,6 +137,7 @@ impl UploadMetadata {
             self.measurements = over.measurements;
         }
         self.content_type = over.content_type.or(self.content_type);
+        self.service = over.service.or(self.service);
         self
     }
 }

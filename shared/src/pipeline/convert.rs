@@ -6,11 +6,14 @@ use super::manifest::{
     Manifest, ManifestOutput, ManifestProfile, ManifestSource, MANIFEST_VERSION,
 };
 use crate::error::{ErrorKind, Result};
-use crate::formats::{decode, Decoded, InputFormat};
+use crate::formats::{decode, sample_v2_profile, Decoded, InputFormat};
 use crate::metadata::UploadMetadata;
 use crate::model::{seconds_to_ns, Profile, Timestamps};
 use crate::store::{chunk_key, manifest_key, source_id, ObjectStore};
-use crate::writers::{write_sample_v2, Timing};
+use crate::writers::{
+    plan_chunks, write_planned_chunk, write_tables, ChunkPlan, SampleV2Chunk, TableChunk,
+    TableSource, Timing,
+};
 
 /// How to convert.
 #[derive(Clone, Debug, Default)]
@@ -35,6 +38,18 @@ pub struct Converted {
     pub manifest: Manifest,
     /// Where the manifest goes.
     pub manifest_key: String,
+}
+
+impl Converted {
+    /// The Sample v2 chunk objects, in write order (the tables follow them in `objects`).
+    pub fn sample_v2(&self) -> Vec<&(String, Vec<u8>)> {
+        self.objects
+            .iter()
+            .zip(&self.manifest.outputs)
+            .filter(|(_, o)| o.kind == "sample_v2")
+            .map(|(object, _)| object)
+            .collect()
+    }
 }
 
 /// Converts one upload. Pure: nothing is read or written, so the same input always gives the
@@ -62,22 +77,49 @@ fn convert_inner(
     };
     let mut timestamps = anchor(&mut decoded.profile, metadata.timestamp)?;
     let source_id = source_id(source_key, etag);
-    let chunks = if decoded.chunks.is_empty() {
+    let etag = etag.trim_matches('"');
+    let converter = format!("proflake {}", env!("CARGO_PKG_VERSION"));
+    let table_source = TableSource {
+        source_id: &source_id,
+        source_key,
+        source_etag: etag,
+        source_format: decoded.format.name(),
+        converter: &converter,
+        service: metadata.service.as_deref(),
+    };
+    let (chunks, tables) = if decoded.chunks.is_empty() {
         let start = place_aggregated(&mut decoded.profile, &metadata, options.received_at_ns);
-        let chunks = write_sample_v2(&decoded.profile, &metadata, &source_id)?;
+        let plans = plan_chunks(&decoded.profile, &metadata, &source_id)?;
+        let chunks: Vec<SampleV2Chunk> = plans
+            .iter()
+            .map(|plan| write_planned_chunk(&metadata, plan))
+            .collect();
         if let Some(Timing::Expanded { interval_ns }) = chunks.first().map(|c| c.timing) {
             timestamps = format!(
                 "expanded from aggregated weights, {interval_ns} ns apart per thread, from {start}"
             );
         }
-        chunks
+        let tables = write_tables(&table_source, &table_chunks(&plans, &chunks))?;
+        (chunks, tables)
     } else {
-        // The input already is Sample v2: validated by the decoder, stored unchanged.
-        std::mem::take(&mut decoded.chunks)
+        // The input already is Sample v2: validated by the decoder, stored unchanged, and
+        // tabulated chunk by chunk so each table profile is exactly one stored chunk.
+        let chunks = std::mem::take(&mut decoded.chunks);
+        let profiles = chunks
+            .iter()
+            .map(|c| sample_v2_profile(&c.json))
+            .collect::<Result<Vec<_>>>()?;
+        let plans: Vec<ChunkPlan> = profiles
+            .iter()
+            .zip(&chunks)
+            .map(|(p, c)| ChunkPlan::whole(p, &c.chunk_id, &c.profiler_id))
+            .collect();
+        let tables = write_tables(&table_source, &table_chunks(&plans, &chunks))?;
+        (chunks, tables)
     };
 
-    let mut objects = Vec::with_capacity(chunks.len());
-    let mut outputs = Vec::with_capacity(chunks.len());
+    let mut objects = Vec::with_capacity(chunks.len() + tables.len());
+    let mut outputs = Vec::with_capacity(chunks.len() + tables.len());
     for chunk in chunks {
         let key = chunk_key(&source_id, &chunk.chunk_id);
         outputs.push(ManifestOutput {
@@ -90,16 +132,33 @@ fn convert_inner(
             samples: Some(chunk.samples as u64),
             start_ns: Some(chunk.start_ns),
             end_ns: Some(chunk.end_ns),
+            rows: None,
         });
         objects.push((key, chunk.json));
+    }
+    let samples_written = outputs.iter().filter_map(|o| o.samples).sum();
+    for table in tables {
+        outputs.push(ManifestOutput {
+            key: table.key.clone(),
+            kind: format!("table:{}", table.table.name()),
+            bytes: table.bytes.len() as u64,
+            sha256: hex::encode(Sha256::digest(&table.bytes)),
+            pid: None,
+            chunk_id: None,
+            samples: None,
+            start_ns: None,
+            end_ns: None,
+            rows: Some(table.rows),
+        });
+        objects.push((table.key, table.bytes));
     }
     let profile = &decoded.profile;
     let manifest = Manifest {
         manifest_version: MANIFEST_VERSION,
-        converter: format!("proflake {}", env!("CARGO_PKG_VERSION")),
+        converter,
         source: ManifestSource {
             key: source_key.into(),
-            etag: etag.trim_matches('"').into(),
+            etag: etag.into(),
             bytes: bytes.len() as u64,
             format: decoded.format.name().into(),
             container: decoded.container.name().into(),
@@ -108,7 +167,7 @@ fn convert_inner(
         profile: ManifestProfile {
             timestamps,
             samples: profile.samples().len() as u64,
-            samples_written: outputs.iter().filter_map(|o| o.samples).sum(),
+            samples_written,
             processes: profile.processes().len() as u64,
             threads: profile.threads().len() as u64,
             stats: profile
@@ -125,6 +184,23 @@ fn convert_inner(
         manifest,
         manifest_key: manifest_key(&source_id),
     })
+}
+
+/// Pairs each plan with the chunk written from it, for the tables.
+fn table_chunks<'a, 'p>(
+    plans: &'a [ChunkPlan<'p>],
+    chunks: &'a [SampleV2Chunk],
+) -> Vec<TableChunk<'a, 'p>> {
+    plans
+        .iter()
+        .zip(chunks)
+        .map(|(plan, chunk)| TableChunk {
+            plan,
+            platform: &chunk.platform,
+            release: chunk.release.as_deref(),
+            environment: chunk.environment.as_deref(),
+        })
+        .collect()
 }
 
 /// Puts trace-clock sample times on the wall clock when the metadata says when the profile

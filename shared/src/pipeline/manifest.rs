@@ -63,7 +63,7 @@ pub struct ManifestProfile {
 pub struct ManifestOutput {
     /// Object key.
     pub key: String,
-    /// What it holds (`sample_v2`).
+    /// What it holds (`sample_v2`, `table:<name>`).
     pub kind: String,
     /// Size in bytes.
     pub bytes: u64,
@@ -84,4 +84,7 @@ pub struct ManifestOutput {
     /// Last sample, ns since the Unix epoch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub end_ns: Option<i64>,
+    /// Rows in a table file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<u64>,
 }

@@ -3,6 +3,7 @@
 //! ```text
 //! uploads/<name>                                     raw profiles as uploaded, kept unchanged
 //! converted/<source_id>/sample-v2/<chunk_id>.json    Sample v2 chunks of one upload
+//! tables/v1/<table>/dt=YYYY-MM-DD/<source_id>.parquet stack tables (docs/tables.md)
 //! converted/<source_id>/manifest.json                written last: the upload is converted
 //! ```
 //!
@@ -38,6 +39,14 @@ pub fn upload_key(file_name: &str) -> String {
 /// Key of one Sample v2 chunk.
 pub fn chunk_key(source_id: &str, chunk_id: &str) -> String {
     format!("{CONVERTED_PREFIX}{source_id}/sample-v2/{chunk_id}.json")
+}
+
+/// Where the stack tables go.
+pub const TABLES_PREFIX: &str = "tables/";
+
+/// Key of one upload's rows of one table for one UTC day (`dt` is `YYYY-MM-DD`).
+pub fn table_key(version: u32, table: &str, dt: &str, source_id: &str) -> String {
+    format!("{TABLES_PREFIX}v{version}/{table}/dt={dt}/{source_id}.parquet")
 }
 
 /// Key of the completion manifest of one upload.

@@ -4,7 +4,8 @@ mod keys;
 mod local;
 
 pub use keys::{
-    chunk_key, content_etag, manifest_key, source_id, upload_key, CONVERTED_PREFIX, UPLOADS_PREFIX,
+    chunk_key, content_etag, manifest_key, source_id, table_key, upload_key, CONVERTED_PREFIX,
+    TABLES_PREFIX, UPLOADS_PREFIX,
 };
 pub use local::LocalDirStore;
 

@@ -1,0 +1,146 @@
+//! `proflake flamegraph`: an SVG flame graph from a bucket directory's stack tables, or from
+//! one profile file converted in memory exactly as `convert` would convert it.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use proflake::{
+    content_etag, convert_upload, fold, parse_time_ns, read_table_objects, read_tables_between,
+    render_svg, upload_key, ConvertOptions, FlameFilter, IdOrName, InputFormat, TableBatches,
+};
+
+use super::{modified_ns, parse_format, MetadataArgs};
+
+#[derive(Args)]
+pub(crate) struct FlamegraphArgs {
+    /// A directory that mirrors the bucket (with tables/v1/), or a profile file to convert in
+    /// memory.
+    input: PathBuf,
+    /// Where to write the SVG.
+    #[arg(long, short)]
+    out: PathBuf,
+    /// Only profiles of this service.
+    #[arg(long)]
+    service: Option<String>,
+    /// Only samples at or after this time: RFC 3339 (2026-11-22T10:00:00Z) or Unix seconds.
+    #[arg(long, value_parser = parse_time)]
+    from: Option<i64>,
+    /// Only samples at or before this time: RFC 3339 or Unix seconds.
+    #[arg(long, value_parser = parse_time)]
+    to: Option<i64>,
+    /// Only samples of this thread: a thread id, or a thread name.
+    #[arg(long)]
+    thread: Option<String>,
+    /// Only profiles of this process: a pid, or a process name.
+    #[arg(long)]
+    process: Option<String>,
+    /// Count samples instead of summing their weights (time, for CPU profiles).
+    #[arg(long)]
+    samples: bool,
+    /// Title of the graph (default: the input's name and the filters).
+    #[arg(long)]
+    title: Option<String>,
+    /// For a profile file: decode as this format instead of detecting it.
+    #[arg(long, value_parser = parse_format)]
+    format: Option<InputFormat>,
+    /// For a profile file: its metadata JSON, as for `convert` (the service, the start time).
+    #[arg(long)]
+    metadata: Option<PathBuf>,
+    /// For a profile file: wall-clock start in Unix seconds, as for `convert` (default for
+    /// aggregated inputs without one: the file's mtime).
+    #[arg(long)]
+    start_time: Option<f64>,
+}
+
+fn parse_time(text: &str) -> Result<i64, String> {
+    parse_time_ns(text).ok_or_else(|| {
+        format!("{text:?} is not a time: give RFC 3339 (2026-11-22T10:00:00Z) or Unix seconds")
+    })
+}
+
+pub(crate) fn flamegraph(args: FlamegraphArgs) -> anyhow::Result<ExitCode> {
+    if let (Some(from), Some(to)) = (args.from, args.to) {
+        anyhow::ensure!(from <= to, "--from is after --to");
+    }
+    let filter = FlameFilter {
+        service: args.service.clone(),
+        from_ns: args.from,
+        to_ns: args.to,
+        thread: args.thread.as_deref().map(IdOrName::parse),
+        process: args.process.as_deref().map(IdOrName::parse),
+        count_samples: args.samples,
+    };
+    let tables = if args.input.is_dir() {
+        anyhow::ensure!(
+            args.format.is_none() && args.metadata.is_none() && args.start_time.is_none(),
+            "--format, --metadata and --start-time apply to a profile file, not to a directory \
+             of converted tables"
+        );
+        read_tables_between(&args.input, args.from, args.to)?
+    } else {
+        // Only the flags that change what a graph shows: `--service` here is a filter.
+        let metadata = MetadataArgs {
+            metadata: args.metadata,
+            start_time: args.start_time,
+            ..MetadataArgs::default()
+        };
+        convert_in_memory(&args.input, args.format, metadata)?
+    };
+    let folded = fold(&tables, &filter)?;
+    let title = args
+        .title
+        .unwrap_or_else(|| default_title(&args.input, &filter));
+    let svg = render_svg(&folded, &title)?;
+    std::fs::write(&args.out, svg)
+        .with_context(|| format!("cannot write {}", args.out.display()))?;
+    // The weight only adds news when it is not the sample count.
+    let weight = match folded.unit.as_str() {
+        "samples" => String::new(),
+        unit => format!(", {} {unit}", folded.total()),
+    };
+    eprintln!(
+        "{} profile(s), {} samples{weight} -> {}",
+        folded.profiles,
+        folded.samples,
+        args.out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Converts a profile file as `convert` would (same upload key, ETag, metadata and arrival
+/// time, so the same ids and times) and reads its tables back from the Parquet it produced.
+fn convert_in_memory(
+    input: &Path,
+    format: Option<InputFormat>,
+    metadata: MetadataArgs,
+) -> anyhow::Result<TableBatches> {
+    let bytes = std::fs::read(input).with_context(|| format!("cannot read {}", input.display()))?;
+    let name = input
+        .file_name()
+        .and_then(|n| n.to_str())
+        .with_context(|| format!("{} has no usable file name", input.display()))?;
+    let options = ConvertOptions {
+        format,
+        metadata: metadata.resolve()?,
+        received_at_ns: modified_ns(input),
+    };
+    let converted = convert_upload(&upload_key(name), &content_etag(&bytes), &bytes, &options)?;
+    let objects = converted
+        .objects
+        .iter()
+        .map(|(key, bytes)| (key.as_str(), bytes.as_slice()));
+    Ok(read_table_objects(objects)?)
+}
+
+fn default_title(input: &Path, filter: &FlameFilter) -> String {
+    let name = input.file_name().map_or_else(
+        || input.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    match filter.describe() {
+        d if d.is_empty() => name,
+        d => format!("{name}: {d}"),
+    }
+}

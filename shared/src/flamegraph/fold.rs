@@ -1,0 +1,309 @@
+//! Folding the stack tables into weighted folded stacks (`root;…;leaf weight`), the input of
+//! every flame graph tool.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::fmt;
+
+use arrow_array::Array;
+
+use super::columns::{self, opt_i64, opt_str, opt_u32, required};
+use super::paths::Paths;
+use super::time::format_time_ns;
+use crate::error::{ErrorKind, Result};
+use crate::writers::TableBatches;
+
+/// A thread or process, by number (tid, pid) or by name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IdOrName {
+    /// A thread or process id. Also matches a thread or process *named* like the number.
+    Id(i64),
+    /// A thread or process name, exactly.
+    Name(String),
+}
+
+impl IdOrName {
+    /// A number when the text is one, else a name.
+    pub fn parse(text: &str) -> Self {
+        match text.parse() {
+            Ok(id) => IdOrName::Id(id),
+            Err(_) => IdOrName::Name(text.to_owned()),
+        }
+    }
+
+    fn matches(&self, id: Option<i64>, name: Option<&str>) -> bool {
+        match self {
+            IdOrName::Id(want) => id == Some(*want) || name == Some(want.to_string().as_str()),
+            IdOrName::Name(want) => name == Some(want.as_str()),
+        }
+    }
+}
+
+impl fmt::Display for IdOrName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IdOrName::Id(id) => write!(f, "{id}"),
+            IdOrName::Name(name) => write!(f, "{name:?}"),
+        }
+    }
+}
+
+/// Which samples go into a flame graph, and how they are weighed.
+#[derive(Clone, Debug, Default)]
+pub struct FlameFilter {
+    /// Only profiles of this service (`profiles.service`).
+    pub service: Option<String>,
+    /// Only samples at or after this time, ns since the Unix epoch.
+    pub from_ns: Option<i64>,
+    /// Only samples at or before this time, ns since the Unix epoch.
+    pub to_ns: Option<i64>,
+    /// Only samples of this thread (`samples.thread_id` or `thread_name`).
+    pub thread: Option<IdOrName>,
+    /// Only profiles of this process (`profiles.pid` or `process_name`).
+    pub process: Option<IdOrName>,
+    /// Count samples even when the profiles share a weight unit.
+    pub count_samples: bool,
+}
+
+impl FlameFilter {
+    /// What the filter selects, for messages and titles; empty when it selects everything.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(s) = &self.service {
+            parts.push(format!("service {s:?}"));
+        }
+        if let Some(p) = &self.process {
+            parts.push(format!("process {p}"));
+        }
+        if let Some(t) = &self.thread {
+            parts.push(format!("thread {t}"));
+        }
+        match (
+            self.from_ns.map(format_time_ns),
+            self.to_ns.map(format_time_ns),
+        ) {
+            (Some(f), Some(t)) => parts.push(format!("from {f} to {t}")),
+            (Some(f), None) => parts.push(format!("from {f}")),
+            (None, Some(t)) => parts.push(format!("to {t}")),
+            (None, None) => {}
+        }
+        parts.join(", ")
+    }
+}
+
+/// Folded stacks: what a flame graph draws.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Folded {
+    /// `root;…;leaf` and its summed weight, sorted by path.
+    pub lines: Vec<(String, u64)>,
+    /// What the weights count: `samples`, or the profiles' shared unit (`nanoseconds`).
+    pub unit: String,
+    /// Samples folded.
+    pub samples: u64,
+    /// Profiles those samples come from.
+    pub profiles: usize,
+}
+
+impl Folded {
+    /// Sum of all weights.
+    pub fn total(&self) -> u64 {
+        self.lines.iter().map(|(_, w)| w).sum()
+    }
+}
+
+/// The `profiles` rows a filter keeps.
+struct Profiles<'a> {
+    ids: Vec<&'a str>,
+    index: HashMap<&'a str, usize>,
+    units: Vec<&'a str>,
+    selected: Vec<bool>,
+}
+
+fn no_samples(why: String) -> crate::error::Error {
+    ErrorKind::NoSamples { why }.into()
+}
+
+/// Up to 20 distinct values, sorted, for a message naming what exists.
+fn listing(values: BTreeSet<String>) -> String {
+    if values.is_empty() {
+        return "none".into();
+    }
+    let more = values.len().saturating_sub(20);
+    let mut out = values.into_iter().take(20).collect::<Vec<_>>().join(", ");
+    if more > 0 {
+        out.push_str(&format!(" and {more} more"));
+    }
+    out
+}
+
+fn select_profiles<'a>(tables: &'a TableBatches, filter: &FlameFilter) -> Result<Profiles<'a>> {
+    let p = &tables.profiles;
+    let (id, service, pid, process, unit) = (
+        columns::strings(p, "profiles", "profile_id")?,
+        columns::strings(p, "profiles", "service")?,
+        columns::i64s(p, "profiles", "pid")?,
+        columns::strings(p, "profiles", "process_name")?,
+        columns::strings(p, "profiles", "sample_unit")?,
+    );
+    let n = p.num_rows();
+    let mut out = Profiles {
+        ids: Vec::with_capacity(n),
+        index: HashMap::with_capacity(n),
+        units: Vec::with_capacity(n),
+        selected: Vec::with_capacity(n),
+    };
+    for row in 0..n {
+        let profile_id = required(opt_str(id, row), "profiles", "profile_id", row)?;
+        out.index.insert(profile_id, row);
+        out.ids.push(profile_id);
+        out.units.push(required(
+            opt_str(unit, row),
+            "profiles",
+            "sample_unit",
+            row,
+        )?);
+        let by_service = filter
+            .service
+            .as_deref()
+            .is_none_or(|s| opt_str(service, row) == Some(s));
+        out.selected.push(by_service);
+    }
+    if let Some(wanted) = &filter.service {
+        if !out.selected.contains(&true) {
+            let services: BTreeSet<String> = (0..n)
+                .filter_map(|r| opt_str(service, r).map(str::to_owned))
+                .collect();
+            let known = if services.is_empty() {
+                "none (no profile names one)".to_owned()
+            } else {
+                listing(services)
+            };
+            return Err(no_samples(format!(
+                "no profile of service {wanted:?}; services in the tables: {known}"
+            )));
+        }
+    }
+    if let Some(wanted) = &filter.process {
+        let in_scope: Vec<usize> = (0..n).filter(|&r| out.selected[r]).collect();
+        for &row in &in_scope {
+            out.selected[row] = wanted.matches(opt_i64(pid, row), opt_str(process, row));
+        }
+        if !out.selected.contains(&true) {
+            let processes =
+                in_scope
+                    .iter()
+                    .map(|&r| match (opt_i64(pid, r), opt_str(process, r)) {
+                        (Some(pid), Some(name)) => format!("{pid} ({name})"),
+                        (Some(pid), None) => pid.to_string(),
+                        (None, Some(name)) => name.to_owned(),
+                        (None, None) => "(unnamed)".into(),
+                    });
+            return Err(no_samples(format!(
+                "no profile of process {wanted}; processes: {}",
+                listing(processes.collect())
+            )));
+        }
+    }
+    Ok(out)
+}
+
+/// Folds the samples the filter selects into weighted stacks.
+///
+/// Weights are `samples.weight` when every profile the samples come from has the same
+/// `sample_unit` (weights of different units do not add up); otherwise, or with
+/// [`FlameFilter::count_samples`], each sample counts 1. Samples without a stack (idle, or a
+/// producer that recorded none) are one `<no stack>` frame: they are part of what was
+/// sampled, so the graph's total is every selected sample, as in the input and the Sample v2
+/// chunks. Selecting nothing is an error that says what exists, not an empty graph.
+pub fn fold(tables: &TableBatches, filter: &FlameFilter) -> Result<Folded> {
+    let profiles = select_profiles(tables, filter)?;
+    let s = &tables.samples;
+    let (profile_id, time, tid, thread_name, stack, weight) = (
+        columns::strings(s, "samples", "profile_id")?,
+        columns::timestamps(s, "samples", "timestamp")?,
+        columns::i64s(s, "samples", "thread_id")?,
+        columns::strings(s, "samples", "thread_name")?,
+        columns::u32s(s, "samples", "stack_id")?,
+        columns::i64s(s, "samples", "weight")?,
+    );
+    // Compare in i128 ns: µs × 1000 cannot overflow there.
+    let from = filter.from_ns.map_or(i128::MIN, i128::from);
+    let to = filter.to_ns.map_or(i128::MAX, i128::from);
+    // The threads of rows that pass the other filters, to name them when none is the
+    // wanted one; then the rows of the wanted thread.
+    let mut threads: BTreeSet<(Option<i64>, Option<&str>)> = BTreeSet::new();
+    let mut matched = Vec::new();
+    for row in 0..s.num_rows() {
+        let id = required(opt_str(profile_id, row), "samples", "profile_id", row)?;
+        let &p = profiles.index.get(id).ok_or_else(|| {
+            columns::error(format!(
+                "samples row {row} names profile {id}, not in profiles"
+            ))
+        })?;
+        let us = time.is_valid(row).then(|| time.value(row));
+        let ns = i128::from(required(us, "samples", "timestamp", row)?) * 1000;
+        if !profiles.selected[p] || ns < from || ns > to {
+            continue;
+        }
+        let thread = (opt_i64(tid, row), opt_str(thread_name, row));
+        let thread_ok = match &filter.thread {
+            None => true,
+            Some(wanted) => {
+                threads.insert(thread);
+                wanted.matches(thread.0, thread.1)
+            }
+        };
+        if thread_ok {
+            matched.push((row, p, opt_u32(stack, row)));
+        }
+    }
+    if matched.is_empty() {
+        let mut why = format!("no sample matches {}", filter.describe());
+        if !threads.is_empty() {
+            let names = threads.iter().map(|thread| match *thread {
+                (Some(t), Some(n)) => format!("{t} ({n})"),
+                (Some(t), None) => t.to_string(),
+                (None, Some(n)) => n.to_owned(),
+                (None, None) => "?".into(),
+            });
+            why.push_str(&format!("; threads: {}", listing(names.collect())));
+        }
+        return Err(no_samples(why));
+    }
+
+    let used: HashSet<usize> = matched.iter().map(|&(_, p, _)| p).collect();
+    let units: BTreeSet<&str> = used.iter().map(|&p| profiles.units[p]).collect();
+    let count = filter.count_samples || units.len() != 1;
+    let unit = match units.first() {
+        // The tables' `count` unit is counted samples.
+        Some(&"count") | None => "samples",
+        Some(_) if count => "samples",
+        Some(u) => *u,
+    };
+    let mut paths = Paths::load(tables, &profiles.ids, &profiles.index, &used)?;
+    let mut sums: Vec<u64> = Vec::new();
+    for &(row, p, leaf) in &matched {
+        let w = if count {
+            1
+        } else {
+            let w = required(opt_i64(weight, row), "samples", "weight", row)?;
+            u64::try_from(w)
+                .map_err(|_| columns::error(format!("samples row {row} has negative weight {w}")))?
+        };
+        let i = paths.resolve(p, leaf)?;
+        if i == sums.len() {
+            sums.push(0);
+        }
+        sums[i] = sums[i].checked_add(w).ok_or(ErrorKind::LimitExceeded {
+            limit: "flame graph total weight",
+            max: u64::MAX,
+        })?;
+    }
+    let mut lines: Vec<(String, u64)> = paths.paths.into_iter().zip(sums).collect();
+    lines.sort();
+    Ok(Folded {
+        lines,
+        unit: unit.to_owned(),
+        samples: matched.len() as u64,
+        profiles: used.len(),
+    })
+}

@@ -1,0 +1,183 @@
+//! From a sample's `stack_id` to its folded path `root;…;leaf`, through the `stacks` prefix
+//! tree and `frames` names of its profile.
+
+use std::collections::{HashMap, HashSet};
+
+use super::columns::{self, opt_u32, required};
+use crate::error::Result;
+use crate::writers::TableBatches;
+
+/// A frame name as one folded-stack field. Folded lines are `a;b;c <count>`, and inferno
+/// reads them back with a few rules a name must not trip:
+/// - `;` separates frames, so it becomes `,` (`[u8; 8]` reads `[u8, 8]`);
+/// - a line is one line and is trimmed, so control characters become spaces and the name is
+///   trimmed, or the root and leaf would differ from the same frame elsewhere;
+/// - the count is the last space-separated field, and a second numeric field before it makes
+///   the line differential, so a name ending in ` <digits>` gets a no-break space instead;
+/// - a line starting `# ` is a comment, so a leading `# ` also gets a no-break space;
+/// - an empty name would merge into the graph's root: it reads `<unknown>`, as `frames.name`
+///   does for a frame nothing is known of.
+pub fn flame_frame_name(name: &str) -> String {
+    let mut out: String = name
+        .chars()
+        .map(|c| match c {
+            ';' => ',',
+            c if c.is_control() => ' ',
+            c => c,
+        })
+        .collect();
+    out = out.trim().to_owned();
+    if out.is_empty() {
+        return "<unknown>".into();
+    }
+    if let Some(space) = out.rfind(' ') {
+        let last = &out[space + 1..];
+        if last.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+            out.replace_range(space..=space, "\u{a0}");
+        }
+    }
+    if out.starts_with("# ") {
+        out.replace_range(1..2, "\u{a0}");
+    }
+    out
+}
+
+/// The one frame of samples without a stack.
+pub const NO_STACK: &str = "<no stack>";
+
+/// One profile's call tree: node → (parent, frame), frame → display name.
+#[derive(Default)]
+struct Tree {
+    nodes: HashMap<u32, (Option<u32>, u32)>,
+    names: HashMap<u32, String>,
+}
+
+/// Resolves stacks to interned folded paths, each stack once.
+pub(super) struct Paths<'a> {
+    profile_ids: &'a [&'a str],
+    trees: HashMap<usize, Tree>,
+    memo: HashMap<(usize, u32), usize>,
+    index: HashMap<String, usize>,
+    /// The distinct paths, in order of first use.
+    pub paths: Vec<String>,
+}
+
+impl<'a> Paths<'a> {
+    /// Loads the trees of the `wanted` profiles (indices into `profile_ids`), leaving the
+    /// others' rows unread.
+    pub fn load(
+        tables: &TableBatches,
+        profile_ids: &'a [&'a str],
+        index: &HashMap<&str, usize>,
+        wanted: &HashSet<usize>,
+    ) -> Result<Self> {
+        let mut trees: HashMap<usize, Tree> =
+            wanted.iter().map(|&p| (p, Tree::default())).collect();
+        let s = &tables.stacks;
+        let (ids, stack, parent, frame) = (
+            columns::strings(s, "stacks", "profile_id")?,
+            columns::u32s(s, "stacks", "stack_id")?,
+            columns::u32s(s, "stacks", "parent_id")?,
+            columns::u32s(s, "stacks", "frame_id")?,
+        );
+        for row in 0..s.num_rows() {
+            let id = required(columns::opt_str(ids, row), "stacks", "profile_id", row)?;
+            let Some(tree) = index.get(id).and_then(|p| trees.get_mut(p)) else {
+                continue;
+            };
+            let node = required(opt_u32(stack, row), "stacks", "stack_id", row)?;
+            let frame = required(opt_u32(frame, row), "stacks", "frame_id", row)?;
+            tree.nodes.insert(node, (opt_u32(parent, row), frame));
+        }
+        let f = &tables.frames;
+        let (ids, frame, name) = (
+            columns::strings(f, "frames", "profile_id")?,
+            columns::u32s(f, "frames", "frame_id")?,
+            columns::strings(f, "frames", "name")?,
+        );
+        for row in 0..f.num_rows() {
+            let id = required(columns::opt_str(ids, row), "frames", "profile_id", row)?;
+            let Some(tree) = index.get(id).and_then(|p| trees.get_mut(p)) else {
+                continue;
+            };
+            let frame = required(opt_u32(frame, row), "frames", "frame_id", row)?;
+            let text = columns::opt_str(name, row).unwrap_or_default();
+            tree.names.insert(frame, flame_frame_name(text));
+        }
+        Ok(Paths {
+            profile_ids,
+            trees,
+            memo: HashMap::new(),
+            index: HashMap::new(),
+            paths: Vec::new(),
+        })
+    }
+
+    /// The index in [`Paths::paths`] of the path from the root to `leaf` in `profile`;
+    /// [`NO_STACK`] without a leaf.
+    pub fn resolve(&mut self, profile: usize, leaf: Option<u32>) -> Result<usize> {
+        let Some(leaf) = leaf else {
+            return Ok(self.intern(NO_STACK.to_owned()));
+        };
+        if let Some(&i) = self.memo.get(&(profile, leaf)) {
+            return Ok(i);
+        }
+        let id = self.profile_ids[profile];
+        let tree = self
+            .trees
+            .get(&profile)
+            .ok_or_else(|| columns::error(format!("profile {id} was not loaded")))?;
+        let mut names = Vec::new();
+        let mut node = Some(leaf);
+        while let Some(n) = node {
+            // Each step climbs one level; more steps than nodes means a cycle.
+            if names.len() > tree.nodes.len() {
+                return Err(columns::error(format!(
+                    "stacks of profile {id} loop through stack {leaf}"
+                )));
+            }
+            let &(parent, frame) = tree.nodes.get(&n).ok_or_else(|| {
+                columns::error(format!("stack {n} of profile {id} is not in stacks"))
+            })?;
+            let name = tree.names.get(&frame).ok_or_else(|| {
+                columns::error(format!("frame {frame} of profile {id} is not in frames"))
+            })?;
+            names.push(name.as_str());
+            node = parent;
+        }
+        names.reverse();
+        let i = self.intern(names.join(";"));
+        self.memo.insert((profile, leaf), i);
+        Ok(i)
+    }
+
+    fn intern(&mut self, path: String) -> usize {
+        if let Some(&i) = self.index.get(&path) {
+            return i;
+        }
+        self.paths.push(path.clone());
+        self.index.insert(path, self.paths.len() - 1);
+        self.paths.len() - 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_names_cannot_break_a_folded_line() {
+        assert_eq!(flame_frame_name("fib"), "fib");
+        assert_eq!(flame_frame_name("drop<[u8; 8]>"), "drop<[u8, 8]>");
+        assert_eq!(flame_frame_name("a\nb\t"), "a b");
+        assert_eq!(flame_frame_name("  "), "<unknown>");
+        assert_eq!(flame_frame_name("retry 3"), "retry\u{a0}3");
+        assert_eq!(flame_frame_name("v 1.5"), "v\u{a0}1.5");
+        assert_eq!(flame_frame_name("frame 3x"), "frame 3x");
+        assert_eq!(flame_frame_name("# note"), "#\u{a0}note");
+        assert_eq!(
+            flame_frame_name("<module> (workload.py:48)"),
+            "<module> (workload.py:48)"
+        );
+    }
+}

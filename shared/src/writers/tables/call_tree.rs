@@ -1,0 +1,113 @@
+//! The part of a profile's stack prefix tree one chunk reaches, renumbered densely: the
+//! `stacks` rows and the frame ids they point at.
+//!
+//! Ids are handed out in the order the chunk's samples first reach a node, ancestors first,
+//! so a parent always has a smaller id than its children and a reader can build the tree in
+//! one pass.
+
+use std::collections::HashMap;
+
+use arrow_array::RecordBatch;
+
+use super::columns::{batch, strings, uint32s};
+use super::profiles::TableProfile;
+use super::schema::Table;
+use crate::error::Result;
+use crate::model::{FrameHandle, StackHandle};
+use crate::writers::ChunkPlan;
+
+/// One `stacks` row (its id is its position).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct StackRow {
+    pub parent: Option<u32>,
+    pub frame: u32,
+    pub depth: u32,
+}
+
+/// A chunk's call tree.
+#[derive(Debug, Default)]
+pub(super) struct CallTree {
+    ids: HashMap<StackHandle, u32>,
+    /// By stack id.
+    pub stacks: Vec<StackRow>,
+    /// The model frame of each frame id.
+    pub frames: Vec<FrameHandle>,
+    frame_ids: HashMap<FrameHandle, u32>,
+}
+
+/// Ids count rows of a model table whose handles are `u32`, so they always fit.
+fn id(len: usize) -> u32 {
+    u32::try_from(len).expect("fewer rows than model handles")
+}
+
+impl CallTree {
+    pub fn of(plan: &ChunkPlan<'_>) -> Self {
+        let profile = plan.profile;
+        let mut tree = CallTree::default();
+        let mut path = Vec::new();
+        for p in &plan.samples {
+            let mut node = p.sample.stack;
+            while let Some(h) = node.filter(|h| !tree.ids.contains_key(h)) {
+                path.push(h);
+                node = profile.stack(h).parent;
+            }
+            // `path` runs leaf to the first node already numbered (or the root): number it
+            // root first.
+            while let Some(h) = path.pop() {
+                let model = profile.stack(h);
+                let parent = model.parent.map(|p| tree.ids[&p]);
+                let frame = match tree.frame_ids.get(&model.frame) {
+                    Some(&f) => f,
+                    None => {
+                        let f = id(tree.frames.len());
+                        tree.frames.push(model.frame);
+                        tree.frame_ids.insert(model.frame, f);
+                        f
+                    }
+                };
+                let depth = parent.map_or(0, |p| tree.stacks[p as usize].depth + 1);
+                tree.ids.insert(h, id(tree.stacks.len()));
+                tree.stacks.push(StackRow {
+                    parent,
+                    frame,
+                    depth,
+                });
+            }
+        }
+        tree
+    }
+
+    /// The id of a stack the chunk's samples reach.
+    pub fn stack_id(&self, h: StackHandle) -> Option<u32> {
+        self.ids.get(&h).copied()
+    }
+
+    /// The stack ids from `leaf` up to its root.
+    pub fn path(&self, leaf: u32) -> impl Iterator<Item = u32> + '_ {
+        std::iter::successors(Some(leaf), |&s| self.stacks[s as usize].parent)
+    }
+}
+
+/// The `stacks` rows of `profiles`, each profile's in id order.
+pub(super) fn stacks_batch(profiles: &[&TableProfile<'_>]) -> Result<RecordBatch> {
+    const T: Table = Table::Stacks;
+    let rows = || {
+        profiles.iter().flat_map(|p| {
+            p.tree
+                .stacks
+                .iter()
+                .enumerate()
+                .map(move |(i, s)| (p.profile_id(), id(i), s))
+        })
+    };
+    batch(
+        T,
+        vec![
+            strings(T, rows().map(|(p, _, _)| Some(p)))?,
+            uint32s(rows().map(|(_, i, _)| Some(i))),
+            uint32s(rows().map(|(_, _, s)| s.parent)),
+            uint32s(rows().map(|(_, _, s)| Some(s.frame))),
+            uint32s(rows().map(|(_, _, s)| Some(s.depth))),
+        ],
+    )
+}

@@ -1,0 +1,158 @@
+//! Arrow arrays from row values, with the 32-bit offset limits of `Utf8`, `List` and `Map`
+//! checked up front: arrow's builders panic on overflow, and a huge input must fail as an
+//! error, not bring the process down.
+
+use std::sync::Arc;
+
+use arrow_array::builder::{NullBufferBuilder, OffsetBufferBuilder};
+use arrow_array::{
+    ArrayRef, BooleanArray, Int64Array, ListArray, MapArray, RecordBatch, StringArray, StructArray,
+    TimestampMicrosecondArray, UInt32Array, UInt64Array,
+};
+use arrow_schema::{DataType, SchemaRef};
+
+use super::schema::{inlined_call_fields, string_map_type, Table};
+use crate::error::{ErrorKind, Result};
+
+/// What went wrong while building `table`, as the library's error.
+pub(super) fn encoding_error(table: Table, what: impl std::fmt::Display) -> crate::error::Error {
+    ErrorKind::TableEncoding {
+        table: table.name(),
+        what: what.to_string(),
+    }
+    .into()
+}
+
+/// A `Utf8` column; fails when its bytes would not fit 32-bit offsets.
+pub(super) fn strings<'s>(
+    table: Table,
+    values: impl IntoIterator<Item = Option<&'s str>>,
+) -> Result<ArrayRef> {
+    let values: Vec<Option<&str>> = values.into_iter().collect();
+    let bytes: usize = values.iter().flatten().map(|s| s.len()).sum();
+    if i32::try_from(bytes).is_err() {
+        return Err(encoding_error(
+            table,
+            format!("a text column holds {bytes} bytes, over the 2 GiB of one Arrow array"),
+        ));
+    }
+    Ok(Arc::new(StringArray::from(values)))
+}
+
+pub(super) fn int64s(values: impl IntoIterator<Item = Option<i64>>) -> ArrayRef {
+    Arc::new(values.into_iter().collect::<Int64Array>())
+}
+
+pub(super) fn uint32s(values: impl IntoIterator<Item = Option<u32>>) -> ArrayRef {
+    Arc::new(values.into_iter().collect::<UInt32Array>())
+}
+
+pub(super) fn uint64s(values: impl IntoIterator<Item = Option<u64>>) -> ArrayRef {
+    Arc::new(values.into_iter().collect::<UInt64Array>())
+}
+
+pub(super) fn booleans(values: impl IntoIterator<Item = Option<bool>>) -> ArrayRef {
+    Arc::new(values.into_iter().collect::<BooleanArray>())
+}
+
+/// UTC microsecond timestamps (the schema's `TIMESTAMP WITH TIME ZONE`).
+pub(super) fn timestamps(values: impl IntoIterator<Item = i64>) -> ArrayRef {
+    Arc::new(
+        values
+            .into_iter()
+            .map(Some)
+            .collect::<TimestampMicrosecondArray>()
+            .with_timezone("UTC"),
+    )
+}
+
+/// Offsets for lists of the given lengths; fails past `i32::MAX` entries.
+fn offsets(
+    table: Table,
+    lengths: impl IntoIterator<Item = usize>,
+) -> Result<OffsetBufferBuilder<i32>> {
+    let lengths = lengths.into_iter();
+    let mut builder = OffsetBufferBuilder::<i32>::new(lengths.size_hint().0);
+    for n in lengths {
+        builder
+            .try_push_length(n)
+            .map_err(|e| encoding_error(table, e))?;
+    }
+    Ok(builder)
+}
+
+/// A `MAP(VARCHAR, VARCHAR)` column; `None` rows are NULL maps.
+pub(super) fn string_maps<K: AsRef<str>, V: AsRef<str>>(
+    table: Table,
+    rows: &[Option<Vec<(K, V)>>],
+) -> Result<ArrayRef> {
+    let DataType::Map(entries_field, ordered) = string_map_type() else {
+        unreachable!("string_map_type is a map");
+    };
+    let DataType::Struct(entry_fields) = entries_field.data_type().clone() else {
+        unreachable!("map entries are a struct");
+    };
+    let entries = rows.iter().flatten().flatten();
+    let keys = strings(table, entries.clone().map(|(k, _)| Some(k.as_ref())))?;
+    let values = strings(table, entries.map(|(_, v)| Some(v.as_ref())))?;
+    let entries = StructArray::try_new(entry_fields, vec![keys, values], None)
+        .map_err(|e| encoding_error(table, e))?;
+    let offsets = offsets(table, rows.iter().map(|r| r.as_ref().map_or(0, Vec::len)))?
+        .try_finish()
+        .map_err(|e| encoding_error(table, e))?;
+    let mut nulls = NullBufferBuilder::new(rows.len());
+    for r in rows {
+        nulls.append(r.is_some());
+    }
+    let map = MapArray::try_new(entries_field, offsets, entries, nulls.finish(), ordered)
+        .map_err(|e| encoding_error(table, e))?;
+    Ok(Arc::new(map))
+}
+
+/// One `frames.inlined_into` entry.
+pub(super) struct InlinedEntry<'s> {
+    pub function: Option<&'s str>,
+    pub file: Option<&'s str>,
+    pub line: Option<u32>,
+    pub column: Option<u32>,
+}
+
+/// The `frames.inlined_into` column: a list per row, never NULL (empty when nothing was
+/// inlined).
+pub(super) fn inlined_lists(
+    table: Table,
+    list_field: &arrow_schema::FieldRef,
+    rows: &[Vec<InlinedEntry<'_>>],
+) -> Result<ArrayRef> {
+    let entries = rows.iter().flatten();
+    let columns = vec![
+        strings(table, entries.clone().map(|e| e.function))?,
+        strings(table, entries.clone().map(|e| e.file))?,
+        uint32s(entries.clone().map(|e| e.line)),
+        uint32s(entries.map(|e| e.column)),
+    ];
+    let items = StructArray::try_new(inlined_call_fields(), columns, None)
+        .map_err(|e| encoding_error(table, e))?;
+    let offsets = offsets(table, rows.iter().map(Vec::len))?
+        .try_finish()
+        .map_err(|e| encoding_error(table, e))?;
+    let list = ListArray::try_new(list_field.clone(), offsets, Arc::new(items), None)
+        .map_err(|e| encoding_error(table, e))?;
+    Ok(Arc::new(list))
+}
+
+/// The element field of a list column of `schema`.
+pub(super) fn list_item_field(schema: &SchemaRef, column: &str) -> arrow_schema::FieldRef {
+    match schema
+        .field_with_name(column)
+        .map(|f| f.data_type().clone())
+    {
+        Ok(DataType::List(item)) => item,
+        _ => unreachable!("{column} is a list column of the schema"),
+    }
+}
+
+/// A batch of `table`'s schema from its columns, in schema order.
+pub(super) fn batch(table: Table, columns: Vec<ArrayRef>) -> Result<RecordBatch> {
+    RecordBatch::try_new(table.schema(), columns).map_err(|e| encoding_error(table, e))
+}

@@ -1,0 +1,141 @@
+//! The `frames` rows: one per model frame a chunk reaches, inlined calls kept as a list on
+//! the frame (unlike Sample v2, which spreads them over extra frames).
+
+use arrow_array::RecordBatch;
+
+use super::columns::{
+    batch, booleans, inlined_lists, list_item_field, strings, uint32s, uint64s, InlinedEntry,
+};
+use super::profiles::TableProfile;
+use super::schema::Table;
+use crate::error::Result;
+use crate::model::{Frame, FrameAddress, FrameKind, Image, Profile};
+
+/// What to show for a frame: its function, else `<image file name>!0x<address>` (`?` for the
+/// image when there is none), else `<unknown>`.
+pub(super) fn frame_name(profile: &Profile, frame: &Frame) -> String {
+    if let Some(function) = profile.opt_str(frame.function) {
+        return function.to_owned();
+    }
+    let Some(address) = frame.address.map(address_value) else {
+        return "<unknown>".to_owned();
+    };
+    let image = frame
+        .image
+        .and_then(|i| profile.opt_str(profile.image(i).path))
+        // Windows images arrive with backslashes.
+        .and_then(|path| path.rsplit(['/', '\\']).next())
+        .filter(|name| !name.is_empty())
+        .unwrap_or("?");
+    format!("{image}!{address:#x}")
+}
+
+fn address_value(a: FrameAddress) -> u64 {
+    match a {
+        FrameAddress::Absolute(a) | FrameAddress::ImageRelative(a) => a,
+    }
+}
+
+fn address_space(a: FrameAddress) -> &'static str {
+    match a {
+        FrameAddress::Absolute(_) => "absolute",
+        FrameAddress::ImageRelative(_) => "image_relative",
+    }
+}
+
+fn kind_name(profile: &Profile, kind: FrameKind) -> &str {
+    match kind {
+        FrameKind::Other(word) => profile.str(word),
+        known => known.name().unwrap_or("unknown"),
+    }
+}
+
+/// The `frames` rows of `profiles`, each profile's in id order.
+pub(super) fn frames_batch(profiles: &[&TableProfile<'_>]) -> Result<RecordBatch> {
+    const T: Table = Table::Frames;
+    struct Row<'r> {
+        profile_id: &'r str,
+        id: u32,
+        name: &'r str,
+        profile: &'r Profile,
+        frame: &'r Frame,
+        image: Option<&'r Image>,
+    }
+    let mut rows = Vec::new();
+    for p in profiles {
+        for (i, (&h, name)) in p.tree.frames.iter().zip(&p.names).enumerate() {
+            let frame = p.profile.frame(h);
+            rows.push(Row {
+                profile_id: p.profile_id(),
+                id: u32::try_from(i).expect("frame ids are u32 by construction"),
+                name,
+                profile: p.profile,
+                frame,
+                image: frame.image.map(|i| p.profile.image(i)),
+            });
+        }
+    }
+    let text = |f: fn(&Frame) -> Option<crate::model::StringHandle>| {
+        strings(T, rows.iter().map(|r| r.profile.opt_str(f(r.frame))))
+    };
+    let inlined: Vec<Vec<InlinedEntry>> = rows
+        .iter()
+        .map(|r| {
+            r.frame
+                .inlined_into
+                .iter()
+                .map(|call| InlinedEntry {
+                    function: r.profile.opt_str(call.function),
+                    file: r.profile.opt_str(call.file),
+                    line: call.line,
+                    column: call.column,
+                })
+                .collect()
+        })
+        .collect();
+    let debug_ids: Vec<Option<String>> = rows
+        .iter()
+        .map(|r| r.image.and_then(|i| i.debug_id).map(|d| d.to_string()))
+        .collect();
+    batch(
+        T,
+        vec![
+            strings(T, rows.iter().map(|r| Some(r.profile_id)))?,
+            uint32s(rows.iter().map(|r| Some(r.id))),
+            strings(T, rows.iter().map(|r| Some(r.name)))?,
+            strings(
+                T,
+                rows.iter()
+                    .map(|r| Some(kind_name(r.profile, r.frame.kind))),
+            )?,
+            text(|f| f.function)?,
+            text(|f| f.system_name)?,
+            text(|f| f.module)?,
+            text(|f| f.file)?,
+            uint32s(rows.iter().map(|r| r.frame.line)),
+            uint32s(rows.iter().map(|r| r.frame.column)),
+            uint64s(rows.iter().map(|r| r.frame.address.map(address_value))),
+            strings(T, rows.iter().map(|r| r.frame.address.map(address_space)))?,
+            strings(
+                T,
+                rows.iter()
+                    .map(|r| r.image.and_then(|i| r.profile.opt_str(i.path))),
+            )?,
+            strings(
+                T,
+                rows.iter()
+                    .map(|r| r.image.and_then(|i| i.code_id.as_ref()).map(|c| c.as_str())),
+            )?,
+            strings(T, debug_ids.iter().map(Option::as_deref))?,
+            uint64s(rows.iter().map(|r| r.image.map(|i| i.start))),
+            // The model keeps 0 for an unknown end.
+            uint64s(
+                rows.iter()
+                    .map(|r| r.image.map(|i| i.end).filter(|&e| e != 0)),
+            ),
+            uint64s(rows.iter().map(|r| r.image.map(|i| i.file_offset))),
+            inlined_lists(T, &list_item_field(&T.schema(), "inlined_into"), &inlined)?,
+            booleans(rows.iter().map(|r| Some(r.frame.function.is_some()))),
+        ],
+    )
+}

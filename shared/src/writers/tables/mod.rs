@@ -1,0 +1,217 @@
+//! The stack tables: Arrow record batches built from chunk plans, written as Parquet
+//! (schema and layout in `docs/tables.md`).
+//!
+//! Every chunk becomes a `TableProfile` first (its call tree, weight unit and day); the
+//! tables are then read off those, whole for [`build_tables`] or one UTC day at a time for
+//! [`write_tables`].
+
+mod call_tree;
+mod columns;
+mod frames;
+mod parquet_file;
+mod partition;
+mod profiles;
+mod rollup;
+mod samples;
+mod schema;
+mod series;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use arrow_array::RecordBatch;
+
+pub use schema::{Table, TABLES_SCHEMA_VERSION};
+
+use super::ChunkPlan;
+use crate::error::Result;
+use crate::store::table_key;
+use call_tree::stacks_batch;
+use frames::frames_batch;
+use partition::{day_of_us, dt};
+use profiles::{profiles_batch, TableProfile};
+use rollup::{rollup, rollup_batch, RollupKey, RollupSums};
+use samples::{sample_rows, samples_batch, SampleRow};
+
+/// The upload the tables describe.
+#[derive(Clone, Debug)]
+pub struct TableSource<'a> {
+    /// The upload's identity.
+    pub source_id: &'a str,
+    /// The upload's object key.
+    pub source_key: &'a str,
+    /// Its ETag, without quotes.
+    pub source_etag: &'a str,
+    /// The detected input format's name.
+    pub source_format: &'a str,
+    /// `proflake <version>`.
+    pub converter: &'a str,
+    /// The service the upload metadata names; wins over what the profile says.
+    pub service: Option<&'a str>,
+}
+
+/// One profile (Sample v2 chunk) to tabulate: its plan and what its chunk JSON says.
+#[derive(Clone, Debug)]
+pub struct TableChunk<'a, 'p> {
+    /// The chunk's samples.
+    pub plan: &'a ChunkPlan<'p>,
+    /// The chunk's Sentry platform.
+    pub platform: &'a str,
+    /// Its release.
+    pub release: Option<&'a str>,
+    /// Its environment.
+    pub environment: Option<&'a str>,
+}
+
+/// The five tables of one upload, in memory.
+#[derive(Clone, Debug)]
+pub struct TableBatches {
+    /// `profiles`.
+    pub profiles: RecordBatch,
+    /// `samples`.
+    pub samples: RecordBatch,
+    /// `stacks`.
+    pub stacks: RecordBatch,
+    /// `frames`.
+    pub frames: RecordBatch,
+    /// `function_rollup`.
+    pub function_rollup: RecordBatch,
+}
+
+/// One Parquet file to store.
+#[derive(Clone, Debug)]
+pub struct TableObject {
+    /// Which table.
+    pub table: Table,
+    /// Its key (`tables/v1/<table>/dt=YYYY-MM-DD/<source_id>.parquet`).
+    pub key: String,
+    /// Rows in the file.
+    pub rows: u64,
+    /// The Parquet bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// The rows of one upload, before they become batches.
+struct Tabulation<'a> {
+    source: &'a TableSource<'a>,
+    profiles: Vec<TableProfile<'a>>,
+    /// `profiles` order: by `start_time`, `profile_id`.
+    by_start: Vec<usize>,
+    /// `stacks` and `frames` order: by `profile_id` (ids within a profile ascend).
+    by_id: Vec<usize>,
+    samples: Vec<SampleRow<'a>>,
+}
+
+impl<'a> Tabulation<'a> {
+    fn new(source: &'a TableSource<'a>, chunks: &'a [TableChunk<'a, 'a>]) -> Result<Self> {
+        let profiles = chunks
+            .iter()
+            .map(|c| TableProfile::new(source, c))
+            .collect::<Result<Vec<_>>>()?;
+        let mut by_start: Vec<usize> = (0..profiles.len()).collect();
+        by_start.sort_by_key(|&i| (profiles[i].start_us, profiles[i].profile_id()));
+        let mut by_id: Vec<usize> = (0..profiles.len()).collect();
+        by_id.sort_by_key(|&i| profiles[i].profile_id());
+        let samples = sample_rows(&profiles);
+        Ok(Tabulation {
+            source,
+            profiles,
+            by_start,
+            by_id,
+            samples,
+        })
+    }
+
+    /// One table's rows, all of them or those of one day (`day` since the epoch).
+    fn batch(
+        &self,
+        rollup: &BTreeMap<RollupKey<'_>, RollupSums>,
+        table: Table,
+        day: Option<i64>,
+    ) -> Result<RecordBatch> {
+        let on_day = |p: &TableProfile<'_>| day.is_none_or(|d| p.day == d);
+        let pick = |order: &[usize]| -> Vec<&TableProfile<'_>> {
+            order
+                .iter()
+                .map(|&i| &self.profiles[i])
+                .filter(|p| on_day(p))
+                .collect()
+        };
+        match table {
+            Table::Profiles => profiles_batch(self.source, &pick(&self.by_start)),
+            Table::Samples => {
+                let rows: Vec<&SampleRow<'_>> = self
+                    .samples
+                    .iter()
+                    .filter(|r| on_day(&self.profiles[r.profile]))
+                    .collect();
+                samples_batch(&self.profiles, &rows)
+            }
+            Table::Stacks => stacks_batch(&pick(&self.by_id)),
+            Table::Frames => frames_batch(&pick(&self.by_id)),
+            Table::FunctionRollup => {
+                let rows: Vec<_> = rollup
+                    .iter()
+                    .filter(|(k, _)| day.is_none_or(|d| day_of_us(k.hour_us) == d))
+                    .collect();
+                rollup_batch(&rows)
+            }
+        }
+    }
+}
+
+/// Builds the five tables of one upload from its chunks.
+pub fn build_tables(
+    source: &TableSource<'_>,
+    chunks: &[TableChunk<'_, '_>],
+) -> Result<TableBatches> {
+    let tab = Tabulation::new(source, chunks)?;
+    let rollup = rollup(&tab.profiles, &tab.samples);
+    let batch = |table| tab.batch(&rollup, table, None);
+    Ok(TableBatches {
+        profiles: batch(Table::Profiles)?,
+        samples: batch(Table::Samples)?,
+        stacks: batch(Table::Stacks)?,
+        frames: batch(Table::Frames)?,
+        function_rollup: batch(Table::FunctionRollup)?,
+    })
+}
+
+/// Builds the tables and encodes them as Parquet, one file per table and UTC day.
+///
+/// Files come in [`Table::ALL`] order, days ascending within a table. Every day that has a
+/// profile gets all four profile tables, even a `stacks` or `frames` file without rows (a
+/// profile whose samples have no stacks), so a query over one day's partitions never finds a
+/// table missing; `function_rollup` only has the days its hours fall on.
+pub fn write_tables(
+    source: &TableSource<'_>,
+    chunks: &[TableChunk<'_, '_>],
+) -> Result<Vec<TableObject>> {
+    let tab = Tabulation::new(source, chunks)?;
+    let rollup = rollup(&tab.profiles, &tab.samples);
+    let profile_days: BTreeSet<i64> = tab.profiles.iter().map(|p| p.day).collect();
+    let rollup_days: BTreeSet<i64> = rollup.keys().map(|k| day_of_us(k.hour_us)).collect();
+    let mut objects = Vec::new();
+    for table in Table::ALL {
+        let days = match table {
+            Table::FunctionRollup => &rollup_days,
+            _ => &profile_days,
+        };
+        for &day in days {
+            let batch = tab.batch(&rollup, table, Some(day))?;
+            objects.push(TableObject {
+                table,
+                key: table_key(
+                    TABLES_SCHEMA_VERSION,
+                    table.name(),
+                    &dt(day),
+                    source.source_id,
+                ),
+                rows: batch.num_rows() as u64,
+                bytes: parquet_file::encode(table, &batch)?,
+            });
+        }
+    }
+    Ok(objects)
+}

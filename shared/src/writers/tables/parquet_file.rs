@@ -1,0 +1,92 @@
+//! Encoding one table's rows as a Parquet file, with the settings `docs/tables.md` promises.
+
+use arrow_array::RecordBatch;
+use arrow_schema::{DataType, Field};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::file::metadata::{KeyValue, SortingColumn};
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::schema::types::ColumnPath;
+
+use super::columns::encoding_error;
+use super::schema::{Table, TABLES_SCHEMA_VERSION};
+use crate::error::Result;
+
+/// Most rows in one row group.
+pub(super) const MAX_ROW_GROUP_ROWS: usize = 128 * 1024;
+
+/// The ZSTD level of every column.
+const ZSTD_LEVEL: i32 = 3;
+
+/// Columns of small, mostly increasing integers: a dictionary of ids is as large as the ids,
+/// while deltas pack them into a few bits each.
+const DELTA_COLUMNS: [&str; 5] = [
+    "stack_id",
+    "parent_id",
+    "frame_id",
+    "timestamp",
+    "start_time",
+];
+
+/// Leaf columns a field takes in the Parquet schema (sorting columns count leaves).
+fn leaves(field: &Field) -> usize {
+    match field.data_type() {
+        DataType::Struct(fields) => fields.iter().map(|f| leaves(f)).sum(),
+        DataType::List(item) | DataType::LargeList(item) | DataType::Map(item, _) => leaves(item),
+        _ => 1,
+    }
+}
+
+/// The writer settings of `table`.
+pub(super) fn properties(table: Table) -> Result<WriterProperties> {
+    let schema = table.schema();
+    let level = ZstdLevel::try_new(ZSTD_LEVEL).map_err(|e| encoding_error(table, e))?;
+    let sorting = table
+        .sort_columns()
+        .iter()
+        .map(|name| {
+            let index = schema
+                .index_of(name)
+                .map_err(|e| encoding_error(table, e))?;
+            let leaf: usize = schema.fields()[..index].iter().map(|f| leaves(f)).sum();
+            Ok(SortingColumn {
+                column_idx: i32::try_from(leaf).map_err(|e| encoding_error(table, e))?,
+                descending: false,
+                // Rows are sorted with Rust's `Option` order: `None` first.
+                nulls_first: true,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut builder = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(level))
+        .set_dictionary_enabled(true)
+        .set_statistics_enabled(EnabledStatistics::Page)
+        .set_max_row_group_row_count(Some(MAX_ROW_GROUP_ROWS))
+        .set_sorting_columns(Some(sorting))
+        .set_key_value_metadata(Some(vec![
+            KeyValue::new(
+                "proflake.schema_version".to_owned(),
+                TABLES_SCHEMA_VERSION.to_string(),
+            ),
+            KeyValue::new("proflake.table".to_owned(), table.name().to_owned()),
+        ]));
+    for name in DELTA_COLUMNS {
+        if schema.index_of(name).is_ok() {
+            let path = ColumnPath::from(name);
+            builder = builder
+                .set_column_dictionary_enabled(path.clone(), false)
+                .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
+        }
+    }
+    Ok(builder.build())
+}
+
+/// The Parquet bytes of `batch`, a batch of `table`. Nothing in them depends on when or
+/// where they were written, so the same rows always give the same bytes.
+pub(super) fn encode(table: Table, batch: &RecordBatch) -> Result<Vec<u8>> {
+    let props = properties(table)?;
+    let mut writer = ArrowWriter::try_new(Vec::new(), table.schema(), Some(props))
+        .map_err(|e| encoding_error(table, e))?;
+    writer.write(batch).map_err(|e| encoding_error(table, e))?;
+    writer.into_inner().map_err(|e| encoding_error(table, e))
+}

@@ -1,0 +1,131 @@
+//! `function_rollup`: self and total weight per function, service and hour.
+//!
+//! Samples are first summed per (hour, stack) within a profile, so each distinct stack is
+//! walked once per hour rather than once per sample.
+
+use std::collections::{BTreeMap, HashMap};
+
+use arrow_array::RecordBatch;
+
+use super::columns::{batch, int64s, strings, timestamps};
+use super::profiles::{clamp, TableProfile};
+use super::samples::SampleRow;
+use super::schema::Table;
+use crate::error::Result;
+
+const HOUR_US: i64 = 3_600_000_000;
+
+/// One rollup row's identity. Field order is the table's sort order: `hour`, `service`,
+/// `function`, then the remaining keys so equal leading keys still sort deterministically.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct RollupKey<'a> {
+    pub hour_us: i64,
+    pub service: Option<&'a str>,
+    pub function: &'a str,
+    pub release: Option<&'a str>,
+    pub environment: Option<&'a str>,
+    pub platform: &'a str,
+    pub sample_type: &'a str,
+    pub sample_unit: &'a str,
+}
+
+/// Sums kept exact in i128; only absurd totals saturate when written.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct RollupSums {
+    pub self_weight: i128,
+    pub total_weight: i128,
+    pub self_samples: i128,
+    pub total_samples: i128,
+}
+
+/// The functions a node's frame was inlined into: they are on the stack too, as the Sample v2
+/// chunk (which spells them out as frames) and `queries.sql`'s `top_total_functions` count
+/// them, unnamed ones as `<unknown>`.
+fn inlined_callers<'a>(p: &TableProfile<'a>, node: u32) -> impl Iterator<Item = &'a str> {
+    let profile = p.profile;
+    let frame = p.tree.frames[p.tree.stacks[node as usize].frame as usize];
+    profile
+        .frame(frame)
+        .inlined_into
+        .iter()
+        .map(move |call| profile.opt_str(call.function).unwrap_or("<unknown>"))
+}
+
+/// The rollup of every profile's samples, sorted by key.
+pub(super) fn rollup<'a>(
+    profiles: &'a [TableProfile<'a>],
+    samples: &[SampleRow<'_>],
+) -> BTreeMap<RollupKey<'a>, RollupSums> {
+    // (profile, hour, leaf stack id) → (weight, samples). Ordered so the final sums do not
+    // depend on hashing.
+    let mut per_stack: BTreeMap<(usize, i64, u32), (i128, i128)> = BTreeMap::new();
+    for row in samples {
+        let p = &profiles[row.profile];
+        let Some(stack) = row.planned.sample.stack.and_then(|s| p.tree.stack_id(s)) else {
+            continue;
+        };
+        let hour = row.time_us.div_euclid(HOUR_US) * HOUR_US;
+        let sums = per_stack.entry((row.profile, hour, stack)).or_default();
+        sums.0 += i128::from(p.sampled.weight(row.planned));
+        sums.1 += 1;
+    }
+    let mut out: BTreeMap<RollupKey<'a>, RollupSums> = BTreeMap::new();
+    let mut distinct: HashMap<(usize, u32), Vec<&'a str>> = HashMap::new();
+    for ((i, hour_us, stack), (weight, count)) in per_stack {
+        let p = &profiles[i];
+        let key = |function: &'a str| RollupKey {
+            hour_us,
+            service: p.service,
+            function,
+            release: p.chunk.release,
+            environment: p.chunk.environment,
+            platform: p.chunk.platform,
+            sample_type: &p.sampled.sample_type,
+            sample_unit: &p.sampled.sample_unit,
+        };
+        let name = |s: u32| -> &'a str { &p.names[p.tree.stacks[s as usize].frame as usize] };
+        let leaf = out.entry(key(name(stack))).or_default();
+        leaf.self_weight += weight;
+        leaf.self_samples += count;
+        // Recursion puts a function on the stack more than once; it counts once per sample.
+        let names = distinct.entry((i, stack)).or_insert_with(|| {
+            let mut names: Vec<&str> = Vec::new();
+            for node in p.tree.path(stack) {
+                names.push(name(node));
+                names.extend(inlined_callers(p, node));
+            }
+            names.sort_unstable();
+            names.dedup();
+            names
+        });
+        for &function in names.iter() {
+            let sums = out.entry(key(function)).or_default();
+            sums.total_weight += weight;
+            sums.total_samples += count;
+        }
+    }
+    out
+}
+
+/// The rollup rows, in the given order.
+pub(super) fn rollup_batch(rows: &[(&RollupKey<'_>, &RollupSums)]) -> Result<RecordBatch> {
+    const T: Table = Table::FunctionRollup;
+    let sums = |f: fn(&RollupSums) -> i128| int64s(rows.iter().map(|(_, s)| Some(clamp(f(s)))));
+    batch(
+        T,
+        vec![
+            timestamps(rows.iter().map(|(k, _)| k.hour_us)),
+            strings(T, rows.iter().map(|(k, _)| k.service))?,
+            strings(T, rows.iter().map(|(k, _)| k.release))?,
+            strings(T, rows.iter().map(|(k, _)| k.environment))?,
+            strings(T, rows.iter().map(|(k, _)| Some(k.platform)))?,
+            strings(T, rows.iter().map(|(k, _)| Some(k.sample_type)))?,
+            strings(T, rows.iter().map(|(k, _)| Some(k.sample_unit)))?,
+            strings(T, rows.iter().map(|(k, _)| Some(k.function)))?,
+            sums(|s| s.self_weight),
+            sums(|s| s.total_weight),
+            sums(|s| s.self_samples),
+            sums(|s| s.total_samples),
+        ],
+    )
+}

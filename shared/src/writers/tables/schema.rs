@@ -1,0 +1,218 @@
+//! The Arrow schemas of the stack tables, version 1 (documented in `docs/tables.md`).
+//!
+//! Column order here is the order in the files; new columns go at the end.
+
+use std::sync::{Arc, LazyLock};
+
+use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
+
+/// Version of the table schemas; part of every table key (`tables/v1/...`).
+pub const TABLES_SCHEMA_VERSION: u32 = 1;
+
+/// The tables, in write order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Table {
+    /// One row per profile (Sample v2 chunk).
+    Profiles,
+    /// One row per Sample v2 sample.
+    Samples,
+    /// The call tree, one row per node.
+    Stacks,
+    /// One row per distinct code location.
+    Frames,
+    /// Self and total weight per function, service and hour.
+    FunctionRollup,
+}
+
+impl Table {
+    /// Every table, in write order.
+    pub const ALL: [Table; 5] = [
+        Table::Profiles,
+        Table::Samples,
+        Table::Stacks,
+        Table::Frames,
+        Table::FunctionRollup,
+    ];
+
+    /// The table's name, as in keys and in `proflake.table`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Table::Profiles => "profiles",
+            Table::Samples => "samples",
+            Table::Stacks => "stacks",
+            Table::Frames => "frames",
+            Table::FunctionRollup => "function_rollup",
+        }
+    }
+
+    /// The table's Arrow schema.
+    pub fn schema(self) -> SchemaRef {
+        match self {
+            Table::Profiles => PROFILES.clone(),
+            Table::Samples => SAMPLES.clone(),
+            Table::Stacks => STACKS.clone(),
+            Table::Frames => FRAMES.clone(),
+            Table::FunctionRollup => FUNCTION_ROLLUP.clone(),
+        }
+    }
+
+    /// The columns rows are sorted by, in order.
+    pub fn sort_columns(self) -> &'static [&'static str] {
+        match self {
+            Table::Profiles => &["start_time", "profile_id"],
+            Table::Samples => &["timestamp", "profile_id"],
+            Table::Stacks => &["profile_id", "stack_id"],
+            Table::Frames => &["profile_id", "frame_id"],
+            Table::FunctionRollup => &["hour", "service", "function"],
+        }
+    }
+}
+
+/// UTC microsecond timestamps: DuckDB's `TIMESTAMP WITH TIME ZONE`.
+pub fn timestamp_type() -> DataType {
+    DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+}
+
+fn text(name: &str, nullable: bool) -> Field {
+    Field::new(name, DataType::Utf8, nullable)
+}
+
+/// `MAP(VARCHAR, VARCHAR)` with the field names parquet and DuckDB use.
+pub fn string_map_type() -> DataType {
+    let entries = Field::new(
+        "key_value",
+        DataType::Struct(Fields::from(vec![text("key", false), text("value", true)])),
+        false,
+    );
+    DataType::Map(Arc::new(entries), false)
+}
+
+/// The struct of one `frames.inlined_into` entry.
+pub fn inlined_call_fields() -> Fields {
+    Fields::from(vec![
+        text("function", true),
+        text("file", true),
+        Field::new("line", DataType::UInt32, true),
+        Field::new("column", DataType::UInt32, true),
+    ])
+}
+
+static PROFILES: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        text("profile_id", false),
+        text("profiler_id", false),
+        text("source_id", false),
+        text("source_key", false),
+        text("source_etag", false),
+        text("source_format", false),
+        text("converter", false),
+        text("platform", false),
+        text("release", true),
+        text("environment", true),
+        text("service", true),
+        text("host", true),
+        Field::new("pid", DataType::Int64, true),
+        text("process_name", true),
+        Field::new("start_time", timestamp_type(), false),
+        Field::new("end_time", timestamp_type(), false),
+        text("sample_type", false),
+        text("sample_unit", false),
+        Field::new("period", DataType::Int64, true),
+        Field::new("frequency_hz", DataType::Int64, true),
+        text("timestamps", false),
+        Field::new("interval_ns", DataType::Int64, true),
+        Field::new("samples", DataType::Int64, false),
+        Field::new("total_weight", DataType::Int64, false),
+        Field::new("attributes", string_map_type(), false),
+    ]))
+});
+
+static SAMPLES: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        text("profile_id", false),
+        Field::new("timestamp", timestamp_type(), false),
+        Field::new("thread_id", DataType::Int64, true),
+        text("thread_name", true),
+        Field::new("stack_id", DataType::UInt32, true),
+        Field::new("weight", DataType::Int64, false),
+        Field::new("cpu", DataType::UInt32, true),
+        text("trace_id", true),
+        text("span_id", true),
+        Field::new("labels", string_map_type(), true),
+    ]))
+});
+
+static STACKS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        text("profile_id", false),
+        Field::new("stack_id", DataType::UInt32, false),
+        Field::new("parent_id", DataType::UInt32, true),
+        Field::new("frame_id", DataType::UInt32, false),
+        Field::new("depth", DataType::UInt32, false),
+    ]))
+});
+
+static FRAMES: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        text("profile_id", false),
+        Field::new("frame_id", DataType::UInt32, false),
+        text("name", false),
+        text("kind", false),
+        text("function", true),
+        text("system_name", true),
+        text("module", true),
+        text("file", true),
+        Field::new("line", DataType::UInt32, true),
+        Field::new("column", DataType::UInt32, true),
+        Field::new("address", DataType::UInt64, true),
+        text("address_space", true),
+        text("image_path", true),
+        text("build_id", true),
+        text("debug_id", true),
+        Field::new("image_start", DataType::UInt64, true),
+        Field::new("image_end", DataType::UInt64, true),
+        Field::new("image_file_offset", DataType::UInt64, true),
+        Field::new(
+            "inlined_into",
+            DataType::List(Arc::new(Field::new(
+                "element",
+                DataType::Struct(inlined_call_fields()),
+                false,
+            ))),
+            false,
+        ),
+        Field::new("symbolized", DataType::Boolean, false),
+    ]))
+});
+
+static FUNCTION_ROLLUP: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        Field::new("hour", timestamp_type(), false),
+        text("service", true),
+        text("release", true),
+        text("environment", true),
+        text("platform", false),
+        text("sample_type", false),
+        text("sample_unit", false),
+        text("function", false),
+        Field::new("self_weight", DataType::Int64, false),
+        Field::new("total_weight", DataType::Int64, false),
+        Field::new("self_samples", DataType::Int64, false),
+        Field::new("total_samples", DataType::Int64, false),
+    ]))
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sort_columns_exist() {
+        for table in Table::ALL {
+            let schema = table.schema();
+            for c in table.sort_columns() {
+                assert!(schema.field_with_name(c).is_ok(), "{} {c}", table.name());
+            }
+        }
+    }
+}
