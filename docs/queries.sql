@@ -46,6 +46,13 @@ SELECT * FROM read_parquet(getvariable('tables_root') || '/tables/v1/frames/*/*.
 CREATE OR REPLACE VIEW function_rollup AS
 SELECT * FROM read_parquet(getvariable('tables_root') || '/tables/v1/function_rollup/*/*.parquet',
                            hive_partitioning = true, hive_types = {'dt': DATE});
+-- The functions one frame stands for, outermost first: those its code was inlined into, then
+-- its own name. Stacks spelled out with these names are the Sample v2 chunks' stacks.
+CREATE OR REPLACE VIEW frame_names AS
+SELECT profile_id, dt, frame_id,
+       list_concat(list_reverse(list_transform(inlined_into, lambda c: coalesce(c.function, '<unknown>'))),
+                   [name]) AS names
+FROM frames;
 
 -- ---------------------------------------------------------------------------------------------
 -- Queries. Weights are only comparable within one unit (`profiles.sample_unit`: nanoseconds or
@@ -73,13 +80,6 @@ ORDER BY p.service NULLS LAST, p.sample_unit, self_weight DESC, f.name;
 -- name: top_total_functions
 -- Which functions are on the stack at all (self + callees), per service: each function once per sample, inlined callers included.
 WITH RECURSIVE
-frame_names AS (
-    -- A frame stands for the functions it was inlined into (outermost first), then itself.
-    SELECT profile_id, dt, frame_id,
-           list_concat(list_reverse(list_transform(inlined_into, lambda c: coalesce(c.function, '<unknown>'))),
-                       [name]) AS names
-    FROM frames
-),
 paths AS (
     -- Every node's functions from the root down, walking the prefix tree from its roots.
     SELECT st.profile_id, st.dt, st.stack_id, fn.names
@@ -143,12 +143,6 @@ ORDER BY service NULLS LAST, sample_unit, self_weight DESC, function;
 -- Export with: COPY (SELECT folded FROM (<this query>)) TO 'service.folded' (HEADER false, QUOTE '');
 -- Profiles without a service: run `SET VARIABLE service = NULL;` after the set-up block.
 WITH RECURSIVE
-frame_names AS (
-    SELECT profile_id, dt, frame_id,
-           list_concat(list_reverse(list_transform(inlined_into, lambda c: coalesce(c.function, '<unknown>'))),
-                       [name]) AS names
-    FROM frames
-),
 paths AS (
     SELECT st.profile_id, st.dt, st.stack_id, fn.names
     FROM stacks st

@@ -6,6 +6,7 @@
 
 #![warn(missing_docs)]
 
+mod calendar;
 mod error;
 mod flamegraph;
 mod formats;
@@ -18,6 +19,7 @@ mod summary;
 mod symbol_names;
 mod writers;
 
+pub use calendar::utc_millis;
 pub use error::{Error, ErrorKind, Result};
 pub use flamegraph::{
     flame_frame_name, fold, parse_time_ns, read_table_objects, read_tables, read_tables_between,

@@ -116,11 +116,7 @@ fn convert_in_memory(
     format: Option<InputFormat>,
     metadata: MetadataArgs,
 ) -> anyhow::Result<TableBatches> {
-    let bytes = std::fs::read(input).with_context(|| format!("cannot read {}", input.display()))?;
-    let name = input
-        .file_name()
-        .and_then(|n| n.to_str())
-        .with_context(|| format!("{} has no usable file name", input.display()))?;
+    let (bytes, name) = crate::read_input(input)?;
     let options = ConvertOptions {
         format,
         metadata: metadata.resolve()?,

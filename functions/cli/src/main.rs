@@ -194,17 +194,23 @@ fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// The bytes of an input file and the file name it is uploaded under.
+fn read_input(input: &Path) -> anyhow::Result<(Vec<u8>, &str)> {
+    let bytes = std::fs::read(input).with_context(|| format!("cannot read {}", input.display()))?;
+    let name = input
+        .file_name()
+        .and_then(|n| n.to_str())
+        .with_context(|| format!("{} has no usable file name", input.display()))?;
+    Ok((bytes, name))
+}
+
 /// Uploads one file into the local bucket and converts it.
 fn convert_one(
     store: &LocalDirStore,
     input: &Path,
     options: &ConvertOptions,
 ) -> anyhow::Result<String> {
-    let bytes = std::fs::read(input).with_context(|| format!("cannot read {}", input.display()))?;
-    let name = input
-        .file_name()
-        .and_then(|n| n.to_str())
-        .with_context(|| format!("{} has no usable file name", input.display()))?;
+    let (bytes, name) = read_input(input)?;
     let key = upload_key(name);
     store_upload(store, &key, &bytes)?;
     // The file's modification time plays the bucket's last-modified time: the start of last

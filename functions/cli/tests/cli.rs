@@ -3,26 +3,13 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use proflake::{check_sample_v2, decode, Manifest};
 
-fn repo(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(path)
-}
+mod common;
 
-fn proflake(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_proflake"))
-        .args(args)
-        .output()
-        .expect("proflake runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use common::{proflake, repo, text};
 
 /// Every file under `root`, by path relative to it.
 fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {

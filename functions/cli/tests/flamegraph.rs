@@ -2,25 +2,11 @@
 //! the folded file itself, so they hold whatever the sample holds.
 
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
-fn repo(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .join(path)
-}
+mod common;
 
-fn proflake(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_proflake"))
-        .args(args)
-        .output()
-        .expect("proflake runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use common::{proflake, repo, text};
 
 const FOLDED: &str = "samples/folded/pyspy.folded";
 const METADATA: &str = "samples/folded/pyspy.metadata.json";

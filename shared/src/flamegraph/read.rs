@@ -159,7 +159,7 @@ fn partition_day(dir: &Path) -> Option<i64> {
     if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
         return None;
     }
-    Some(super::time::days_from_civil(y, m, d))
+    Some(crate::calendar::days_from_civil(y, m, d))
 }
 
 /// Every record batch of one Parquet file, conformed to `table`'s schema.
@@ -290,7 +290,7 @@ mod tests {
     #[test]
     fn skips_partitions_outside_the_time_range() {
         let dir = bucket();
-        let day = |d: i64| super::super::time::days_from_civil(2026, 11, d) * NS_PER_DAY;
+        let day = |d: i64| crate::calendar::days_from_civil(2026, 11, d) * NS_PER_DAY;
         // From 2026-11-22 12:00: the 21st may still reach in, the 20th cannot.
         let t = read_tables_between(dir.path(), Some(day(22) + NS_PER_DAY / 2), None).unwrap();
         assert_eq!(t.stacks.num_rows(), 3);

@@ -2,6 +2,8 @@
 //! Unix seconds (`1763800000`, `1763800000.25`). Exact integer arithmetic, no calendar crate:
 //! only the proleptic Gregorian calendar in UTC is needed.
 
+use crate::calendar::{days_from_civil, utc_seconds};
+
 const NS_PER_SECOND: i64 = 1_000_000_000;
 
 /// Parses an RFC 3339 time (`Z` or a `±HH:MM` offset, optional fraction) or Unix seconds into
@@ -15,40 +17,11 @@ pub fn parse_time_ns(text: &str) -> Option<i64> {
     }
 }
 
-/// Days from 1970-01-01 to the given date (negative before it); Howard Hinnant's
-/// `days_from_civil`.
-pub(super) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The date of a day number (days since 1970-01-01); Howard Hinnant's `civil_from_days`.
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
 /// RFC 3339 in UTC (`2026-11-22T10:00:00Z`, with a fraction only when there is one): how
 /// messages and titles show a time the user gave.
 pub(super) fn format_time_ns(ns: i64) -> String {
     let (seconds, frac) = (ns.div_euclid(NS_PER_SECOND), ns.rem_euclid(NS_PER_SECOND));
-    let (days, rest) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
-    let (y, mo, d) = civil_from_days(days);
-    let (h, mi, s) = (rest / 3600, rest % 3600 / 60, rest % 60);
-    let mut out = format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}");
+    let mut out = utc_seconds(seconds);
     if frac != 0 {
         let digits = format!("{frac:09}");
         out.push('.');
@@ -214,12 +187,5 @@ mod tests {
             let ns = parse_time_ns(text).unwrap();
             assert_eq!(format_time_ns(ns), text);
         }
-    }
-
-    #[test]
-    fn day_numbers_match_known_dates() {
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
-        assert_eq!(days_from_civil(1969, 12, 31), -1);
     }
 }

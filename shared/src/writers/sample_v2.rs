@@ -262,13 +262,7 @@ impl<'p> ChunkPlan<'p> {
         let mut samples: Vec<PlannedSample> = profile
             .samples()
             .iter()
-            .filter_map(|s| {
-                Some(PlannedSample {
-                    time: s.time?,
-                    sample: s,
-                    weight: s.weight,
-                })
-            })
+            .filter_map(PlannedSample::recorded)
             .collect();
         samples.sort_by_key(|p| p.time);
         ChunkPlan {

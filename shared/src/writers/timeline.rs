@@ -90,6 +90,17 @@ pub struct PlannedSample<'p> {
     pub weight: i64,
 }
 
+impl<'p> PlannedSample<'p> {
+    /// A sample with a recorded time, as recorded; `None` for an aggregated one.
+    pub fn recorded(sample: &'p Sample) -> Option<Self> {
+        Some(PlannedSample {
+            time: sample.time?,
+            sample,
+            weight: sample.weight,
+        })
+    }
+}
+
 /// The samples to write with their times. `chosen` flags the series to write, by series index.
 pub(crate) fn timed_samples<'p>(
     profile: &'p Profile,
@@ -101,13 +112,7 @@ pub(crate) fn timed_samples<'p>(
         .iter()
         .filter(wanted)
         .filter(|s| s.stack.is_some())
-        .filter_map(|s| {
-            Some(PlannedSample {
-                time: s.time?,
-                sample: s,
-                weight: s.weight,
-            })
-        })
+        .filter_map(PlannedSample::recorded)
         .collect();
     let aggregated = || {
         profile
