@@ -74,6 +74,12 @@ pub enum ErrorKind {
         /// What is wrong.
         what: String,
     },
+    /// A queue message is not an object notification.
+    #[error("invalid event: {what}")]
+    InvalidEvent {
+        /// What is wrong.
+        what: String,
+    },
     /// A key in the store already holds different content, which would be lost.
     #[error("{key} already exists with different content")]
     KeyConflict {

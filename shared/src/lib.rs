@@ -8,6 +8,7 @@
 
 mod calendar;
 mod error;
+mod events;
 mod flamegraph;
 mod formats;
 mod metadata;
@@ -21,6 +22,7 @@ mod writers;
 
 pub use calendar::utc_millis;
 pub use error::{Error, ErrorKind, Result};
+pub use events::{decode_object_key, parse_notification, Notification, ObjectChange, ObjectEvent};
 pub use flamegraph::{
     flame_frame_name, fold, parse_time_ns, read_table_objects, read_tables, read_tables_between,
     render_svg, FlameFilter, Folded, IdOrName,
