@@ -28,7 +28,10 @@ pub use flamegraph::{
     render_svg, FlameFilter, Folded, IdOrName,
 };
 pub use formats::{decode, sniff, Container, Decoded, InputFormat, MAX_DECOMPRESSED_BYTES};
-pub use metadata::{ClientSdk, Measurement, MeasurementUnit, MeasurementValue, UploadMetadata};
+pub use metadata::{
+    ClientSdk, Measurement, MeasurementUnit, MeasurementValue, UploadMetadata,
+    OBJECT_METADATA_FIELDS,
+};
 pub use model::{
     ids_from_build_id, time_unit_ns, CpuMode, Frame, FrameAddress, FrameHandle, FrameKind, Image,
     ImageHandle, InlinedCall, Label, LabelSetHandle, LabelValue, Link, LinkHandle, Process,

@@ -6,12 +6,14 @@
 //! Unknown keys are ignored.
 
 mod measurements;
+mod object_metadata;
 
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
 pub use measurements::{Measurement, MeasurementUnit, MeasurementValue};
+pub use object_metadata::OBJECT_METADATA_FIELDS;
 
 use crate::error::{ErrorKind, Result};
 
