@@ -129,6 +129,34 @@ fn unquoted(etag: Option<String>) -> Option<String> {
         .filter(|e| !e.is_empty())
 }
 
+/// An object's fields as both notification shapes carry them: key (encoded), size, ETag,
+/// version id, sequencer.
+type RawObject = (
+    String,
+    Option<u64>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
+fn object_event(
+    event_name: Option<String>,
+    bucket: String,
+    (key, size, etag, version_id, sequencer): RawObject,
+) -> std::result::Result<ObjectEvent, String> {
+    let event_name = event_name.unwrap_or_default();
+    Ok(ObjectEvent {
+        change: change_of(&event_name),
+        event_name,
+        bucket,
+        key: decode_object_key(&key)?,
+        size,
+        etag: unquoted(etag),
+        version_id,
+        sequencer,
+    })
+}
+
 /// Parses one message body. A body that is not an object notification is an
 /// [`ErrorKind::InvalidEvent`] naming what is wrong: retrying it cannot help.
 pub fn parse_notification(body: &str) -> Result<Notification> {
@@ -143,34 +171,20 @@ pub fn parse_notification(body: &str) -> Result<Notification> {
             let s3 = record
                 .s3
                 .ok_or_else(|| invalid(format!("Records[{i}] has no s3 object")))?;
-            let event_name = record.event_name.unwrap_or_default();
-            out.push(ObjectEvent {
-                change: change_of(&event_name),
-                event_name,
-                bucket: s3.bucket.name,
-                key: decode_object_key(&s3.object.key)
-                    .map_err(|e| invalid(format!("Records[{i}]: {e}")))?,
-                size: s3.object.size,
-                etag: unquoted(s3.object.e_tag),
-                version_id: s3.object.version_id,
-                sequencer: s3.object.sequencer,
-            });
+            let o = s3.object;
+            let object = (o.key, o.size, o.e_tag, o.version_id, o.sequencer);
+            let event = object_event(record.event_name, s3.bucket.name, object)
+                .map_err(|e| invalid(format!("Records[{i}]: {e}")))?;
+            out.push(event);
         }
         return Ok(Notification::Objects(out));
     }
     if let (Some("aws.s3"), Some(detail)) = (message.source.as_deref(), message.detail) {
-        let event_name = message.detail_type.unwrap_or_default();
-        return Ok(Notification::Objects(vec![ObjectEvent {
-            change: change_of(&event_name),
-            event_name,
-            bucket: detail.bucket.name,
-            key: decode_object_key(&detail.object.key)
-                .map_err(|e| invalid(format!("detail: {e}")))?,
-            size: detail.object.size,
-            etag: unquoted(detail.object.etag),
-            version_id: detail.object.version_id,
-            sequencer: detail.object.sequencer,
-        }]));
+        let o = detail.object;
+        let object = (o.key, o.size, o.etag, o.version_id, o.sequencer);
+        let event = object_event(message.detail_type, detail.bucket.name, object)
+            .map_err(|e| invalid(format!("detail: {e}")))?;
+        return Ok(Notification::Objects(vec![event]));
     }
     Err(invalid(
         "neither S3 Records, an s3:TestEvent nor an EventBridge aws.s3 event",
