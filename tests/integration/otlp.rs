@@ -492,7 +492,7 @@ fn synthetic_link_label_and_frames() {
         (Some("main.work"), Some(25), Some(3))
     );
     assert_eq!(p.opt_str(caller.file), Some("/src/app/work.go"));
-    assert_eq!(kind(p, inlined.kind), "go");
+    assert_eq!(p.kind_name(inlined.kind), "go");
 
     // A location with neither mapping nor lines: an address, nothing else.
     let bare: Vec<_> = frames.iter().filter(|f| f.function.is_none()).collect();
@@ -502,7 +502,7 @@ fn synthetic_link_label_and_frames() {
         Some(FrameAddress::Absolute(139_637_976_732_212))
     );
     assert_eq!(bare[0].image, None);
-    assert_eq!(kind(p, bare[0].kind), "native");
+    assert_eq!(p.kind_name(bare[0].kind), "native");
 
     // The mapping's GNU build id becomes the image's code and debug ids.
     let images: Vec<_> = p.images().map(|(_, i)| i).collect();
@@ -525,13 +525,6 @@ fn synthetic_link_label_and_frames() {
     let leaf = p.samples()[0].stack.unwrap();
     let root = p.stack_frames(leaf).last().unwrap();
     assert_eq!(p.opt_str(p.frame(root).function), Some("__libc_start_main"));
-}
-
-fn kind(p: &Profile, k: FrameKind) -> String {
-    match k {
-        FrameKind::Other(s) => p.str(s).to_owned(),
-        other => other.name().unwrap().to_owned(),
-    }
 }
 
 fn hex(bytes: &[u8]) -> String {

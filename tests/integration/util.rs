@@ -5,8 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use proflake::{
-    CpuMode, Decoded, FrameAddress, FrameHandle, FrameKind, Profile, Sample, SeriesKind,
-    StackHandle,
+    CpuMode, Decoded, FrameAddress, FrameHandle, Profile, Sample, SeriesKind, StackHandle,
 };
 
 // ---- fixtures ---------------------------------------------------------------------------
@@ -178,21 +177,13 @@ impl SampleView {
     }
 }
 
-/// The name of a frame kind, resolving `Other` through the profile's strings.
-pub fn kind_name(profile: &Profile, kind: FrameKind) -> String {
-    match kind {
-        FrameKind::Other(s) => profile.str(s).to_owned(),
-        other => other.name().expect("named kind").to_owned(),
-    }
-}
-
 /// A frame, resolved.
 pub fn frame_view(profile: &Profile, h: FrameHandle) -> FrameView {
     let f = profile.frame(h);
     let s = |h| profile.opt_str(h).map(str::to_owned);
     let image = f.image.map(|i| profile.image(i));
     FrameView {
-        kind: kind_name(profile, f.kind),
+        kind: profile.kind_name(f.kind).to_owned(),
         function: s(f.function),
         system_name: s(f.system_name),
         module: s(f.module),

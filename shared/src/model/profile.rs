@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use indexmap::IndexSet;
 
 use super::{
-    Frame, FrameHandle, Image, ImageHandle, Label, LabelSetHandle, Link, LinkHandle, Process,
-    ProcessHandle, Sample, Series, SeriesHandle, StackHandle, StringHandle, Thread, ThreadHandle,
+    Frame, FrameHandle, FrameKind, Image, ImageHandle, Label, LabelSetHandle, Link, LinkHandle,
+    Process, ProcessHandle, Sample, Series, SeriesHandle, StackHandle, StringHandle, Thread,
+    ThreadHandle,
 };
 
 /// What sample times are measured against.
@@ -248,6 +249,14 @@ impl Profile {
     /// The text of an optional interned string.
     pub fn opt_str(&self, s: Option<StringHandle>) -> Option<&str> {
         s.map(|s| self.str(s))
+    }
+
+    /// The name of a frame kind, `Other` kinds in the producer's own word.
+    pub fn kind_name(&self, kind: FrameKind) -> &str {
+        match kind {
+            FrameKind::Other(word) => self.str(word),
+            known => known.name().unwrap_or("unknown"),
+        }
     }
 
     /// An image.

@@ -99,6 +99,20 @@ pub(crate) fn decode_chunk(bytes: &[u8]) -> Result<(Profile, Extras)> {
     ))
 }
 
+/// The model of one chunk that [`read_chunk`] already accepted (a passed-through chunk, read
+/// on its own for the tables): parsed and imported, not checked against Relay's rules again.
+pub(crate) fn accepted_chunk_profile(bytes: &[u8]) -> Result<Profile> {
+    let chunk: Chunk = serde_json::from_slice(bytes).map_err(|e| ErrorKind::Malformed {
+        format: FORMAT,
+        offset: 0,
+        what: e.to_string(),
+    })?;
+    let mut profile = Profile::new(FORMAT);
+    import(&mut profile, &chunk);
+    profile.sort_samples_by_time();
+    Ok(profile)
+}
+
 /// Checks one chunk (at byte `offset` of the input) and adds its samples to `profile`.
 /// `platform` is the envelope item's platform header, which must agree with the chunk's.
 pub(crate) fn read_chunk(

@@ -9,7 +9,7 @@
 mod chunk;
 mod envelope;
 
-pub(crate) use chunk::decode_chunk;
+pub(crate) use chunk::{accepted_chunk_profile, decode_chunk};
 pub(crate) use envelope::decode_envelope;
 
 /// Whether the content is one JSON object with Sample v2's marks: `"version":"2"` and a

@@ -9,7 +9,7 @@ use super::columns::{
 use super::profiles::TableProfile;
 use super::schema::Table;
 use crate::error::Result;
-use crate::model::{Frame, FrameAddress, FrameKind, Image, Profile};
+use crate::model::{Frame, FrameAddress, Image, Profile};
 
 /// What to show for a frame: its function, else `<image file name>!0x<address>` (`?` for the
 /// image when there is none), else `<unknown>`.
@@ -40,13 +40,6 @@ fn address_space(a: FrameAddress) -> &'static str {
     match a {
         FrameAddress::Absolute(_) => "absolute",
         FrameAddress::ImageRelative(_) => "image_relative",
-    }
-}
-
-fn kind_name(profile: &Profile, kind: FrameKind) -> &str {
-    match kind {
-        FrameKind::Other(word) => profile.str(word),
-        known => known.name().unwrap_or("unknown"),
     }
 }
 
@@ -105,8 +98,7 @@ pub(super) fn frames_batch(profiles: &[&TableProfile<'_>]) -> Result<RecordBatch
             strings(T, rows.iter().map(|r| Some(r.name)))?,
             strings(
                 T,
-                rows.iter()
-                    .map(|r| Some(kind_name(r.profile, r.frame.kind))),
+                rows.iter().map(|r| Some(r.profile.kind_name(r.frame.kind))),
             )?,
             text(|f| f.function)?,
             text(|f| f.system_name)?,
