@@ -117,6 +117,26 @@ impl ErrorKind {
     pub fn is_transient(&self) -> bool {
         matches!(self, ErrorKind::Storage { .. })
     }
+
+    /// A short, stable name for the kind: the `reason` of error reports and failure metrics.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            ErrorKind::UnsupportedFormat { .. } => "unsupported_format",
+            ErrorKind::Truncated { .. } => "truncated",
+            ErrorKind::Malformed { .. } => "malformed",
+            ErrorKind::Decompression { .. } => "decompression",
+            ErrorKind::LimitExceeded { .. } => "limit_exceeded",
+            ErrorKind::NoSamples { .. } => "no_samples",
+            ErrorKind::NoWallClock { .. } => "no_wall_clock",
+            ErrorKind::NoStartTime => "no_start_time",
+            ErrorKind::InvalidMetadata { .. } => "invalid_metadata",
+            ErrorKind::InvalidEvent { .. } => "invalid_event",
+            ErrorKind::KeyConflict { .. } => "key_conflict",
+            ErrorKind::TableEncoding { .. } => "table_encoding",
+            ErrorKind::NoTables { .. } => "no_tables",
+            ErrorKind::Storage { .. } => "storage",
+        }
+    }
 }
 
 /// An error, with the input it concerns (a file path or object key) when known.

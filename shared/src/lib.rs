@@ -39,13 +39,19 @@ pub use model::{
     StringHandle, Thread, ThreadHandle, Timestamps,
 };
 pub use pipeline::{
-    convert_upload, publish, store_upload, ConvertOptions, Converted, Manifest, ManifestOutput,
-    ManifestProfile, ManifestSource, MANIFEST_VERSION,
+    convert_upload, process_upload, publish, store_upload, ConvertOptions, Converted,
+    ConvertedUpload, ErrorReport, Manifest, ManifestOutput, ManifestProfile, ManifestSource,
+    Outcome, ProcessOptions, Quarantine, SkipReason, DEFAULT_MAX_OBJECT_BYTES,
+    ERROR_REPORT_VERSION, MANIFEST_VERSION,
 };
 pub use relay_rules::{check_sample_v2, Rule, Violation};
+#[cfg(feature = "s3")]
+pub use store::S3Store;
 pub use store::{
-    chunk_key, content_etag, manifest_key, source_id, table_key, upload_key, LocalDirStore,
-    ObjectStore, CONVERTED_PREFIX, TABLES_PREFIX, UPLOADS_PREFIX,
+    build_id_index_key, chunk_key, content_etag, error_report_key, manifest_key,
+    profile_key_of_sidecar, sidecar_key, source_id, table_key, upload_key, LocalDirStore,
+    ObjectInfo, ObjectStore, BUILD_ID_INDEX_PREFIX, CONVERTED_PREFIX, ERROR_REPORT_SUFFIX,
+    METADATA_SIDECAR_SUFFIX, TABLES_PREFIX, UPLOADS_PREFIX,
 };
 pub use summary::{
     frame_label, summarize, FunctionSummary, ImageSummary, ProcessSummary, ProfileSummary,

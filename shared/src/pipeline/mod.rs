@@ -3,6 +3,11 @@
 
 mod convert;
 mod manifest;
+mod process;
 
 pub use convert::{convert_upload, publish, store_upload, ConvertOptions, Converted};
 pub use manifest::{Manifest, ManifestOutput, ManifestProfile, ManifestSource, MANIFEST_VERSION};
+pub use process::{
+    process_upload, ConvertedUpload, ErrorReport, Outcome, ProcessOptions, Quarantine, SkipReason,
+    DEFAULT_MAX_OBJECT_BYTES, ERROR_REPORT_VERSION,
+};

@@ -4,7 +4,10 @@
 //! uploads/<name>                                     raw profiles as uploaded, kept unchanged
 //! converted/<source_id>/sample-v2/<chunk_id>.json    Sample v2 chunks of one upload
 //! tables/v1/<table>/dt=YYYY-MM-DD/<source_id>.parquet stack tables (docs/tables.md)
+//! index/build-id/<build_id>/<source_id>.json        an upload has unsymbolized frames of an image
 //! converted/<source_id>/manifest.json                written last: the upload is converted
+//! uploads/<name>.metadata.json                       optional metadata sidecar of uploads/<name>
+//! uploads/<name>.error.json                          error report of an upload that cannot convert
 //! ```
 //!
 //! `source_id` is derived from the upload's key and ETag, so a redelivered notification for the
@@ -67,4 +70,35 @@ mod tests {
         );
         assert_ne!(source_id("uploads/a", "x"), source_id("uploads/b", "x"));
     }
+}
+
+/// Where the build-ID index goes: one entry per (image, upload) with unsymbolized frames.
+pub const BUILD_ID_INDEX_PREFIX: &str = "index/build-id/";
+
+/// Key of the build-ID index entry of one image in one upload. `build_id` is the image's code
+/// id (lowercase hex GNU build id) or, without one, its debug id.
+pub fn build_id_index_key(build_id: &str, source_id: &str) -> String {
+    format!("{BUILD_ID_INDEX_PREFIX}{build_id}/{source_id}.json")
+}
+
+/// Suffix of an upload's error report, written next to it when it cannot be converted.
+pub const ERROR_REPORT_SUFFIX: &str = ".error.json";
+
+/// Suffix of an upload's metadata sidecar.
+pub const METADATA_SIDECAR_SUFFIX: &str = ".metadata.json";
+
+/// Key of the error report of the upload at `upload_key`.
+pub fn error_report_key(upload_key: &str) -> String {
+    format!("{upload_key}{ERROR_REPORT_SUFFIX}")
+}
+
+/// Key of the metadata sidecar of the upload at `upload_key`.
+pub fn sidecar_key(upload_key: &str) -> String {
+    format!("{upload_key}{METADATA_SIDECAR_SUFFIX}")
+}
+
+/// The upload a sidecar key belongs to, if `key` is a sidecar key.
+pub fn profile_key_of_sidecar(key: &str) -> Option<&str> {
+    key.strip_suffix(METADATA_SIDECAR_SUFFIX)
+        .filter(|profile| !profile.is_empty() && !profile.ends_with('/'))
 }

@@ -1,11 +1,11 @@
 //! A local directory used as the bucket.
 
 use std::fs;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::ObjectStore;
+use super::{too_large, ObjectInfo, ObjectStore};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Objects as files under a root directory; keys are relative paths.
@@ -43,6 +43,100 @@ impl ObjectStore for LocalDirStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(storage(key, e)),
         }
+    }
+
+    fn get_object(&self, key: &str, max_bytes: u64) -> Result<Option<(Vec<u8>, ObjectInfo)>> {
+        let path = self.path(key)?;
+        let file = match fs::File::open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(storage(key, e)),
+        };
+        let meta = file.metadata().map_err(|e| storage(key, e))?;
+        if meta.len() > max_bytes {
+            return Err(too_large(max_bytes));
+        }
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        // The file may grow between metadata() and the read: never read past the limit.
+        file.take(max_bytes.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|e| storage(key, e))?;
+        if bytes.len() as u64 > max_bytes {
+            return Err(too_large(max_bytes));
+        }
+        let last_modified_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .and_then(|d| i64::try_from(d.as_nanos()).ok());
+        let info = ObjectInfo {
+            etag: super::content_etag(&bytes),
+            size: bytes.len() as u64,
+            last_modified_ns,
+            user_metadata: Vec::new(),
+        };
+        Ok(Some((bytes, info)))
+    }
+
+    fn exists(&self, key: &str) -> Result<bool> {
+        match fs::metadata(self.path(key)?) {
+            Ok(meta) => Ok(meta.is_file()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(storage(key, e)),
+        }
+    }
+
+    fn delete(&self, key: &str) -> Result<()> {
+        match fs::remove_file(self.path(key)?) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(storage(key, e)),
+        }
+    }
+
+    fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        // Walk from the deepest directory the prefix names, then filter by the whole prefix.
+        let dir_part = prefix.rfind('/').map_or("", |i| &prefix[..i]);
+        let start = if dir_part.is_empty() {
+            self.root.clone()
+        } else {
+            self.path(dir_part)?
+        };
+        let mut keys = Vec::new();
+        let mut pending = vec![start];
+        while let Some(dir) = pending.pop() {
+            let entries = match fs::read_dir(&dir) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(storage(prefix, e)),
+            };
+            for entry in entries {
+                let entry = entry.map_err(|e| storage(prefix, e))?;
+                let path = entry.path();
+                let kind = entry.file_type().map_err(|e| storage(prefix, e))?;
+                if kind.is_dir() {
+                    pending.push(path);
+                    continue;
+                }
+                let name = entry.file_name();
+                if name.to_string_lossy().starts_with(".proflake-") {
+                    continue; // a write in progress
+                }
+                let Ok(rel) = path.strip_prefix(&self.root) else {
+                    continue;
+                };
+                let key: Vec<_> = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy())
+                    .collect();
+                let key = key.join("/");
+                if key.starts_with(prefix) {
+                    keys.push(key);
+                }
+            }
+        }
+        keys.sort();
+        Ok(keys)
     }
 
     fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
@@ -101,5 +195,36 @@ mod tests {
         }
         let leftovers: Vec<_> = fs::read_dir(dir.path().join("a")).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temporary files left behind");
+    }
+
+    #[test]
+    fn objects_with_info_list_and_delete() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalDirStore::new(dir.path());
+        store.put("uploads/a.bin", b"abc").unwrap();
+        store.put("uploads/sub/b.bin", b"").unwrap();
+        store.put("other/c.bin", b"x").unwrap();
+        let (bytes, info) = store.get_object("uploads/a.bin", 3).unwrap().unwrap();
+        assert_eq!(bytes, b"abc");
+        assert_eq!(info.etag, "900150983cd24fb0d6963f7d28e17f72");
+        assert_eq!(info.size, 3);
+        assert!(info.last_modified_ns.unwrap() > 0);
+        let err = store.get_object("uploads/a.bin", 2).unwrap_err();
+        assert!(matches!(
+            err.kind(),
+            ErrorKind::LimitExceeded { max: 2, .. }
+        ));
+        assert_eq!(store.get_object("uploads/none", 9).unwrap(), None);
+        assert_eq!(
+            store.list("uploads/").unwrap(),
+            ["uploads/a.bin", "uploads/sub/b.bin"]
+        );
+        assert_eq!(store.list("uploads/a").unwrap(), ["uploads/a.bin"]);
+        assert_eq!(store.list("nothing/").unwrap(), Vec::<String>::new());
+        assert_eq!(store.list("").unwrap().len(), 3);
+        assert!(store.exists("other/c.bin").unwrap());
+        store.delete("other/c.bin").unwrap();
+        store.delete("other/c.bin").unwrap();
+        assert!(!store.exists("other/c.bin").unwrap());
     }
 }

@@ -2,20 +2,58 @@
 
 mod keys;
 mod local;
+#[cfg(feature = "s3")]
+mod s3;
 
 pub use keys::{
-    chunk_key, content_etag, manifest_key, source_id, table_key, upload_key, CONVERTED_PREFIX,
-    TABLES_PREFIX, UPLOADS_PREFIX,
+    build_id_index_key, chunk_key, content_etag, error_report_key, manifest_key,
+    profile_key_of_sidecar, sidecar_key, source_id, table_key, upload_key, BUILD_ID_INDEX_PREFIX,
+    CONVERTED_PREFIX, ERROR_REPORT_SUFFIX, METADATA_SIDECAR_SUFFIX, TABLES_PREFIX, UPLOADS_PREFIX,
 };
 pub use local::LocalDirStore;
+#[cfg(feature = "s3")]
+pub use s3::S3Store;
 
 use crate::error::Result;
 
+/// What a store knows of an object besides its bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ObjectInfo {
+    /// ETag without quotes (the hex MD5 of the bytes for single-part uploads).
+    pub etag: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// When the object was last written, ns since the Unix epoch.
+    pub last_modified_ns: Option<i64>,
+    /// User metadata (S3 `x-amz-meta-*`), names lowercase without the prefix.
+    pub user_metadata: Vec<(String, String)>,
+}
+
 /// Whole-object storage. `put` must be atomic: a reader sees the old object or the new one,
-/// never part of one.
-pub trait ObjectStore {
+/// never part of one. Every method fails with [`ErrorKind::Storage`](crate::ErrorKind::Storage)
+/// (transient) when the store itself fails.
+pub trait ObjectStore: Send + Sync {
     /// The object at `key`, or `None` if there is none.
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>>;
+    /// The object at `key` with what the store knows of it, or `None` if there is none. An
+    /// object larger than `max_bytes` is refused with
+    /// [`ErrorKind::LimitExceeded`](crate::ErrorKind::LimitExceeded) without being read whole.
+    fn get_object(&self, key: &str, max_bytes: u64) -> Result<Option<(Vec<u8>, ObjectInfo)>>;
+    /// Whether an object exists at `key`.
+    fn exists(&self, key: &str) -> Result<bool>;
     /// Stores `bytes` at `key`, replacing any object there.
     fn put(&self, key: &str, bytes: &[u8]) -> Result<()>;
+    /// Removes the object at `key`; removing a missing object is not an error.
+    fn delete(&self, key: &str) -> Result<()>;
+    /// Every key that starts with `prefix`, sorted.
+    fn list(&self, prefix: &str) -> Result<Vec<String>>;
+}
+
+/// The error for an object over the size limit.
+pub(crate) fn too_large(max_bytes: u64) -> crate::Error {
+    crate::ErrorKind::LimitExceeded {
+        limit: "object size in bytes",
+        max: max_bytes,
+    }
+    .into()
 }

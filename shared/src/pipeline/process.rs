@@ -1,0 +1,299 @@
+//! The object job both runners share (the convert Lambda on a bucket, `proflake process` on a
+//! local directory): fetch one upload, gather its metadata, convert it, store the outputs with
+//! the manifest last, or quarantine it with an error report next to it.
+//!
+//! Only transient failures (the store failing) come back as `Err`, so the caller retries them;
+//! everything about the input itself ends in [`Outcome::Quarantined`], written down once and
+//! never retried.
+
+use serde::{Deserialize, Serialize};
+
+use super::convert::{convert_upload, publish, ConvertOptions};
+use crate::error::{Error, Result};
+use crate::formats::InputFormat;
+use crate::metadata::UploadMetadata;
+use crate::store::{
+    error_report_key, manifest_key, profile_key_of_sidecar, sidecar_key, source_id, ObjectInfo,
+    ObjectStore, ERROR_REPORT_SUFFIX,
+};
+
+/// Largest upload converted by default: 256 MiB.
+pub const DEFAULT_MAX_OBJECT_BYTES: u64 = 256 << 20;
+
+/// Version of the error report layout.
+pub const ERROR_REPORT_VERSION: u32 = 1;
+
+/// How to process uploads.
+#[derive(Clone, Debug)]
+pub struct ProcessOptions {
+    /// Decode as this format instead of detecting it.
+    pub format: Option<InputFormat>,
+    /// Metadata that overrides the sidecar's and the object's own (command-line flags).
+    pub metadata: UploadMetadata,
+    /// Uploads larger than this are quarantined unread.
+    pub max_object_bytes: u64,
+    /// Convert again even when the upload's manifest already exists.
+    pub reconvert: bool,
+}
+
+impl Default for ProcessOptions {
+    fn default() -> Self {
+        ProcessOptions {
+            format: None,
+            metadata: UploadMetadata::default(),
+            max_object_bytes: DEFAULT_MAX_OBJECT_BYTES,
+            reconvert: false,
+        }
+    }
+}
+
+/// What processing one key did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// Converted and stored; the manifest was written last.
+    Converted(ConvertedUpload),
+    /// The manifest of this exact upload (key and ETag) already exists: nothing was written.
+    AlreadyConverted {
+        /// The upload's key.
+        key: String,
+        /// Its manifest.
+        manifest_key: String,
+    },
+    /// The upload cannot be converted; an error report was written next to it.
+    Quarantined(Quarantine),
+    /// Nothing to do for this key.
+    Skipped {
+        /// The key.
+        key: String,
+        /// Why.
+        why: SkipReason,
+    },
+}
+
+/// A stored conversion, summed up for logs and metrics.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConvertedUpload {
+    /// The upload's key.
+    pub key: String,
+    /// Its identity ([`source_id`]).
+    pub source_id: String,
+    /// Its manifest.
+    pub manifest_key: String,
+    /// Detected format.
+    pub format: String,
+    /// Bytes read.
+    pub bytes: u64,
+    /// Samples written to Sample v2.
+    pub samples: u64,
+    /// Objects written, the manifest included.
+    pub objects: u64,
+}
+
+/// An upload that cannot be converted.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Quarantine {
+    /// The upload's key.
+    pub key: String,
+    /// Where its error report is.
+    pub report_key: String,
+    /// [`ErrorKind::reason`](crate::ErrorKind::reason) of the failure.
+    pub reason: &'static str,
+    /// The error, readable.
+    pub message: String,
+    /// Bytes of the upload (0 when it was refused unread).
+    pub bytes: u64,
+}
+
+/// Why a key needs no work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SkipReason {
+    /// The object no longer exists (deleted or overwritten before it was read).
+    Missing,
+    /// The key is one of proflake's own error reports.
+    ErrorReport,
+    /// The key is a metadata sidecar whose upload has not arrived (it is converted with the
+    /// sidecar when it does).
+    SidecarWithoutUpload,
+}
+
+impl SkipReason {
+    /// A short, stable name for logs and metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            SkipReason::Missing => "missing",
+            SkipReason::ErrorReport => "error_report",
+            SkipReason::SidecarWithoutUpload => "sidecar_without_upload",
+        }
+    }
+}
+
+/// The error report written next to a quarantined upload (`<key>.error.json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ErrorReport {
+    /// Layout version ([`ERROR_REPORT_VERSION`]).
+    pub report_version: u32,
+    /// The converter and its version.
+    pub converter: String,
+    /// The upload's key.
+    pub key: String,
+    /// The upload's ETag, so a report can be matched to the content it is about.
+    pub etag: String,
+    /// Bytes of the upload (0 when refused unread).
+    pub bytes: u64,
+    /// [`ErrorKind::reason`](crate::ErrorKind::reason).
+    pub reason: String,
+    /// The error and its causes, readable.
+    pub error: String,
+}
+
+/// Processes the object at `key` in `uploads`, writing outputs to `outputs` (the same store
+/// for a local directory; another bucket in the cloud). Safe to repeat: the same upload always
+/// gives the same keys and bytes.
+///
+/// A metadata sidecar key processes its upload again with the sidecar's metadata (sidecars may
+/// arrive after the upload they describe).
+pub fn process_upload(
+    uploads: &dyn ObjectStore,
+    outputs: &dyn ObjectStore,
+    key: &str,
+    options: &ProcessOptions,
+) -> Result<Outcome> {
+    if key.ends_with(ERROR_REPORT_SUFFIX) {
+        return Ok(skipped(key, SkipReason::ErrorReport));
+    }
+    if let Some(profile_key) = profile_key_of_sidecar(key) {
+        if !uploads.exists(profile_key)? {
+            return Ok(skipped(key, SkipReason::SidecarWithoutUpload));
+        }
+        let options = ProcessOptions {
+            reconvert: true,
+            ..options.clone()
+        };
+        return process_profile(uploads, outputs, profile_key, &options);
+    }
+    process_profile(uploads, outputs, key, options)
+}
+
+fn skipped(key: &str, why: SkipReason) -> Outcome {
+    Outcome::Skipped {
+        key: key.into(),
+        why,
+    }
+}
+
+fn process_profile(
+    uploads: &dyn ObjectStore,
+    outputs: &dyn ObjectStore,
+    key: &str,
+    options: &ProcessOptions,
+) -> Result<Outcome> {
+    let (bytes, info) = match uploads.get_object(key, options.max_object_bytes) {
+        Ok(Some(object)) => object,
+        Ok(None) => return Ok(skipped(key, SkipReason::Missing)),
+        Err(e) if e.kind().is_transient() => return Err(e),
+        Err(e) => return quarantine(uploads, key, "", 0, e.for_input(key)),
+    };
+    let manifest = manifest_key(&source_id(key, &info.etag));
+    if !options.reconvert && outputs.exists(&manifest)? {
+        return Ok(Outcome::AlreadyConverted {
+            key: key.into(),
+            manifest_key: manifest,
+        });
+    }
+    let metadata = match upload_metadata(uploads, key, &info, options) {
+        Ok(metadata) => metadata,
+        Err(e) if e.kind().is_transient() => return Err(e),
+        Err(e) => return quarantine(uploads, key, &info.etag, info.size, e),
+    };
+    let convert_options = ConvertOptions {
+        format: options.format,
+        metadata,
+        received_at_ns: info.last_modified_ns,
+    };
+    let converted = match convert_upload(key, &info.etag, &bytes, &convert_options) {
+        Ok(converted) => converted,
+        Err(e) => return quarantine(uploads, key, &info.etag, info.size, e),
+    };
+    publish(outputs, &converted)?;
+    // A report about earlier content under this key no longer applies.
+    uploads.delete(&error_report_key(key))?;
+    let m = &converted.manifest;
+    Ok(Outcome::Converted(ConvertedUpload {
+        key: key.into(),
+        source_id: m.source.source_id.clone(),
+        manifest_key: converted.manifest_key.clone(),
+        format: m.source.format.clone(),
+        bytes: m.source.bytes,
+        samples: m.profile.samples_written,
+        objects: converted.objects.len() as u64 + 1,
+    }))
+}
+
+/// The upload's metadata: its sidecar, overridden by the object's user metadata, overridden by
+/// the caller's. Errors name the source they come from.
+fn upload_metadata(
+    uploads: &dyn ObjectStore,
+    key: &str,
+    info: &ObjectInfo,
+    options: &ProcessOptions,
+) -> Result<UploadMetadata> {
+    let sidecar_key = sidecar_key(key);
+    let sidecar = match uploads.get(&sidecar_key)? {
+        Some(json) => UploadMetadata::from_json(&json).map_err(|e| e.for_input(&sidecar_key))?,
+        None => UploadMetadata::default(),
+    };
+    let object = UploadMetadata::from_object_metadata(
+        info.user_metadata
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str())),
+    )
+    .map_err(|e| e.for_input(&format!("{key} (object metadata)")))?;
+    let metadata = sidecar.merge(object).merge(options.metadata.clone());
+    metadata.validate().map_err(|e| e.for_input(key))?;
+    Ok(metadata)
+}
+
+/// Writes the error report next to the upload. Only a failure to write it is an error
+/// (transient), so the message is retried rather than the upload lost.
+fn quarantine(
+    uploads: &dyn ObjectStore,
+    key: &str,
+    etag: &str,
+    bytes: u64,
+    error: Error,
+) -> Result<Outcome> {
+    let error = error.for_input(key);
+    let reason = error.kind().reason();
+    let message = error_chain(&error);
+    let report = ErrorReport {
+        report_version: ERROR_REPORT_VERSION,
+        converter: format!("proflake {}", env!("CARGO_PKG_VERSION")),
+        key: key.into(),
+        etag: etag.into(),
+        bytes,
+        reason: reason.into(),
+        error: message.clone(),
+    };
+    let report_key = error_report_key(key);
+    let json = serde_json::to_vec_pretty(&report).expect("error report serializes");
+    uploads.put(&report_key, &json)?;
+    Ok(Outcome::Quarantined(Quarantine {
+        key: key.into(),
+        report_key,
+        reason,
+        message,
+        bytes,
+    }))
+}
+
+/// The error and its causes, `: `-separated.
+fn error_chain(error: &Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
