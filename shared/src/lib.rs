@@ -39,10 +39,11 @@ pub use model::{
     StringHandle, Thread, ThreadHandle, Timestamps,
 };
 pub use pipeline::{
-    convert_upload, process_upload, publish, store_upload, ConvertOptions, Converted,
-    ConvertedUpload, ErrorReport, Manifest, ManifestOutput, ManifestProfile, ManifestSource,
-    Outcome, ProcessOptions, Quarantine, SkipReason, DEFAULT_MAX_OBJECT_BYTES,
-    ERROR_REPORT_VERSION, MANIFEST_VERSION,
+    build_id_index, convert_upload, process_upload, publish, store_upload, BuildIdIndexEntry,
+    ConvertOptions, Converted, ConvertedUpload, ErrorReport, IndexedMapping, Manifest,
+    ManifestOutput, ManifestProfile, ManifestSource, Outcome, ProcessOptions, Quarantine,
+    SkipReason, BUILD_ID_INDEX_VERSION, DEFAULT_MAX_OBJECT_BYTES, ERROR_REPORT_VERSION,
+    MANIFEST_VERSION,
 };
 pub use relay_rules::{check_sample_v2, Rule, Violation};
 #[cfg(feature = "s3")]

@@ -10,8 +10,9 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use proflake::{
-    content_etag, convert_upload, publish, store_upload, upload_key, ClientSdk, ConvertOptions,
-    InputFormat, LocalDirStore, UploadMetadata,
+    process_upload, store_upload, upload_key, ClientSdk, InputFormat, LocalDirStore, Manifest,
+    ObjectStore, Outcome, ProcessOptions, UploadMetadata, ERROR_REPORT_SUFFIX,
+    METADATA_SIDECAR_SUFFIX, UPLOADS_PREFIX,
 };
 
 #[derive(Parser)]
@@ -29,6 +30,9 @@ struct Cli {
 enum Command {
     /// Upload each input into DIR/uploads/ and convert it, as the cloud pipeline would.
     Convert(Box<ConvertArgs>),
+    /// Convert uploads already in DIR/uploads/ (all that have no manifest yet, or the given
+    /// keys), exactly as the convert function does for bucket notifications.
+    Process(Box<ProcessArgs>),
     /// Print a summary of one input: format, time range, processes, threads, top functions.
     Inspect(InspectArgs),
     /// Draw an SVG flame graph from a bucket directory's stack tables or one profile file.
@@ -82,6 +86,23 @@ struct MetadataArgs {
     /// and aggregated inputs without a start time (default for those: the file's mtime).
     #[arg(long)]
     start_time: Option<f64>,
+}
+
+#[derive(Args)]
+struct ProcessArgs {
+    /// Directory that mirrors the bucket.
+    dir: PathBuf,
+    /// Upload keys to process (default: every upload under uploads/).
+    keys: Vec<String>,
+    /// Convert again even uploads that already have a manifest.
+    #[arg(long)]
+    reconvert: bool,
+    /// Decode as this format instead of detecting it.
+    #[arg(long, value_parser = parse_format)]
+    format: Option<InputFormat>,
+    /// Uploads larger than this many bytes are quarantined unread.
+    #[arg(long, default_value_t = proflake::DEFAULT_MAX_OBJECT_BYTES)]
+    max_object_bytes: u64,
 }
 
 #[derive(Args)]
@@ -144,6 +165,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Convert(args) => convert(*args),
+        Command::Process(args) => process(*args),
         Command::Inspect(args) => inspect(args),
         Command::Flamegraph(args) => flamegraph::flamegraph(*args),
     };
@@ -157,10 +179,12 @@ fn main() -> ExitCode {
 }
 
 fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
-    let options = ConvertOptions {
+    // The user asked for these files now: convert them even if converted before.
+    let options = ProcessOptions {
         format: args.format,
         metadata: args.metadata.resolve()?,
-        received_at_ns: None,
+        reconvert: true,
+        ..ProcessOptions::default()
     };
     let store = LocalDirStore::new(&args.out);
     let bar = if args.inputs.len() > 1 {
@@ -208,32 +232,95 @@ fn read_input(input: &Path) -> anyhow::Result<(Vec<u8>, &str)> {
 fn convert_one(
     store: &LocalDirStore,
     input: &Path,
-    options: &ConvertOptions,
+    options: &ProcessOptions,
 ) -> anyhow::Result<String> {
     let (bytes, name) = read_input(input)?;
     let key = upload_key(name);
     store_upload(store, &key, &bytes)?;
-    // The file's modification time plays the bucket's last-modified time: the start of last
-    // resort for aggregated inputs with no time of their own.
-    let options = ConvertOptions {
-        received_at_ns: modified_ns(input),
-        ..options.clone()
+    // The object keeps the file's modification time, as the bucket's last-modified time: the
+    // start of last resort for aggregated inputs with no time of their own.
+    if let Ok(modified) = std::fs::metadata(input).and_then(|m| m.modified()) {
+        store.set_modified(&key, modified)?;
+    }
+    let outcome = process_upload(store, store, &key, options)?;
+    describe(store, &outcome, &input.display().to_string())
+}
+
+/// One line for an outcome; an error for a quarantined upload.
+fn describe(store: &LocalDirStore, outcome: &Outcome, name: &str) -> anyhow::Result<String> {
+    match outcome {
+        Outcome::Converted(c) => {
+            let json = store
+                .get(&c.manifest_key)?
+                .with_context(|| format!("{} vanished after it was written", c.manifest_key))?;
+            let m: Manifest = serde_json::from_slice(&json)?;
+            let count = |kind: fn(&str) -> bool| m.outputs.iter().filter(|o| kind(&o.kind)).count();
+            Ok(format!(
+                "{name}: {} ({}), {} chunk(s), {} table file(s), {} build-id index entr{}, {} of {} samples -> {}",
+                m.source.format,
+                m.source.container,
+                count(|k| k == "sample_v2"),
+                count(|k| k.starts_with("table:")),
+                count(|k| k == "build_id_index"),
+                if count(|k| k == "build_id_index") == 1 { "y" } else { "ies" },
+                m.profile.samples_written,
+                m.profile.samples,
+                c.manifest_key
+            ))
+        }
+        Outcome::AlreadyConverted { manifest_key, .. } => {
+            Ok(format!("{name}: already converted -> {manifest_key}"))
+        }
+        Outcome::Quarantined(q) => anyhow::bail!(
+            "{} (quarantined: {}, report at {})",
+            q.message,
+            q.reason,
+            q.report_key
+        ),
+        Outcome::Skipped { why, .. } => Ok(format!("{name}: skipped ({})", why.name())),
+    }
+}
+
+fn process(args: ProcessArgs) -> anyhow::Result<ExitCode> {
+    let store = LocalDirStore::new(&args.dir);
+    let keys = if args.keys.is_empty() {
+        store
+            .list(UPLOADS_PREFIX)?
+            .into_iter()
+            // Sidecars and reports are read along with their uploads.
+            .filter(|k| !k.ends_with(METADATA_SIDECAR_SUFFIX) && !k.ends_with(ERROR_REPORT_SUFFIX))
+            .collect()
+    } else {
+        args.keys
     };
-    let converted = convert_upload(&key, &content_etag(&bytes), &bytes, &options)?;
-    publish(store, &converted)?;
-    let m = &converted.manifest;
-    let chunks = m.outputs.iter().filter(|o| o.kind == "sample_v2").count();
-    Ok(format!(
-        "{}: {} ({}), {} chunk(s), {} table file(s), {} of {} samples -> {}",
-        input.display(),
-        m.source.format,
-        m.source.container,
-        chunks,
-        m.outputs.len() - chunks,
-        m.profile.samples_written,
-        m.profile.samples,
-        converted.manifest_key
-    ))
+    let options = ProcessOptions {
+        format: args.format,
+        max_object_bytes: args.max_object_bytes,
+        reconvert: args.reconvert,
+        ..ProcessOptions::default()
+    };
+    let (mut done, mut failed) = (0usize, 0usize);
+    for key in &keys {
+        let line = process_upload(&store, &store, key, &options)
+            .map_err(anyhow::Error::new)
+            .and_then(|outcome| describe(&store, &outcome, key));
+        match line {
+            Ok(line) => {
+                done += 1;
+                println!("{line}");
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!("error: {e:#}");
+            }
+        }
+    }
+    eprintln!("{done} processed, {failed} failed");
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 fn modified_ns(path: &Path) -> Option<i64> {

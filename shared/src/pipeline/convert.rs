@@ -2,6 +2,7 @@
 
 use sha2::{Digest, Sha256};
 
+use super::build_id_index::build_id_index;
 use super::manifest::{
     Manifest, ManifestOutput, ManifestProfile, ManifestSource, MANIFEST_VERSION,
 };
@@ -137,6 +138,9 @@ fn convert_inner(
         objects.push((key, chunk.json));
     }
     let samples_written = outputs.iter().filter_map(|o| o.samples).sum();
+    let manifest_key = manifest_key(&source_id);
+    // Tables first, then the index entries that point at them, then (in publish) the manifest.
+    let index = build_id_index(&decoded.profile, source_key, &source_id, &manifest_key);
     for table in tables {
         outputs.push(ManifestOutput {
             key: table.key.clone(),
@@ -151,6 +155,22 @@ fn convert_inner(
             rows: Some(table.rows),
         });
         objects.push((table.key, table.bytes));
+    }
+    for (key, entry) in index {
+        let json = serde_json::to_vec_pretty(&entry).expect("index entry serializes");
+        outputs.push(ManifestOutput {
+            key: key.clone(),
+            kind: "build_id_index".into(),
+            bytes: json.len() as u64,
+            sha256: hex::encode(Sha256::digest(&json)),
+            pid: None,
+            chunk_id: None,
+            samples: None,
+            start_ns: None,
+            end_ns: None,
+            rows: None,
+        });
+        objects.push((key, json));
     }
     let profile = &decoded.profile;
     let manifest = Manifest {
@@ -182,7 +202,7 @@ fn convert_inner(
         decoded,
         objects,
         manifest,
-        manifest_key: manifest_key(&source_id),
+        manifest_key,
     })
 }
 

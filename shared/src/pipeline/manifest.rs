@@ -63,7 +63,7 @@ pub struct ManifestProfile {
 pub struct ManifestOutput {
     /// Object key.
     pub key: String,
-    /// What it holds (`sample_v2`, `table:<name>`).
+    /// What it holds (`sample_v2`, `table:<name>`, `build_id_index`).
     pub kind: String,
     /// Size in bytes.
     pub bytes: u64,

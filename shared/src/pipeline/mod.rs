@@ -1,10 +1,14 @@
 //! The jobs: compose decoding, writing and storage. Handlers and the command line only call
 //! these.
 
+mod build_id_index;
 mod convert;
 mod manifest;
 mod process;
 
+pub use build_id_index::{
+    build_id_index, BuildIdIndexEntry, IndexedMapping, BUILD_ID_INDEX_VERSION,
+};
 pub use convert::{convert_upload, publish, store_upload, ConvertOptions, Converted};
 pub use manifest::{Manifest, ManifestOutput, ManifestProfile, ManifestSource, MANIFEST_VERSION};
 pub use process::{

@@ -297,3 +297,7 @@ fn error_chain(error: &Error) -> String {
     }
     text
 }
+
+#[cfg(test)]
+#[path = "process_tests.rs"]
+mod tests;

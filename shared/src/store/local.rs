@@ -30,6 +30,17 @@ impl LocalDirStore {
         }
         Ok(self.root.join(rel))
     }
+
+    /// Sets when the object at `key` was last written: a local upload of a file keeps the
+    /// file's time, which the pipeline reads as the upload's arrival.
+    pub fn set_modified(&self, key: &str, time: std::time::SystemTime) -> Result<()> {
+        let path = self.path(key)?;
+        let file = fs::File::options()
+            .write(true)
+            .open(&path)
+            .map_err(|e| storage(key, e))?;
+        file.set_modified(time).map_err(|e| storage(key, e))
+    }
 }
 
 fn storage(key: &str, e: io::Error) -> Error {

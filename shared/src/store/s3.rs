@@ -1,1 +1,334 @@
 //! An S3 bucket (or a prefix of one) as an object store.
+
+use std::fmt;
+
+use aws_sdk_s3::error::{DisplayErrorContext, SdkError};
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::Client;
+use aws_smithy_types::DateTime;
+use tokio::runtime::Handle;
+
+use super::{too_large, ObjectInfo, ObjectStore};
+use crate::error::{Error, ErrorKind, Result};
+
+/// Objects in `bucket` under `prefix`: key `k` of the store is object `prefix + k`.
+///
+/// [`ObjectStore`] is synchronous (the pipeline is CPU-bound), so every method drives the SDK
+/// with [`Handle::block_on`]. Call them from a thread outside the async runtime, such as one of
+/// [`tokio::task::spawn_blocking`]; on a runtime worker thread `block_on` panics.
+#[derive(Clone, Debug)]
+pub struct S3Store {
+    client: Client,
+    bucket: String,
+    prefix: String,
+    runtime: Handle,
+}
+
+impl S3Store {
+    /// A store of the objects in `bucket` whose keys start with `prefix` (empty for the whole
+    /// bucket), reached through `client` on `runtime`.
+    pub fn new(
+        client: Client,
+        bucket: impl Into<String>,
+        prefix: impl Into<String>,
+        runtime: Handle,
+    ) -> Self {
+        S3Store {
+            client,
+            bucket: bucket.into(),
+            prefix: prefix.into(),
+            runtime,
+        }
+    }
+
+    fn full_key(&self, key: &str) -> String {
+        format!("{}{key}", self.prefix)
+    }
+
+    /// A transient failure on `full_key`, named as an `s3://` URL so logs say which bucket.
+    fn storage_error(&self, full_key: &str, cause: impl Into<SdkFailure>) -> Error {
+        Error::new(ErrorKind::Storage {
+            key: format!("s3://{}/{full_key}", self.bucket),
+        })
+        .with_source(cause.into())
+    }
+}
+
+/// An SDK error whose `Display` is its whole chain: the SDK's own `Display` says little more
+/// than "service error", which would leave logs and error reports without the cause.
+#[derive(Debug)]
+struct SdkFailure(String);
+
+impl fmt::Display for SdkFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SdkFailure {}
+
+impl<E, R> From<SdkError<E, R>> for SdkFailure
+where
+    E: std::error::Error + 'static,
+    R: fmt::Debug,
+{
+    fn from(e: SdkError<E, R>) -> Self {
+        SdkFailure(DisplayErrorContext(&e).to_string())
+    }
+}
+
+impl From<aws_smithy_types::byte_stream::error::Error> for SdkFailure {
+    fn from(e: aws_smithy_types::byte_stream::error::Error) -> Self {
+        SdkFailure(DisplayErrorContext(&e).to_string())
+    }
+}
+
+/// Whether the HTTP response behind an SDK error was a 404: S3 answers HEAD of a missing key
+/// with a bare 404, and some S3 lookalikes do the same for GET.
+fn is_http_404<E>(e: &SdkError<E, aws_sdk_s3::config::http::HttpResponse>) -> bool {
+    e.raw_response().map(|r| r.status().as_u16()) == Some(404)
+}
+
+/// The `Content-Type` stored with an output: what readers (browsers, query engines, the S3
+/// console) go by.
+pub(crate) fn content_type(key: &str) -> &'static str {
+    if key.ends_with(".json") {
+        "application/json"
+    } else if key.ends_with(".parquet") {
+        "application/vnd.apache.parquet"
+    } else {
+        "application/octet-stream"
+    }
+}
+
+/// ns since the Unix epoch; `None` past the year 2262, where i64 nanoseconds end.
+pub(crate) fn unix_nanos(t: &DateTime) -> Option<i64> {
+    i64::try_from(t.as_nanos()).ok()
+}
+
+/// User metadata as [`ObjectInfo`] holds it: names lowercased (S3 keeps them case-insensitive),
+/// sorted so the same object always reads the same.
+pub(crate) fn user_metadata<'a>(
+    metadata: impl IntoIterator<Item = (&'a String, &'a String)>,
+) -> Vec<(String, String)> {
+    let mut pairs: Vec<_> = metadata
+        .into_iter()
+        .map(|(name, value)| (name.to_lowercase(), value.clone()))
+        .collect();
+    pairs.sort();
+    pairs
+}
+
+impl ObjectStore for S3Store {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        Ok(self.get_object(key, u64::MAX)?.map(|(bytes, _)| bytes))
+    }
+
+    fn get_object(&self, key: &str, max_bytes: u64) -> Result<Option<(Vec<u8>, ObjectInfo)>> {
+        let full_key = self.full_key(key);
+        self.runtime.block_on(async {
+            let request = self.client.get_object().bucket(&self.bucket).key(&full_key);
+            let mut output = match request.send().await {
+                Ok(output) => output,
+                Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => {
+                    return Ok(None)
+                }
+                Err(e) if is_http_404(&e) => return Ok(None),
+                Err(e) => return Err(self.storage_error(&full_key, e)),
+            };
+            let announced = output.content_length().and_then(|n| u64::try_from(n).ok());
+            if announced.is_some_and(|n| n > max_bytes) {
+                return Err(too_large(max_bytes));
+            }
+            // The announced length is only a hint for the allocation: the limit is enforced on
+            // what actually arrives.
+            let capacity = announced.unwrap_or(0).min(max_bytes).min(64 << 20);
+            let mut bytes = Vec::with_capacity(capacity as usize);
+            loop {
+                let chunk = match output.body.try_next().await {
+                    Ok(Some(chunk)) => chunk,
+                    Ok(None) => break,
+                    Err(e) => return Err(self.storage_error(&full_key, e)),
+                };
+                if (bytes.len() + chunk.len()) as u64 > max_bytes {
+                    return Err(too_large(max_bytes));
+                }
+                bytes.extend_from_slice(&chunk);
+            }
+            let info = ObjectInfo {
+                etag: output.e_tag().unwrap_or("").trim_matches('"').to_owned(),
+                size: bytes.len() as u64,
+                last_modified_ns: output.last_modified().and_then(unix_nanos),
+                user_metadata: output.metadata().map(user_metadata).unwrap_or_default(),
+            };
+            Ok(Some((bytes, info)))
+        })
+    }
+
+    fn exists(&self, key: &str) -> Result<bool> {
+        let full_key = self.full_key(key);
+        self.runtime.block_on(async {
+            let request = self
+                .client
+                .head_object()
+                .bucket(&self.bucket)
+                .key(&full_key);
+            match request.send().await {
+                Ok(_) => Ok(true),
+                Err(e) if e.as_service_error().is_some_and(|s| s.is_not_found()) => Ok(false),
+                Err(e) if is_http_404(&e) => Ok(false),
+                Err(e) => Err(self.storage_error(&full_key, e)),
+            }
+        })
+    }
+
+    fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
+        let full_key = self.full_key(key);
+        self.runtime.block_on(async {
+            let request = self
+                .client
+                .put_object()
+                .bucket(&self.bucket)
+                .key(&full_key)
+                .content_type(content_type(key))
+                .body(ByteStream::from(bytes.to_vec()));
+            match request.send().await {
+                Ok(_) => Ok(()),
+                Err(e) => Err(self.storage_error(&full_key, e)),
+            }
+        })
+    }
+
+    fn delete(&self, key: &str) -> Result<()> {
+        let full_key = self.full_key(key);
+        self.runtime.block_on(async {
+            let request = self
+                .client
+                .delete_object()
+                .bucket(&self.bucket)
+                .key(&full_key);
+            match request.send().await {
+                Ok(_) => Ok(()),
+                // S3 deletes missing keys happily; lookalikes may answer 404 instead.
+                Err(e) if is_http_404(&e) => Ok(()),
+                Err(e) => Err(self.storage_error(&full_key, e)),
+            }
+        })
+    }
+
+    fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        let full_prefix = self.full_key(prefix);
+        self.runtime.block_on(async {
+            let mut keys = Vec::new();
+            let mut token: Option<String> = None;
+            loop {
+                let request = self
+                    .client
+                    .list_objects_v2()
+                    .bucket(&self.bucket)
+                    .prefix(&full_prefix)
+                    .set_continuation_token(token.take());
+                let page = match request.send().await {
+                    Ok(page) => page,
+                    Err(e) => return Err(self.storage_error(&full_prefix, e)),
+                };
+                let page_keys = page.contents().iter().filter_map(|o| o.key());
+                keys.extend(
+                    page_keys.filter_map(|k| k.strip_prefix(&self.prefix).map(str::to_owned)),
+                );
+                match page.next_continuation_token() {
+                    Some(next) if page.is_truncated() == Some(true) => token = Some(next.into()),
+                    _ => break,
+                }
+            }
+            keys.sort();
+            Ok(keys)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn store(prefix: &str) -> (tokio::runtime::Runtime, S3Store) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let config = aws_sdk_s3::Config::builder()
+            .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+            .build();
+        let store = S3Store::new(
+            Client::from_conf(config),
+            "bkt",
+            prefix,
+            runtime.handle().clone(),
+        );
+        (runtime, store)
+    }
+
+    #[test]
+    fn keys_get_the_prefix_and_errors_name_the_object() {
+        let (_runtime, store) = store("env/prod/");
+        assert_eq!(store.full_key("uploads/a.pb"), "env/prod/uploads/a.pb");
+        let (_runtime, bare) = self::store("");
+        assert_eq!(bare.full_key("uploads/a.pb"), "uploads/a.pb");
+
+        let cause = SdkFailure("dispatch failure: timed out".into());
+        let err = store.storage_error("env/prod/uploads/a.pb", cause);
+        assert_eq!(
+            err.kind(),
+            &ErrorKind::Storage {
+                key: "s3://bkt/env/prod/uploads/a.pb".into()
+            }
+        );
+        assert!(err.kind().is_transient());
+        let source = std::error::Error::source(&err).unwrap();
+        assert_eq!(source.to_string(), "dispatch failure: timed out");
+    }
+
+    #[test]
+    fn content_types_follow_the_suffix() {
+        assert_eq!(
+            content_type("converted/x/manifest.json"),
+            "application/json"
+        );
+        assert_eq!(
+            content_type("tables/v1/frames/x.parquet"),
+            "application/vnd.apache.parquet"
+        );
+        assert_eq!(content_type("uploads/a.pb.gz"), "application/octet-stream");
+        assert_eq!(content_type("json"), "application/octet-stream");
+    }
+
+    #[test]
+    fn times_become_unix_nanoseconds() {
+        let t = DateTime::from_secs_and_nanos(1_700_000_000, 123_456_789);
+        assert_eq!(unix_nanos(&t), Some(1_700_000_000_123_456_789));
+        assert_eq!(unix_nanos(&DateTime::from_secs(0)), Some(0));
+        let before_epoch = DateTime::from_secs_and_nanos(-1, 500_000_000);
+        assert_eq!(unix_nanos(&before_epoch), Some(-500_000_000));
+        assert_eq!(unix_nanos(&DateTime::from_secs(i64::MAX / 2)), None);
+    }
+
+    #[test]
+    fn metadata_names_are_lowercased_and_sorted() {
+        let metadata: HashMap<String, String> = [
+            ("Release", "app@1.0"),
+            ("environment", "prod"),
+            ("Platform", "Android"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        assert_eq!(
+            user_metadata(&metadata),
+            [
+                ("environment".to_owned(), "prod".to_owned()),
+                ("platform".to_owned(), "Android".to_owned()),
+                ("release".to_owned(), "app@1.0".to_owned()),
+            ]
+        );
+    }
+}

@@ -1,0 +1,128 @@
+//! The build-ID index: for every image with frames that have no function name, one small JSON
+//! object under `index/build-id/<build_id>/<source_id>.json`. When a debug file for a build ID
+//! arrives, re-symbolization lists that one prefix to find every upload (and every address)
+//! it can name, without scanning the tables.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{FrameAddress, ImageHandle, Profile};
+use crate::store::build_id_index_key;
+
+/// Version of the index entry layout.
+pub const BUILD_ID_INDEX_VERSION: u32 = 1;
+
+/// One image's unsymbolized frames in one upload.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuildIdIndexEntry {
+    /// Layout version ([`BUILD_ID_INDEX_VERSION`]).
+    pub index_version: u32,
+    /// The key the entry is filed under: the code id, else the debug id.
+    pub build_id: String,
+    /// Code id (lowercase hex GNU build id for ELF).
+    pub code_id: Option<String>,
+    /// Debug id, as symbol servers index it.
+    pub debug_id: Option<String>,
+    /// The upload.
+    pub source_key: String,
+    /// Its identity.
+    pub source_id: String,
+    /// Its manifest (present once the conversion is complete).
+    pub manifest_key: String,
+    /// Distinct unsymbolized frames of this image.
+    pub frames: u64,
+    /// Where the image was mapped, with the addresses sampled in each mapping.
+    pub mappings: Vec<IndexedMapping>,
+}
+
+/// One mapping of an image and the unsymbolized addresses seen in it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexedMapping {
+    /// Path of the mapped file.
+    pub path: Option<String>,
+    /// First mapped runtime address.
+    pub start: u64,
+    /// One past the last mapped address (0 when unknown).
+    pub end: u64,
+    /// File offset of the mapping.
+    pub file_offset: u64,
+    /// Load bias.
+    pub load_bias: u64,
+    /// Runtime addresses, sorted and distinct.
+    pub absolute: Vec<u64>,
+    /// Image-relative addresses (as the producer computed them), sorted and distinct.
+    pub image_relative: Vec<u64>,
+}
+
+/// The index entries of `profile`, by key, in key order.
+pub fn build_id_index(
+    profile: &Profile,
+    source_key: &str,
+    source_id: &str,
+    manifest_key: &str,
+) -> Vec<(String, BuildIdIndexEntry)> {
+    #[derive(Default)]
+    struct Seen {
+        frames: u64,
+        absolute: BTreeSet<u64>,
+        relative: BTreeSet<u64>,
+    }
+    let mut by_image: BTreeMap<ImageHandle, Seen> = BTreeMap::new();
+    for (_, frame) in profile.frames() {
+        if frame.function.is_some() {
+            continue;
+        }
+        let (Some(image), Some(address)) = (frame.image, frame.address) else {
+            continue;
+        };
+        let seen = by_image.entry(image).or_default();
+        seen.frames += 1;
+        match address {
+            FrameAddress::Absolute(a) => seen.absolute.insert(a),
+            FrameAddress::ImageRelative(a) => seen.relative.insert(a),
+        };
+    }
+    let mut entries: BTreeMap<String, BuildIdIndexEntry> = BTreeMap::new();
+    for (handle, seen) in by_image {
+        let image = profile.image(handle);
+        let code_id = image.code_id.as_ref().map(|c| c.as_str().to_owned());
+        let debug_id = image.debug_id.map(|d| d.to_string());
+        let Some(build_id) = code_id.clone().or_else(|| debug_id.clone()) else {
+            continue; // nothing to look a debug file up by
+        };
+        let entry = entries
+            .entry(build_id.clone())
+            .or_insert_with(|| BuildIdIndexEntry {
+                index_version: BUILD_ID_INDEX_VERSION,
+                build_id,
+                code_id,
+                debug_id,
+                source_key: source_key.into(),
+                source_id: source_id.into(),
+                manifest_key: manifest_key.into(),
+                frames: 0,
+                mappings: Vec::new(),
+            });
+        entry.frames += seen.frames;
+        entry.mappings.push(IndexedMapping {
+            path: profile.opt_str(image.path).map(str::to_owned),
+            start: image.start,
+            end: image.end,
+            file_offset: image.file_offset,
+            load_bias: image.load_bias,
+            absolute: seen.absolute.into_iter().collect(),
+            image_relative: seen.relative.into_iter().collect(),
+        });
+    }
+    entries
+        .into_values()
+        .map(|mut entry| {
+            // Image handles follow decode order; sort so the bytes do not depend on it.
+            entry
+                .mappings
+                .sort_by(|a, b| (a.start, &a.path).cmp(&(b.start, &b.path)));
+            (build_id_index_key(&entry.build_id, source_id), entry)
+        })
+        .collect()
+}

@@ -1,0 +1,268 @@
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::*;
+use crate::error::ErrorKind;
+use crate::store::LocalDirStore;
+
+const FOLDED: &[u8] = b"main;work;spin 7\nmain;idle 3\n";
+
+fn local() -> (tempfile::TempDir, LocalDirStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalDirStore::new(dir.path());
+    (dir, store)
+}
+
+fn manifest(store: &LocalDirStore, key: &str) -> crate::pipeline::Manifest {
+    serde_json::from_slice(&store.get(key).unwrap().expect("manifest exists")).unwrap()
+}
+
+#[test]
+fn converts_then_reports_already_converted_unless_asked_again() {
+    let (_dir, store) = local();
+    store.put("uploads/a.folded", FOLDED).unwrap();
+    let opts = ProcessOptions::default();
+    let Outcome::Converted(c) = process_upload(&store, &store, "uploads/a.folded", &opts).unwrap()
+    else {
+        panic!("not converted")
+    };
+    assert_eq!(c.samples, 10);
+    assert_eq!(c.format, "folded");
+    let m = manifest(&store, &c.manifest_key);
+    assert_eq!(c.objects, m.outputs.len() as u64 + 1);
+    for o in &m.outputs {
+        assert!(store.exists(&o.key).unwrap(), "{}", o.key);
+    }
+    let again = process_upload(&store, &store, "uploads/a.folded", &opts).unwrap();
+    assert!(
+        matches!(again, Outcome::AlreadyConverted { ref manifest_key, .. } if *manifest_key == c.manifest_key)
+    );
+    let forced = ProcessOptions {
+        reconvert: true,
+        ..opts
+    };
+    let before = store.get(&c.manifest_key).unwrap();
+    assert!(matches!(
+        process_upload(&store, &store, "uploads/a.folded", &forced).unwrap(),
+        Outcome::Converted(_)
+    ));
+    assert_eq!(store.get(&c.manifest_key).unwrap(), before);
+}
+
+#[test]
+fn bad_input_is_quarantined_with_a_readable_report_and_no_outputs() {
+    let (_dir, store) = local();
+    store
+        .put("uploads/bad.pftrace", b"\x00\x01garbage")
+        .unwrap();
+    let out = process_upload(
+        &store,
+        &store,
+        "uploads/bad.pftrace",
+        &ProcessOptions::default(),
+    )
+    .unwrap();
+    let Outcome::Quarantined(q) = out else {
+        panic!("not quarantined: {out:?}")
+    };
+    assert_eq!(q.report_key, "uploads/bad.pftrace.error.json");
+    assert_eq!(q.reason, "unsupported_format");
+    let report: ErrorReport =
+        serde_json::from_slice(&store.get(&q.report_key).unwrap().unwrap()).unwrap();
+    assert_eq!(report.key, "uploads/bad.pftrace");
+    assert_eq!(report.reason, "unsupported_format");
+    assert!(
+        report.error.contains("uploads/bad.pftrace"),
+        "{}",
+        report.error
+    );
+    assert_eq!(report.bytes, 9);
+    assert_eq!(store.list("converted/").unwrap(), Vec::<String>::new());
+    // The report's own notification is not a new upload.
+    let own = process_upload(&store, &store, &q.report_key, &ProcessOptions::default()).unwrap();
+    assert!(matches!(
+        own,
+        Outcome::Skipped {
+            why: SkipReason::ErrorReport,
+            ..
+        }
+    ));
+    // Fixed content under the same key converts, and the stale report goes.
+    store.put("uploads/bad.pftrace", FOLDED).unwrap();
+    let fixed = ProcessOptions {
+        format: Some(InputFormat::Folded),
+        ..ProcessOptions::default()
+    };
+    let out = process_upload(&store, &store, "uploads/bad.pftrace", &fixed).unwrap();
+    assert!(matches!(out, Outcome::Converted(_)), "{out:?}");
+    assert!(!store.exists(&q.report_key).unwrap());
+}
+
+#[test]
+fn oversized_upload_is_quarantined_unread() {
+    let (_dir, store) = local();
+    store.put("uploads/big.folded", FOLDED).unwrap();
+    let opts = ProcessOptions {
+        max_object_bytes: 8,
+        ..ProcessOptions::default()
+    };
+    let Outcome::Quarantined(q) =
+        process_upload(&store, &store, "uploads/big.folded", &opts).unwrap()
+    else {
+        panic!("not quarantined")
+    };
+    assert_eq!(q.reason, "limit_exceeded");
+    assert_eq!(q.bytes, 0);
+    assert!(q.message.contains("object size"), "{}", q.message);
+}
+
+#[test]
+fn sidecar_and_object_metadata_apply_and_a_late_sidecar_reconverts() {
+    let (_dir, store) = local();
+    store.put("uploads/a.folded", FOLDED).unwrap();
+    let opts = ProcessOptions::default();
+    let Outcome::Converted(first) =
+        process_upload(&store, &store, "uploads/a.folded", &opts).unwrap()
+    else {
+        panic!()
+    };
+    let chunk_key = |m: &crate::pipeline::Manifest| {
+        m.outputs
+            .iter()
+            .find(|o| o.kind == "sample_v2")
+            .unwrap()
+            .key
+            .clone()
+    };
+    let m = manifest(&store, &first.manifest_key);
+    let chunk: serde_json::Value =
+        serde_json::from_slice(&store.get(&chunk_key(&m)).unwrap().unwrap()).unwrap();
+    assert_eq!(chunk["release"], serde_json::Value::Null);
+
+    // A sidecar that arrives later: its own event converts the upload again with it.
+    store
+        .put(
+            "uploads/a.folded.metadata.json",
+            br#"{"release":"app@2","environment":"prod","timestamp":1700000000.5}"#,
+        )
+        .unwrap();
+    let out = process_upload(&store, &store, "uploads/a.folded.metadata.json", &opts).unwrap();
+    let Outcome::Converted(second) = out else {
+        panic!("{out:?}")
+    };
+    assert_eq!(
+        second.manifest_key, first.manifest_key,
+        "same upload, same keys"
+    );
+    let m = manifest(&store, &second.manifest_key);
+    let chunk: serde_json::Value =
+        serde_json::from_slice(&store.get(&chunk_key(&m)).unwrap().unwrap()).unwrap();
+    assert_eq!(chunk["release"], "app@2");
+    assert_eq!(chunk["environment"], "prod");
+    assert_eq!(chunk["profile"]["samples"][0]["timestamp"], 1700000000.5);
+
+    let orphan = process_upload(&store, &store, "uploads/none.metadata.json", &opts).unwrap();
+    assert!(matches!(
+        orphan,
+        Outcome::Skipped {
+            why: SkipReason::SidecarWithoutUpload,
+            ..
+        }
+    ));
+    let missing = process_upload(&store, &store, "uploads/none", &opts).unwrap();
+    assert!(matches!(
+        missing,
+        Outcome::Skipped {
+            why: SkipReason::Missing,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn bad_metadata_is_quarantined_naming_its_source() {
+    let (_dir, store) = local();
+    store.put("uploads/a.folded", FOLDED).unwrap();
+    store
+        .put("uploads/a.folded.metadata.json", b"{not json")
+        .unwrap();
+    let out = process_upload(
+        &store,
+        &store,
+        "uploads/a.folded",
+        &ProcessOptions::default(),
+    )
+    .unwrap();
+    let Outcome::Quarantined(q) = out else {
+        panic!("{out:?}")
+    };
+    assert_eq!(q.reason, "invalid_metadata");
+    assert!(
+        q.message.contains("a.folded.metadata.json"),
+        "{}",
+        q.message
+    );
+}
+
+/// A store whose writes fail while `down` is set, like a throttling or unreachable bucket.
+struct Flaky {
+    inner: LocalDirStore,
+    down: AtomicBool,
+}
+
+impl Flaky {
+    fn check(&self, key: &str) -> Result<()> {
+        if self.down.load(Ordering::SeqCst) {
+            return Err(ErrorKind::Storage { key: key.into() }.into());
+        }
+        Ok(())
+    }
+}
+
+impl ObjectStore for Flaky {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        self.inner.get(key)
+    }
+    fn get_object(&self, key: &str, max: u64) -> Result<Option<(Vec<u8>, ObjectInfo)>> {
+        self.inner.get_object(key, max)
+    }
+    fn exists(&self, key: &str) -> Result<bool> {
+        self.inner.exists(key)
+    }
+    fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
+        self.check(key)?;
+        self.inner.put(key, bytes)
+    }
+    fn delete(&self, key: &str) -> Result<()> {
+        self.check(key)?;
+        self.inner.delete(key)
+    }
+    fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        self.inner.list(prefix)
+    }
+}
+
+#[test]
+fn store_failures_are_transient_errors_and_leave_no_manifest() {
+    let (_dir, uploads) = local();
+    let (_out_dir, out) = local();
+    uploads.put("uploads/a.folded", FOLDED).unwrap();
+    uploads.put("uploads/bad.bin", b"\x00garbage").unwrap();
+    let flaky = Flaky {
+        inner: out,
+        down: AtomicBool::new(true),
+    };
+    let opts = ProcessOptions::default();
+    let err = process_upload(&uploads, &flaky, "uploads/a.folded", &opts).unwrap_err();
+    assert!(err.kind().is_transient(), "{err}");
+    assert_eq!(flaky.inner.list("").unwrap(), Vec::<String>::new());
+    // A quarantine whose report cannot be written is retried too, not dropped.
+    let flaky_uploads = Flaky {
+        inner: uploads.clone(),
+        down: AtomicBool::new(true),
+    };
+    let err = process_upload(&flaky_uploads, &flaky, "uploads/bad.bin", &opts).unwrap_err();
+    assert!(err.kind().is_transient(), "{err}");
+    flaky.down.store(false, Ordering::SeqCst);
+    let out = process_upload(&uploads, &flaky, "uploads/a.folded", &opts).unwrap();
+    assert!(matches!(out, Outcome::Converted(_)));
+}
