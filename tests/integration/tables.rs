@@ -8,7 +8,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, UInt32Type};
 use arrow_array::{Array, RecordBatch};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use proflake::{time_unit_ns, Converted, Profile, SeriesKind};
+use proflake::{time_unit_ns, BuildIdIndexEntry, Converted, Profile, SeriesKind};
 
 use crate::sample_v2::{all_perfetto_fixtures, convert_input, other_format_inputs};
 
@@ -111,6 +111,7 @@ fn check(name: &str, c: &Converted) {
             frames.insert((id, f.unwrap()));
         }
     }
+    check_build_id_index(name, c, &tables["frames"]);
     for ((profile, stack), (parent, frame, depth)) in &stacks {
         assert!(
             frames.contains(&(profile.clone(), *frame)),
@@ -167,6 +168,77 @@ fn check(name: &str, c: &Converted) {
             "{name}: no rollup though samples have stacks"
         );
     }
+}
+
+/// Every unsymbolized frame of the tables that names an image id is in that image's build-ID
+/// index entry, and every entry belongs to this upload.
+fn check_build_id_index(name: &str, c: &Converted, frames: &[RecordBatch]) {
+    let mut indexed: BTreeMap<String, BTreeSet<(&'static str, u64)>> = BTreeMap::new();
+    for o in c
+        .manifest
+        .outputs
+        .iter()
+        .filter(|o| o.kind == "build_id_index")
+    {
+        let json = &c.objects.iter().find(|(k, _)| *k == o.key).unwrap().1;
+        let entry: BuildIdIndexEntry = serde_json::from_slice(json).unwrap();
+        assert_eq!(entry.source_id, c.manifest.source.source_id, "{name}");
+        assert_eq!(
+            o.key,
+            format!("index/build-id/{}/{}.json", entry.build_id, entry.source_id),
+            "{name}"
+        );
+        assert!(entry.frames > 0, "{name}: empty index entry {}", o.key);
+        let addresses = indexed.entry(entry.build_id).or_default();
+        for m in entry.mappings {
+            addresses.extend(m.absolute.into_iter().map(|a| ("absolute", a)));
+            addresses.extend(m.image_relative.into_iter().map(|a| ("image_relative", a)));
+        }
+    }
+    let mut unsymbolized = 0;
+    for b in frames {
+        let symbolized = b.column_by_name("symbolized").unwrap().as_boolean();
+        let address = b
+            .column_by_name("address")
+            .unwrap()
+            .as_primitive::<arrow_array::types::UInt64Type>();
+        let space = b
+            .column_by_name("address_space")
+            .unwrap()
+            .as_string::<i32>();
+        let code = b.column_by_name("build_id").unwrap().as_string::<i32>();
+        let debug = b.column_by_name("debug_id").unwrap().as_string::<i32>();
+        for i in 0..b.num_rows() {
+            let id = if code.is_valid(i) {
+                code.value(i)
+            } else if debug.is_valid(i) {
+                debug.value(i)
+            } else {
+                continue;
+            };
+            if symbolized.value(i) || !address.is_valid(i) {
+                continue;
+            }
+            unsymbolized += 1;
+            let space = if space.value(i) == "absolute" {
+                "absolute"
+            } else {
+                "image_relative"
+            };
+            assert!(
+                indexed
+                    .get(id)
+                    .is_some_and(|a| a.contains(&(space, address.value(i)))),
+                "{name}: unsymbolized {space} {:#x} of {id} is not in the build-ID index",
+                address.value(i)
+            );
+        }
+    }
+    assert_eq!(
+        unsymbolized == 0,
+        indexed.is_empty(),
+        "{name}: index entries without unsymbolized frames in the tables, or the reverse"
+    );
 }
 
 #[test]

@@ -7,8 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{FrameAddress, ImageHandle, Profile};
+use crate::model::{FrameAddress, FrameHandle, Profile, StackHandle};
 use crate::store::build_id_index_key;
+use crate::writers::ChunkPlan;
 
 /// Version of the index entry layout.
 pub const BUILD_ID_INDEX_VERSION: u32 = 1;
@@ -55,9 +56,10 @@ pub struct IndexedMapping {
     pub image_relative: Vec<u64>,
 }
 
-/// The index entries of `profile`, by key, in key order.
+/// The index entries of the frames the written chunks reach (what the tables hold), by key, in
+/// key order.
 pub fn build_id_index(
-    profile: &Profile,
+    plans: &[ChunkPlan<'_>],
     source_key: &str,
     source_id: &str,
     manifest_key: &str,
@@ -68,23 +70,48 @@ pub fn build_id_index(
         absolute: BTreeSet<u64>,
         relative: BTreeSet<u64>,
     }
-    let mut by_image: BTreeMap<ImageHandle, Seen> = BTreeMap::new();
-    for (_, frame) in profile.frames() {
-        if frame.function.is_some() {
-            continue;
+    // Plans of one upload share a profile, except pass-through chunks (one profile each);
+    // profiles are told apart by address, images by (profile, handle).
+    let mut reached: BTreeMap<*const Profile, (&Profile, BTreeSet<FrameHandle>)> = BTreeMap::new();
+    for plan in plans {
+        let (_, frames) = reached
+            .entry(plan.profile as *const Profile)
+            .or_insert_with(|| (plan.profile, BTreeSet::new()));
+        let mut done: BTreeSet<StackHandle> = BTreeSet::new();
+        for planned in &plan.samples {
+            let mut node = planned.sample.stack;
+            while let Some(stack) = node {
+                if !done.insert(stack) {
+                    break; // its ancestors are in too
+                }
+                let n = plan.profile.stack(stack);
+                frames.insert(n.frame);
+                node = n.parent;
+            }
         }
-        let (Some(image), Some(address)) = (frame.image, frame.address) else {
-            continue;
-        };
-        let seen = by_image.entry(image).or_default();
-        seen.frames += 1;
-        match address {
-            FrameAddress::Absolute(a) => seen.absolute.insert(a),
-            FrameAddress::ImageRelative(a) => seen.relative.insert(a),
-        };
+    }
+    let mut by_image = Vec::new();
+    for (profile, frames) in reached.into_values() {
+        let mut seen_here: BTreeMap<_, Seen> = BTreeMap::new();
+        for &h in &frames {
+            let frame = profile.frame(h);
+            if frame.function.is_some() {
+                continue;
+            }
+            let (Some(image), Some(address)) = (frame.image, frame.address) else {
+                continue;
+            };
+            let seen = seen_here.entry(image).or_default();
+            seen.frames += 1;
+            match address {
+                FrameAddress::Absolute(a) => seen.absolute.insert(a),
+                FrameAddress::ImageRelative(a) => seen.relative.insert(a),
+            };
+        }
+        by_image.extend(seen_here.into_iter().map(|(h, seen)| (profile, h, seen)));
     }
     let mut entries: BTreeMap<String, BuildIdIndexEntry> = BTreeMap::new();
-    for (handle, seen) in by_image {
+    for (profile, handle, seen) in by_image {
         let image = profile.image(handle);
         let code_id = image.code_id.as_ref().map(|c| c.as_str().to_owned());
         let debug_id = image.debug_id.map(|d| d.to_string());

@@ -88,7 +88,8 @@ fn convert_inner(
         converter: &converter,
         service: metadata.service.as_deref(),
     };
-    let (chunks, tables) = if decoded.chunks.is_empty() {
+    let manifest_key = manifest_key(&source_id);
+    let (chunks, tables, index) = if decoded.chunks.is_empty() {
         let start = place_aggregated(&mut decoded.profile, &metadata, options.received_at_ns);
         let plans = plan_chunks(&decoded.profile, &metadata, &source_id)?;
         let chunks: Vec<SampleV2Chunk> = plans
@@ -101,7 +102,8 @@ fn convert_inner(
             );
         }
         let tables = write_tables(&table_source, &table_chunks(&plans, &chunks))?;
-        (chunks, tables)
+        let index = build_id_index(&plans, source_key, &source_id, &manifest_key);
+        (chunks, tables, index)
     } else {
         // The input already is Sample v2: validated by the decoder, stored unchanged, and
         // tabulated chunk by chunk so each table profile is exactly one stored chunk.
@@ -116,7 +118,8 @@ fn convert_inner(
             .map(|(p, c)| ChunkPlan::whole(p, &c.chunk_id, &c.profiler_id))
             .collect();
         let tables = write_tables(&table_source, &table_chunks(&plans, &chunks))?;
-        (chunks, tables)
+        let index = build_id_index(&plans, source_key, &source_id, &manifest_key);
+        (chunks, tables, index)
     };
 
     let mut objects = Vec::with_capacity(chunks.len() + tables.len());
@@ -138,9 +141,7 @@ fn convert_inner(
         objects.push((key, chunk.json));
     }
     let samples_written = outputs.iter().filter_map(|o| o.samples).sum();
-    let manifest_key = manifest_key(&source_id);
     // Tables first, then the index entries that point at them, then (in publish) the manifest.
-    let index = build_id_index(&decoded.profile, source_key, &source_id, &manifest_key);
     for table in tables {
         outputs.push(ManifestOutput {
             key: table.key.clone(),

@@ -2,7 +2,8 @@
 
 use std::fmt;
 
-use aws_sdk_s3::error::{DisplayErrorContext, SdkError};
+use aws_sdk_s3::config::http::HttpResponse;
+use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
 use aws_smithy_types::DateTime;
@@ -54,8 +55,10 @@ impl S3Store {
     }
 }
 
-/// An SDK error whose `Display` is its whole chain: the SDK's own `Display` says little more
-/// than "service error", which would leave logs and error reports without the cause.
+/// An SDK error whose `Display` is its whole chain and the HTTP status: the SDK's own `Display`
+/// says little more than "service error", which would leave logs and error reports without the
+/// cause. (`DisplayErrorContext` also appends the `Debug` form, raw response included: too much
+/// for a log field.)
 #[derive(Debug)]
 struct SdkFailure(String);
 
@@ -67,25 +70,54 @@ impl fmt::Display for SdkFailure {
 
 impl std::error::Error for SdkFailure {}
 
-impl<E, R> From<SdkError<E, R>> for SdkFailure
+impl SdkFailure {
+    fn from_chain(error: &(dyn std::error::Error + 'static), status: Option<u16>) -> Self {
+        let mut text = error.to_string();
+        let mut source = error.source();
+        while let Some(cause) = source {
+            text.push_str(": ");
+            text.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        if let Some(status) = status {
+            text.push_str(&format!(" (HTTP {status})"));
+        }
+        SdkFailure(text)
+    }
+}
+
+impl<E> From<SdkError<E, HttpResponse>> for SdkFailure
 where
     E: std::error::Error + 'static,
-    R: fmt::Debug,
 {
-    fn from(e: SdkError<E, R>) -> Self {
-        SdkFailure(DisplayErrorContext(&e).to_string())
+    fn from(e: SdkError<E, HttpResponse>) -> Self {
+        let status = e.raw_response().map(|r| r.status().as_u16());
+        SdkFailure::from_chain(&e, status)
     }
 }
 
 impl From<aws_smithy_types::byte_stream::error::Error> for SdkFailure {
     fn from(e: aws_smithy_types::byte_stream::error::Error) -> Self {
-        SdkFailure(DisplayErrorContext(&e).to_string())
+        SdkFailure::from_chain(&e, None)
     }
 }
 
-/// Whether the HTTP response behind an SDK error was a 404: S3 answers HEAD of a missing key
-/// with a bare 404, and some S3 lookalikes do the same for GET.
-fn is_http_404<E>(e: &SdkError<E, aws_sdk_s3::config::http::HttpResponse>) -> bool {
+/// Whether an SDK error says the key does not exist. Besides the typed `NoSuchKey` / `NotFound`,
+/// a bare 404 counts (S3 answers HEAD of a missing key without a body, and some lookalikes do
+/// the same for GET), except `NoSuchBucket`: a missing bucket is a deployment fault to retry
+/// and surface, not an object to skip.
+fn is_missing_key<E>(e: &SdkError<E, HttpResponse>, typed: impl Fn(&E) -> bool) -> bool
+where
+    E: ProvideErrorMetadata,
+{
+    if let Some(service) = e.as_service_error() {
+        if typed(service) {
+            return true;
+        }
+        if service.code() == Some("NoSuchBucket") {
+            return false;
+        }
+    }
     e.raw_response().map(|r| r.status().as_u16()) == Some(404)
 }
 
@@ -130,10 +162,7 @@ impl ObjectStore for S3Store {
             let request = self.client.get_object().bucket(&self.bucket).key(&full_key);
             let mut output = match request.send().await {
                 Ok(output) => output,
-                Err(e) if e.as_service_error().is_some_and(|s| s.is_no_such_key()) => {
-                    return Ok(None)
-                }
-                Err(e) if is_http_404(&e) => return Ok(None),
+                Err(e) if is_missing_key(&e, |s| s.is_no_such_key()) => return Ok(None),
                 Err(e) => return Err(self.storage_error(&full_key, e)),
             };
             let announced = output.content_length().and_then(|n| u64::try_from(n).ok());
@@ -175,8 +204,7 @@ impl ObjectStore for S3Store {
                 .key(&full_key);
             match request.send().await {
                 Ok(_) => Ok(true),
-                Err(e) if e.as_service_error().is_some_and(|s| s.is_not_found()) => Ok(false),
-                Err(e) if is_http_404(&e) => Ok(false),
+                Err(e) if is_missing_key(&e, |s| s.is_not_found()) => Ok(false),
                 Err(e) => Err(self.storage_error(&full_key, e)),
             }
         })
@@ -210,7 +238,7 @@ impl ObjectStore for S3Store {
             match request.send().await {
                 Ok(_) => Ok(()),
                 // S3 deletes missing keys happily; lookalikes may answer 404 instead.
-                Err(e) if is_http_404(&e) => Ok(()),
+                Err(e) if is_missing_key(&e, |_| false) => Ok(()),
                 Err(e) => Err(self.storage_error(&full_key, e)),
             }
         })
@@ -275,7 +303,8 @@ mod tests {
         let (_runtime, bare) = self::store("");
         assert_eq!(bare.full_key("uploads/a.pb"), "uploads/a.pb");
 
-        let cause = SdkFailure("dispatch failure: timed out".into());
+        let timeout = std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out");
+        let cause = SdkFailure::from_chain(&timeout, Some(503));
         let err = store.storage_error("env/prod/uploads/a.pb", cause);
         assert_eq!(
             err.kind(),
@@ -285,7 +314,7 @@ mod tests {
         );
         assert!(err.kind().is_transient());
         let source = std::error::Error::source(&err).unwrap();
-        assert_eq!(source.to_string(), "dispatch failure: timed out");
+        assert_eq!(source.to_string(), "timed out (HTTP 503)");
     }
 
     #[test]
