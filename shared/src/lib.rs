@@ -49,10 +49,10 @@ pub use relay_rules::{check_sample_v2, Rule, Violation};
 #[cfg(feature = "s3")]
 pub use store::S3Store;
 pub use store::{
-    build_id_index_key, chunk_key, content_etag, error_report_key, manifest_key,
-    profile_key_of_sidecar, sidecar_key, source_id, table_key, upload_key, LocalDirStore,
-    ObjectInfo, ObjectStore, BUILD_ID_INDEX_PREFIX, CONVERTED_PREFIX, ERROR_REPORT_SUFFIX,
-    METADATA_SIDECAR_SUFFIX, TABLES_PREFIX, UPLOADS_PREFIX,
+    build_id_index_key, chunk_key, content_etag, current_conversion_key, error_report_key,
+    manifest_key, profile_key_of_sidecar, sidecar_key, source_id, table_key, upload_key,
+    LocalDirStore, ObjectInfo, ObjectStore, BUILD_ID_INDEX_PREFIX, CONVERTED_PREFIX,
+    ERROR_REPORT_SUFFIX, METADATA_SIDECAR_SUFFIX, TABLES_PREFIX, UPLOADS_PREFIX,
 };
 pub use summary::{
     frame_label, summarize, FunctionSummary, ImageSummary, ProcessSummary, ProfileSummary,

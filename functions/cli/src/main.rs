@@ -255,8 +255,13 @@ fn describe(store: &LocalDirStore, outcome: &Outcome, name: &str) -> anyhow::Res
                 .with_context(|| format!("{} vanished after it was written", c.manifest_key))?;
             let m: Manifest = serde_json::from_slice(&json)?;
             let count = |kind: fn(&str) -> bool| m.outputs.iter().filter(|o| kind(&o.kind)).count();
+            let replaced = c
+                .replaced
+                .as_ref()
+                .map(|id| format!(" (replaces the earlier upload {id})"))
+                .unwrap_or_default();
             Ok(format!(
-                "{name}: {} ({}), {} chunk(s), {} table file(s), {} build-id index entr{}, {} of {} samples -> {}",
+                "{name}: {} ({}), {} chunk(s), {} table file(s), {} build-id index entr{}, {} of {} samples -> {}{replaced}",
                 m.source.format,
                 m.source.container,
                 count(|k| k == "sample_v2"),

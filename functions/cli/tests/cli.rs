@@ -112,6 +112,8 @@ fn every_sample_converts_to_its_expected_output() {
             assert!(run.status.success(), "{name}: {}", text(&run.stderr));
             let produced: BTreeMap<String, Vec<u8>> = tree(&out.path().join("converted"))
                 .into_iter()
+                // The per-key pointer is bookkeeping, checked by the pipeline's own tests.
+                .filter(|(k, _)| !k.starts_with("by-key"))
                 .map(|(k, v)| {
                     let file = Path::new(&k)
                         .file_name()

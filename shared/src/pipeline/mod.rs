@@ -5,6 +5,7 @@ mod build_id_index;
 mod convert;
 mod manifest;
 mod process;
+mod supersede;
 
 pub use build_id_index::{
     build_id_index, BuildIdIndexEntry, IndexedMapping, BUILD_ID_INDEX_VERSION,

@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::convert::{convert_upload, publish, ConvertOptions};
+use super::supersede::{settle, Settled};
 use crate::error::{Error, Result};
 use crate::formats::InputFormat;
 use crate::metadata::UploadMetadata;
@@ -87,6 +88,8 @@ pub struct ConvertedUpload {
     pub samples: u64,
     /// Objects written, the manifest included.
     pub objects: u64,
+    /// The earlier conversion of the same key (other content) this one replaced and removed.
+    pub replaced: Option<String>,
 }
 
 /// An upload that cannot be converted.
@@ -114,6 +117,9 @@ pub enum SkipReason {
     /// The key is a metadata sidecar whose upload has not arrived (it is converted with the
     /// sidecar when it does).
     SidecarWithoutUpload,
+    /// The key was overwritten while this content was converted; the newer content's own event
+    /// converts it, and this conversion was removed.
+    Overwritten,
 }
 
 impl SkipReason {
@@ -123,6 +129,7 @@ impl SkipReason {
             SkipReason::Missing => "missing",
             SkipReason::ErrorReport => "error_report",
             SkipReason::SidecarWithoutUpload => "sidecar_without_upload",
+            SkipReason::Overwritten => "overwritten",
         }
     }
 }
@@ -191,19 +198,23 @@ fn process_profile(
         Ok(Some(object)) => object,
         Ok(None) => return Ok(skipped(key, SkipReason::Missing)),
         Err(e) if e.kind().is_transient() => return Err(e),
-        Err(e) => return quarantine(uploads, key, "", 0, e.for_input(key)),
+        Err(e) => return quarantine(uploads, outputs, key, None, e.for_input(key)),
     };
     let manifest = manifest_key(&source_id(key, &info.etag));
     if !options.reconvert && outputs.exists(&manifest)? {
-        return Ok(Outcome::AlreadyConverted {
-            key: key.into(),
-            manifest_key: manifest,
+        // Settled again: a clean-up cut short by a failure finishes on redelivery.
+        return Ok(match settle(uploads, outputs, key, &info.etag, true)? {
+            Settled::Current { .. } => Outcome::AlreadyConverted {
+                key: key.into(),
+                manifest_key: manifest,
+            },
+            Settled::Outdated => skipped(key, SkipReason::Overwritten),
         });
     }
     let metadata = match upload_metadata(uploads, key, &info, options) {
         Ok(metadata) => metadata,
         Err(e) if e.kind().is_transient() => return Err(e),
-        Err(e) => return quarantine(uploads, key, &info.etag, info.size, e),
+        Err(e) => return quarantine(uploads, outputs, key, Some(&info), e),
     };
     let convert_options = ConvertOptions {
         format: options.format,
@@ -212,9 +223,13 @@ fn process_profile(
     };
     let converted = match convert_upload(key, &info.etag, &bytes, &convert_options) {
         Ok(converted) => converted,
-        Err(e) => return quarantine(uploads, key, &info.etag, info.size, e),
+        Err(e) => return quarantine(uploads, outputs, key, Some(&info), e),
     };
     publish(outputs, &converted)?;
+    let replaced = match settle(uploads, outputs, key, &info.etag, true)? {
+        Settled::Current { replaced } => replaced,
+        Settled::Outdated => return Ok(skipped(key, SkipReason::Overwritten)),
+    };
     // A report about earlier content under this key no longer applies.
     uploads.delete(&error_report_key(key))?;
     let m = &converted.manifest;
@@ -226,6 +241,7 @@ fn process_profile(
         bytes: m.source.bytes,
         samples: m.profile.samples_written,
         objects: converted.objects.len() as u64 + 1,
+        replaced,
     }))
 }
 
@@ -253,15 +269,18 @@ fn upload_metadata(
     Ok(metadata)
 }
 
-/// Writes the error report next to the upload. Only a failure to write it is an error
-/// (transient), so the message is retried rather than the upload lost.
+/// Writes the error report next to the upload (`info` is `None` when it was refused unread),
+/// and removes the conversion of content the key held before, which the bad content replaced.
+/// Only a failure to write is an error (transient), so the message is retried rather than the
+/// upload lost.
 fn quarantine(
     uploads: &dyn ObjectStore,
+    outputs: &dyn ObjectStore,
     key: &str,
-    etag: &str,
-    bytes: u64,
+    info: Option<&ObjectInfo>,
     error: Error,
 ) -> Result<Outcome> {
+    let (etag, bytes) = info.map_or(("", 0), |i| (i.etag.as_str(), i.size));
     let error = error.for_input(key);
     let reason = error.kind().reason();
     let message = error_chain(&error);
@@ -277,6 +296,9 @@ fn quarantine(
     let report_key = error_report_key(key);
     let json = serde_json::to_vec_pretty(&report).expect("error report serializes");
     uploads.put(&report_key, &json)?;
+    if info.is_some() {
+        settle(uploads, outputs, key, etag, false)?;
+    }
     Ok(Outcome::Quarantined(Quarantine {
         key: key.into(),
         report_key,

@@ -266,3 +266,133 @@ fn store_failures_are_transient_errors_and_leave_no_manifest() {
     let out = process_upload(&uploads, &flaky, "uploads/a.folded", &opts).unwrap();
     assert!(matches!(out, Outcome::Converted(_)));
 }
+
+const OTHER_FOLDED: &[u8] = b"main;other 5\n";
+
+fn keys_of(store: &LocalDirStore, prefix: &str) -> Vec<String> {
+    store.list(prefix).unwrap()
+}
+
+#[test]
+fn a_reupload_under_the_same_key_replaces_the_earlier_conversion() {
+    let (_dir, store) = local();
+    let opts = ProcessOptions::default();
+    store.put("uploads/a.folded", FOLDED).unwrap();
+    let Outcome::Converted(first) =
+        process_upload(&store, &store, "uploads/a.folded", &opts).unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(first.replaced, None);
+    let first_outputs: Vec<String> = manifest(&store, &first.manifest_key)
+        .outputs
+        .into_iter()
+        .map(|o| o.key)
+        .collect();
+
+    store.put("uploads/a.folded", OTHER_FOLDED).unwrap();
+    let Outcome::Converted(second) =
+        process_upload(&store, &store, "uploads/a.folded", &opts).unwrap()
+    else {
+        panic!()
+    };
+    assert_ne!(second.source_id, first.source_id);
+    assert_eq!(second.replaced.as_deref(), Some(first.source_id.as_str()));
+    assert!(!store.exists(&first.manifest_key).unwrap());
+    for key in &first_outputs {
+        assert!(
+            !store.exists(key).unwrap(),
+            "{key} of the replaced upload remains"
+        );
+    }
+    let m = manifest(&store, &second.manifest_key);
+    for o in &m.outputs {
+        assert!(store.exists(&o.key).unwrap(), "{}", o.key);
+    }
+    // Exactly one conversion's tables remain: queries count the key's content once.
+    let tables = keys_of(&store, "tables/");
+    assert!(!tables.is_empty());
+    assert!(tables
+        .iter()
+        .all(|k| k.ends_with(&format!("{}.parquet", second.source_id))));
+    // Redelivery of the old event changes nothing: the key's content is the new one.
+    let again = process_upload(&store, &store, "uploads/a.folded", &opts).unwrap();
+    assert!(
+        matches!(again, Outcome::AlreadyConverted { .. }),
+        "{again:?}"
+    );
+    assert!(store.exists(&second.manifest_key).unwrap());
+
+    // Bad content replacing good: quarantined, and the good content's outputs go too.
+    store.put("uploads/a.folded", b"\x00garbage").unwrap();
+    let out = process_upload(&store, &store, "uploads/a.folded", &opts).unwrap();
+    assert!(matches!(out, Outcome::Quarantined(_)), "{out:?}");
+    assert!(!store.exists(&second.manifest_key).unwrap());
+    assert_eq!(keys_of(&store, "tables/"), Vec::<String>::new());
+    assert_eq!(keys_of(&store, "converted/"), Vec::<String>::new());
+}
+
+/// Overwrites the upload with other bytes the first time the job checks it: a re-upload that
+/// lands while the earlier content is being converted.
+struct OverwrittenDuringConversion {
+    inner: LocalDirStore,
+    overwritten: AtomicBool,
+}
+
+impl ObjectStore for OverwrittenDuringConversion {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        self.inner.get(key)
+    }
+    fn get_object(&self, key: &str, max: u64) -> Result<Option<(Vec<u8>, ObjectInfo)>> {
+        self.inner.get_object(key, max)
+    }
+    fn exists(&self, key: &str) -> Result<bool> {
+        self.inner.exists(key)
+    }
+    fn head(&self, key: &str) -> Result<Option<ObjectInfo>> {
+        if !self.overwritten.swap(true, Ordering::SeqCst) {
+            self.inner.put(key, OTHER_FOLDED)?;
+        }
+        self.inner.head(key)
+    }
+    fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
+        self.inner.put(key, bytes)
+    }
+    fn delete(&self, key: &str) -> Result<()> {
+        self.inner.delete(key)
+    }
+    fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        self.inner.list(prefix)
+    }
+}
+
+#[test]
+fn content_overwritten_during_conversion_is_not_kept_and_the_new_content_converts() {
+    let (_dir, store) = local();
+    store.put("uploads/a.folded", FOLDED).unwrap();
+    let racing = OverwrittenDuringConversion {
+        inner: store.clone(),
+        overwritten: AtomicBool::new(false),
+    };
+    let opts = ProcessOptions::default();
+    let out = process_upload(&racing, &store, "uploads/a.folded", &opts).unwrap();
+    assert!(
+        matches!(
+            out,
+            Outcome::Skipped {
+                why: SkipReason::Overwritten,
+                ..
+            }
+        ),
+        "{out:?}"
+    );
+    assert_eq!(keys_of(&store, "converted/"), Vec::<String>::new());
+    assert_eq!(keys_of(&store, "tables/"), Vec::<String>::new());
+    // The newer content's own event.
+    let out = process_upload(&store, &store, "uploads/a.folded", &opts).unwrap();
+    let Outcome::Converted(c) = out else {
+        panic!("{out:?}")
+    };
+    assert_eq!(c.samples, 5);
+    assert_eq!(c.replaced, None);
+}

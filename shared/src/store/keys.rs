@@ -6,6 +6,7 @@
 //! tables/v1/<table>/dt=YYYY-MM-DD/<source_id>.parquet stack tables (docs/tables.md)
 //! index/build-id/<build_id>/<source_id>.json        an upload has unsymbolized frames of an image
 //! converted/<source_id>/manifest.json                written last: the upload is converted
+//! converted/by-key/<key_id>.json                     which conversion is current for an upload key
 //! uploads/<name>.metadata.json                       optional metadata sidecar of uploads/<name>
 //! uploads/<name>.error.json                          error report of an upload that cannot convert
 //! ```
@@ -57,21 +58,6 @@ pub fn manifest_key(source_id: &str) -> String {
     format!("{CONVERTED_PREFIX}{source_id}/manifest.json")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn etag_is_s3_single_part_md5() {
-        assert_eq!(content_etag(b""), "d41d8cd98f00b204e9800998ecf8427e");
-        assert_eq!(
-            source_id("uploads/a", "\"d41d8cd98f00b204e9800998ecf8427e\""),
-            source_id("uploads/a", "d41d8cd98f00b204e9800998ecf8427e")
-        );
-        assert_ne!(source_id("uploads/a", "x"), source_id("uploads/b", "x"));
-    }
-}
-
 /// Where the build-ID index goes: one entry per (image, upload) with unsymbolized frames.
 pub const BUILD_ID_INDEX_PREFIX: &str = "index/build-id/";
 
@@ -79,6 +65,15 @@ pub const BUILD_ID_INDEX_PREFIX: &str = "index/build-id/";
 /// id (lowercase hex GNU build id) or, without one, its debug id.
 pub fn build_id_index_key(build_id: &str, source_id: &str) -> String {
     format!("{BUILD_ID_INDEX_PREFIX}{build_id}/{source_id}.json")
+}
+
+/// Key of the pointer to the current conversion of the upload at `source_key`: which
+/// conversion a re-upload under the same key replaces.
+pub fn current_conversion_key(source_key: &str) -> String {
+    format!(
+        "{CONVERTED_PREFIX}by-key/{}.json",
+        derived_id(&["key", source_key])
+    )
 }
 
 /// Suffix of an upload's error report, written next to it when it cannot be converted.
@@ -101,4 +96,19 @@ pub fn sidecar_key(upload_key: &str) -> String {
 pub fn profile_key_of_sidecar(key: &str) -> Option<&str> {
     key.strip_suffix(METADATA_SIDECAR_SUFFIX)
         .filter(|profile| !profile.is_empty() && !profile.ends_with('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn etag_is_s3_single_part_md5() {
+        assert_eq!(content_etag(b""), "d41d8cd98f00b204e9800998ecf8427e");
+        assert_eq!(
+            source_id("uploads/a", "\"d41d8cd98f00b204e9800998ecf8427e\""),
+            source_id("uploads/a", "d41d8cd98f00b204e9800998ecf8427e")
+        );
+        assert_ne!(source_id("uploads/a", "x"), source_id("uploads/b", "x"));
+    }
 }

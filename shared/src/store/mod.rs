@@ -6,9 +6,10 @@ mod local;
 mod s3;
 
 pub use keys::{
-    build_id_index_key, chunk_key, content_etag, error_report_key, manifest_key,
-    profile_key_of_sidecar, sidecar_key, source_id, table_key, upload_key, BUILD_ID_INDEX_PREFIX,
-    CONVERTED_PREFIX, ERROR_REPORT_SUFFIX, METADATA_SIDECAR_SUFFIX, TABLES_PREFIX, UPLOADS_PREFIX,
+    build_id_index_key, chunk_key, content_etag, current_conversion_key, error_report_key,
+    manifest_key, profile_key_of_sidecar, sidecar_key, source_id, table_key, upload_key,
+    BUILD_ID_INDEX_PREFIX, CONVERTED_PREFIX, ERROR_REPORT_SUFFIX, METADATA_SIDECAR_SUFFIX,
+    TABLES_PREFIX, UPLOADS_PREFIX,
 };
 pub use local::LocalDirStore;
 #[cfg(feature = "s3")]
@@ -41,6 +42,11 @@ pub trait ObjectStore: Send + Sync {
     fn get_object(&self, key: &str, max_bytes: u64) -> Result<Option<(Vec<u8>, ObjectInfo)>>;
     /// Whether an object exists at `key`.
     fn exists(&self, key: &str) -> Result<bool>;
+    /// What the store knows of the object at `key` without its bytes, or `None` if there is
+    /// none. The default reads the object; stores that can do better override it.
+    fn head(&self, key: &str) -> Result<Option<ObjectInfo>> {
+        Ok(self.get_object(key, u64::MAX)?.map(|(_, info)| info))
+    }
     /// Stores `bytes` at `key`, replacing any object there.
     fn put(&self, key: &str, bytes: &[u8]) -> Result<()>;
     /// Removes the object at `key`; removing a missing object is not an error.

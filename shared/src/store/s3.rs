@@ -210,6 +210,31 @@ impl ObjectStore for S3Store {
         })
     }
 
+    fn head(&self, key: &str) -> Result<Option<ObjectInfo>> {
+        let full_key = self.full_key(key);
+        self.runtime.block_on(async {
+            let request = self
+                .client
+                .head_object()
+                .bucket(&self.bucket)
+                .key(&full_key);
+            let output = match request.send().await {
+                Ok(output) => output,
+                Err(e) if is_missing_key(&e, |s| s.is_not_found()) => return Ok(None),
+                Err(e) => return Err(self.storage_error(&full_key, e)),
+            };
+            Ok(Some(ObjectInfo {
+                etag: output.e_tag().unwrap_or("").trim_matches('"').to_owned(),
+                size: output
+                    .content_length()
+                    .and_then(|n| u64::try_from(n).ok())
+                    .unwrap_or(0),
+                last_modified_ns: output.last_modified().and_then(unix_nanos),
+                user_metadata: output.metadata().map(user_metadata).unwrap_or_default(),
+            }))
+        })
+    }
+
     fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
         let full_key = self.full_key(key);
         self.runtime.block_on(async {

@@ -1,0 +1,88 @@
+//! A store seen through a key prefix: how `PROFLAKE_OUTPUT_PREFIX` applies to stores that are
+//! not [`S3Store`](proflake::S3Store)s, which take the prefix themselves.
+
+use std::sync::Arc;
+
+use proflake::{ObjectInfo, ObjectStore, Result};
+
+/// Key `k` of this store is key `prefix + k` of the inner one.
+pub(crate) struct PrefixedStore {
+    inner: Arc<dyn ObjectStore>,
+    prefix: String,
+}
+
+impl PrefixedStore {
+    /// `inner` itself when `prefix` is empty.
+    pub(crate) fn wrap(inner: Arc<dyn ObjectStore>, prefix: &str) -> Arc<dyn ObjectStore> {
+        if prefix.is_empty() {
+            return inner;
+        }
+        Arc::new(PrefixedStore {
+            inner,
+            prefix: prefix.to_owned(),
+        })
+    }
+
+    fn key(&self, key: &str) -> String {
+        format!("{}{key}", self.prefix)
+    }
+}
+
+impl ObjectStore for PrefixedStore {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        self.inner.get(&self.key(key))
+    }
+
+    fn get_object(&self, key: &str, max_bytes: u64) -> Result<Option<(Vec<u8>, ObjectInfo)>> {
+        self.inner.get_object(&self.key(key), max_bytes)
+    }
+
+    fn exists(&self, key: &str) -> Result<bool> {
+        self.inner.exists(&self.key(key))
+    }
+
+    fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
+        self.inner.put(&self.key(key), bytes)
+    }
+
+    fn delete(&self, key: &str) -> Result<()> {
+        self.inner.delete(&self.key(key))
+    }
+
+    fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        let keys = self.inner.list(&self.key(prefix))?;
+        Ok(keys
+            .into_iter()
+            .filter_map(|k| k.strip_prefix(&self.prefix).map(str::to_owned))
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proflake::LocalDirStore;
+
+    #[test]
+    fn keys_are_prefixed_and_listed_without_the_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let inner: Arc<dyn ObjectStore> = Arc::new(LocalDirStore::new(dir.path()));
+        let store = PrefixedStore::wrap(inner.clone(), "env/a/");
+        store.put("converted/x.json", b"{}").unwrap();
+        assert_eq!(inner.get("env/a/converted/x.json").unwrap().unwrap(), b"{}");
+        assert!(store.exists("converted/x.json").unwrap());
+        assert!(!inner.exists("converted/x.json").unwrap());
+        let (bytes, info) = store.get_object("converted/x.json", 10).unwrap().unwrap();
+        assert_eq!((bytes.as_slice(), info.size), (&b"{}"[..], 2));
+        assert_eq!(store.list("converted/").unwrap(), ["converted/x.json"]);
+        store.delete("converted/x.json").unwrap();
+        assert_eq!(inner.get("env/a/converted/x.json").unwrap(), None);
+    }
+
+    #[test]
+    fn empty_prefix_is_the_store_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let inner: Arc<dyn ObjectStore> = Arc::new(LocalDirStore::new(dir.path()));
+        assert!(Arc::ptr_eq(&PrefixedStore::wrap(inner.clone(), ""), &inner));
+    }
+}

@@ -1,0 +1,101 @@
+//! Re-uploads under the same key. A new upload at a key replaces the old one, so the old
+//! upload's outputs must go, or queries would count both. Each key has a pointer to its current
+//! conversion (`converted/by-key/<key_id>.json`); the job that converts the content the key
+//! holds now removes the conversion the pointer names, then moves the pointer.
+//!
+//! Only outputs of content the key no longer holds are ever removed: before touching anything
+//! the job checks (HEAD) that its own content is still the key's. A job that finds its content
+//! replaced removes its own outputs instead, since the newer content has its own event. Deletes
+//! are idempotent and the pointer moves last, so an interrupted clean-up finishes on redelivery.
+
+use serde::{Deserialize, Serialize};
+
+use super::manifest::Manifest;
+use crate::error::Result;
+use crate::store::{current_conversion_key, manifest_key, source_id, ObjectStore};
+
+/// The pointer's content.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct CurrentConversion {
+    key: String,
+    etag: String,
+    source_id: String,
+    manifest_key: String,
+}
+
+/// What [`settle`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Settled {
+    /// This conversion is the key's current one; `replaced` names the conversion it removed.
+    Current {
+        /// Source id of the removed conversion.
+        replaced: Option<String>,
+    },
+    /// The key now holds other content: this conversion was removed.
+    Outdated,
+}
+
+/// Makes the conversion of (`key`, `etag`) the key's current one, or removes it if the key
+/// holds other content by now. Call after the conversion is published, or with `converted`
+/// false after the content was quarantined (then only the previous conversion goes).
+pub(crate) fn settle(
+    uploads: &dyn ObjectStore,
+    outputs: &dyn ObjectStore,
+    key: &str,
+    etag: &str,
+    converted: bool,
+) -> Result<Settled> {
+    let mine = source_id(key, etag);
+    match uploads.head(key)? {
+        Some(info) if info.etag != etag => {
+            remove_conversion(outputs, &mine)?;
+            return Ok(Settled::Outdated);
+        }
+        // Deleted since: the raw upload is gone, but its outputs are all that is left of it.
+        None => return Ok(Settled::Current { replaced: None }),
+        Some(_) => {}
+    }
+    let pointer_key = current_conversion_key(key);
+    let previous: Option<CurrentConversion> = match outputs.get(&pointer_key)? {
+        // An unreadable pointer is rewritten; it only ever names outputs, never holds data.
+        Some(json) => serde_json::from_slice(&json).ok(),
+        None => None,
+    };
+    let replaced = match previous {
+        Some(p) if p.source_id == mine => return Ok(Settled::Current { replaced: None }),
+        Some(p) => {
+            remove_conversion(outputs, &p.source_id)?;
+            Some(p.source_id)
+        }
+        None => None,
+    };
+    if !converted {
+        outputs.delete(&pointer_key)?;
+        return Ok(Settled::Current { replaced });
+    }
+    let pointer = CurrentConversion {
+        key: key.into(),
+        etag: etag.into(),
+        source_id: mine.clone(),
+        manifest_key: manifest_key(&mine),
+    };
+    let json = serde_json::to_vec_pretty(&pointer).expect("pointer serializes");
+    outputs.put(&pointer_key, &json)?;
+    Ok(Settled::Current { replaced })
+}
+
+/// Removes every output a conversion's manifest lists, then the manifest. A conversion without
+/// a manifest (never finished, or already removed) has nothing listed to remove.
+fn remove_conversion(outputs: &dyn ObjectStore, source_id: &str) -> Result<()> {
+    let manifest_key = manifest_key(source_id);
+    let Some(json) = outputs.get(&manifest_key)? else {
+        return Ok(());
+    };
+    let Ok(manifest) = serde_json::from_slice::<Manifest>(&json) else {
+        return Ok(()); // not ours to interpret; leave it for an operator
+    };
+    for output in &manifest.outputs {
+        outputs.delete(&output.key)?;
+    }
+    outputs.delete(&manifest_key)
+}
