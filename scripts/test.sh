@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every check: formatting, lints, all tests, and a check that the committed sample traces
-# are exactly what their generators write. Installs what it needs on a bare machine: Python
+# Runs every check: formatting, lints (Rust and the infra template), all tests (the end-to-end
+# suite against moto server included), and a check that the committed sample traces are exactly
+# what their generators write. Installs what it needs on a bare machine: Python
 # test tools go into .venv (pinned in tests/requirements.txt); Rust crates come from crates.io.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +24,9 @@ echo "samples/perfetto/android_app.pftrace matches its generator"
 cmp samples/sentry/android_perfetto.envelope "$tmp/android_perfetto.envelope"
 echo "samples/sentry/android_perfetto.envelope matches its generator"
 
+step "infra: cfn-lint infra/template.yaml"
+scripts/lint_infra.sh
+
 step "cargo fmt"
 cargo fmt --all --check
 
@@ -40,6 +44,10 @@ step "DuckDB: docs/queries.sql on the stack tables of every sample"
 cargo build -q --locked -p proflake-cli
 PROFLAKE_BIN="${CARGO_TARGET_DIR:-target}/debug/proflake" \
   .venv/bin/python tests/duckdb/test_queries.py 2>&1 | tee "$tmp/duckdb.log"
+
+step "the compiled convert function under cargo lambda watch, against moto"
+cargo build -q --locked -p proflake-convert --bin convert
+PATH="$PWD/.venv/bin:$PATH" .venv/bin/python tests/e2e/lambda_watch.py
 
 step "py-spy recording decodes to py-spy's sample count"
 # A fresh recording of the committed workload (not byte-reproducible, so no cmp): the decoded

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Reads a downloaded output bucket the way an analyst would, and checks it against the manifests.
+
+Usage: python tests/duckdb/read_bucket.py DIR
+
+DIR mirrors the output bucket (keys as paths): `converted/<source_id>/manifest.json` and
+`tables/v1/<table>/dt=YYYY-MM-DD/<source_id>.parquet`. DuckDB reads every table through the glob
+`tables/v1/<table>/dt=*/*.parquet` with hive partitioning. For every manifest this checks:
+
+* the `samples` rows of its source (counted by file, and by joining `profiles.source_id`) equal
+  `profile.samples_written`;
+* the `profiles` rows of its source equal its `sample_v2` outputs, and their `samples` sum to the
+  same total;
+* every table file it lists is read, with the rows it lists, under its `dt` partition;
+
+and that no table row belongs to a source without a manifest. Prints one line per source and a
+closing `read_bucket: N sources, M samples OK`; exits 1 with the mismatches otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import duckdb
+
+TABLES = ["profiles", "samples", "stacks", "frames", "function_rollup"]
+
+
+def main() -> int:
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    root = Path(sys.argv[1]).resolve()
+    manifests = {}
+    for path in sorted(root.glob("converted/*/manifest.json")):
+        manifest = json.loads(path.read_text())
+        manifests[manifest["source"]["source_id"]] = manifest
+    if not manifests:
+        print(f"read_bucket: no manifests under {root}/converted/", file=sys.stderr)
+        return 1
+
+    con = duckdb.connect()
+    for table in TABLES:
+        files = sorted(root.glob(f"tables/v1/{table}/dt=*/*.parquet"))
+        if not files:
+            print(f"read_bucket: no {table} files", file=sys.stderr)
+            return 1
+        glob = str(root / "tables" / "v1" / table / "dt=*" / "*.parquet")
+        con.execute(
+            f"CREATE VIEW {table} AS SELECT *, "
+            f"regexp_extract(filename, '([0-9a-f]+)\\.parquet$', 1) AS file_source_id "
+            f"FROM read_parquet('{glob}', hive_partitioning = true, filename = true)"
+        )
+
+    def rows(sql: str, *params) -> list[tuple]:
+        return con.execute(sql, list(params)).fetchall()
+
+    errors: list[str] = []
+    samples_by_file = dict(rows("SELECT file_source_id, count(*) FROM samples GROUP BY 1"))
+    samples_by_join = dict(
+        rows(
+            "SELECT p.source_id, count(*) FROM samples s "
+            "JOIN profiles p USING (profile_id) GROUP BY 1"
+        )
+    )
+    profiles = {
+        sid: (n, total)
+        for sid, n, total in rows(
+            "SELECT source_id, count(*), sum(samples) FROM profiles GROUP BY 1"
+        )
+    }
+    orphan_samples = rows(
+        "SELECT count(*) FROM samples s ANTI JOIN profiles p USING (profile_id)"
+    )[0][0]
+    if orphan_samples:
+        errors.append(f"{orphan_samples} samples rows have no profiles row")
+
+    total_samples = 0
+    for sid, manifest in manifests.items():
+        key = manifest["source"]["key"]
+        written = manifest["profile"]["samples_written"]
+        chunks = [o for o in manifest["outputs"] if o["kind"] == "sample_v2"]
+        by_file = samples_by_file.get(sid, 0)
+        by_join = samples_by_join.get(sid, 0)
+        n_profiles, profile_total = profiles.get(sid, (0, 0))
+        if by_file != written:
+            errors.append(f"{key}: samples table has {by_file} rows, manifest says {written}")
+        if by_join != written:
+            errors.append(
+                f"{key}: {by_join} samples rows join to profiles of this source, "
+                f"manifest says {written}"
+            )
+        if n_profiles != len(chunks):
+            errors.append(f"{key}: {n_profiles} profiles rows for {len(chunks)} chunks")
+        if profile_total != written:
+            errors.append(f"{key}: profiles.samples sums to {profile_total}, not {written}")
+        for output in manifest["outputs"]:
+            if not output["kind"].startswith("table:"):
+                continue
+            table = output["kind"].split(":", 1)[1]
+            dt = output["key"].split("/dt=", 1)[1].split("/", 1)[0]
+            got = rows(
+                f"SELECT count(*), count(DISTINCT dt) FROM {table} "
+                f"WHERE file_source_id = ? AND CAST(dt AS VARCHAR) = ?",
+                sid,
+                dt,
+            )[0]
+            if got != (output["rows"], 1 if output["rows"] else 0):
+                errors.append(
+                    f"{key}: {output['key']} reads as {got[0]} rows in dt={dt}, "
+                    f"manifest says {output['rows']}"
+                )
+        total_samples += by_file
+        print(f"{sid} {key}: {by_file} samples, {n_profiles} profiles")
+
+    for table in TABLES:
+        for (sid,) in rows(f"SELECT DISTINCT file_source_id FROM {table}"):
+            if sid not in manifests:
+                errors.append(f"{table} has rows of source {sid}, which has no manifest")
+
+    if errors:
+        for error in errors:
+            print(f"read_bucket: {error}", file=sys.stderr)
+        return 1
+    print(f"read_bucket: {len(manifests)} sources, {total_samples} samples OK")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,550 @@
+//! The local stand-in for production: moto with the two buckets, the convert queue with its
+//! dead-letter queue and redrive policy, and the uploads bucket's notification to the queue
+//! (as infra/template.yaml sets them up). There is no event source mapping locally, so
+//! [`Env::drain`] does its job: receive, call the handler, delete what succeeded.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
+use aws_sdk_s3::config::retry::RetryConfig;
+use aws_sdk_s3::config::timeout::TimeoutConfig;
+use aws_sdk_s3::config::{BehaviorVersion, Credentials, Region};
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{
+    FilterRule, FilterRuleName, NotificationConfiguration, NotificationConfigurationFilter,
+    QueueConfiguration, S3KeyFilter,
+};
+use aws_sdk_sqs::types::QueueAttributeName;
+use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, Message, MessageSystemAttributeName};
+use proflake_convert::{App, Config};
+
+use crate::moto::Moto;
+
+pub const REGION: &str = "us-east-1";
+pub const UPLOADS_BUCKET: &str = "proflake-uploads";
+pub const OUTPUT_BUCKET: &str = "proflake-outputs";
+pub const QUEUE: &str = "proflake-convert";
+pub const DLQ: &str = "proflake-convert-dlq";
+/// The production redrive policy's maxReceiveCount.
+pub const MAX_RECEIVE_COUNT: u32 = 5;
+
+/// The workspace root.
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+/// A file of the workspace, read.
+pub fn repo_file(path: &str) -> Vec<u8> {
+    let full = workspace().join(path);
+    std::fs::read(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
+}
+
+/// Test credentials and region, nothing from the environment.
+fn s3_config(endpoint: &str) -> aws_sdk_s3::config::Builder {
+    aws_sdk_s3::Config::builder()
+        .behavior_version(BehaviorVersion::latest())
+        .region(Region::new(REGION))
+        .credentials_provider(Credentials::new("test", "test", None, None, "e2e"))
+        .endpoint_url(endpoint)
+        .force_path_style(true)
+}
+
+/// An S3 client for `endpoint` with the SDK's default retries and timeouts.
+pub fn s3_client(endpoint: &str) -> aws_sdk_s3::Client {
+    aws_sdk_s3::Client::from_conf(s3_config(endpoint).build())
+}
+
+/// An S3 client that gives up fast: two attempts, short backoff, short timeouts. For handlers
+/// behind the fault proxy.
+pub fn impatient_s3_client(endpoint: &str) -> aws_sdk_s3::Client {
+    let conf = s3_config(endpoint)
+        .retry_config(
+            RetryConfig::standard()
+                .with_max_attempts(2)
+                .with_initial_backoff(Duration::from_millis(20))
+                .with_max_backoff(Duration::from_millis(100)),
+        )
+        .timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(Duration::from_secs(2))
+                .read_timeout(Duration::from_secs(5))
+                .operation_attempt_timeout(Duration::from_secs(5))
+                .operation_timeout(Duration::from_secs(15))
+                .build(),
+        )
+        .build();
+    aws_sdk_s3::Client::from_conf(conf)
+}
+
+fn sqs_client(endpoint: &str) -> aws_sdk_sqs::Client {
+    let conf = aws_sdk_sqs::Config::builder()
+        .behavior_version(aws_sdk_sqs::config::BehaviorVersion::latest())
+        .region(aws_sdk_sqs::config::Region::new(REGION))
+        .credentials_provider(aws_sdk_sqs::config::Credentials::new(
+            "test", "test", None, None, "e2e",
+        ))
+        .endpoint_url(endpoint)
+        .build();
+    aws_sdk_sqs::Client::from_conf(conf)
+}
+
+/// The handler's configuration: outputs to [`OUTPUT_BUCKET`], the rest as in production.
+pub fn config(concurrency: usize) -> Config {
+    let vars: HashMap<&str, String> = HashMap::from([
+        ("PROFLAKE_OUTPUT_BUCKET", OUTPUT_BUCKET.to_owned()),
+        ("PROFLAKE_CONCURRENCY", concurrency.to_string()),
+        ("PROFLAKE_LOG", "warn".to_owned()),
+    ]);
+    Config::from_lookup(|name| vars.get(name).cloned()).expect("handler config")
+}
+
+/// Moto set up like production.
+pub struct Env {
+    pub moto: Moto,
+    pub s3: aws_sdk_s3::Client,
+    pub sqs: aws_sdk_sqs::Client,
+    pub queue_url: String,
+    pub queue_arn: String,
+    pub dlq_url: String,
+}
+
+/// One upload: key, bytes and `x-amz-meta-*` user metadata.
+#[derive(Clone, Debug)]
+pub struct Upload {
+    pub key: String,
+    pub bytes: Vec<u8>,
+    pub meta: Vec<(String, String)>,
+}
+
+impl Upload {
+    pub fn new(key: impl Into<String>, bytes: Vec<u8>) -> Upload {
+        Upload {
+            key: key.into(),
+            bytes,
+            meta: Vec::new(),
+        }
+    }
+
+    pub fn with_meta(mut self, name: &str, value: &str) -> Upload {
+        self.meta.push((name.to_owned(), value.to_owned()));
+        self
+    }
+}
+
+impl Env {
+    /// A fresh moto with buckets, queues and notification; the queue's messages become
+    /// visible again `visibility_timeout_s` after a receive that did not delete them.
+    pub async fn start(visibility_timeout_s: u32) -> Env {
+        let moto = tokio::task::spawn_blocking(Moto::start).await.unwrap();
+        let s3 = s3_client(&moto.endpoint);
+        let sqs = sqs_client(&moto.endpoint);
+        for bucket in [UPLOADS_BUCKET, OUTPUT_BUCKET] {
+            s3.create_bucket()
+                .bucket(bucket)
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("create bucket {bucket}: {e:?}"));
+        }
+        let dlq_url = sqs
+            .create_queue()
+            .queue_name(DLQ)
+            .send()
+            .await
+            .expect("create DLQ")
+            .queue_url
+            .unwrap();
+        let dlq_arn = queue_arn(&sqs, &dlq_url).await;
+        let redrive = format!(
+            r#"{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":"{MAX_RECEIVE_COUNT}"}}"#
+        );
+        let queue_url = sqs
+            .create_queue()
+            .queue_name(QUEUE)
+            .attributes(
+                QueueAttributeName::VisibilityTimeout,
+                visibility_timeout_s.to_string(),
+            )
+            .attributes(QueueAttributeName::RedrivePolicy, redrive)
+            .send()
+            .await
+            .expect("create queue")
+            .queue_url
+            .unwrap();
+        let queue_arn = queue_arn(&sqs, &queue_url).await;
+        let prefix = FilterRule::builder()
+            .name(FilterRuleName::Prefix)
+            .value("uploads/")
+            .build();
+        let notification = QueueConfiguration::builder()
+            .id("convert")
+            .queue_arn(&queue_arn)
+            .events("s3:ObjectCreated:*".into())
+            .filter(
+                NotificationConfigurationFilter::builder()
+                    .key(S3KeyFilter::builder().filter_rules(prefix).build())
+                    .build(),
+            )
+            .build()
+            .unwrap();
+        s3.put_bucket_notification_configuration()
+            .bucket(UPLOADS_BUCKET)
+            .notification_configuration(
+                NotificationConfiguration::builder()
+                    .queue_configurations(notification)
+                    .build(),
+            )
+            .send()
+            .await
+            .expect("notification configuration");
+        Env {
+            moto,
+            s3,
+            sqs,
+            queue_url,
+            queue_arn,
+            dlq_url,
+        }
+    }
+
+    /// A handler app on moto (real S3 client, default retries).
+    pub fn app(&self, concurrency: usize) -> App {
+        App::new(config(concurrency), s3_client(&self.moto.endpoint))
+    }
+
+    /// Receives and deletes the `s3:TestEvent` moto sends when the notification is set up, so
+    /// that later counts are exact.
+    pub async fn consume_test_event(&self) {
+        let messages = self.receive(10, 5).await;
+        assert_eq!(messages.len(), 1, "expected only the s3:TestEvent");
+        assert!(is_test_event(&messages[0]), "{:?}", messages[0].body);
+        self.delete(&messages).await;
+    }
+
+    /// Uploads `upload` to the uploads bucket.
+    pub async fn put(&self, upload: &Upload) {
+        put_upload(&self.s3, upload).await;
+    }
+
+    /// Receives up to `max` messages, long-polling up to `wait_s` seconds.
+    pub async fn receive(&self, max: i32, wait_s: i32) -> Vec<Message> {
+        self.sqs
+            .receive_message()
+            .queue_url(&self.queue_url)
+            .max_number_of_messages(max)
+            .wait_time_seconds(wait_s)
+            .message_system_attribute_names(MessageSystemAttributeName::All)
+            .send()
+            .await
+            .expect("receive")
+            .messages
+            .unwrap_or_default()
+    }
+
+    /// Deletes `messages` from the queue.
+    pub async fn delete(&self, messages: &[Message]) {
+        delete_messages(&self.sqs, &self.queue_url, messages).await;
+    }
+
+    /// The SQS event Lambda would deliver for `messages`.
+    pub fn event(&self, messages: &[Message]) -> SqsEvent {
+        sqs_event(&self.queue_arn, messages)
+    }
+
+    /// What the event source mapping does for one batch: receive up to 10 messages, call the
+    /// handler, delete every message not reported in `batch_item_failures`. Returns the
+    /// response and the messages (empty when the queue gave none within `wait_s`).
+    pub async fn drain(&self, app: &App, wait_s: i32) -> (SqsBatchResponse, Vec<Message>) {
+        let messages = self.receive(10, wait_s).await;
+        if messages.is_empty() {
+            return (SqsBatchResponse::default(), messages);
+        }
+        let response = self.handle_and_settle(app, &messages).await;
+        (response, messages)
+    }
+
+    /// Calls the handler on `messages` and deletes those that succeeded.
+    pub async fn handle_and_settle(&self, app: &App, messages: &[Message]) -> SqsBatchResponse {
+        let response = proflake_convert::handle_batch(app, self.event(messages)).await;
+        let failed = failed_ids(&response);
+        let done: Vec<Message> = messages
+            .iter()
+            .filter(|m| !failed.iter().any(|id| Some(id.as_str()) == m.message_id()))
+            .cloned()
+            .collect();
+        self.delete(&done).await;
+        response
+    }
+
+    /// Drains until the queue gives nothing for one long poll; every batch must succeed whole.
+    /// Returns every message handled.
+    pub async fn drain_all(&self, app: &App) -> Vec<Message> {
+        let mut all = Vec::new();
+        loop {
+            let (response, messages) = self.drain(app, 2).await;
+            if messages.is_empty() {
+                return all;
+            }
+            assert_eq!(
+                failed_ids(&response),
+                Vec::<String>::new(),
+                "batch item failures for {:?}",
+                bodies(&messages)
+            );
+            all.extend(messages);
+        }
+    }
+
+    /// (visible, in flight) messages of a queue, as SQS counts them.
+    pub async fn queue_depth(&self, queue_url: &str) -> (u64, u64) {
+        let attributes = self
+            .sqs
+            .get_queue_attributes()
+            .queue_url(queue_url)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+            .send()
+            .await
+            .expect("queue attributes")
+            .attributes
+            .unwrap_or_default();
+        let get = |name: QueueAttributeName| -> u64 {
+            attributes
+                .get(&name)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("no {name:?} in {attributes:?}"))
+        };
+        (
+            get(QueueAttributeName::ApproximateNumberOfMessages),
+            get(QueueAttributeName::ApproximateNumberOfMessagesNotVisible),
+        )
+    }
+
+    /// Asserts that the convert queue and the DLQ hold no message, visible or in flight.
+    pub async fn assert_queues_empty(&self) {
+        assert_eq!(
+            self.queue_depth(&self.queue_url).await,
+            (0, 0),
+            "convert queue not empty"
+        );
+        assert_eq!(
+            self.queue_depth(&self.dlq_url).await,
+            (0, 0),
+            "dead-letter queue not empty"
+        );
+    }
+
+    /// Every key of a bucket under `prefix`, sorted.
+    pub async fn keys(&self, bucket: &str, prefix: &str) -> Vec<String> {
+        list_keys(&self.s3, bucket, prefix).await
+    }
+
+    /// Every object of a bucket: key → bytes.
+    pub async fn snapshot(&self, bucket: &str) -> BTreeMap<String, Vec<u8>> {
+        let keys = self.keys(bucket, "").await;
+        let mut out = BTreeMap::new();
+        for key in keys {
+            let bytes = self.get(bucket, &key).await.expect("listed object exists");
+            out.insert(key, bytes);
+        }
+        out
+    }
+
+    /// The object's bytes, or `None` if there is none.
+    pub async fn get(&self, bucket: &str, key: &str) -> Option<Vec<u8>> {
+        match self.s3.get_object().bucket(bucket).key(key).send().await {
+            Ok(object) => Some(object.body.collect().await.unwrap().into_bytes().to_vec()),
+            Err(e) => {
+                let service = e.into_service_error();
+                assert!(service.is_no_such_key(), "get {bucket}/{key}: {service:?}");
+                None
+            }
+        }
+    }
+
+    /// Deletes every object of the output bucket.
+    pub async fn clear_outputs(&self) {
+        for key in self.keys(OUTPUT_BUCKET, "").await {
+            self.s3
+                .delete_object()
+                .bucket(OUTPUT_BUCKET)
+                .key(&key)
+                .send()
+                .await
+                .expect("delete output");
+        }
+    }
+}
+
+async fn queue_arn(sqs: &aws_sdk_sqs::Client, queue_url: &str) -> String {
+    sqs.get_queue_attributes()
+        .queue_url(queue_url)
+        .attribute_names(QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .expect("queue attributes")
+        .attributes
+        .and_then(|a| a.get(&QueueAttributeName::QueueArn).cloned())
+        .expect("queue ARN")
+}
+
+pub async fn put_upload(s3: &aws_sdk_s3::Client, upload: &Upload) {
+    let mut put = s3
+        .put_object()
+        .bucket(UPLOADS_BUCKET)
+        .key(&upload.key)
+        .body(ByteStream::from(upload.bytes.clone()));
+    for (name, value) in &upload.meta {
+        put = put.metadata(name, value);
+    }
+    put.send()
+        .await
+        .unwrap_or_else(|e| panic!("upload {}: {e:?}", upload.key));
+}
+
+pub async fn list_keys(s3: &aws_sdk_s3::Client, bucket: &str, prefix: &str) -> Vec<String> {
+    let mut keys = Vec::new();
+    let mut pages = s3
+        .list_objects_v2()
+        .bucket(bucket)
+        .prefix(prefix)
+        .into_paginator()
+        .send();
+    while let Some(page) = pages.next().await {
+        let page = page.unwrap_or_else(|e| panic!("list {bucket}/{prefix}: {e:?}"));
+        keys.extend(
+            page.contents()
+                .iter()
+                .filter_map(|o| o.key().map(str::to_owned)),
+        );
+    }
+    keys.sort();
+    keys
+}
+
+pub async fn delete_messages(sqs: &aws_sdk_sqs::Client, queue_url: &str, messages: &[Message]) {
+    for batch in messages.chunks(10) {
+        let entries: Vec<_> = batch
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                DeleteMessageBatchRequestEntry::builder()
+                    .id(format!("m{i}"))
+                    .receipt_handle(m.receipt_handle().unwrap())
+                    .build()
+                    .unwrap()
+            })
+            .collect();
+        if entries.is_empty() {
+            continue;
+        }
+        let out = sqs
+            .delete_message_batch()
+            .queue_url(queue_url)
+            .set_entries(Some(entries))
+            .send()
+            .await
+            .expect("delete messages");
+        assert!(out.failed().is_empty(), "delete failed: {:?}", out.failed());
+    }
+}
+
+/// The SQS event Lambda would deliver for `messages` received from the queue `queue_arn`.
+pub fn sqs_event(queue_arn: &str, messages: &[Message]) -> SqsEvent {
+    let records: Vec<serde_json::Value> = messages
+        .iter()
+        .map(|m| {
+            let attributes: BTreeMap<String, String> = m
+                .attributes()
+                .map(|a| {
+                    a.iter()
+                        .map(|(k, v)| (k.as_str().to_owned(), v.clone()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            serde_json::json!({
+                "messageId": m.message_id(),
+                "receiptHandle": m.receipt_handle(),
+                "body": m.body(),
+                "attributes": attributes,
+                "messageAttributes": {},
+                "md5OfBody": m.md5_of_body().unwrap_or_default(),
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": REGION,
+            })
+        })
+        .collect();
+    serde_json::from_value(serde_json::json!({ "Records": records })).expect("SqsEvent")
+}
+
+/// The message ids a response reports failed, in order.
+pub fn failed_ids(response: &SqsBatchResponse) -> Vec<String> {
+    response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.clone())
+        .collect()
+}
+
+pub fn is_test_event(message: &Message) -> bool {
+    let body: serde_json::Value = serde_json::from_str(message.body().unwrap_or("")).unwrap();
+    body["Event"] == "s3:TestEvent"
+}
+
+pub fn bodies(messages: &[Message]) -> Vec<&str> {
+    messages.iter().map(|m| m.body().unwrap_or("")).collect()
+}
+
+/// The decoded keys a notification message names (none for the test event).
+pub fn notified_keys(message: &Message) -> Vec<String> {
+    match proflake::parse_notification(message.body().unwrap_or("")).expect("notification") {
+        proflake::Notification::Test => Vec::new(),
+        proflake::Notification::Objects(objects) => objects.into_iter().map(|o| o.key).collect(),
+    }
+}
+
+/// Hex SHA-256.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Writes `objects` (key → bytes) under `dir`, keys as relative paths.
+pub fn mirror(objects: &BTreeMap<String, Vec<u8>>, dir: &Path) {
+    for (key, bytes) in objects {
+        let path = dir.join(key);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, bytes).unwrap();
+    }
+}
+
+/// The manifest of the upload `key` with content `bytes`, from a bucket snapshot.
+pub fn manifest_of(
+    outputs: &BTreeMap<String, Vec<u8>>,
+    key: &str,
+    bytes: &[u8],
+) -> Option<proflake::Manifest> {
+    let manifest_key =
+        proflake::manifest_key(&proflake::source_id(key, &proflake::content_etag(bytes)));
+    outputs
+        .get(&manifest_key)
+        .map(|m| serde_json::from_slice(m).expect("manifest parses"))
+}
+
+/// Every key one conversion writes to the output bucket: the outputs its manifest lists, the
+/// manifest, and the key's pointer to its current conversion.
+pub fn conversion_keys(manifest: &proflake::Manifest) -> std::collections::BTreeSet<String> {
+    let mut keys: std::collections::BTreeSet<String> =
+        manifest.outputs.iter().map(|o| o.key.clone()).collect();
+    keys.insert(proflake::manifest_key(&manifest.source.source_id));
+    keys.insert(proflake::current_conversion_key(&manifest.source.key));
+    keys
+}

@@ -1,0 +1,437 @@
+#!/usr/bin/env python3
+"""The convert Lambda binary under `cargo lambda watch`, fed a real S3 notification from moto.
+
+Run from anywhere with the workspace's venv: `.venv/bin/python tests/e2e/lambda_watch.py`.
+
+1. starts moto_server (.venv/bin/moto_server, or $PROFLAKE_MOTO_SERVER) on a port of its own and
+   sets it up like production: uploads and output buckets, the convert queue with its
+   dead-letter queue and redrive policy, the uploads/ notification to the queue;
+2. uploads one sample and receives the real notifications (moto's s3:TestEvent included), and
+   writes them as the SQS event Lambda would deliver;
+3. starts `cargo lambda watch` in the workspace root (it builds and runs the `convert` binary
+   when `cargo lambda invoke convert` first calls it; the function's environment goes through
+   `--env-var`, and the caller's AWS_* and PROFLAKE_* variables are kept out), retrying the
+   invoke while the function compiles;
+4. checks the response has no batch item failures and the upload's manifest, with every output
+   it lists, is in the output bucket.
+
+Prints `lambda_watch: PASS ...` and exits 0, or exits 1 with the reason. Everything it starts is
+stopped on the way out; the whole run is bounded by --timeout (default 900 s, most of it for a
+first compile; the test script normally has built the debug binary already).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+VENV_BIN = REPO / ".venv" / "bin"
+REGION = "us-east-1"
+UPLOADS_BUCKET = "proflake-uploads"
+OUTPUT_BUCKET = "proflake-outputs"
+QUEUE = "proflake-convert"
+DLQ = "proflake-convert-dlq"
+SAMPLE = REPO / "samples" / "pprof" / "google-pprof_report_sample.cpu.pb.gz"
+# A space and a '+': the notification carries the key form-urlencoded.
+UPLOAD_KEY = "uploads/watch/report sample+1.pb.gz"
+
+
+class Failure(Exception):
+    pass
+
+
+class Timeout(Exception):
+    pass
+
+
+def log(message: str) -> None:
+    print(f"lambda_watch: {message}", file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Moto:
+    """moto_server on 127.0.0.1, port picked by the kernel (read from its start-up line)."""
+
+    def __init__(self) -> None:
+        server = Path(os.environ.get("PROFLAKE_MOTO_SERVER", VENV_BIN / "moto_server"))
+        if not server.is_file():
+            raise Failure(
+                f"moto_server not found at {server}: run scripts/test.sh, which installs moto "
+                "into .venv"
+            )
+        self.proc = subprocess.Popen(
+            [str(server), "-H", "127.0.0.1", "-p", "0"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        found = threading.Event()
+        self.port = 0
+        lines: list[str] = []
+
+        def read() -> None:
+            for raw in self.proc.stderr:  # keeps draining so moto never blocks on the pipe
+                if not found.is_set():
+                    line = raw.decode(errors="replace")
+                    lines.append(line)
+                    m = re.search(r"Running on http://127\.0\.0\.1:(\d+)", line)
+                    if m:
+                        self.port = int(m.group(1))
+                        found.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        deadline = time.monotonic() + 60
+        while not found.wait(0.1):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise Failure("moto_server did not start:\n" + "".join(lines))
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise Failure("moto_server does not answer")
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+def clients(endpoint: str):
+    import boto3
+    from botocore.config import Config
+
+    kwargs = dict(
+        endpoint_url=endpoint,
+        region_name=REGION,
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+    )
+    s3 = boto3.client("s3", config=Config(s3={"addressing_style": "path"}), **kwargs)
+    return s3, boto3.client("sqs", **kwargs)
+
+
+def set_up(s3, sqs) -> tuple[str, str]:
+    """Buckets, queues and notification as in production; returns (queue url, queue arn)."""
+    for bucket in (UPLOADS_BUCKET, OUTPUT_BUCKET):
+        s3.create_bucket(Bucket=bucket)
+    dlq_url = sqs.create_queue(QueueName=DLQ)["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    queue_url = sqs.create_queue(
+        QueueName=QUEUE,
+        Attributes={
+            "VisibilityTimeout": "60",
+            "RedrivePolicy": json.dumps(
+                {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "5"}
+            ),
+        },
+    )["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    s3.put_bucket_notification_configuration(
+        Bucket=UPLOADS_BUCKET,
+        NotificationConfiguration={
+            "QueueConfigurations": [
+                {
+                    "Id": "convert",
+                    "QueueArn": queue_arn,
+                    "Events": ["s3:ObjectCreated:*"],
+                    "Filter": {"Key": {"FilterRules": [{"Name": "prefix", "Value": "uploads/"}]}},
+                }
+            ]
+        },
+    )
+    return queue_url, queue_arn
+
+
+def receive(sqs, queue_url: str, want: int) -> list[dict]:
+    messages: list[dict] = []
+    deadline = time.monotonic() + 30
+    while len(messages) < want:
+        if time.monotonic() > deadline:
+            raise Failure(f"only {len(messages)} of {want} notifications arrived")
+        got = sqs.receive_message(
+            QueueUrl=queue_url,
+            MaxNumberOfMessages=10,
+            WaitTimeSeconds=2,
+            MessageSystemAttributeNames=["All"],
+        ).get("Messages", [])
+        messages.extend(got)
+    return messages
+
+
+def sqs_event(messages: list[dict], queue_arn: str) -> dict:
+    return {
+        "Records": [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": m.get("Attributes", {}),
+                "messageAttributes": {},
+                "md5OfBody": m.get("MD5OfBody", ""),
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": REGION,
+            }
+            for m in messages
+        ]
+    }
+
+
+class Watch:
+    """`cargo lambda watch` in its own process group, its output in a log file."""
+
+    def __init__(self, port: int, env_vars: dict[str, str], log_path: Path) -> None:
+        cargo_lambda = VENV_BIN / "cargo-lambda"
+        if not cargo_lambda.is_file():
+            raise Failure(
+                f"{cargo_lambda} not found: run scripts/test.sh, which installs cargo-lambda "
+                "into .venv"
+            )
+        self.cargo_lambda = cargo_lambda
+        args = [
+            str(cargo_lambda),
+            "lambda",
+            "watch",
+            "--ignore-changes",
+            "--invoke-address",
+            "127.0.0.1",
+            "--invoke-port",
+            str(port),
+            "--timeout",
+            "600",
+        ]
+        for name, value in env_vars.items():
+            args += ["--env-var", f"{name}={value}"]
+        # The function's AWS settings come from --env-var only: nothing leaks in from the
+        # caller's environment.
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PROFLAKE_"))}
+        env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
+        self.log_path = log_path
+        self.log_file = open(log_path, "wb")
+        self.proc = subprocess.Popen(
+            args,
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=self.log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.port = port
+
+    def wait_listening(self, deadline: float) -> None:
+        while True:
+            if self.proc.poll() is not None:
+                raise Failure(f"cargo lambda watch exited ({self.proc.returncode}):\n{self.tail()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise Failure(f"cargo lambda watch never listened:\n{self.tail()}")
+                time.sleep(0.2)
+
+    def invoke(self, data_file: Path, deadline: float) -> dict:
+        """Invokes until the function answers (it may still be compiling)."""
+        attempt = 0
+        while True:
+            attempt += 1
+            if self.proc.poll() is not None:
+                raise Failure(f"cargo lambda watch exited ({self.proc.returncode}):\n{self.tail()}")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise Failure(f"the function never answered:\n{self.tail()}")
+            run = subprocess.run(
+                [
+                    str(self.cargo_lambda),
+                    "lambda",
+                    "invoke",
+                    "convert",
+                    "--data-file",
+                    str(data_file),
+                    "--invoke-address",
+                    "127.0.0.1",
+                    "--invoke-port",
+                    str(self.port),
+                    "--output-format",
+                    "json",
+                ],
+                cwd=REPO,
+                capture_output=True,
+                timeout=remaining,
+            )
+            out = run.stdout.decode(errors="replace").strip()
+            if run.returncode == 0:
+                try:
+                    return json.loads(out)
+                except json.JSONDecodeError:
+                    raise Failure(f"invoke printed no JSON: {out!r}")
+            err = run.stderr.decode(errors="replace").strip()
+            log(f"invoke attempt {attempt} failed (retrying): {err or out}"[:500])
+            time.sleep(min(5, max(0.5, deadline - time.monotonic())))
+
+    def tail(self, lines: int = 60) -> str:
+        self.log_file.flush()
+        text = self.log_path.read_text(errors="replace").splitlines()
+        return "\n".join(text[-lines:])
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+            except ProcessLookupError:
+                pass
+        else:
+            # watch is gone; make sure the function it ran is too.
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.log_file.close()
+
+
+def check_outputs(s3, upload: bytes) -> tuple[dict, int]:
+    etag = hashlib.md5(upload).hexdigest()
+    listed = s3.list_objects_v2(Bucket=OUTPUT_BUCKET, Prefix="converted/").get("Contents", [])
+    manifests = []
+    for obj in listed:
+        if obj["Key"].endswith("/manifest.json"):
+            body = s3.get_object(Bucket=OUTPUT_BUCKET, Key=obj["Key"])["Body"].read()
+            manifests.append(json.loads(body))
+    mine = [m for m in manifests if m["source"]["key"] == UPLOAD_KEY]
+    if len(mine) != 1:
+        raise Failure(
+            f"expected one manifest for {UPLOAD_KEY!r} in the output bucket, found "
+            f"{[m['source']['key'] for m in manifests]}"
+        )
+    manifest = mine[0]
+    if manifest["source"]["etag"] != etag:
+        raise Failure(f"manifest etag {manifest['source']['etag']} is not the upload's {etag}")
+    if manifest["profile"]["samples_written"] <= 0:
+        raise Failure("the manifest lists no samples written")
+    for output in manifest["outputs"]:
+        body = s3.get_object(Bucket=OUTPUT_BUCKET, Key=output["key"])["Body"].read()
+        if hashlib.sha256(body).hexdigest() != output["sha256"]:
+            raise Failure(f"{output['key']}: sha256 differs from the manifest's")
+    return manifest, len(manifest["outputs"])
+
+
+def run(timeout: float, work: Path) -> str:
+    deadline = time.monotonic() + timeout
+    moto = Moto()
+    watch = None
+    try:
+        log(f"moto on {moto.endpoint}")
+        s3, sqs = clients(moto.endpoint)
+        queue_url, queue_arn = set_up(s3, sqs)
+        upload = SAMPLE.read_bytes()
+        s3.put_object(
+            Bucket=UPLOADS_BUCKET,
+            Key=UPLOAD_KEY,
+            Body=upload,
+            Metadata={"release": "report-sample@1.0.0", "environment": "ci"},
+        )
+        messages = receive(sqs, queue_url, 2)
+        bodies = [json.loads(m["Body"]) for m in messages]
+        if not any(b.get("Event") == "s3:TestEvent" for b in bodies):
+            raise Failure(f"no s3:TestEvent among {bodies}")
+        if not any("Records" in b for b in bodies):
+            raise Failure(f"no object notification among {bodies}")
+        event_file = work / "event.json"
+        event_file.write_text(json.dumps(sqs_event(messages, queue_arn), indent=2))
+
+        port = free_port()
+        env_vars = {
+            "AWS_ENDPOINT_URL": moto.endpoint,
+            "AWS_ACCESS_KEY_ID": "test",
+            "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_REGION": REGION,
+            "PROFLAKE_OUTPUT_BUCKET": OUTPUT_BUCKET,
+            "PROFLAKE_LOG": "info",
+        }
+        watch = Watch(port, env_vars, work / "watch.log")
+        watch.wait_listening(deadline)
+        log(f"cargo lambda watch on 127.0.0.1:{port}; invoking convert")
+        started = time.monotonic()
+        response = watch.invoke(event_file, deadline)
+        elapsed = time.monotonic() - started
+        if response.get("batchItemFailures") != []:
+            raise Failure(f"response {response} (watch log:\n{watch.tail()})")
+        manifest, outputs = check_outputs(s3, upload)
+        # What the event source mapping does after a successful batch.
+        for m in messages:
+            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=m["ReceiptHandle"])
+        return (
+            f"{len(messages)} messages (s3:TestEvent + {UPLOAD_KEY!r}) -> batchItemFailures [], "
+            f"{manifest['source']['format']} upload converted to {outputs} outputs + manifest "
+            f"({manifest['profile']['samples_written']} samples) in {elapsed:.1f} s"
+        )
+    finally:
+        if watch is not None:
+            watch.stop()
+        moto.stop()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--timeout", type=float, default=900, help="overall limit, seconds")
+    parser.add_argument("--keep", action="store_true", help="keep the work dir (event, log)")
+    args = parser.parse_args()
+
+    def on_alarm(signum, frame):
+        raise Timeout(f"gave up after {args.timeout:.0f} s")
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    # A hard stop a little after the soft deadline every step checks.
+    signal.alarm(int(args.timeout) + 30)
+    work = Path(tempfile.mkdtemp(prefix="lambda_watch."))
+    try:
+        summary = run(args.timeout, work)
+    except (Failure, Timeout, subprocess.TimeoutExpired) as e:
+        print(f"lambda_watch: FAIL: {e}", file=sys.stderr)
+        print(f"lambda_watch: work dir {work}", file=sys.stderr)
+        return 1
+    finally:
+        signal.alarm(0)
+    if args.keep:
+        print(f"lambda_watch: kept {work}", file=sys.stderr)
+    else:
+        for path in sorted(work.iterdir()):
+            path.unlink()
+        work.rmdir()
+    print(f"lambda_watch: PASS: {summary}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,13 @@
+//! The convert Lambda's handler end to end: real uploads to S3, the real S3 → SQS
+//! notifications, the handler called the way Lambda's SQS event source mapping calls it, all
+//! against a moto server per test (S3 + SQS; `.venv/bin/moto_server`, or
+//! `$PROFLAKE_MOTO_SERVER`). scripts/test.sh installs moto into .venv.
+//!
+//! `cargo test -p proflake-tests --test e2e -- --nocapture` shows the burst throughput.
+
+mod burst;
+mod convert;
+mod failures;
+mod fault_proxy;
+mod harness;
+mod moto;
