@@ -230,8 +230,12 @@ fn process_profile(
         Settled::Current { replaced } => replaced,
         Settled::Outdated => return Ok(skipped(key, SkipReason::Overwritten)),
     };
-    // A report about earlier content under this key no longer applies.
-    uploads.delete(&error_report_key(key))?;
+    // A report about earlier content under this key no longer applies. Checked first: in a
+    // versioned bucket every delete, even of nothing, leaves a delete marker.
+    let report_key = error_report_key(key);
+    if uploads.exists(&report_key)? {
+        uploads.delete(&report_key)?;
+    }
     let m = &converted.manifest;
     Ok(Outcome::Converted(ConvertedUpload {
         key: key.into(),
