@@ -220,5 +220,36 @@ impl std::error::Error for Error {
     }
 }
 
+/// The error and its causes, `: `-separated: one line for a log field or an error report.
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 /// Result with the library's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_chain_includes_every_cause() {
+        let io = std::io::Error::other("connection reset");
+        let e = Error::new(ErrorKind::Storage {
+            key: "s3://b/k".into(),
+        })
+        .with_source(io)
+        .for_input("uploads/a");
+        assert_eq!(
+            error_chain(&e),
+            "uploads/a: storage I/O failed on s3://b/k: connection reset"
+        );
+    }
+}

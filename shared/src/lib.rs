@@ -21,7 +21,7 @@ mod symbol_names;
 mod writers;
 
 pub use calendar::utc_millis;
-pub use error::{Error, ErrorKind, Result};
+pub use error::{error_chain, Error, ErrorKind, Result};
 pub use events::{decode_object_key, parse_notification, Notification, ObjectChange, ObjectEvent};
 pub use flamegraph::{
     flame_frame_name, fold, parse_time_ns, read_table_objects, read_tables, read_tables_between,

@@ -13,10 +13,10 @@ use tokio::task::JoinSet;
 use tracing::{error, info, info_span, Instrument};
 
 use crate::app::App;
-use crate::logging::error_chain;
 use crate::metrics::{emf_documents, print_documents, MetricsTarget};
 use crate::object::handle_object;
 use crate::tally::BatchTally;
+use proflake::error_chain;
 
 /// What became of one message.
 struct MessageReport {

@@ -23,34 +23,3 @@ pub fn init_logging(config: &Config) {
         LogFormat::Text => builder.try_init(),
     };
 }
-
-/// The error and its causes, `: `-separated, for one log field.
-pub(crate) fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proflake::{Error, ErrorKind};
-
-    #[test]
-    fn error_chain_includes_every_cause() {
-        let io = std::io::Error::other("connection reset");
-        let e = Error::new(ErrorKind::Storage {
-            key: "s3://b/k".into(),
-        })
-        .with_source(io);
-        assert_eq!(
-            error_chain(&e),
-            "storage I/O failed on s3://b/k: connection reset"
-        );
-    }
-}

@@ -6,8 +6,8 @@ use proflake::{process_upload, ObjectChange, ObjectEvent, Outcome, ProcessOption
 use tracing::{error, info, warn};
 
 use crate::app::App;
-use crate::logging::error_chain;
 use crate::tally::BatchTally;
+use proflake::error_chain;
 
 /// Processes `event` and counts it in `tally`. `false` when it failed in a way a retry of the
 /// message can fix (the store failed, or the conversion panicked).

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::convert::{convert_upload, publish, ConvertOptions};
 use super::supersede::{settle, Settled};
-use crate::error::{Error, Result};
+use crate::error::{error_chain, Error, Result};
 use crate::formats::InputFormat;
 use crate::metadata::UploadMetadata;
 use crate::store::{
@@ -310,18 +310,6 @@ fn quarantine(
         message,
         bytes,
     }))
-}
-
-/// The error and its causes, `: `-separated.
-fn error_chain(error: &Error) -> String {
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

@@ -72,13 +72,7 @@ impl std::error::Error for SdkFailure {}
 
 impl SdkFailure {
     fn from_chain(error: &(dyn std::error::Error + 'static), status: Option<u16>) -> Self {
-        let mut text = error.to_string();
-        let mut source = error.source();
-        while let Some(cause) = source {
-            text.push_str(": ");
-            text.push_str(&cause.to_string());
-            source = cause.source();
-        }
+        let mut text = crate::error::error_chain(error);
         if let Some(status) = status {
             text.push_str(&format!(" (HTTP {status})"));
         }
@@ -195,19 +189,7 @@ impl ObjectStore for S3Store {
     }
 
     fn exists(&self, key: &str) -> Result<bool> {
-        let full_key = self.full_key(key);
-        self.runtime.block_on(async {
-            let request = self
-                .client
-                .head_object()
-                .bucket(&self.bucket)
-                .key(&full_key);
-            match request.send().await {
-                Ok(_) => Ok(true),
-                Err(e) if is_missing_key(&e, |s| s.is_not_found()) => Ok(false),
-                Err(e) => Err(self.storage_error(&full_key, e)),
-            }
-        })
+        Ok(self.head(key)?.is_some())
     }
 
     fn head(&self, key: &str) -> Result<Option<ObjectInfo>> {
