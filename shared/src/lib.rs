@@ -51,7 +51,7 @@ pub use store::S3Store;
 pub use store::{
     build_id_index_key, chunk_key, content_etag, current_conversion_key, error_report_key,
     manifest_key, profile_key_of_sidecar, sidecar_key, source_id, table_key, upload_key,
-    LocalDirStore, ObjectInfo, ObjectStore, BUILD_ID_INDEX_PREFIX, CONVERTED_PREFIX,
+    LocalDirStore, ObjectInfo, ObjectStore, PrefixedStore, BUILD_ID_INDEX_PREFIX, CONVERTED_PREFIX,
     ERROR_REPORT_SUFFIX, METADATA_SIDECAR_SUFFIX, TABLES_PREFIX, UPLOADS_PREFIX,
 };
 pub use summary::{

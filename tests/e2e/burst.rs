@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 
 use proflake::{content_etag, error_report_key, manifest_key, source_id, Manifest};
 
-use crate::convert::{gzip, noise};
+use crate::convert::noise;
 use crate::harness::{
     failed_ids, list_keys, put_upload, Env, Upload, OUTPUT_BUCKET, UPLOADS_BUCKET,
 };
+use proflake_tests::gzip;
 
 const VALID: usize = 180;
 const CORRUPT: usize = 20;

@@ -1,7 +1,6 @@
 //! Conversions through the handler: every input format, redelivery, quarantine.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 
@@ -9,10 +8,11 @@ use proflake::{
     content_etag, current_conversion_key, error_report_key, manifest_key, process_upload,
     sidecar_key, source_id, ErrorReport, LocalDirStore, Outcome, ProcessOptions,
 };
+use proflake_tests::gzip;
 
 use crate::harness::{
     conversion_keys, failed_ids, is_test_event, manifest_of, mirror, notified_keys, repo_file,
-    sha256_hex, workspace, Env, Upload, OUTPUT_BUCKET, UPLOADS_BUCKET,
+    repo_path, sha256_hex, Env, Upload, OUTPUT_BUCKET, UPLOADS_BUCKET,
 };
 
 /// One upload of the every-format test: the object, its sidecar (uploaded before it) if any,
@@ -22,12 +22,6 @@ struct Case {
     sidecar: Option<Vec<u8>>,
     format: &'static str,
     container: &'static str,
-}
-
-pub fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(6));
-    encoder.write_all(bytes).unwrap();
-    encoder.finish().unwrap()
 }
 
 /// Deterministic bytes that are no profile.
@@ -156,7 +150,7 @@ fn meta_as_sidecar(meta: &[(String, String)]) -> Vec<u8> {
 
 /// The workspace's venv Python (DuckDB lives there).
 pub fn venv_python() -> std::path::PathBuf {
-    let python = workspace().join(".venv/bin/python");
+    let python = repo_path(".venv/bin/python");
     assert!(
         python.is_file(),
         "{} not found: run scripts/test.sh, which creates .venv with duckdb and moto",
@@ -291,7 +285,7 @@ async fn every_format_converts_through_the_handler() {
     let bucket_dir = tempfile::tempdir().unwrap();
     mirror(&outputs, bucket_dir.path());
     let run = Command::new(venv_python())
-        .arg(workspace().join("tests/duckdb/read_bucket.py"))
+        .arg(repo_path("tests/duckdb/read_bucket.py"))
         .arg(bucket_dir.path())
         .output()
         .expect("run read_bucket.py");

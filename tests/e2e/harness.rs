@@ -4,7 +4,7 @@
 //! [`Env::drain`] does its job: receive, call the handler, delete what succeeded.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
@@ -30,19 +30,7 @@ pub const DLQ: &str = "proflake-convert-dlq";
 /// The production redrive policy's maxReceiveCount.
 pub const MAX_RECEIVE_COUNT: u32 = 5;
 
-/// The workspace root.
-pub fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ has a parent")
-        .to_path_buf()
-}
-
-/// A file of the workspace, read.
-pub fn repo_file(path: &str) -> Vec<u8> {
-    let full = workspace().join(path);
-    std::fs::read(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
-}
+pub use proflake_tests::{repo_file, repo_path};
 
 /// Test credentials and region, nothing from the environment.
 fn s3_config(endpoint: &str) -> aws_sdk_s3::config::Builder {

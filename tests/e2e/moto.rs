@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::harness::workspace;
+use crate::harness::repo_path;
 
 /// How long moto may take to start (Python imports; two tests may start theirs at once on a
 /// loaded 2-core machine).
@@ -27,7 +27,7 @@ pub struct Moto {
 pub fn moto_server_path() -> PathBuf {
     let path = std::env::var_os("PROFLAKE_MOTO_SERVER")
         .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join(".venv/bin/moto_server"));
+        .unwrap_or_else(|| repo_path(".venv/bin/moto_server"));
     assert!(
         path.is_file(),
         "moto_server not found at {} (set PROFLAKE_MOTO_SERVER, or run scripts/test.sh, which \

@@ -10,16 +10,7 @@ use proflake::{
 
 // ---- fixtures ---------------------------------------------------------------------------
 
-/// Absolute path of a file relative to the repository root (`samples/...`).
-pub fn repo_path(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)
-}
-
-/// The bytes of a file relative to the repository root.
-pub fn repo_file(rel: &str) -> Vec<u8> {
-    let path = repo_path(rel);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+pub use proflake_tests::{gzip, repo_file, repo_path};
 
 /// Every file below `dir` (recursively; nothing when it does not exist) whose name ends with
 /// `suffix`, documentation (`.md`) excepted.
@@ -39,14 +30,6 @@ pub fn files_under(dir: &Path, suffix: &str, out: &mut Vec<PathBuf>) {
 }
 
 // ---- containers -------------------------------------------------------------------------
-
-/// Gzip-compresses bytes.
-pub fn gzip(bytes: &[u8]) -> Vec<u8> {
-    use std::io::Write;
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    enc.write_all(bytes).unwrap();
-    enc.finish().unwrap()
-}
 
 /// Zstd-compresses bytes.
 pub fn zstd_compress(bytes: &[u8]) -> Vec<u8> {

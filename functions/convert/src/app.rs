@@ -2,10 +2,9 @@
 
 use std::sync::Arc;
 
-use proflake::{ObjectStore, S3Store};
+use proflake::{ObjectStore, PrefixedStore, S3Store};
 
 use crate::config::Config;
-use crate::prefixed_store::PrefixedStore;
 
 type StoreFn = dyn Fn(&str) -> Arc<dyn ObjectStore> + Send + Sync;
 
@@ -52,8 +51,7 @@ impl App {
         App::build(config, Stores::S3(s3))
     }
 
-    /// Stores from a function of the bucket name (tests use local directories). The output
-    /// prefix is applied on top of the store returned for the output bucket.
+    /// Stores from a function of the bucket name (tests use local directories).
     pub fn with_stores(
         config: Config,
         stores: impl Fn(&str) -> Arc<dyn ObjectStore> + Send + Sync + 'static,
@@ -80,31 +78,26 @@ impl App {
             .unwrap_or(upload_bucket)
     }
 
-    /// Stores for an upload in `upload_bucket`. Must be called inside the Tokio runtime: S3
-    /// stores keep its handle to drive the SDK from blocking threads.
+    /// Stores for an upload in `upload_bucket`, the output prefix applied to the outputs. Must
+    /// be called inside the Tokio runtime: S3 stores keep its handle to drive the SDK from
+    /// blocking threads.
     pub(crate) fn stores_for(&self, upload_bucket: &str) -> StorePair {
-        let output_bucket = self.output_bucket(upload_bucket);
-        let prefix = &self.config().output_prefix;
-        match &self.inner.stores {
-            Stores::S3(client) => {
-                let runtime = tokio::runtime::Handle::current();
-                let store = |bucket: &str, prefix: &str| -> Arc<dyn ObjectStore> {
-                    Arc::new(S3Store::new(
-                        client.clone(),
-                        bucket,
-                        prefix,
-                        runtime.clone(),
-                    ))
-                };
-                StorePair {
-                    uploads: store(upload_bucket, ""),
-                    outputs: store(output_bucket, prefix),
-                }
+        let store = |bucket: &str| -> Arc<dyn ObjectStore> {
+            match &self.inner.stores {
+                Stores::S3(client) => Arc::new(S3Store::new(
+                    client.clone(),
+                    bucket,
+                    tokio::runtime::Handle::current(),
+                )),
+                Stores::Custom(store) => store(bucket),
             }
-            Stores::Custom(store) => StorePair {
-                uploads: store(upload_bucket),
-                outputs: PrefixedStore::wrap(store(output_bucket), prefix),
-            },
+        };
+        StorePair {
+            uploads: store(upload_bucket),
+            outputs: PrefixedStore::wrap(
+                store(self.output_bucket(upload_bucket)),
+                &self.config().output_prefix,
+            ),
         }
     }
 }

@@ -13,7 +13,6 @@ mod config;
 mod logging;
 mod metrics;
 mod object;
-mod prefixed_store;
 mod tally;
 
 pub use app::App;

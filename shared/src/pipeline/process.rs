@@ -169,14 +169,19 @@ pub fn process_upload(
         return Ok(skipped(key, SkipReason::ErrorReport));
     }
     if let Some(profile_key) = profile_key_of_sidecar(key) {
-        if !uploads.exists(profile_key)? {
-            return Ok(skipped(key, SkipReason::SidecarWithoutUpload));
-        }
         let options = ProcessOptions {
             reconvert: true,
             ..options.clone()
         };
-        return process_profile(uploads, outputs, profile_key, &options);
+        return Ok(
+            match process_profile(uploads, outputs, profile_key, &options)? {
+                Outcome::Skipped {
+                    why: SkipReason::Missing,
+                    ..
+                } => skipped(key, SkipReason::SidecarWithoutUpload),
+                outcome => outcome,
+            },
+        );
     }
     process_profile(uploads, outputs, key, options)
 }

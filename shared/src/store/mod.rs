@@ -2,6 +2,7 @@
 
 mod keys;
 mod local;
+mod prefixed;
 #[cfg(feature = "s3")]
 mod s3;
 
@@ -12,6 +13,7 @@ pub use keys::{
     TABLES_PREFIX, UPLOADS_PREFIX,
 };
 pub use local::LocalDirStore;
+pub use prefixed::PrefixedStore;
 #[cfg(feature = "s3")]
 pub use s3::S3Store;
 

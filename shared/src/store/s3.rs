@@ -1,4 +1,5 @@
-//! An S3 bucket (or a prefix of one) as an object store.
+//! An S3 bucket as an object store (a prefix of one is a [`PrefixedStore`](super::PrefixedStore)
+//! over it).
 
 use std::fmt;
 
@@ -12,7 +13,7 @@ use tokio::runtime::Handle;
 use super::{too_large, ObjectInfo, ObjectStore};
 use crate::error::{Error, ErrorKind, Result};
 
-/// Objects in `bucket` under `prefix`: key `k` of the store is object `prefix + k`.
+/// The objects in `bucket`, by key.
 ///
 /// [`ObjectStore`] is synchronous (the pipeline is CPU-bound), so every method drives the SDK
 /// with [`Handle::block_on`]. Call them from a thread outside the async runtime, such as one of
@@ -21,35 +22,23 @@ use crate::error::{Error, ErrorKind, Result};
 pub struct S3Store {
     client: Client,
     bucket: String,
-    prefix: String,
     runtime: Handle,
 }
 
 impl S3Store {
-    /// A store of the objects in `bucket` whose keys start with `prefix` (empty for the whole
-    /// bucket), reached through `client` on `runtime`.
-    pub fn new(
-        client: Client,
-        bucket: impl Into<String>,
-        prefix: impl Into<String>,
-        runtime: Handle,
-    ) -> Self {
+    /// A store of the objects in `bucket`, reached through `client` on `runtime`.
+    pub fn new(client: Client, bucket: impl Into<String>, runtime: Handle) -> Self {
         S3Store {
             client,
             bucket: bucket.into(),
-            prefix: prefix.into(),
             runtime,
         }
     }
 
-    fn full_key(&self, key: &str) -> String {
-        format!("{}{key}", self.prefix)
-    }
-
-    /// A transient failure on `full_key`, named as an `s3://` URL so logs say which bucket.
-    fn storage_error(&self, full_key: &str, cause: impl Into<SdkFailure>) -> Error {
+    /// A transient failure on `key`, named as an `s3://` URL so logs say which bucket.
+    fn storage_error(&self, key: &str, cause: impl Into<SdkFailure>) -> Error {
         Error::new(ErrorKind::Storage {
-            key: format!("s3://{}/{full_key}", self.bucket),
+            key: format!("s3://{}/{key}", self.bucket),
         })
         .with_source(cause.into())
     }
@@ -151,13 +140,12 @@ impl ObjectStore for S3Store {
     }
 
     fn get_object(&self, key: &str, max_bytes: u64) -> Result<Option<(Vec<u8>, ObjectInfo)>> {
-        let full_key = self.full_key(key);
         self.runtime.block_on(async {
-            let request = self.client.get_object().bucket(&self.bucket).key(&full_key);
+            let request = self.client.get_object().bucket(&self.bucket).key(key);
             let mut output = match request.send().await {
                 Ok(output) => output,
                 Err(e) if is_missing_key(&e, |s| s.is_no_such_key()) => return Ok(None),
-                Err(e) => return Err(self.storage_error(&full_key, e)),
+                Err(e) => return Err(self.storage_error(key, e)),
             };
             let announced = output.content_length().and_then(|n| u64::try_from(n).ok());
             if announced.is_some_and(|n| n > max_bytes) {
@@ -171,7 +159,7 @@ impl ObjectStore for S3Store {
                 let chunk = match output.body.try_next().await {
                     Ok(Some(chunk)) => chunk,
                     Ok(None) => break,
-                    Err(e) => return Err(self.storage_error(&full_key, e)),
+                    Err(e) => return Err(self.storage_error(key, e)),
                 };
                 if (bytes.len() + chunk.len()) as u64 > max_bytes {
                     return Err(too_large(max_bytes));
@@ -193,17 +181,12 @@ impl ObjectStore for S3Store {
     }
 
     fn head(&self, key: &str) -> Result<Option<ObjectInfo>> {
-        let full_key = self.full_key(key);
         self.runtime.block_on(async {
-            let request = self
-                .client
-                .head_object()
-                .bucket(&self.bucket)
-                .key(&full_key);
+            let request = self.client.head_object().bucket(&self.bucket).key(key);
             let output = match request.send().await {
                 Ok(output) => output,
                 Err(e) if is_missing_key(&e, |s| s.is_not_found()) => return Ok(None),
-                Err(e) => return Err(self.storage_error(&full_key, e)),
+                Err(e) => return Err(self.storage_error(key, e)),
             };
             Ok(Some(ObjectInfo {
                 etag: output.e_tag().unwrap_or("").trim_matches('"').to_owned(),
@@ -218,41 +201,34 @@ impl ObjectStore for S3Store {
     }
 
     fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
-        let full_key = self.full_key(key);
         self.runtime.block_on(async {
             let request = self
                 .client
                 .put_object()
                 .bucket(&self.bucket)
-                .key(&full_key)
+                .key(key)
                 .content_type(content_type(key))
                 .body(ByteStream::from(bytes.to_vec()));
             match request.send().await {
                 Ok(_) => Ok(()),
-                Err(e) => Err(self.storage_error(&full_key, e)),
+                Err(e) => Err(self.storage_error(key, e)),
             }
         })
     }
 
     fn delete(&self, key: &str) -> Result<()> {
-        let full_key = self.full_key(key);
         self.runtime.block_on(async {
-            let request = self
-                .client
-                .delete_object()
-                .bucket(&self.bucket)
-                .key(&full_key);
+            let request = self.client.delete_object().bucket(&self.bucket).key(key);
             match request.send().await {
                 Ok(_) => Ok(()),
                 // S3 deletes missing keys happily; lookalikes may answer 404 instead.
                 Err(e) if is_missing_key(&e, |_| false) => Ok(()),
-                Err(e) => Err(self.storage_error(&full_key, e)),
+                Err(e) => Err(self.storage_error(key, e)),
             }
         })
     }
 
     fn list(&self, prefix: &str) -> Result<Vec<String>> {
-        let full_prefix = self.full_key(prefix);
         self.runtime.block_on(async {
             let mut keys = Vec::new();
             let mut token: Option<String> = None;
@@ -261,16 +237,14 @@ impl ObjectStore for S3Store {
                     .client
                     .list_objects_v2()
                     .bucket(&self.bucket)
-                    .prefix(&full_prefix)
+                    .prefix(prefix)
                     .set_continuation_token(token.take());
                 let page = match request.send().await {
                     Ok(page) => page,
-                    Err(e) => return Err(self.storage_error(&full_prefix, e)),
+                    Err(e) => return Err(self.storage_error(prefix, e)),
                 };
                 let page_keys = page.contents().iter().filter_map(|o| o.key());
-                keys.extend(
-                    page_keys.filter_map(|k| k.strip_prefix(&self.prefix).map(str::to_owned)),
-                );
+                keys.extend(page_keys.map(str::to_owned));
                 match page.next_continuation_token() {
                     Some(next) if page.is_truncated() == Some(true) => token = Some(next.into()),
                     _ => break,
@@ -287,28 +261,20 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    fn store(prefix: &str) -> (tokio::runtime::Runtime, S3Store) {
+    fn store() -> (tokio::runtime::Runtime, S3Store) {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
         let config = aws_sdk_s3::Config::builder()
             .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
             .build();
-        let store = S3Store::new(
-            Client::from_conf(config),
-            "bkt",
-            prefix,
-            runtime.handle().clone(),
-        );
+        let store = S3Store::new(Client::from_conf(config), "bkt", runtime.handle().clone());
         (runtime, store)
     }
 
     #[test]
-    fn keys_get_the_prefix_and_errors_name_the_object() {
-        let (_runtime, store) = store("env/prod/");
-        assert_eq!(store.full_key("uploads/a.pb"), "env/prod/uploads/a.pb");
-        let (_runtime, bare) = self::store("");
-        assert_eq!(bare.full_key("uploads/a.pb"), "uploads/a.pb");
+    fn errors_name_the_object() {
+        let (_runtime, store) = store();
 
         let timeout = std::io::Error::new(std::io::ErrorKind::TimedOut, "timed out");
         let cause = SdkFailure::from_chain(&timeout, Some(503));

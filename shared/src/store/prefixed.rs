@@ -1,19 +1,20 @@
-//! A store seen through a key prefix: how `PROFLAKE_OUTPUT_PREFIX` applies to stores that are
-//! not [`S3Store`](proflake::S3Store)s, which take the prefix themselves.
+//! A store seen through a key prefix: outputs under a prefix of a bucket (the function's
+//! `PROFLAKE_OUTPUT_PREFIX`), whatever the store.
 
 use std::sync::Arc;
 
-use proflake::{ObjectInfo, ObjectStore, Result};
+use super::{ObjectInfo, ObjectStore};
+use crate::error::Result;
 
 /// Key `k` of this store is key `prefix + k` of the inner one.
-pub(crate) struct PrefixedStore {
+pub struct PrefixedStore {
     inner: Arc<dyn ObjectStore>,
     prefix: String,
 }
 
 impl PrefixedStore {
-    /// `inner` itself when `prefix` is empty.
-    pub(crate) fn wrap(inner: Arc<dyn ObjectStore>, prefix: &str) -> Arc<dyn ObjectStore> {
+    /// `inner` seen through `prefix`; `inner` itself when `prefix` is empty.
+    pub fn wrap(inner: Arc<dyn ObjectStore>, prefix: &str) -> Arc<dyn ObjectStore> {
         if prefix.is_empty() {
             return inner;
         }
@@ -41,6 +42,10 @@ impl ObjectStore for PrefixedStore {
         self.inner.exists(&self.key(key))
     }
 
+    fn head(&self, key: &str) -> Result<Option<ObjectInfo>> {
+        self.inner.head(&self.key(key))
+    }
+
     fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
         self.inner.put(&self.key(key), bytes)
     }
@@ -61,7 +66,7 @@ impl ObjectStore for PrefixedStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proflake::LocalDirStore;
+    use crate::store::LocalDirStore;
 
     #[test]
     fn keys_are_prefixed_and_listed_without_the_prefix() {
