@@ -11,14 +11,16 @@ mod error;
 mod events;
 mod flamegraph;
 mod formats;
+mod ids;
 mod metadata;
 mod model;
 mod pipeline;
-mod relay_rules;
+mod plan;
+mod sample_v2;
 mod store;
 mod summary;
 mod symbol_names;
-mod writers;
+mod tables;
 
 pub use calendar::utc_millis;
 pub use error::{error_chain, Error, ErrorKind, Result};
@@ -28,6 +30,7 @@ pub use flamegraph::{
     render_svg, FlameFilter, Folded, IdOrName,
 };
 pub use formats::{decode, sniff, Container, Decoded, InputFormat, MAX_DECOMPRESSED_BYTES};
+pub use ids::derived_id;
 pub use metadata::{
     ClientSdk, Measurement, MeasurementUnit, MeasurementValue, UploadMetadata,
     OBJECT_METADATA_FIELDS,
@@ -45,7 +48,13 @@ pub use pipeline::{
     SkipReason, BUILD_ID_INDEX_VERSION, DEFAULT_MAX_OBJECT_BYTES, ERROR_REPORT_VERSION,
     MANIFEST_VERSION,
 };
-pub use relay_rules::{check_sample_v2, Rule, Violation};
+pub use plan::{
+    plan_chunks, ChunkPlan, PlannedSample, Timing, DEFAULT_INTERVAL_NS, MAX_CHUNK_DURATION_NS,
+    MAX_EXPANDED_SAMPLES,
+};
+pub use sample_v2::{
+    check_sample_v2, write_planned_chunk, write_sample_v2, Rule, SampleV2Chunk, Violation,
+};
 #[cfg(feature = "s3")]
 pub use store::S3Store;
 pub use store::{
@@ -58,9 +67,7 @@ pub use summary::{
     frame_label, summarize, FunctionSummary, ImageSummary, ProcessSummary, ProfileSummary,
     SeriesSummary, ThreadSummary,
 };
-pub use writers::{
-    build_tables, derived_id, plan_chunks, write_planned_chunk, write_sample_v2, write_tables,
-    ChunkPlan, PlannedSample, SampleV2Chunk, Table, TableBatches, TableChunk, TableObject,
-    TableSource, Timing, DEFAULT_INTERVAL_NS, MAX_CHUNK_DURATION_NS, MAX_EXPANDED_SAMPLES,
+pub use tables::{
+    build_tables, write_tables, Table, TableBatches, TableChunk, TableObject, TableSource,
     TABLES_SCHEMA_VERSION,
 };

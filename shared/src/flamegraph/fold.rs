@@ -10,7 +10,7 @@ use super::columns::{self, opt_i64, opt_str, opt_u32, required};
 use super::paths::Paths;
 use super::time::format_time_ns;
 use crate::error::{ErrorKind, Result};
-use crate::writers::TableBatches;
+use crate::tables::TableBatches;
 
 /// A thread or process, by number (tid, pid) or by name.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::columns::{self, opt_u32, required};
 use crate::error::Result;
-use crate::writers::TableBatches;
+use crate::tables::TableBatches;
 
 /// A frame name as one folded-stack field. Folded lines are `a;b;c <count>`, and inferno
 /// reads them back with a few rules a name must not trip:

@@ -13,7 +13,7 @@ use parquet::file::reader::ChunkReader;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::store::TABLES_PREFIX;
-use crate::writers::{Table, TableBatches, TABLES_SCHEMA_VERSION};
+use crate::tables::{Table, TableBatches, TABLES_SCHEMA_VERSION};
 
 /// The tables a flame graph needs; `function_rollup` is left empty.
 const NEEDED: [Table; 4] = [

@@ -9,7 +9,7 @@ use arrow_array::{
 
 use super::*;
 use crate::error::ErrorKind;
-use crate::writers::{Table, TableBatches};
+use crate::tables::{Table, TableBatches};
 
 fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
     RecordBatch::try_from_iter(columns).unwrap()

@@ -21,7 +21,7 @@ pub(crate) use container::LimitHit;
 use crate::error::{Error, ErrorKind, Result};
 use crate::metadata::UploadMetadata;
 use crate::model::Profile;
-use crate::writers::SampleV2Chunk;
+use crate::sample_v2::SampleV2Chunk;
 
 /// Upper bound on decompressed input, whatever the container: the guard against
 /// decompression bombs.

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::model::{FrameAddress, FrameHandle, Profile, StackHandle};
+use crate::plan::ChunkPlan;
 use crate::store::build_id_index_key;
-use crate::writers::ChunkPlan;
 
 /// Version of the index entry layout.
 pub const BUILD_ID_INDEX_VERSION: u32 = 1;

@@ -10,11 +10,10 @@ use crate::error::{ErrorKind, Result};
 use crate::formats::{decode, sample_v2_profile, Decoded, InputFormat};
 use crate::metadata::UploadMetadata;
 use crate::model::{seconds_to_ns, Profile, Timestamps};
+use crate::plan::{plan_chunks, ChunkPlan, Timing};
+use crate::sample_v2::{write_planned_chunk, SampleV2Chunk};
 use crate::store::{chunk_key, manifest_key, source_id, ObjectStore};
-use crate::writers::{
-    plan_chunks, write_planned_chunk, write_tables, ChunkPlan, SampleV2Chunk, TableChunk,
-    TableSource, Timing,
-};
+use crate::tables::{write_tables, TableChunk, TableSource};
 
 /// How to convert.
 #[derive(Clone, Debug, Default)]

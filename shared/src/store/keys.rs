@@ -17,7 +17,7 @@
 
 use md5::{Digest, Md5};
 
-use crate::writers::derived_id;
+use crate::ids::derived_id;
 
 /// Where SDKs upload raw profiles.
 pub const UPLOADS_PREFIX: &str = "uploads/";

@@ -12,8 +12,9 @@ use crate::model::{
     seconds_to_ns, Frame, FrameAddress, FrameKind, Image, ImageHandle, Profile, Sample, Series,
     SeriesKind,
 };
-use crate::relay_rules::check_sample_v2;
-use crate::writers::{SampleV2Chunk, Timing};
+use crate::plan::Timing;
+use crate::sample_v2::check_sample_v2;
+use crate::sample_v2::SampleV2Chunk;
 
 const FORMAT: &str = "sample-v2";
 

@@ -15,7 +15,7 @@ use crate::model::{
     ids_from_build_id, time_unit_ns, Frame, FrameAddress, FrameKind, Image, InlinedCall, Label,
     LabelValue, Link, Profile, Sample, Series, SeriesKind,
 };
-use crate::writers::{plan_chunks, PlannedSample};
+use crate::plan::{plan_chunks, PlannedSample};
 
 /// 2024-03-01T12:00:00Z in ns.
 const NOON: i64 = 1_709_294_400_000_000_000;

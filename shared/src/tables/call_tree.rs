@@ -14,7 +14,7 @@ use super::profiles::TableProfile;
 use super::schema::Table;
 use crate::error::Result;
 use crate::model::{FrameHandle, StackHandle};
-use crate::writers::ChunkPlan;
+use crate::plan::ChunkPlan;
 
 /// One `stacks` row (its id is its position).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,8 +2,8 @@
 //! (`docs/tables.md`, "Weight units").
 
 use crate::model::{time_unit_ns, SeriesHandle};
-use crate::writers::timeline::interval_ns;
-use crate::writers::{ChunkPlan, PlannedSample};
+use crate::plan::interval_ns;
+use crate::plan::{ChunkPlan, PlannedSample};
 
 /// The `profiles` columns that describe the sampled series, and the weight conversion.
 #[derive(Clone, Debug)]

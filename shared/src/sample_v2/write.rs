@@ -1,10 +1,6 @@
-//! Sentry Sample v2 profile chunks, exactly as Relay accepts them.
+//! Writing planned chunks as Sentry Sample v2 JSON, exactly as Relay accepts them.
 //!
-//! Rules (see the project's notes on Relay's `sample/v2.rs`):
-//! - one chunk per process and per 60-second window of that process's samples;
-//! - only samples of the CPU-time series are written (wall-time ones when the profile has no
-//!   CPU-time series); samples without a stack are left out;
-//! - threads with fewer than 2 samples in a chunk are dropped, as Relay would drop them;
+//! Which samples go into which chunk is decided by the plan ([`crate::plan`]); here:
 //! - stacks are leaf first and deduplicated, frames are deduplicated, indices always in range;
 //! - native images become `debug_meta.images` of type `symbolic` with the debug id derived
 //!   from the ELF build id;
@@ -15,18 +11,11 @@ use std::collections::{BTreeMap, HashMap};
 
 use indexmap::IndexSet;
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
-use super::timeline::{timed_samples, PlannedSample, Timing};
-use crate::error::{ErrorKind, Result};
-use crate::metadata::{normalize_id, ClientSdk, Measurement, UploadMetadata};
-use crate::model::{
-    FrameAddress, FrameHandle, FrameKind, ImageHandle, ProcessHandle, Profile, SeriesKind,
-    StringHandle, ThreadHandle, Timestamps,
-};
-
-/// Longest span of one chunk: the SDKs' 60 s (Relay allows 66 s).
-pub const MAX_CHUNK_DURATION_NS: i64 = 60_000_000_000;
+use crate::error::Result;
+use crate::metadata::{ClientSdk, Measurement, UploadMetadata};
+use crate::model::{FrameAddress, FrameHandle, FrameKind, ImageHandle, Profile, StringHandle};
+use crate::plan::{plan_chunks, ChunkPlan, Timing};
 
 /// One written chunk.
 #[derive(Clone, Debug)]
@@ -53,16 +42,6 @@ pub struct SampleV2Chunk {
     pub environment: Option<String>,
     /// The chunk JSON.
     pub json: Vec<u8>,
-}
-
-/// 32 hex digits of SHA-256 over the parts: a stable id for derived objects.
-pub fn derived_id(parts: &[&str]) -> String {
-    let mut h = Sha256::new();
-    for p in parts {
-        h.update(p.as_bytes());
-        h.update([0]);
-    }
-    hex::encode(&h.finalize()[..16])
 }
 
 #[derive(Serialize)]
@@ -184,31 +163,6 @@ fn hex_addr(addr: u64) -> String {
     format!("{addr:#x}")
 }
 
-/// Which samples go into Sample v2: those of CPU-time series, else of wall-time series.
-fn chosen_series(profile: &Profile) -> Result<Vec<bool>> {
-    let kinds: Vec<SeriesKind> = profile.all_series().map(|(_, s)| s.kind).collect();
-    let wanted = [SeriesKind::CpuTime, SeriesKind::WallTime]
-        .into_iter()
-        .find(|k| kinds.contains(k))
-        .ok_or_else(|| {
-            let names: Vec<_> = profile
-                .all_series()
-                .map(|(_, s)| profile.str(s.name).to_owned())
-                .collect();
-            ErrorKind::NoSamples {
-                why: format!(
-                    "no CPU-time or wall-time samples (sampled: {})",
-                    if names.is_empty() {
-                        "nothing".into()
-                    } else {
-                        names.join(", ")
-                    }
-                ),
-            }
-        })?;
-    Ok(kinds.iter().map(|&k| k == wanted).collect())
-}
-
 /// The language runtimes a chunk's frames come from.
 #[derive(Default)]
 struct Runtimes {
@@ -235,48 +189,6 @@ fn platform_for(meta: &UploadMetadata, seen: &Runtimes) -> String {
     platform.to_owned()
 }
 
-/// One chunk to be written: who it belongs to and its samples, in time order. Sample v2 and
-/// the Parquet tables are written from the same plans, so both hold the same samples.
-#[derive(Clone, Debug)]
-pub struct ChunkPlan<'p> {
-    /// The profile the samples come from.
-    pub profile: &'p Profile,
-    /// The process the chunk covers.
-    pub pid: Option<i64>,
-    /// The chunk id.
-    pub chunk_id: String,
-    /// The profiler session id.
-    pub profiler_id: String,
-    /// The samples, in time order, only those Relay keeps.
-    pub samples: Vec<PlannedSample<'p>>,
-    /// How the sample times were obtained.
-    pub timing: Timing,
-    /// Times (ns) whose measurements go into the chunk.
-    measurement_range: (i64, i64),
-}
-
-impl<'p> ChunkPlan<'p> {
-    /// A plan holding every timed sample of `profile` as one chunk with the given ids: for
-    /// chunks that already are Sample v2 and are passed through.
-    pub fn whole(profile: &'p Profile, chunk_id: &str, profiler_id: &str) -> Self {
-        let mut samples: Vec<PlannedSample> = profile
-            .samples()
-            .iter()
-            .filter_map(PlannedSample::recorded)
-            .collect();
-        samples.sort_by_key(|p| p.time);
-        ChunkPlan {
-            profile,
-            pid: None,
-            chunk_id: chunk_id.to_owned(),
-            profiler_id: profiler_id.to_owned(),
-            samples,
-            timing: Timing::Recorded,
-            measurement_range: (i64::MIN, i64::MAX),
-        }
-    }
-}
-
 /// Writes a profile as Sample v2 chunks. `identity` names the input (its source id); ids are
 /// derived from it.
 pub fn write_sample_v2(
@@ -288,111 +200,6 @@ pub fn write_sample_v2(
         .iter()
         .map(|plan| write_planned_chunk(meta, plan))
         .collect())
-}
-
-/// Cuts a profile into chunks: per process, per 60 s window, keeping what Relay keeps.
-/// `identity` names the input (its source id); ids are derived from it.
-pub fn plan_chunks<'p>(
-    profile: &'p Profile,
-    meta: &UploadMetadata,
-    identity: &str,
-) -> Result<Vec<ChunkPlan<'p>>> {
-    if let Timestamps::TraceClock(clock) = &profile.timestamps {
-        return Err(ErrorKind::NoWallClock {
-            clock: clock.clone(),
-        }
-        .into());
-    }
-    let chosen = chosen_series(profile)?;
-    let (timed, timing) = timed_samples(profile, &chosen)?;
-    let mut by_process: BTreeMap<ProcessHandle, Vec<PlannedSample>> = BTreeMap::new();
-    for p in timed {
-        let process = profile.thread(p.sample.thread).process;
-        by_process.entry(process).or_default().push(p);
-    }
-    let mut windows = Vec::new();
-    for (process, mut samples) in by_process {
-        samples.sort_by_key(|p| p.time);
-        let t0 = samples[0].time;
-        let mut current: Vec<PlannedSample> = Vec::new();
-        let mut current_index = 0;
-        for p in samples {
-            let index = (p.time - t0) / MAX_CHUNK_DURATION_NS;
-            if index != current_index && !current.is_empty() {
-                windows.push((process, current_index, t0, std::mem::take(&mut current)));
-            }
-            current_index = index;
-            current.push(p);
-        }
-        if !current.is_empty() {
-            windows.push((process, current_index, t0, current));
-        }
-    }
-    let profiler_base = meta.profiler_id.as_deref().and_then(normalize_id);
-    let given_chunk = meta.chunk_id.as_deref().and_then(normalize_id);
-    let single_window = windows.len() == 1;
-    let mut plans = Vec::new();
-    let owners: Vec<ProcessHandle> = windows.iter().map(|w| w.0).collect();
-    for (i, (process, window, t0, samples)) in windows.into_iter().enumerate() {
-        // Measurements go to the window holding their time; a process's first and last
-        // windows also take what lies before or after its samples.
-        let first = i == 0 || owners[i - 1] != process;
-        let last = owners.get(i + 1) != Some(&process);
-        let from = t0 + window * MAX_CHUNK_DURATION_NS;
-        let measurement_range = (
-            if first { i64::MIN } else { from },
-            if last {
-                i64::MAX
-            } else {
-                from + MAX_CHUNK_DURATION_NS - 1
-            },
-        );
-        let pid = profile.process(process).pid;
-        let pid_text = pid.map_or_else(|| "unknown".to_owned(), |p| p.to_string());
-        let profiler_id = profiler_base
-            .clone()
-            .unwrap_or_else(|| derived_id(&["profiler", identity, &pid_text]));
-        let chunk_id = match (&given_chunk, single_window) {
-            // The SDK named the chunk: keep its id when the input maps onto one chunk.
-            (Some(given), true) => given.clone(),
-            _ => derived_id(&["chunk", identity, &pid_text, &window.to_string()]),
-        };
-        let kept = kept_by_relay(samples);
-        if kept.is_empty() {
-            continue;
-        }
-        plans.push(ChunkPlan {
-            profile,
-            pid,
-            chunk_id,
-            profiler_id,
-            samples: kept,
-            timing,
-            measurement_range,
-        });
-    }
-    if plans.is_empty() {
-        return Err(ErrorKind::NoSamples {
-            why: "no thread has at least 2 samples with a stack".into(),
-        }
-        .into());
-    }
-    Ok(plans)
-}
-
-/// Relay keeps a thread only with two or more samples that have a stack; its samples without
-/// one (idle) go with it.
-fn kept_by_relay(samples: Vec<PlannedSample<'_>>) -> Vec<PlannedSample<'_>> {
-    let mut per_thread: HashMap<ThreadHandle, usize> = HashMap::new();
-    for p in &samples {
-        if p.sample.stack.is_some() {
-            *per_thread.entry(p.sample.thread).or_default() += 1;
-        }
-    }
-    samples
-        .into_iter()
-        .filter(|p| per_thread.get(&p.sample.thread).is_some_and(|&n| n >= 2))
-        .collect()
 }
 
 /// What a frame and the calls inlined into it share: where the code is.
@@ -641,13 +448,5 @@ mod tests {
         assert_eq!(seconds(1_700_000_001_010_000_000), 1700000001.01);
         assert!((seconds(-1) + 1e-9).abs() < 1e-12);
         assert_eq!(seconds(1_763_800_001_001_044_178), 1763800001.0010443);
-    }
-
-    #[test]
-    fn derived_ids_are_stable_hex() {
-        let a = derived_id(&["chunk", "x", "1"]);
-        assert_eq!(a.len(), 32);
-        assert_eq!(a, derived_id(&["chunk", "x", "1"]));
-        assert_ne!(a, derived_id(&["chunk", "x1", ""]));
     }
 }

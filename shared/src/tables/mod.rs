@@ -24,8 +24,8 @@ use arrow_array::RecordBatch;
 
 pub use schema::{Table, TABLES_SCHEMA_VERSION};
 
-use super::ChunkPlan;
 use crate::error::Result;
+use crate::plan::ChunkPlan;
 use crate::store::table_key;
 use call_tree::stacks_batch;
 use frames::frames_batch;

@@ -14,7 +14,7 @@ use super::series::Sampled;
 use super::{TableChunk, TableSource};
 use crate::error::{ErrorKind, Result};
 use crate::model::{Process, Profile};
-use crate::writers::Timing;
+use crate::plan::Timing;
 
 /// `ns` since the epoch to the tables' microseconds, rounding towards the past so times
 /// before 1970 stay ordered.

@@ -883,4 +883,5 @@ fn canonical_json(value: &Value) -> String {
 }
 
 #[cfg(test)]
+#[path = "rules_tests.rs"]
 mod tests;

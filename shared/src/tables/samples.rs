@@ -10,7 +10,7 @@ use super::profiles::{micros, TableProfile};
 use super::schema::Table;
 use crate::error::Result;
 use crate::model::{LabelValue, Profile};
-use crate::writers::PlannedSample;
+use crate::plan::PlannedSample;
 
 /// One `samples` row: which profile, and the planned sample.
 #[derive(Clone, Copy)]

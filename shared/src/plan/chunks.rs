@@ -1,0 +1,191 @@
+//! Sample v2's plan: which observations go into which chunk, by Relay's rules.
+//!
+//! - one chunk per process and per 60-second window of that process's samples;
+//! - only samples of the CPU-time series are written (wall-time ones when the profile has no
+//!   CPU-time series); samples without a stack are left out;
+//! - threads with fewer than 2 samples with a stack in a chunk are dropped, as Relay would drop
+//!   them;
+//! - aggregated samples are laid out on a timeline ([`super::timeline`]).
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::timeline::{timed_samples, PlannedSample, Timing};
+use crate::error::{ErrorKind, Result};
+use crate::ids::derived_id;
+use crate::metadata::{normalize_id, UploadMetadata};
+use crate::model::{ProcessHandle, Profile, SeriesKind, ThreadHandle, Timestamps};
+
+/// Longest span of one chunk: the SDKs' 60 s (Relay allows 66 s).
+pub const MAX_CHUNK_DURATION_NS: i64 = 60_000_000_000;
+
+/// Which samples go into Sample v2: those of CPU-time series, else of wall-time series.
+fn chosen_series(profile: &Profile) -> Result<Vec<bool>> {
+    let kinds: Vec<SeriesKind> = profile.all_series().map(|(_, s)| s.kind).collect();
+    let wanted = [SeriesKind::CpuTime, SeriesKind::WallTime]
+        .into_iter()
+        .find(|k| kinds.contains(k))
+        .ok_or_else(|| {
+            let names: Vec<_> = profile
+                .all_series()
+                .map(|(_, s)| profile.str(s.name).to_owned())
+                .collect();
+            ErrorKind::NoSamples {
+                why: format!(
+                    "no CPU-time or wall-time samples (sampled: {})",
+                    if names.is_empty() {
+                        "nothing".into()
+                    } else {
+                        names.join(", ")
+                    }
+                ),
+            }
+        })?;
+    Ok(kinds.iter().map(|&k| k == wanted).collect())
+}
+
+/// One chunk to be written: who it belongs to and its samples, in time order. Sample v2 and
+/// the Parquet tables are written from the same plans, so both hold the same samples.
+#[derive(Clone, Debug)]
+pub struct ChunkPlan<'p> {
+    /// The profile the samples come from.
+    pub profile: &'p Profile,
+    /// The process the chunk covers.
+    pub pid: Option<i64>,
+    /// The chunk id.
+    pub chunk_id: String,
+    /// The profiler session id.
+    pub profiler_id: String,
+    /// The samples, in time order, only those Relay keeps.
+    pub samples: Vec<PlannedSample<'p>>,
+    /// How the sample times were obtained.
+    pub timing: Timing,
+    /// Times (ns) whose measurements go into the chunk.
+    pub measurement_range: (i64, i64),
+}
+
+impl<'p> ChunkPlan<'p> {
+    /// A plan holding every timed sample of `profile` as one chunk with the given ids: for
+    /// chunks that already are Sample v2 and are passed through.
+    pub fn whole(profile: &'p Profile, chunk_id: &str, profiler_id: &str) -> Self {
+        let mut samples: Vec<PlannedSample> = profile
+            .samples()
+            .iter()
+            .filter_map(PlannedSample::recorded)
+            .collect();
+        samples.sort_by_key(|p| p.time);
+        ChunkPlan {
+            profile,
+            pid: None,
+            chunk_id: chunk_id.to_owned(),
+            profiler_id: profiler_id.to_owned(),
+            samples,
+            timing: Timing::Recorded,
+            measurement_range: (i64::MIN, i64::MAX),
+        }
+    }
+}
+
+/// Cuts a profile into chunks: per process, per 60 s window, keeping what Relay keeps.
+/// `identity` names the input (its source id); ids are derived from it.
+pub fn plan_chunks<'p>(
+    profile: &'p Profile,
+    meta: &UploadMetadata,
+    identity: &str,
+) -> Result<Vec<ChunkPlan<'p>>> {
+    if let Timestamps::TraceClock(clock) = &profile.timestamps {
+        return Err(ErrorKind::NoWallClock {
+            clock: clock.clone(),
+        }
+        .into());
+    }
+    let chosen = chosen_series(profile)?;
+    let (timed, timing) = timed_samples(profile, &chosen)?;
+    let mut by_process: BTreeMap<ProcessHandle, Vec<PlannedSample>> = BTreeMap::new();
+    for p in timed {
+        let process = profile.thread(p.sample.thread).process;
+        by_process.entry(process).or_default().push(p);
+    }
+    let mut windows = Vec::new();
+    for (process, mut samples) in by_process {
+        samples.sort_by_key(|p| p.time);
+        let t0 = samples[0].time;
+        let mut current: Vec<PlannedSample> = Vec::new();
+        let mut current_index = 0;
+        for p in samples {
+            let index = (p.time - t0) / MAX_CHUNK_DURATION_NS;
+            if index != current_index && !current.is_empty() {
+                windows.push((process, current_index, t0, std::mem::take(&mut current)));
+            }
+            current_index = index;
+            current.push(p);
+        }
+        if !current.is_empty() {
+            windows.push((process, current_index, t0, current));
+        }
+    }
+    let profiler_base = meta.profiler_id.as_deref().and_then(normalize_id);
+    let given_chunk = meta.chunk_id.as_deref().and_then(normalize_id);
+    let single_window = windows.len() == 1;
+    let mut plans = Vec::new();
+    let owners: Vec<ProcessHandle> = windows.iter().map(|w| w.0).collect();
+    for (i, (process, window, t0, samples)) in windows.into_iter().enumerate() {
+        // Measurements go to the window holding their time; a process's first and last
+        // windows also take what lies before or after its samples.
+        let first = i == 0 || owners[i - 1] != process;
+        let last = owners.get(i + 1) != Some(&process);
+        let from = t0 + window * MAX_CHUNK_DURATION_NS;
+        let measurement_range = (
+            if first { i64::MIN } else { from },
+            if last {
+                i64::MAX
+            } else {
+                from + MAX_CHUNK_DURATION_NS - 1
+            },
+        );
+        let pid = profile.process(process).pid;
+        let pid_text = pid.map_or_else(|| "unknown".to_owned(), |p| p.to_string());
+        let profiler_id = profiler_base
+            .clone()
+            .unwrap_or_else(|| derived_id(&["profiler", identity, &pid_text]));
+        let chunk_id = match (&given_chunk, single_window) {
+            // The SDK named the chunk: keep its id when the input maps onto one chunk.
+            (Some(given), true) => given.clone(),
+            _ => derived_id(&["chunk", identity, &pid_text, &window.to_string()]),
+        };
+        let kept = kept_by_relay(samples);
+        if kept.is_empty() {
+            continue;
+        }
+        plans.push(ChunkPlan {
+            profile,
+            pid,
+            chunk_id,
+            profiler_id,
+            samples: kept,
+            timing,
+            measurement_range,
+        });
+    }
+    if plans.is_empty() {
+        return Err(ErrorKind::NoSamples {
+            why: "no thread has at least 2 samples with a stack".into(),
+        }
+        .into());
+    }
+    Ok(plans)
+}
+
+/// Relay keeps a thread only with two or more samples that have a stack; its samples without
+/// one (idle) go with it.
+fn kept_by_relay(samples: Vec<PlannedSample<'_>>) -> Vec<PlannedSample<'_>> {
+    let mut per_thread: HashMap<ThreadHandle, usize> = HashMap::new();
+    for p in &samples {
+        if p.sample.stack.is_some() {
+            *per_thread.entry(p.sample.thread).or_default() += 1;
+        }
+    }
+    samples
+        .into_iter()
+        .filter(|p| per_thread.get(&p.sample.thread).is_some_and(|&n| n >= 2))
+        .collect()
+}
