@@ -44,13 +44,14 @@ pub use model::{
 pub use pipeline::{
     build_id_index, convert_upload, process_upload, publish, store_upload, BuildIdIndexEntry,
     ConvertOptions, Converted, ConvertedUpload, ErrorReport, IndexedMapping, Manifest,
-    ManifestOutput, ManifestProfile, ManifestSource, Outcome, ProcessOptions, Quarantine,
-    SkipReason, BUILD_ID_INDEX_VERSION, DEFAULT_MAX_OBJECT_BYTES, ERROR_REPORT_VERSION,
-    MANIFEST_VERSION,
+    ManifestExpansion, ManifestOutput, ManifestProfile, ManifestSampleV2, ManifestSeries,
+    ManifestSource, Outcome, ProcessOptions, Quarantine, SkipReason, BUILD_ID_INDEX_VERSION,
+    DEFAULT_MAX_OBJECT_BYTES, ERROR_REPORT_VERSION, MANIFEST_VERSION,
 };
 pub use plan::{
-    plan_chunks, ChunkPlan, PlannedSample, Timing, DEFAULT_INTERVAL_NS, MAX_CHUNK_DURATION_NS,
-    MAX_EXPANDED_SAMPLES,
+    left_out, plan_chunks, plan_sample_v2, plan_tables, ChunkPlan, PlannedSample, SampleV2Plan,
+    SeriesCoverage, TableProfilePlan, Timing, DEFAULT_INTERVAL_NS, MAX_CHUNK_DURATION_NS,
+    MAX_EXPANDED_SAMPLES, MIN_INTERVAL_NS, TABLE_WINDOW_NS,
 };
 pub use sample_v2::{
     check_sample_v2, write_planned_chunk, write_sample_v2, Rule, SampleV2Chunk, Violation,
@@ -68,6 +69,6 @@ pub use summary::{
     SeriesSummary, ThreadSummary,
 };
 pub use tables::{
-    build_tables, write_tables, Table, TableBatches, TableChunk, TableObject, TableSource,
+    build_tables, write_tables, Table, TableBatches, TableObject, TableProfileInput, TableSource,
     TABLES_SCHEMA_VERSION,
 };

@@ -4,7 +4,7 @@
 use proflake::{
     check_sample_v2, convert_upload, write_sample_v2, ConvertOptions, ErrorKind, Frame, FrameKind,
     Profile, Sample, Series, SeriesKind, Timing, UploadMetadata, DEFAULT_INTERVAL_NS,
-    MAX_CHUNK_DURATION_NS,
+    MAX_CHUNK_DURATION_NS, MAX_EXPANDED_SAMPLES, MIN_INTERVAL_NS,
 };
 use serde_json::Value;
 
@@ -85,7 +85,8 @@ fn time_weights_expand_at_the_period_in_input_order() {
     assert_eq!(
         chunks[0].timing,
         Timing::Expanded {
-            interval_ns: 10_000_000
+            interval_ns: 10_000_000,
+            scaled_from: None,
         }
     );
     assert_eq!(check_sample_v2(&chunks[0].json), vec![]);
@@ -116,7 +117,8 @@ fn counts_expand_one_per_count_at_the_frequency_or_default() {
     assert_eq!(
         chunks[0].timing,
         Timing::Expanded {
-            interval_ns: DEFAULT_INTERVAL_NS
+            interval_ns: DEFAULT_INTERVAL_NS,
+            scaled_from: None,
         }
     );
 }
@@ -142,12 +144,84 @@ fn a_tiny_weight_still_shows_up_once() {
 }
 
 #[test]
-fn unbounded_expansion_is_refused() {
-    let p = aggregated("count", None, None, &[("a", i64::MAX)]);
-    let err = write_sample_v2(&p, &UploadMetadata::default(), "id").unwrap_err();
+fn huge_counts_are_scaled_into_the_bound_in_proportion() {
+    // 3:1 over i64-sized counts: the chunks keep the proportion within the bound.
+    let big = i64::MAX / 4;
+    let p = aggregated("count", None, None, &[("a", 3 * big), ("b", big)]);
+    let chunks = write_sample_v2(&p, &UploadMetadata::default(), "id").unwrap();
+    let written: usize = chunks.iter().map(|c| c.samples).sum();
+    assert!(written as u64 <= MAX_EXPANDED_SAMPLES + 2, "{written}");
+    assert!(written as u64 >= MAX_EXPANDED_SAMPLES - 2, "{written}");
+    let Timing::Expanded {
+        interval_ns,
+        scaled_from: Some(from),
+    } = chunks[0].timing
+    else {
+        panic!("scaled expansion: {:?}", chunks[0].timing);
+    };
+    assert_eq!(from, 4 * (big as u64));
+    assert_eq!(interval_ns, DEFAULT_INTERVAL_NS);
+    let leaves: Vec<String> = chunks
+        .iter()
+        .flat_map(|c| samples_of(&c.json))
+        .map(|(_, names)| names[0].clone())
+        .collect();
+    let a = leaves.iter().filter(|l| *l == "a").count();
+    let b = leaves.iter().filter(|l| *l == "b").count();
+    assert_eq!((a + 1) / (b + 1), 2, "a={a} b={b}");
+    assert!(a.abs_diff(3 * b) <= 3, "a={a} b={b}");
+    for c in &chunks {
+        assert_eq!(check_sample_v2(&c.json), vec![], "chunk {}", c.chunk_id);
+        let doc: Value = serde_json::from_slice(&c.json).unwrap();
+        assert_eq!(doc["synthetic_timestamps"]["scaled_from"], from);
+    }
+}
+
+#[test]
+fn a_tiny_period_is_floored() {
+    // 1 s of CPU at a 1 ns period would be 10^9 samples; the floor makes it 1 kHz.
+    let p = aggregated("nanoseconds", Some(1), None, &[("a", 1_000_000_000)]);
+    let chunks = write_sample_v2(&p, &UploadMetadata::default(), "id").unwrap();
+    assert_eq!(chunks[0].samples, 1_000);
+    assert_eq!(
+        chunks[0].timing,
+        Timing::Expanded {
+            interval_ns: MIN_INTERVAL_NS,
+            scaled_from: None,
+        }
+    );
+}
+
+#[test]
+fn folded_counts_of_a_billion_convert_in_bounded_outputs() {
+    let mut folded = String::new();
+    for i in 0..50 {
+        folded.push_str(&format!("main;f{i} 1000000000\n"));
+    }
+    let options = ConvertOptions {
+        received_at_ns: Some(START),
+        ..ConvertOptions::default()
+    };
+    let converted = convert_upload("uploads/f", "e", folded.as_bytes(), &options).unwrap();
+    let series = &converted.manifest.series;
+    assert_eq!(series.len(), 1);
+    assert_eq!(series[0].observations, 50);
+    assert_eq!(series[0].table_rows, 50);
+    assert_eq!(series[0].total_value, 50_000_000_000);
+    let chunk_samples = converted.manifest.sample_v2.samples;
     assert!(
-        matches!(err.kind(), ErrorKind::LimitExceeded { .. }),
-        "{err}"
+        chunk_samples <= MAX_EXPANDED_SAMPLES + 50,
+        "{chunk_samples}"
+    );
+    assert_eq!(
+        converted
+            .manifest
+            .sample_v2
+            .expansion
+            .as_ref()
+            .unwrap()
+            .scaled_from,
+        Some(50_000_000_000)
     );
 }
 

@@ -1,14 +1,15 @@
 //! The Parquet stack tables over every input we have, read back with the parquet crate: they
-//! hold exactly the samples of the Sample v2 chunks written beside them, their ids resolve,
-//! and weights add up to the model's.
+//! hold every observation of every series with its exact value, their ids resolve, and per
+//! series they agree with the manifest and with counts taken from the input itself.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Int64Type, UInt32Type};
+use arrow_array::types::{Int32Type, Int64Type};
 use arrow_array::{Array, RecordBatch};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use proflake::{time_unit_ns, BuildIdIndexEntry, Converted, Profile, SeriesKind};
+use proflake::{BuildIdIndexEntry, Converted};
+use prost::Message;
 
 use crate::sample_v2::{all_perfetto_fixtures, convert_input, other_format_inputs};
 
@@ -42,11 +43,11 @@ fn strings(b: &RecordBatch, col: &str) -> Vec<String> {
     (0..a.len()).map(|i| a.value(i).to_owned()).collect()
 }
 
-fn u32s(b: &RecordBatch, col: &str) -> Vec<Option<u32>> {
+fn i32s(b: &RecordBatch, col: &str) -> Vec<Option<i32>> {
     let a = b
         .column_by_name(col)
         .expect(col)
-        .as_primitive::<UInt32Type>();
+        .as_primitive::<Int32Type>();
     (0..a.len())
         .map(|i| a.is_valid(i).then(|| a.value(i)))
         .collect()
@@ -62,19 +63,25 @@ fn i64s(b: &RecordBatch, col: &str) -> Vec<Option<i64>> {
         .collect()
 }
 
-/// The tables of one conversion agree with its Sample v2 chunks and with themselves.
-fn check(name: &str, c: &Converted) {
+/// Rows and sum of `value` per series (`sample_type`, `sample_unit`).
+type SeriesTotals = BTreeMap<(String, String), (u64, i128)>;
+
+/// The tables of one conversion agree with themselves and with the manifest; returns the
+/// per-series totals of `samples`.
+fn check(name: &str, c: &Converted) -> SeriesTotals {
     let tables = read_tables(c);
     for t in ["profiles", "samples", "stacks", "frames"] {
         assert!(tables.contains_key(t), "{name}: no {t} table");
     }
-    // Samples per chunk, from the chunk JSON itself.
-    let mut chunk_samples: BTreeMap<String, usize> = BTreeMap::new();
-    for o in c.manifest.outputs.iter().filter(|o| o.kind == "sample_v2") {
-        let json = &c.objects.iter().find(|(k, _)| *k == o.key).unwrap().1;
-        let v: serde_json::Value = serde_json::from_slice(json).unwrap();
-        let n = v["profile"]["samples"].as_array().unwrap().len();
-        chunk_samples.insert(v["chunk_id"].as_str().unwrap().to_owned(), n);
+    for (t, batches) in &tables {
+        for b in batches {
+            assert!(
+                strings(b, "source_id")
+                    .iter()
+                    .all(|s| *s == c.manifest.source.source_id),
+                "{name}: {t}.source_id"
+            );
+        }
     }
     let mut profile_rows: BTreeMap<String, usize> = BTreeMap::new();
     let mut profile_weight: BTreeMap<String, i64> = BTreeMap::new();
@@ -82,31 +89,30 @@ fn check(name: &str, c: &Converted) {
         for ((id, n), w) in strings(b, "profile_id")
             .into_iter()
             .zip(i64s(b, "samples"))
-            .zip(i64s(b, "total_weight"))
+            .zip(i64s(b, "total_value"))
         {
             profile_rows.insert(id.clone(), n.unwrap() as usize);
             profile_weight.insert(id, w.unwrap());
         }
     }
-    assert_eq!(profile_rows, chunk_samples, "{name}: profiles.samples");
 
-    let mut stacks: HashMap<(String, u32), (Option<u32>, u32, u32)> = HashMap::new();
+    let mut stacks: HashMap<(String, i32), (Option<i32>, i32, i32)> = HashMap::new();
     for b in &tables["stacks"] {
         let ids = strings(b, "profile_id");
-        for (i, ((s, p), (f, d))) in u32s(b, "stack_id")
+        for (i, ((s, p), (f, d))) in i32s(b, "stack_id")
             .into_iter()
-            .zip(u32s(b, "parent_id"))
-            .zip(u32s(b, "frame_id").into_iter().zip(u32s(b, "depth")))
+            .zip(i32s(b, "parent_id"))
+            .zip(i32s(b, "frame_id").into_iter().zip(i32s(b, "depth")))
             .enumerate()
         {
             stacks.insert((ids[i].clone(), s.unwrap()), (p, f.unwrap(), d.unwrap()));
         }
     }
-    let mut frames: BTreeSet<(String, u32)> = BTreeSet::new();
+    let mut frames: BTreeSet<(String, i32)> = BTreeSet::new();
     for b in &tables["frames"] {
         for (id, f) in strings(b, "profile_id")
             .into_iter()
-            .zip(u32s(b, "frame_id"))
+            .zip(i32s(b, "frame_id"))
         {
             frames.insert((id, f.unwrap()));
         }
@@ -129,16 +135,25 @@ fn check(name: &str, c: &Converted) {
 
     let mut sample_rows: BTreeMap<String, usize> = BTreeMap::new();
     let mut sample_weight: BTreeMap<String, i64> = BTreeMap::new();
+    let mut series = SeriesTotals::new();
     let mut with_stack = 0i64;
     for b in &tables["samples"] {
         let ids = strings(b, "profile_id");
-        for (i, (stack, weight)) in u32s(b, "stack_id")
+        let types = strings(b, "sample_type");
+        let units = strings(b, "sample_unit");
+        for (i, (stack, value)) in i32s(b, "stack_id")
             .into_iter()
-            .zip(i64s(b, "weight"))
+            .zip(i64s(b, "value"))
             .enumerate()
         {
+            let value = value.unwrap();
             *sample_rows.entry(ids[i].clone()).or_default() += 1;
-            *sample_weight.entry(ids[i].clone()).or_default() += weight.unwrap();
+            *sample_weight.entry(ids[i].clone()).or_default() += value;
+            let totals = series
+                .entry((types[i].clone(), units[i].clone()))
+                .or_default();
+            totals.0 += 1;
+            totals.1 += i128::from(value);
             if let Some(s) = stack {
                 with_stack += 1;
                 assert!(
@@ -148,26 +163,35 @@ fn check(name: &str, c: &Converted) {
             }
         }
     }
-    assert_eq!(sample_rows, chunk_samples, "{name}: samples rows per chunk");
-    assert_eq!(sample_weight, profile_weight, "{name}: total_weight");
-    assert_eq!(
-        sample_rows.values().sum::<usize>() as u64,
-        c.manifest.profile.samples_written,
-        "{name}: samples_written"
-    );
+    assert_eq!(sample_rows, profile_rows, "{name}: profiles.samples");
+    assert_eq!(sample_weight, profile_weight, "{name}: total_value");
+    let manifest: SeriesTotals = c
+        .manifest
+        .series
+        .iter()
+        .map(|s| {
+            assert_eq!(s.table_rows, s.observations, "{name}: {}", s.sample_type);
+            (
+                (s.sample_type.clone(), s.sample_unit.clone()),
+                (s.table_rows, s.total_value),
+            )
+        })
+        .collect();
+    assert_eq!(series, manifest, "{name}: series in the manifest");
     if let Some(rollup) = tables.get("function_rollup") {
-        let self_samples: i64 = rollup
+        let self_rows: i64 = rollup
             .iter()
-            .flat_map(|b| i64s(b, "self_samples"))
+            .flat_map(|b| i64s(b, "self_rows"))
             .map(Option::unwrap)
             .sum();
-        assert_eq!(self_samples, with_stack, "{name}: rollup self_samples");
+        assert_eq!(self_rows, with_stack, "{name}: rollup self_rows");
     } else {
         assert_eq!(
             with_stack, 0,
             "{name}: no rollup though samples have stacks"
         );
     }
+    series
 }
 
 /// Every unsymbolized frame of the tables that names an image id is in that image's build-ID
@@ -201,7 +225,7 @@ fn check_build_id_index(name: &str, c: &Converted, frames: &[RecordBatch]) {
         let address = b
             .column_by_name("address")
             .unwrap()
-            .as_primitive::<arrow_array::types::UInt64Type>();
+            .as_primitive::<Int64Type>();
         let space = b
             .column_by_name("address_space")
             .unwrap()
@@ -225,12 +249,13 @@ fn check_build_id_index(name: &str, c: &Converted, frames: &[RecordBatch]) {
             } else {
                 "image_relative"
             };
+            // The column holds the address's 64 bits as a signed number.
+            let address = address.value(i) as u64;
             assert!(
                 indexed
                     .get(id)
-                    .is_some_and(|a| a.contains(&(space, address.value(i)))),
-                "{name}: unsymbolized {space} {:#x} of {id} is not in the build-ID index",
-                address.value(i)
+                    .is_some_and(|a| a.contains(&(space, address))),
+                "{name}: unsymbolized {space} {address:#x} of {id} is not in the build-ID index"
             );
         }
     }
@@ -241,66 +266,72 @@ fn check_build_id_index(name: &str, c: &Converted, frames: &[RecordBatch]) {
     );
 }
 
+/// Per series, from the input's own bytes: a pprof sample is one observation in each sample
+/// type whose value is not zero.
+fn pprof_totals(bytes: &[u8]) -> SeriesTotals {
+    let p = proflake_proto::pprof::Profile::decode(bytes).expect("pprof decodes");
+    let s = |i: i64| String::from_utf8_lossy(&p.string_table[i as usize]).into_owned();
+    let mut out = SeriesTotals::new();
+    for (i, t) in p.sample_type.iter().enumerate() {
+        let mut totals = (0u64, 0i128);
+        for sample in &p.sample {
+            let v = sample.value[i];
+            if v != 0 {
+                totals.0 += 1;
+                totals.1 += i128::from(v);
+            }
+        }
+        if totals.0 > 0 {
+            out.insert((s(t.r#type), s(t.unit)), totals);
+        }
+    }
+    out
+}
+
+/// Per series, from the text: every `STACK COUNT` line is one observation of its count.
+fn folded_totals(bytes: &[u8]) -> (u64, i128) {
+    let text = std::str::from_utf8(bytes).expect("folded is text");
+    let mut totals = (0u64, 0i128);
+    for line in text.lines() {
+        let line = line.trim_end();
+        if line.trim().is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let count = line.rsplit([' ', '\t']).next().unwrap();
+        totals.0 += 1;
+        totals.1 += count.parse::<i128>().expect("whole counts");
+    }
+    totals
+}
+
 #[test]
-fn tables_hold_exactly_the_sample_v2_samples_of_every_input() {
+fn tables_hold_every_observation_of_every_input() {
     let mut checked = 0;
+    let mut independent = 0;
     let inputs = other_format_inputs()
         .into_iter()
         .chain(all_perfetto_fixtures());
     for (name, bytes) in inputs {
-        // Inputs that cannot convert (no CPU or wall series, no samples) are covered by the
-        // Sample v2 tests; here every converted one must tabulate.
+        // Inputs that cannot convert at all (no observations, no wall clock) are covered by
+        // the Sample v2 tests; here every converted one must tabulate.
         let Ok(c) = convert_input(&name, &bytes) else {
             continue;
         };
-        check(&name, &c);
+        let series = check(&name, &c);
         checked += 1;
+        if name.contains("pprof/") {
+            assert_eq!(
+                series,
+                pprof_totals(&bytes),
+                "{name}: against the pprof itself"
+            );
+            independent += 1;
+        } else if name.starts_with("folded/") || name.starts_with("samples/folded/") {
+            let totals: Vec<(u64, i128)> = series.values().copied().collect();
+            assert_eq!(totals, [folded_totals(&bytes)], "{name}: against the text");
+            independent += 1;
+        }
     }
     assert!(checked >= 30, "only {checked} inputs converted");
-}
-
-/// Model weight of the chosen series in ns when it measures time.
-fn chosen_weight_ns(p: &Profile) -> Option<i64> {
-    let kind = [SeriesKind::CpuTime, SeriesKind::WallTime]
-        .into_iter()
-        .find(|k| p.all_series().any(|(_, s)| s.kind == *k))?;
-    let mut total = 0i64;
-    for s in p.samples() {
-        let series = p.series(s.series);
-        if series.kind != kind || s.weight <= 0 {
-            continue;
-        }
-        total += s.weight * time_unit_ns(p.str(series.unit))?;
-    }
-    Some(total)
-}
-
-/// Expansion splits an aggregated weight over the samples it becomes: the tables keep the
-/// input's total exactly, in ns.
-#[test]
-fn aggregated_pprof_weights_add_up_to_the_input_total() {
-    for name in [
-        "samples/pprof/google-pprof_report_sample.cpu.pb.gz",
-        "pprof/google-pprof_proftest_large.cpu.pb.gz",
-    ] {
-        let bytes = other_format_inputs()
-            .into_iter()
-            .find(|(n, _)| n == name)
-            .expect("input present")
-            .1;
-        let c = convert_input(name, &bytes).unwrap();
-        let expected = chosen_weight_ns(&c.decoded.profile).expect("a time series");
-        let tables = read_tables(&c);
-        let total: i64 = tables["samples"]
-            .iter()
-            .flat_map(|b| i64s(b, "weight"))
-            .map(Option::unwrap)
-            .sum();
-        assert_eq!(total, expected, "{name}");
-        let units: BTreeSet<String> = tables["profiles"]
-            .iter()
-            .flat_map(|b| strings(b, "sample_unit"))
-            .collect();
-        assert_eq!(units, BTreeSet::from(["nanoseconds".to_owned()]), "{name}");
-    }
+    assert!(independent >= 8, "only {independent} checked independently");
 }

@@ -306,7 +306,7 @@ async fn output_prefix_and_bucket_apply() {
     let out = buckets.keys("out-bkt");
     assert!(out.contains(&format!("env/test/{manifest}")), "{out:?}");
     assert!(out.iter().all(|k| k.starts_with("env/test/")), "{out:?}");
-    assert!(out.iter().any(|k| k.starts_with("env/test/tables/v1/")));
+    assert!(out.iter().any(|k| k.starts_with("env/test/tables/v2/")));
     let uploads = buckets.keys(UPLOADS);
     assert_eq!(
         uploads,

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::model::{FrameAddress, FrameHandle, Profile, StackHandle};
-use crate::plan::ChunkPlan;
+use crate::plan::TableProfilePlan;
 use crate::store::build_id_index_key;
 
 /// Version of the index entry layout.
@@ -56,10 +56,9 @@ pub struct IndexedMapping {
     pub image_relative: Vec<u64>,
 }
 
-/// The index entries of the frames the written chunks reach (what the tables hold), by key, in
-/// key order.
+/// The index entries of the frames the tables hold, by key, in key order.
 pub fn build_id_index(
-    plans: &[ChunkPlan<'_>],
+    plans: &[TableProfilePlan<'_>],
     source_key: &str,
     source_id: &str,
     manifest_key: &str,
@@ -78,8 +77,8 @@ pub fn build_id_index(
             .entry(plan.profile as *const Profile)
             .or_insert_with(|| (plan.profile, BTreeSet::new()));
         let mut done: BTreeSet<StackHandle> = BTreeSet::new();
-        for planned in &plan.samples {
-            let mut node = planned.sample.stack;
+        for sample in &plan.samples {
+            let mut node = sample.stack;
             while let Some(stack) = node {
                 if !done.insert(stack) {
                     break; // its ancestors are in too

@@ -4,16 +4,17 @@ use sha2::{Digest, Sha256};
 
 use super::build_id_index::build_id_index;
 use super::manifest::{
-    Manifest, ManifestOutput, ManifestProfile, ManifestSource, MANIFEST_VERSION,
+    Manifest, ManifestExpansion, ManifestOutput, ManifestProfile, ManifestSampleV2, ManifestSeries,
+    ManifestSource, MANIFEST_VERSION,
 };
 use crate::error::{ErrorKind, Result};
 use crate::formats::{decode, sample_v2_profile, Decoded, InputFormat};
 use crate::metadata::UploadMetadata;
-use crate::model::{seconds_to_ns, Profile, Timestamps};
-use crate::plan::{plan_chunks, ChunkPlan, Timing};
+use crate::model::{seconds_to_ns, Profile, SeriesKind, Timestamps};
+use crate::plan::{plan_sample_v2, plan_tables, SeriesCoverage, TableProfilePlan, Timing};
 use crate::sample_v2::{write_planned_chunk, SampleV2Chunk};
 use crate::store::{chunk_key, manifest_key, source_id, ObjectStore};
-use crate::tables::{write_tables, TableChunk, TableSource};
+use crate::tables::{write_tables, TableProfileInput, TableSource};
 
 /// How to convert.
 #[derive(Clone, Debug, Default)]
@@ -88,38 +89,79 @@ fn convert_inner(
         service: metadata.service.as_deref(),
     };
     let manifest_key = manifest_key(&source_id);
-    let (chunks, tables, index) = if decoded.chunks.is_empty() {
+    let mut sample_v2 = ManifestSampleV2::default();
+    let (chunks, tables, index, series) = if decoded.chunks.is_empty() {
         let start = place_aggregated(&mut decoded.profile, &metadata, options.received_at_ns);
-        let plans = plan_chunks(&decoded.profile, &metadata, &source_id)?;
-        let chunks: Vec<SampleV2Chunk> = plans
+        let profile = &decoded.profile;
+        let table_plans = plan_tables(profile, &source_id)?;
+        if table_plans.is_empty() {
+            return Err(ErrorKind::NoSamples {
+                why: "the input holds no observations".into(),
+            }
+            .into());
+        }
+        let plan = plan_sample_v2(profile, &metadata, &source_id)?;
+        let chunks: Vec<SampleV2Chunk> = plan
+            .chunks
             .iter()
             .map(|plan| write_planned_chunk(&metadata, plan))
             .collect();
-        if let Some(Timing::Expanded { interval_ns }) = chunks.first().map(|c| c.timing) {
+        if let Some(Timing::Expanded {
+            interval_ns,
+            scaled_from,
+        }) = chunks.first().map(|c| c.timing)
+        {
             timestamps = format!(
                 "expanded from aggregated weights, {interval_ns} ns apart per thread, from {start}"
             );
+            sample_v2.expansion = Some(ManifestExpansion {
+                interval_ns,
+                scaled_from,
+            });
         }
-        let tables = write_tables(&table_source, &table_chunks(&plans, &chunks))?;
-        let index = build_id_index(&plans, source_key, &source_id, &manifest_key);
-        (chunks, tables, index)
+        sample_v2.why_none = plan.why_none.clone();
+        let inputs = table_inputs(&table_plans, &metadata);
+        let tables = write_tables(&table_source, &inputs)?;
+        let index = build_id_index(&table_plans, source_key, &source_id, &manifest_key);
+        let series = series_of(&[(profile, &table_plans, Some(&plan.series))]);
+        (chunks, tables, index, series)
     } else {
         // The input already is Sample v2: validated by the decoder, stored unchanged, and
-        // tabulated chunk by chunk so each table profile is exactly one stored chunk.
+        // tabulated chunk by chunk, each under its own platform, release and environment.
         let chunks = std::mem::take(&mut decoded.chunks);
         let profiles = chunks
             .iter()
             .map(|c| sample_v2_profile(&c.json))
             .collect::<Result<Vec<_>>>()?;
-        let plans: Vec<ChunkPlan> = profiles
+        let mut table_plans: Vec<Vec<TableProfilePlan>> = Vec::with_capacity(chunks.len());
+        for (profile, chunk) in profiles.iter().zip(&chunks) {
+            let identity = format!("{source_id}/{}", chunk.chunk_id);
+            table_plans.push(plan_tables(profile, &identity)?);
+        }
+        let inputs: Vec<TableProfileInput> = table_plans
             .iter()
             .zip(&chunks)
-            .map(|(p, c)| ChunkPlan::whole(p, &c.chunk_id, &c.profiler_id))
+            .flat_map(|(plans, chunk)| {
+                plans.iter().map(move |plan| TableProfileInput {
+                    plan,
+                    platform: Some(&chunk.platform),
+                    release: chunk.release.as_deref(),
+                    environment: chunk.environment.as_deref(),
+                })
+            })
             .collect();
-        let tables = write_tables(&table_source, &table_chunks(&plans, &chunks))?;
-        let index = build_id_index(&plans, source_key, &source_id, &manifest_key);
-        (chunks, tables, index)
+        let tables = write_tables(&table_source, &inputs)?;
+        let all_plans: Vec<TableProfilePlan> = table_plans.iter().flatten().cloned().collect();
+        let index = build_id_index(&all_plans, source_key, &source_id, &manifest_key);
+        let parts: Vec<_> = profiles
+            .iter()
+            .zip(&table_plans)
+            .map(|(p, plans)| (p, plans.as_slice(), None))
+            .collect();
+        (chunks, tables, index, series_of(&parts))
     };
+    sample_v2.chunks = chunks.len() as u64;
+    sample_v2.samples = chunks.iter().map(|c| c.samples as u64).sum();
 
     let mut objects = Vec::with_capacity(chunks.len() + tables.len());
     let mut outputs = Vec::with_capacity(chunks.len() + tables.len());
@@ -196,6 +238,8 @@ fn convert_inner(
                 .map(|(k, v)| ((*k).to_owned(), *v))
                 .collect(),
         },
+        series,
+        sample_v2,
         outputs,
     };
     Ok(Converted {
@@ -206,21 +250,94 @@ fn convert_inner(
     })
 }
 
-/// Pairs each plan with the chunk written from it, for the tables.
-fn table_chunks<'a, 'p>(
-    plans: &'a [ChunkPlan<'p>],
-    chunks: &'a [SampleV2Chunk],
-) -> Vec<TableChunk<'a, 'p>> {
+/// The tables' inputs: every planned profile under the upload's metadata.
+fn table_inputs<'a, 'p>(
+    plans: &'a [TableProfilePlan<'p>],
+    metadata: &'a UploadMetadata,
+) -> Vec<TableProfileInput<'a, 'p>> {
     plans
         .iter()
-        .zip(chunks)
-        .map(|(plan, chunk)| TableChunk {
+        .map(|plan| TableProfileInput {
             plan,
-            platform: &chunk.platform,
-            release: chunk.release.as_deref(),
-            environment: chunk.environment.as_deref(),
+            platform: metadata.platform.as_deref(),
+            release: metadata.release.as_deref(),
+            environment: metadata.environment.as_deref(),
         })
         .collect()
+}
+
+/// The manifest's series: each model series with its observations, the table rows written
+/// for it and what the chunks carry (`coverage`, by series index; `None` for pass-through
+/// chunks, which carry every observation). Series of several profiles (pass-through chunks)
+/// that share name, unit and kind are one series.
+fn series_of(
+    parts: &[(
+        &Profile,
+        &[TableProfilePlan<'_>],
+        Option<&Vec<SeriesCoverage>>,
+    )],
+) -> Vec<ManifestSeries> {
+    let mut out: Vec<ManifestSeries> = Vec::new();
+    for &(profile, plans, coverage) in parts {
+        let n = profile.all_series().len();
+        let mut observations = vec![0u64; n];
+        let mut totals = vec![0i128; n];
+        for s in profile.samples() {
+            observations[s.series.index()] += 1;
+            totals[s.series.index()] += i128::from(s.weight);
+        }
+        let mut rows = vec![0u64; n];
+        for plan in plans {
+            rows[plan.series.index()] += plan.samples.len() as u64;
+        }
+        for (h, series) in profile.all_series() {
+            let i = h.index();
+            let (in_chunks, chunk_samples, left_out) = match coverage {
+                Some(c) => (
+                    c[i].observations_in_chunks,
+                    c[i].chunk_samples,
+                    c[i].left_out
+                        .iter()
+                        .map(|(k, v)| ((*k).to_owned(), *v))
+                        .collect(),
+                ),
+                None => (observations[i], observations[i], Default::default()),
+            };
+            let entry = ManifestSeries {
+                sample_type: profile.str(series.name).to_owned(),
+                sample_unit: profile.str(series.unit).to_owned(),
+                kind: match series.kind {
+                    SeriesKind::CpuTime => "cpu_time",
+                    SeriesKind::WallTime => "wall_time",
+                    SeriesKind::Other => "other",
+                }
+                .to_owned(),
+                observations: observations[i],
+                total_value: totals[i],
+                table_rows: rows[i],
+                observations_in_chunks: in_chunks,
+                chunk_samples,
+                left_out,
+            };
+            match out.iter_mut().find(|e| {
+                (&e.sample_type, &e.sample_unit, &e.kind)
+                    == (&entry.sample_type, &entry.sample_unit, &entry.kind)
+            }) {
+                Some(e) => {
+                    e.observations += entry.observations;
+                    e.total_value += entry.total_value;
+                    e.table_rows += entry.table_rows;
+                    e.observations_in_chunks += entry.observations_in_chunks;
+                    e.chunk_samples += entry.chunk_samples;
+                    for (k, v) in entry.left_out {
+                        *e.left_out.entry(k).or_default() += v;
+                    }
+                }
+                None => out.push(entry),
+            }
+        }
+    }
+    out
 }
 
 /// Puts trace-clock sample times on the wall clock when the metadata says when the profile

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// Version of the manifest layout.
-pub const MANIFEST_VERSION: u32 = 1;
+pub const MANIFEST_VERSION: u32 = 2;
 
 /// What one conversion wrote. Holds nothing time- or machine-dependent, so converting the same
 /// upload twice writes the same manifest.
@@ -20,6 +20,12 @@ pub struct Manifest {
     pub source: ManifestSource,
     /// A summary of the decoded profile.
     pub profile: ManifestProfile,
+    /// Every series of the input: its observations, and where they went.
+    #[serde(default)]
+    pub series: Vec<ManifestSeries>,
+    /// What the Sample v2 chunks hold.
+    #[serde(default)]
+    pub sample_v2: ManifestSampleV2,
     /// Every object written, in write order (the manifest itself excluded).
     pub outputs: Vec<ManifestOutput>,
 }
@@ -87,4 +93,54 @@ pub struct ManifestOutput {
     /// Rows in a table file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rows: Option<u64>,
+}
+
+/// One series of the input, and how much of it each output holds.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestSeries {
+    /// The series' name, as the input names it (`samples.sample_type`).
+    pub sample_type: String,
+    /// Its unit, as the input names it (`samples.sample_unit`).
+    pub sample_unit: String,
+    /// `cpu_time`, `wall_time` or `other`.
+    pub kind: String,
+    /// Observations in the input.
+    pub observations: u64,
+    /// Sum of their values, in `sample_unit`.
+    pub total_value: i128,
+    /// Rows in the `samples` table: every observation.
+    pub table_rows: u64,
+    /// Observations that reached a Sample v2 chunk.
+    pub observations_in_chunks: u64,
+    /// Samples written to chunks for them (more when aggregated weights were expanded).
+    pub chunk_samples: u64,
+    /// Observations the chunks left out, by reason (`series_not_carried`, `no_stack`,
+    /// `aggregated_beside_timed`, `no_weight`, `lone_thread`).
+    pub left_out: BTreeMap<String, u64>,
+}
+
+/// What the Sample v2 chunks of an upload hold.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestSampleV2 {
+    /// Chunks written.
+    pub chunks: u64,
+    /// Samples in them.
+    pub samples: u64,
+    /// Why there are none, when there are none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why_none: Option<String>,
+    /// How sample times were laid out from aggregated weights, when they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expansion: Option<ManifestExpansion>,
+}
+
+/// The timeline laid out from aggregated weights.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ManifestExpansion {
+    /// Spacing of one thread's samples.
+    pub interval_ns: i64,
+    /// The observations the weights stood for, when more than the bound and so scaled down
+    /// proportionally (the chunks then hold fewer samples, in the same proportions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scaled_from: Option<u64>,
 }

@@ -11,7 +11,10 @@ pub use build_id_index::{
     build_id_index, BuildIdIndexEntry, IndexedMapping, BUILD_ID_INDEX_VERSION,
 };
 pub use convert::{convert_upload, publish, store_upload, ConvertOptions, Converted};
-pub use manifest::{Manifest, ManifestOutput, ManifestProfile, ManifestSource, MANIFEST_VERSION};
+pub use manifest::{
+    Manifest, ManifestExpansion, ManifestOutput, ManifestProfile, ManifestSampleV2, ManifestSeries,
+    ManifestSource, MANIFEST_VERSION,
+};
 pub use process::{
     process_upload, ConvertedUpload, ErrorReport, Outcome, ProcessOptions, Quarantine, SkipReason,
     DEFAULT_MAX_OBJECT_BYTES, ERROR_REPORT_VERSION,

@@ -18,33 +18,31 @@ use crate::model::{ProcessHandle, Profile, SeriesKind, ThreadHandle, Timestamps}
 /// Longest span of one chunk: the SDKs' 60 s (Relay allows 66 s).
 pub const MAX_CHUNK_DURATION_NS: i64 = 60_000_000_000;
 
-/// Which samples go into Sample v2: those of CPU-time series, else of wall-time series.
-fn chosen_series(profile: &Profile) -> Result<Vec<bool>> {
+/// Which series Sample v2 carries: the CPU-time ones, else the wall-time ones; `Err` says why
+/// none.
+fn chosen_series(profile: &Profile) -> std::result::Result<Vec<bool>, String> {
     let kinds: Vec<SeriesKind> = profile.all_series().map(|(_, s)| s.kind).collect();
-    let wanted = [SeriesKind::CpuTime, SeriesKind::WallTime]
+    let Some(wanted) = [SeriesKind::CpuTime, SeriesKind::WallTime]
         .into_iter()
         .find(|k| kinds.contains(k))
-        .ok_or_else(|| {
-            let names: Vec<_> = profile
-                .all_series()
-                .map(|(_, s)| profile.str(s.name).to_owned())
-                .collect();
-            ErrorKind::NoSamples {
-                why: format!(
-                    "no CPU-time or wall-time samples (sampled: {})",
-                    if names.is_empty() {
-                        "nothing".into()
-                    } else {
-                        names.join(", ")
-                    }
-                ),
+    else {
+        let names: Vec<_> = profile
+            .all_series()
+            .map(|(_, s)| profile.str(s.name).to_owned())
+            .collect();
+        return Err(format!(
+            "no CPU-time or wall-time samples (sampled: {})",
+            if names.is_empty() {
+                "nothing".into()
+            } else {
+                names.join(", ")
             }
-        })?;
+        ));
+    };
     Ok(kinds.iter().map(|&k| k == wanted).collect())
 }
 
-/// One chunk to be written: who it belongs to and its samples, in time order. Sample v2 and
-/// the Parquet tables are written from the same plans, so both hold the same samples.
+/// One chunk to be written: who it belongs to and its samples, in time order.
 #[derive(Clone, Debug)]
 pub struct ChunkPlan<'p> {
     /// The profile the samples come from.
@@ -70,7 +68,8 @@ impl<'p> ChunkPlan<'p> {
         let mut samples: Vec<PlannedSample> = profile
             .samples()
             .iter()
-            .filter_map(PlannedSample::recorded)
+            .enumerate()
+            .filter_map(|(i, s)| PlannedSample::recorded(i, s))
             .collect();
         samples.sort_by_key(|p| p.time);
         ChunkPlan {
@@ -85,20 +84,84 @@ impl<'p> ChunkPlan<'p> {
     }
 }
 
+/// Sample v2's plan of a profile: its chunks, and for every series how much of it they carry.
+#[derive(Clone, Debug)]
+pub struct SampleV2Plan<'p> {
+    /// The chunks, by process, then time.
+    pub chunks: Vec<ChunkPlan<'p>>,
+    /// By series index.
+    pub series: Vec<SeriesCoverage>,
+    /// Why there are no chunks, when there are none.
+    pub why_none: Option<String>,
+}
+
+/// How much of one series the chunks carry.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SeriesCoverage {
+    /// Model samples (observations) of the series that reached a chunk.
+    pub observations_in_chunks: u64,
+    /// Chunk samples written for them (more than the observations when aggregated weights
+    /// were expanded).
+    pub chunk_samples: u64,
+    /// Observations left out, by reason.
+    pub left_out: BTreeMap<&'static str, u64>,
+}
+
+/// Why an observation is not in any chunk.
+pub mod left_out {
+    /// Sample v2 carries one CPU-time series, else one wall-time series.
+    pub const SERIES_NOT_CARRIED: &str = "series_not_carried";
+    /// A timed sample without a stack.
+    pub const NO_STACK: &str = "no_stack";
+    /// An aggregated sample in a series that also has timed ones: only the timed ones have
+    /// real times.
+    pub const AGGREGATED_BESIDE_TIMED: &str = "aggregated_beside_timed";
+    /// A weight of zero or less stands for no sample.
+    pub const NO_WEIGHT: &str = "no_weight";
+    /// Relay drops threads with fewer than two samples with a stack in a chunk.
+    pub const LONE_THREAD: &str = "lone_thread";
+}
+
 /// Cuts a profile into chunks: per process, per 60 s window, keeping what Relay keeps.
-/// `identity` names the input (its source id); ids are derived from it.
+/// `identity` names the input (its source id); ids are derived from it. Fails when nothing is
+/// left for Sample v2 (see [`plan_sample_v2`] for a plan that says why instead).
 pub fn plan_chunks<'p>(
     profile: &'p Profile,
     meta: &UploadMetadata,
     identity: &str,
 ) -> Result<Vec<ChunkPlan<'p>>> {
+    let plan = plan_sample_v2(profile, meta, identity)?;
+    match plan.why_none {
+        Some(why) => Err(ErrorKind::NoSamples { why }.into()),
+        None => Ok(plan.chunks),
+    }
+}
+
+/// Sample v2's plan of a profile. A profile Sample v2 cannot carry (no CPU or wall series, or
+/// only lone threads) gives a plan without chunks that says why; only a profile without a
+/// wall clock, or aggregated samples without a start time, are errors.
+pub fn plan_sample_v2<'p>(
+    profile: &'p Profile,
+    meta: &UploadMetadata,
+    identity: &str,
+) -> Result<SampleV2Plan<'p>> {
     if let Timestamps::TraceClock(clock) = &profile.timestamps {
         return Err(ErrorKind::NoWallClock {
             clock: clock.clone(),
         }
         .into());
     }
-    let chosen = chosen_series(profile)?;
+    let chosen = match chosen_series(profile) {
+        Ok(chosen) => chosen,
+        Err(why) => {
+            let chosen = vec![false; profile.all_series().len()];
+            return Ok(SampleV2Plan {
+                series: coverage(profile, &chosen, &[]),
+                chunks: Vec::new(),
+                why_none: Some(why),
+            });
+        }
+    };
     let (timed, timing) = timed_samples(profile, &chosen)?;
     let mut by_process: BTreeMap<ProcessHandle, Vec<PlannedSample>> = BTreeMap::new();
     for p in timed {
@@ -166,13 +229,51 @@ pub fn plan_chunks<'p>(
             measurement_range,
         });
     }
-    if plans.is_empty() {
-        return Err(ErrorKind::NoSamples {
-            why: "no thread has at least 2 samples with a stack".into(),
-        }
-        .into());
+    let why_none = plans
+        .is_empty()
+        .then(|| "no thread has at least 2 samples with a stack".to_owned());
+    Ok(SampleV2Plan {
+        series: coverage(profile, &chosen, &plans),
+        chunks: plans,
+        why_none,
+    })
+}
+
+/// Per series: what the chunks carry, and why the rest is left out.
+fn coverage(profile: &Profile, chosen: &[bool], plans: &[ChunkPlan<'_>]) -> Vec<SeriesCoverage> {
+    let mut out = vec![SeriesCoverage::default(); chosen.len()];
+    let mut in_chunks = vec![false; profile.samples().len()];
+    for p in plans.iter().flat_map(|c| &c.samples) {
+        out[p.sample.series.index()].chunk_samples += 1;
+        in_chunks[p.index] = true;
     }
-    Ok(plans)
+    let mut chosen_timed = vec![false; chosen.len()];
+    for s in profile.samples() {
+        if s.time.is_some() && s.stack.is_some() {
+            chosen_timed[s.series.index()] = true;
+        }
+    }
+    let any_timed = chosen.iter().zip(&chosen_timed).any(|(&c, &t)| c && t);
+    for (s, &carried) in profile.samples().iter().zip(&in_chunks) {
+        let series = &mut out[s.series.index()];
+        if carried {
+            series.observations_in_chunks += 1;
+            continue;
+        }
+        let reason = if !chosen[s.series.index()] {
+            left_out::SERIES_NOT_CARRIED
+        } else if s.time.is_some() && s.stack.is_none() {
+            left_out::NO_STACK
+        } else if s.time.is_none() && any_timed {
+            left_out::AGGREGATED_BESIDE_TIMED
+        } else if s.time.is_none() && s.weight <= 0 {
+            left_out::NO_WEIGHT
+        } else {
+            left_out::LONE_THREAD
+        };
+        *series.left_out.entry(reason).or_default() += 1;
+    }
+    out
 }
 
 /// Relay keeps a thread only with two or more samples that have a stack; its samples without

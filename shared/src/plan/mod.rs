@@ -5,8 +5,16 @@
 //! a bounded timeline. The tables keep every observation of every series.
 
 mod chunks;
+mod platform;
+mod tables;
 mod timeline;
 
-pub use chunks::{plan_chunks, ChunkPlan, MAX_CHUNK_DURATION_NS};
-pub(crate) use timeline::interval_ns;
-pub use timeline::{PlannedSample, Timing, DEFAULT_INTERVAL_NS, MAX_EXPANDED_SAMPLES};
+pub use chunks::{
+    left_out, plan_chunks, plan_sample_v2, ChunkPlan, SampleV2Plan, SeriesCoverage,
+    MAX_CHUNK_DURATION_NS,
+};
+pub use platform::Runtimes;
+pub use tables::{plan_tables, TableProfilePlan, TABLE_WINDOW_NS};
+pub use timeline::{
+    PlannedSample, Timing, DEFAULT_INTERVAL_NS, MAX_EXPANDED_SAMPLES, MIN_INTERVAL_NS,
+};

@@ -14,6 +14,13 @@
 //! - writers then cut that timeline into ≤ 60 s chunks like any other.
 //!
 //! A sample with a weight under half an interval still counts once, so no stack disappears.
+//!
+//! The expansion is bounded: intervals are at least [`MIN_INTERVAL_NS`] (a 1 ns pprof period
+//! would otherwise turn a second of CPU into a billion samples), and when the observations
+//! still exceed [`MAX_EXPANDED_SAMPLES`] every count is scaled down by the same factor (each
+//! sample keeping at least one), so proportions stay as they were and the timeline is shorter
+//! by that factor. The chunk (`synthetic_timestamps.scaled_from`) and the manifest say when
+//! that happened.
 //! When a profile mixes timed and aggregated samples in the chosen series, only the timed
 //! ones are written: their times are real, and laying synthetic ones beside them would
 //! double-count the same threads.
@@ -26,9 +33,12 @@ use crate::model::{time_unit_ns, Profile, Sample, ThreadHandle};
 /// Spacing of expanded samples when the input names no period or frequency: 10 ms (100 Hz).
 pub const DEFAULT_INTERVAL_NS: i64 = 10_000_000;
 
-/// Most samples an aggregated profile may expand into (a day at 100 Hz on ~115 threads):
-/// the guard against weights that would expand without bound.
-pub const MAX_EXPANDED_SAMPLES: u64 = 10_000_000;
+/// Most samples an upload's aggregated weights expand into before counts are scaled down:
+/// 1,000 s at 100 Hz, a size Sentry's UI and memory handle well.
+pub const MAX_EXPANDED_SAMPLES: u64 = 100_000;
+
+/// Shortest spacing of expanded samples: 1 ms (1 kHz, the fastest common profiler rate).
+pub const MIN_INTERVAL_NS: i64 = 1_000_000;
 
 /// How the written samples got their times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,6 +50,9 @@ pub enum Timing {
     Expanded {
         /// Spacing of consecutive samples of one thread.
         interval_ns: i64,
+        /// The observations the weights stood for, when more than [`MAX_EXPANDED_SAMPLES`]
+        /// and so scaled down; `None` when every observation was written.
+        scaled_from: Option<u64>,
     },
 }
 
@@ -59,6 +72,11 @@ pub(crate) fn interval_ns(profile: &Profile, sample: &Sample) -> i64 {
         Some(hz) if hz > 0 && hz <= 1_000_000_000 => 1_000_000_000 / hz as i64,
         _ => DEFAULT_INTERVAL_NS,
     }
+}
+
+/// The spacing of one series' expanded samples: its interval, at least [`MIN_INTERVAL_NS`].
+fn expansion_interval_ns(profile: &Profile, sample: &Sample) -> i64 {
+    interval_ns(profile, sample).max(MIN_INTERVAL_NS)
 }
 
 /// How many observations an aggregated sample stands for.
@@ -84,6 +102,8 @@ fn repetitions(profile: &Profile, sample: &Sample, interval: i64) -> u64 {
 pub struct PlannedSample<'p> {
     /// When, ns since the Unix epoch.
     pub time: i64,
+    /// The model sample's position in [`Profile::samples`].
+    pub index: usize,
     /// The model sample it stands for.
     pub sample: &'p Sample,
     /// Weight in the sample's series unit.
@@ -91,10 +111,12 @@ pub struct PlannedSample<'p> {
 }
 
 impl<'p> PlannedSample<'p> {
-    /// A sample with a recorded time, as recorded; `None` for an aggregated one.
-    pub fn recorded(sample: &'p Sample) -> Option<Self> {
+    /// A sample with a recorded time, as recorded; `None` for an aggregated one. `index` is
+    /// its position in [`Profile::samples`].
+    pub fn recorded(index: usize, sample: &'p Sample) -> Option<Self> {
         Some(PlannedSample {
             time: sample.time?,
+            index,
             sample,
             weight: sample.weight,
         })
@@ -106,60 +128,67 @@ pub(crate) fn timed_samples<'p>(
     profile: &'p Profile,
     chosen: &[bool],
 ) -> Result<(Vec<PlannedSample<'p>>, Timing)> {
-    let wanted = |s: &&Sample| chosen[s.series.index()];
+    let wanted = |(_, s): &(usize, &Sample)| chosen[s.series.index()];
     let recorded: Vec<PlannedSample> = profile
         .samples()
         .iter()
+        .enumerate()
         .filter(wanted)
-        .filter(|s| s.stack.is_some())
-        .filter_map(PlannedSample::recorded)
+        .filter(|(_, s)| s.stack.is_some())
+        .filter_map(|(i, s)| PlannedSample::recorded(i, s))
         .collect();
     let aggregated = || {
         profile
             .samples()
             .iter()
+            .enumerate()
             .filter(wanted)
-            .filter(|s| s.time.is_none())
+            .filter(|(_, s)| s.time.is_none())
     };
     if !recorded.is_empty() || aggregated().next().is_none() {
         return Ok((recorded, Timing::Recorded));
     }
     let start = profile.start_time.ok_or(ErrorKind::NoStartTime)?;
+    // First pass: how many observations the weights stand for, to scale them into the bound
+    // before anything is laid out.
+    let total = aggregated().fold(0u64, |sum, (_, s)| {
+        sum.saturating_add(repetitions(profile, s, expansion_interval_ns(profile, s)))
+    });
+    let scale = (total > MAX_EXPANDED_SAMPLES).then(|| MAX_EXPANDED_SAMPLES as f64 / total as f64);
     let mut clocks: HashMap<ThreadHandle, i64> = HashMap::new();
     let mut out = Vec::new();
-    let mut smallest = i64::MAX;
-    let mut total: u64 = 0;
-    for s in aggregated() {
-        let interval = interval_ns(profile, s);
-        let n = repetitions(profile, s, interval);
-        total = total.saturating_add(n);
-        if total > MAX_EXPANDED_SAMPLES {
-            return Err(ErrorKind::LimitExceeded {
-                limit: "samples expanded from aggregated weights",
-                max: MAX_EXPANDED_SAMPLES,
-            }
-            .into());
-        }
+    let mut smallest: Option<i64> = None;
+    for (index, s) in aggregated() {
+        let interval = expansion_interval_ns(profile, s);
+        let full = repetitions(profile, s, interval);
+        let n = match scale {
+            Some(k) if full > 0 => ((full as f64 * k).round() as u64).max(1),
+            _ => full,
+        };
         if n > 0 {
-            smallest = smallest.min(interval);
+            smallest = Some(smallest.map_or(interval, |s| s.min(interval)));
         }
         let clock = clocks.entry(s.thread).or_insert(start);
         // n > 0 only for positive weights; the first `rest` shares take one unit more.
         let n_i64 = i64::try_from(n).unwrap_or(i64::MAX);
-        let (share, rest) = (s.weight / n_i64, s.weight % n_i64);
+        let (share, rest) = (s.weight / n_i64.max(1), s.weight % n_i64.max(1));
+        out.reserve(usize::try_from(n).unwrap_or(0));
         for i in 0..n_i64 {
             out.push(PlannedSample {
                 time: *clock,
+                index,
                 sample: s,
                 weight: share + i64::from(i < rest),
             });
             *clock = clock.saturating_add(interval);
         }
     }
-    let interval_ns = if smallest == i64::MAX {
-        DEFAULT_INTERVAL_NS
-    } else {
-        smallest
-    };
-    Ok((out, Timing::Expanded { interval_ns }))
+    let interval_ns = smallest.unwrap_or(DEFAULT_INTERVAL_NS);
+    Ok((
+        out,
+        Timing::Expanded {
+            interval_ns,
+            scaled_from: scale.map(|_| total),
+        },
+    ))
 }

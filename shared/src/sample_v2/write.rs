@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::metadata::{ClientSdk, Measurement, UploadMetadata};
 use crate::model::{FrameAddress, FrameHandle, FrameKind, ImageHandle, Profile, StringHandle};
-use crate::plan::{plan_chunks, ChunkPlan, Timing};
+use crate::plan::{plan_chunks, ChunkPlan, Runtimes, Timing};
 
 /// One written chunk.
 #[derive(Clone, Debug)]
@@ -71,6 +71,9 @@ struct Chunk<'a> {
 struct SyntheticTimestamps {
     interval_ns: i64,
     rule: &'static str,
+    /// The observations the weights stood for, when they were scaled down to fit the bound.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scaled_from: Option<u64>,
 }
 
 const EXPANSION_RULE: &str = "aggregated input: each stack's weight expanded into samples one \
@@ -163,32 +166,6 @@ fn hex_addr(addr: u64) -> String {
     format!("{addr:#x}")
 }
 
-/// The language runtimes a chunk's frames come from.
-#[derive(Default)]
-struct Runtimes {
-    jvm: bool,
-    python: bool,
-    javascript: bool,
-}
-
-/// The Sentry platform of a chunk: the given one, else `android` for chunks with ART frames,
-/// `python` or `node` for chunks of those runtimes' frames, else `native`.
-fn platform_for(meta: &UploadMetadata, seen: &Runtimes) -> String {
-    if let Some(p) = &meta.platform {
-        return p.clone();
-    }
-    let platform = if seen.jvm {
-        "android"
-    } else if seen.python {
-        "python"
-    } else if seen.javascript {
-        "node"
-    } else {
-        "native"
-    };
-    platform.to_owned()
-}
-
 /// Writes a profile as Sample v2 chunks. `identity` names the input (its source id); ids are
 /// derived from it.
 pub fn write_sample_v2(
@@ -259,9 +236,7 @@ impl<'a> ChunkBuilder<'a> {
         let frame = profile.frame(handle);
         let image = frame.image.map(|i| profile.image(i));
         let jvm = frame.kind == FrameKind::Jvm;
-        self.runtimes.jvm |= jvm;
-        self.runtimes.python |= frame.kind == FrameKind::Python;
-        self.runtimes.javascript |= frame.kind == FrameKind::JavaScript;
+        self.runtimes.saw(frame.kind);
         let address = if jvm {
             None
         } else {
@@ -388,7 +363,7 @@ pub fn write_planned_chunk(meta: &UploadMetadata, plan: &ChunkPlan<'_>) -> Sampl
             image_size: img.end.checked_sub(img.start).filter(|&s| s > 0),
         }));
     }
-    let platform = platform_for(meta, &b.runtimes);
+    let platform = b.runtimes.platform(meta.platform.as_deref());
     let default_sdk = ClientSdk::default();
     let start_ns = kept.first().map_or(0, |p| p.time);
     let end_ns = kept.last().map_or(0, |p| p.time);
@@ -411,9 +386,13 @@ pub fn write_planned_chunk(meta: &UploadMetadata, plan: &ChunkPlan<'_>) -> Sampl
         version: "2",
         synthetic_timestamps: match plan.timing {
             Timing::Recorded => None,
-            Timing::Expanded { interval_ns } => Some(SyntheticTimestamps {
+            Timing::Expanded {
+                interval_ns,
+                scaled_from,
+            } => Some(SyntheticTimestamps {
                 interval_ns,
                 rule: EXPANSION_RULE,
+                scaled_from,
             }),
         },
         profile: ProfileData {

@@ -1,7 +1,7 @@
-//! The part of a profile's stack prefix tree one chunk reaches, renumbered densely: the
+//! The part of a profile's stack prefix tree one table profile reaches, renumbered densely: the
 //! `stacks` rows and the frame ids they point at.
 //!
-//! Ids are handed out in the order the chunk's samples first reach a node, ancestors first,
+//! Ids are handed out in the order the samples first reach a node, ancestors first,
 //! so a parent always has a smaller id than its children and a reader can build the tree in
 //! one pass.
 
@@ -9,12 +9,11 @@ use std::collections::HashMap;
 
 use arrow_array::RecordBatch;
 
-use super::columns::{batch, strings, uint32s};
+use super::columns::{batch, int32s, strings};
 use super::profiles::TableProfile;
 use super::schema::Table;
 use crate::error::Result;
-use crate::model::{FrameHandle, StackHandle};
-use crate::plan::ChunkPlan;
+use crate::model::{FrameHandle, Profile, StackHandle};
 
 /// One `stacks` row (its id is its position).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,7 +23,7 @@ pub(super) struct StackRow {
     pub depth: u32,
 }
 
-/// A chunk's call tree.
+/// A table profile's call tree.
 #[derive(Debug, Default)]
 pub(super) struct CallTree {
     ids: HashMap<StackHandle, u32>,
@@ -41,12 +40,12 @@ fn id(len: usize) -> u32 {
 }
 
 impl CallTree {
-    pub fn of(plan: &ChunkPlan<'_>) -> Self {
-        let profile = plan.profile;
+    /// The tree the given leaves reach.
+    pub fn of(profile: &Profile, leaves: impl Iterator<Item = Option<StackHandle>>) -> Self {
         let mut tree = CallTree::default();
         let mut path = Vec::new();
-        for p in &plan.samples {
-            let mut node = p.sample.stack;
+        for leaf in leaves {
+            let mut node = leaf;
             while let Some(h) = node.filter(|h| !tree.ids.contains_key(h)) {
                 path.push(h);
                 node = profile.stack(h).parent;
@@ -77,7 +76,7 @@ impl CallTree {
         tree
     }
 
-    /// The id of a stack the chunk's samples reach.
+    /// The id of a stack the samples reach.
     pub fn stack_id(&self, h: StackHandle) -> Option<u32> {
         self.ids.get(&h).copied()
     }
@@ -89,7 +88,7 @@ impl CallTree {
 }
 
 /// The `stacks` rows of `profiles`, each profile's in id order.
-pub(super) fn stacks_batch(profiles: &[&TableProfile<'_>]) -> Result<RecordBatch> {
+pub(super) fn stacks_batch(source_id: &str, profiles: &[&TableProfile<'_>]) -> Result<RecordBatch> {
     const T: Table = Table::Stacks;
     let rows = || {
         profiles.iter().flat_map(|p| {
@@ -103,11 +102,12 @@ pub(super) fn stacks_batch(profiles: &[&TableProfile<'_>]) -> Result<RecordBatch
     batch(
         T,
         vec![
+            strings(T, rows().map(|_| Some(source_id)))?,
             strings(T, rows().map(|(p, _, _)| Some(p)))?,
-            uint32s(rows().map(|(_, i, _)| Some(i))),
-            uint32s(rows().map(|(_, _, s)| s.parent)),
-            uint32s(rows().map(|(_, _, s)| Some(s.frame))),
-            uint32s(rows().map(|(_, _, s)| Some(s.depth))),
+            int32s(rows().map(|(_, i, _)| Some(i))),
+            int32s(rows().map(|(_, _, s)| s.parent)),
+            int32s(rows().map(|(_, _, s)| Some(s.frame))),
+            int32s(rows().map(|(_, _, s)| Some(s.depth))),
         ],
     )
 }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use arrow_array::builder::{NullBufferBuilder, OffsetBufferBuilder};
 use arrow_array::{
-    ArrayRef, BooleanArray, Int64Array, ListArray, MapArray, RecordBatch, StringArray, StructArray,
-    TimestampMicrosecondArray, UInt32Array, UInt64Array,
+    ArrayRef, BooleanArray, Int32Array, Int64Array, ListArray, MapArray, RecordBatch, StringArray,
+    StructArray, TimestampMicrosecondArray,
 };
 use arrow_schema::{DataType, SchemaRef};
 
@@ -43,12 +43,27 @@ pub(super) fn int64s(values: impl IntoIterator<Item = Option<i64>>) -> ArrayRef 
     Arc::new(values.into_iter().collect::<Int64Array>())
 }
 
-pub(super) fn uint32s(values: impl IntoIterator<Item = Option<u32>>) -> ArrayRef {
-    Arc::new(values.into_iter().collect::<UInt32Array>())
+/// An `INTEGER` column of unsigned values (ids, lines, CPUs). A value past `i32::MAX` cannot
+/// be a real line or CPU, and ids never get there (a profile would need 2^31 rows), so it is
+/// written as NULL rather than wrapped into a misleading negative number.
+pub(super) fn int32s(values: impl IntoIterator<Item = Option<u32>>) -> ArrayRef {
+    Arc::new(
+        values
+            .into_iter()
+            .map(|v| v.and_then(|v| i32::try_from(v).ok()))
+            .collect::<Int32Array>(),
+    )
 }
 
-pub(super) fn uint64s(values: impl IntoIterator<Item = Option<u64>>) -> ArrayRef {
-    Arc::new(values.into_iter().collect::<UInt64Array>())
+/// A `BIGINT` column holding the 64 bits of unsigned addresses: engines without unsigned
+/// types read addresses at or above 2^63 as negative numbers (`docs/tables.md`).
+pub(super) fn addresses(values: impl IntoIterator<Item = Option<u64>>) -> ArrayRef {
+    Arc::new(
+        values
+            .into_iter()
+            .map(|v| v.map(|a| a as i64))
+            .collect::<Int64Array>(),
+    )
 }
 
 pub(super) fn booleans(values: impl IntoIterator<Item = Option<bool>>) -> ArrayRef {
@@ -57,10 +72,14 @@ pub(super) fn booleans(values: impl IntoIterator<Item = Option<bool>>) -> ArrayR
 
 /// UTC microsecond timestamps (the schema's `TIMESTAMP WITH TIME ZONE`).
 pub(super) fn timestamps(values: impl IntoIterator<Item = i64>) -> ArrayRef {
+    opt_timestamps(values.into_iter().map(Some))
+}
+
+/// Nullable UTC microsecond timestamps.
+pub(super) fn opt_timestamps(values: impl IntoIterator<Item = Option<i64>>) -> ArrayRef {
     Arc::new(
         values
             .into_iter()
-            .map(Some)
             .collect::<TimestampMicrosecondArray>()
             .with_timezone("UTC"),
     )
@@ -128,8 +147,8 @@ pub(super) fn inlined_lists(
     let columns = vec![
         strings(table, entries.clone().map(|e| e.function))?,
         strings(table, entries.clone().map(|e| e.file))?,
-        uint32s(entries.clone().map(|e| e.line)),
-        uint32s(entries.map(|e| e.column)),
+        int32s(entries.clone().map(|e| e.line)),
+        int32s(entries.map(|e| e.column)),
     ];
     let items = StructArray::try_new(inlined_call_fields(), columns, None)
         .map_err(|e| encoding_error(table, e))?;

@@ -4,7 +4,7 @@
 use arrow_array::RecordBatch;
 
 use super::columns::{
-    batch, booleans, inlined_lists, list_item_field, strings, uint32s, uint64s, InlinedEntry,
+    addresses, batch, booleans, inlined_lists, int32s, list_item_field, strings, InlinedEntry,
 };
 use super::profiles::TableProfile;
 use super::schema::Table;
@@ -44,7 +44,7 @@ fn address_space(a: FrameAddress) -> &'static str {
 }
 
 /// The `frames` rows of `profiles`, each profile's in id order.
-pub(super) fn frames_batch(profiles: &[&TableProfile<'_>]) -> Result<RecordBatch> {
+pub(super) fn frames_batch(source_id: &str, profiles: &[&TableProfile<'_>]) -> Result<RecordBatch> {
     const T: Table = Table::Frames;
     struct Row<'r> {
         profile_id: &'r str,
@@ -93,8 +93,9 @@ pub(super) fn frames_batch(profiles: &[&TableProfile<'_>]) -> Result<RecordBatch
     batch(
         T,
         vec![
+            strings(T, rows.iter().map(|_| Some(source_id)))?,
             strings(T, rows.iter().map(|r| Some(r.profile_id)))?,
-            uint32s(rows.iter().map(|r| Some(r.id))),
+            int32s(rows.iter().map(|r| Some(r.id))),
             strings(T, rows.iter().map(|r| Some(r.name)))?,
             strings(
                 T,
@@ -104,9 +105,9 @@ pub(super) fn frames_batch(profiles: &[&TableProfile<'_>]) -> Result<RecordBatch
             text(|f| f.system_name)?,
             text(|f| f.module)?,
             text(|f| f.file)?,
-            uint32s(rows.iter().map(|r| r.frame.line)),
-            uint32s(rows.iter().map(|r| r.frame.column)),
-            uint64s(rows.iter().map(|r| r.frame.address.map(address_value))),
+            int32s(rows.iter().map(|r| r.frame.line)),
+            int32s(rows.iter().map(|r| r.frame.column)),
+            addresses(rows.iter().map(|r| r.frame.address.map(address_value))),
             strings(T, rows.iter().map(|r| r.frame.address.map(address_space)))?,
             strings(
                 T,
@@ -119,13 +120,13 @@ pub(super) fn frames_batch(profiles: &[&TableProfile<'_>]) -> Result<RecordBatch
                     .map(|r| r.image.and_then(|i| i.code_id.as_ref()).map(|c| c.as_str())),
             )?,
             strings(T, debug_ids.iter().map(Option::as_deref))?,
-            uint64s(rows.iter().map(|r| r.image.map(|i| i.start))),
+            addresses(rows.iter().map(|r| r.image.map(|i| i.start))),
             // The model keeps 0 for an unknown end.
-            uint64s(
+            addresses(
                 rows.iter()
                     .map(|r| r.image.map(|i| i.end).filter(|&e| e != 0)),
             ),
-            uint64s(rows.iter().map(|r| r.image.map(|i| i.file_offset))),
+            addresses(rows.iter().map(|r| r.image.map(|i| i.file_offset))),
             inlined_lists(T, &list_item_field(&T.schema(), "inlined_into"), &inlined)?,
             booleans(rows.iter().map(|r| Some(r.frame.function.is_some()))),
         ],

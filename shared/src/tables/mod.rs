@@ -1,8 +1,8 @@
-//! The stack tables: Arrow record batches built from chunk plans, written as Parquet
+//! The stack tables: Arrow record batches built from the tables' plan, written as Parquet
 //! (schema and layout in `docs/tables.md`).
 //!
-//! Every chunk becomes a `TableProfile` first (its call tree, weight unit and day); the
-//! tables are then read off those, whole for [`build_tables`] or one UTC day at a time for
+//! Every planned table profile becomes a `TableProfile` first (its call tree, series and day);
+//! the tables are then read off those, whole for [`build_tables`] or one UTC day at a time for
 //! [`write_tables`].
 
 mod call_tree;
@@ -25,7 +25,7 @@ use arrow_array::RecordBatch;
 pub use schema::{Table, TABLES_SCHEMA_VERSION};
 
 use crate::error::Result;
-use crate::plan::ChunkPlan;
+use crate::plan::TableProfilePlan;
 use crate::store::table_key;
 use call_tree::stacks_batch;
 use frames::frames_batch;
@@ -51,13 +51,13 @@ pub struct TableSource<'a> {
     pub service: Option<&'a str>,
 }
 
-/// One profile (Sample v2 chunk) to tabulate: its plan and what its chunk JSON says.
+/// One planned table profile to tabulate, with what the upload's metadata says of it.
 #[derive(Clone, Debug)]
-pub struct TableChunk<'a, 'p> {
-    /// The chunk's samples.
-    pub plan: &'a ChunkPlan<'p>,
-    /// The chunk's Sentry platform.
-    pub platform: &'a str,
+pub struct TableProfileInput<'a, 'p> {
+    /// The profile's observations.
+    pub plan: &'a TableProfilePlan<'p>,
+    /// The Sentry platform the metadata gives; derived from the frames when `None`.
+    pub platform: Option<&'a str>,
     /// Its release.
     pub release: Option<&'a str>,
     /// Its environment.
@@ -84,7 +84,7 @@ pub struct TableBatches {
 pub struct TableObject {
     /// Which table.
     pub table: Table,
-    /// Its key (`tables/v1/<table>/dt=YYYY-MM-DD/<source_id>.parquet`).
+    /// Its key (`tables/v2/<table>/dt=YYYY-MM-DD/<source_id>.parquet`).
     pub key: String,
     /// Rows in the file.
     pub rows: u64,
@@ -104,23 +104,23 @@ struct Tabulation<'a> {
 }
 
 impl<'a> Tabulation<'a> {
-    fn new(source: &'a TableSource<'a>, chunks: &'a [TableChunk<'a, 'a>]) -> Result<Self> {
-        let profiles = chunks
+    fn new(source: &'a TableSource<'a>, inputs: &'a [TableProfileInput<'a, 'a>]) -> Self {
+        let profiles: Vec<TableProfile<'a>> = inputs
             .iter()
             .map(|c| TableProfile::new(source, c))
-            .collect::<Result<Vec<_>>>()?;
+            .collect();
         let mut by_start: Vec<usize> = (0..profiles.len()).collect();
         by_start.sort_by_key(|&i| (profiles[i].start_us, profiles[i].profile_id()));
         let mut by_id: Vec<usize> = (0..profiles.len()).collect();
         by_id.sort_by_key(|&i| profiles[i].profile_id());
         let samples = sample_rows(&profiles);
-        Ok(Tabulation {
+        Tabulation {
             source,
             profiles,
             by_start,
             by_id,
             samples,
-        })
+        }
     }
 
     /// One table's rows, all of them or those of one day (`day` since the epoch).
@@ -146,27 +146,27 @@ impl<'a> Tabulation<'a> {
                     .iter()
                     .filter(|r| on_day(&self.profiles[r.profile]))
                     .collect();
-                samples_batch(&self.profiles, &rows)
+                samples_batch(self.source.source_id, &self.profiles, &rows)
             }
-            Table::Stacks => stacks_batch(&pick(&self.by_id)),
-            Table::Frames => frames_batch(&pick(&self.by_id)),
+            Table::Stacks => stacks_batch(self.source.source_id, &pick(&self.by_id)),
+            Table::Frames => frames_batch(self.source.source_id, &pick(&self.by_id)),
             Table::FunctionRollup => {
                 let rows: Vec<_> = rollup
                     .iter()
                     .filter(|(k, _)| day.is_none_or(|d| day_of_us(k.hour_us) == d))
                     .collect();
-                rollup_batch(&rows)
+                rollup_batch(self.source.source_id, &rows)
             }
         }
     }
 }
 
-/// Builds the five tables of one upload from its chunks.
+/// Builds the five tables of one upload from its planned profiles.
 pub fn build_tables(
     source: &TableSource<'_>,
-    chunks: &[TableChunk<'_, '_>],
+    inputs: &[TableProfileInput<'_, '_>],
 ) -> Result<TableBatches> {
-    let tab = Tabulation::new(source, chunks)?;
+    let tab = Tabulation::new(source, inputs);
     let rollup = rollup(&tab.profiles, &tab.samples);
     let batch = |table| tab.batch(&rollup, table, None);
     Ok(TableBatches {
@@ -186,9 +186,9 @@ pub fn build_tables(
 /// table missing; `function_rollup` only has the days its hours fall on.
 pub fn write_tables(
     source: &TableSource<'_>,
-    chunks: &[TableChunk<'_, '_>],
+    inputs: &[TableProfileInput<'_, '_>],
 ) -> Result<Vec<TableObject>> {
-    let tab = Tabulation::new(source, chunks)?;
+    let tab = Tabulation::new(source, inputs);
     let rollup = rollup(&tab.profiles, &tab.samples);
     let profile_days: BTreeSet<i64> = tab.profiles.iter().map(|p| p.day).collect();
     let rollup_days: BTreeSet<i64> = rollup.keys().map(|k| day_of_us(k.hour_us)).collect();

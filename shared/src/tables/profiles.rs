@@ -11,10 +11,10 @@ use super::frames::frame_name;
 use super::partition::day_of_us;
 use super::schema::Table;
 use super::series::Sampled;
-use super::{TableChunk, TableSource};
-use crate::error::{ErrorKind, Result};
+use super::{TableProfileInput, TableSource};
+use crate::error::Result;
 use crate::model::{Process, Profile};
-use crate::plan::Timing;
+use crate::plan::{Runtimes, TableProfilePlan};
 
 /// `ns` since the epoch to the tables' microseconds, rounding towards the past so times
 /// before 1970 stay ordered.
@@ -22,20 +22,23 @@ pub(super) fn micros(ns: i64) -> i64 {
     ns.div_euclid(1000)
 }
 
-/// Everything the tables say about one chunk.
+/// Everything the tables say about one table profile.
 pub(super) struct TableProfile<'a> {
-    pub chunk: &'a TableChunk<'a, 'a>,
+    pub input: &'a TableProfileInput<'a, 'a>,
+    pub plan: &'a TableProfilePlan<'a>,
     pub profile: &'a Profile,
-    pub process: Option<&'a Process>,
-    pub sampled: Sampled,
+    pub process: &'a Process,
+    pub sampled: Sampled<'a>,
     pub tree: CallTree,
     /// `frames.name` by frame id.
     pub names: Vec<String>,
+    pub platform: String,
     pub start_us: i64,
     pub end_us: i64,
     /// Days since the epoch of `start_us`: the `dt` of every row of this profile.
     pub day: i64,
-    pub total_weight: i64,
+    pub total_value: i64,
+    pub total_weight_ns: Option<i64>,
     pub service: Option<&'a str>,
     pub host: Option<&'a str>,
     /// Profile attributes overridden by the process's, sorted by key.
@@ -43,79 +46,76 @@ pub(super) struct TableProfile<'a> {
 }
 
 impl<'a> TableProfile<'a> {
-    pub fn new(source: &TableSource<'a>, chunk: &'a TableChunk<'a, 'a>) -> Result<Self> {
-        let plan = chunk.plan;
+    pub fn new(source: &TableSource<'a>, input: &'a TableProfileInput<'a, 'a>) -> Self {
+        let plan = input.plan;
         let profile = plan.profile;
-        // plan_chunks never plans an empty chunk and Relay rejects one, so this only guards
-        // against a caller's hand-made plan: without samples there is no time for the row.
-        let no_samples = || ErrorKind::NoSamples {
-            why: format!("chunk {} has no samples to tabulate", plan.chunk_id),
-        };
-        let sampled = Sampled::of(plan).ok_or_else(no_samples)?;
-        let start_ns = plan.samples.iter().map(|p| p.time).min();
-        let end_ns = plan.samples.iter().map(|p| p.time).max();
-        let (Some(start_ns), Some(end_ns)) = (start_ns, end_ns) else {
-            return Err(no_samples().into());
-        };
-        // A chunk covers one process; its first sample names it.
-        let process = plan
-            .samples
-            .first()
-            .map(|p| profile.process(profile.thread(p.sample.thread).process));
+        let sampled = Sampled::of(plan);
+        let process = profile.process(plan.process);
         let process_attr = |key: &str| {
-            process.and_then(|p| {
-                p.attributes
-                    .iter()
-                    .find(|(k, _)| profile.str(*k) == key)
-                    .map(|(_, v)| profile.str(*v))
-            })
+            process
+                .attributes
+                .iter()
+                .find(|(k, _)| profile.str(*k) == key)
+                .map(|(_, v)| profile.str(*v))
         };
         let profile_attr = |key: &str| profile.attributes.get(key).map(String::as_str);
         let service = source
             .service
             .or_else(|| process_attr("service.name"))
             .or_else(|| profile_attr("service.name"))
-            .or_else(|| process.and_then(|p| profile.opt_str(p.name)));
+            .or_else(|| profile.opt_str(process.name));
         let host = process_attr("host.name").or_else(|| profile_attr("host.name"));
         let mut attributes: BTreeMap<&str, &str> = profile
             .attributes
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
-        for (k, v) in process.map_or(&[][..], |p| &p.attributes) {
+        for (k, v) in &process.attributes {
             attributes.insert(profile.str(*k), profile.str(*v));
         }
-        let total_weight: i128 = plan
-            .samples
-            .iter()
-            .map(|p| i128::from(sampled.weight(p)))
-            .sum();
-        let tree = CallTree::of(plan);
+        let total_value: i128 = plan.samples.iter().map(|s| i128::from(s.weight)).sum();
+        let total_weight_ns = sampled.weight_ns(1).map(|_| {
+            clamp(
+                plan.samples
+                    .iter()
+                    .map(|s| i128::from(sampled.weight_ns(s.weight).unwrap_or(0)))
+                    .sum(),
+            )
+        });
+        let tree = CallTree::of(profile, plan.samples.iter().map(|s| s.stack));
+        let mut runtimes = Runtimes::default();
         let names = tree
             .frames
             .iter()
-            .map(|&f| frame_name(profile, profile.frame(f)))
+            .map(|&f| {
+                let frame = profile.frame(f);
+                runtimes.saw(frame.kind);
+                frame_name(profile, frame)
+            })
             .collect();
-        let start_us = micros(start_ns);
-        Ok(TableProfile {
-            chunk,
+        let start_us = micros(plan.start_ns);
+        TableProfile {
+            input,
+            plan,
             profile,
             process,
             sampled,
             tree,
             names,
+            platform: runtimes.platform(input.platform),
             start_us,
-            end_us: micros(end_ns),
+            end_us: micros(plan.end_ns),
             day: day_of_us(start_us),
-            total_weight: clamp(total_weight),
+            total_value: clamp(total_value),
+            total_weight_ns,
             service,
             host,
             attributes: attributes.into_iter().collect(),
-        })
+        }
     }
 
     pub fn profile_id(&self) -> &'a str {
-        &self.chunk.plan.chunk_id
+        &self.plan.profile_id
     }
 }
 
@@ -131,55 +131,45 @@ pub(super) fn profiles_batch(
 ) -> Result<RecordBatch> {
     const T: Table = Table::Profiles;
     let same = |v: &str| strings(T, rows.iter().map(|_| Some(v)));
-    let timing = |r: &&TableProfile<'_>| r.chunk.plan.timing;
     batch(
         T,
         vec![
-            strings(T, rows.iter().map(|r| Some(r.profile_id())))?,
-            strings(T, rows.iter().map(|r| Some(&*r.chunk.plan.profiler_id)))?,
             same(source.source_id)?,
+            strings(T, rows.iter().map(|r| Some(r.profile_id())))?,
             same(source.source_key)?,
             same(source.source_etag)?,
             same(source.source_format)?,
             same(source.converter)?,
-            strings(T, rows.iter().map(|r| Some(r.chunk.platform)))?,
-            strings(T, rows.iter().map(|r| r.chunk.release))?,
-            strings(T, rows.iter().map(|r| r.chunk.environment))?,
+            strings(T, rows.iter().map(|r| Some(r.platform.as_str())))?,
+            strings(T, rows.iter().map(|r| r.input.release))?,
+            strings(T, rows.iter().map(|r| r.input.environment))?,
             strings(T, rows.iter().map(|r| r.service))?,
             strings(T, rows.iter().map(|r| r.host))?,
-            int64s(
-                rows.iter()
-                    .map(|r| r.chunk.plan.pid.or(r.process.and_then(|p| p.pid))),
-            ),
-            strings(
-                T,
-                rows.iter()
-                    .map(|r| r.process.and_then(|p| r.profile.opt_str(p.name))),
-            )?,
-            timestamps(rows.iter().map(|r| r.start_us)),
-            timestamps(rows.iter().map(|r| r.end_us)),
-            strings(T, rows.iter().map(|r| Some(&*r.sampled.sample_type)))?,
-            strings(T, rows.iter().map(|r| Some(&*r.sampled.sample_unit)))?,
+            int64s(rows.iter().map(|r| r.process.pid)),
+            strings(T, rows.iter().map(|r| r.profile.opt_str(r.process.name)))?,
+            strings(T, rows.iter().map(|r| Some(r.sampled.sample_type)))?,
+            strings(T, rows.iter().map(|r| Some(r.sampled.sample_unit)))?,
+            strings(T, rows.iter().map(|r| Some(r.sampled.kind)))?,
             int64s(rows.iter().map(|r| r.sampled.period)),
             int64s(rows.iter().map(|r| r.sampled.frequency_hz)),
             strings(
                 T,
                 rows.iter().map(|r| {
-                    Some(match timing(r) {
-                        Timing::Recorded => "recorded",
-                        Timing::Expanded { .. } => "expanded",
+                    Some(if r.plan.aggregated {
+                        "aggregated"
+                    } else {
+                        "recorded"
                     })
                 }),
             )?,
-            int64s(rows.iter().map(|r| match timing(r) {
-                Timing::Recorded => None,
-                Timing::Expanded { interval_ns } => Some(interval_ns),
-            })),
+            timestamps(rows.iter().map(|r| r.start_us)),
+            timestamps(rows.iter().map(|r| r.end_us)),
             int64s(
                 rows.iter()
-                    .map(|r| Some(i64::try_from(r.chunk.plan.samples.len()).unwrap_or(i64::MAX))),
+                    .map(|r| Some(i64::try_from(r.plan.samples.len()).unwrap_or(i64::MAX))),
             ),
-            int64s(rows.iter().map(|r| Some(r.total_weight))),
+            int64s(rows.iter().map(|r| Some(r.total_value))),
+            int64s(rows.iter().map(|r| r.total_weight_ns)),
             string_maps(
                 T,
                 &rows

@@ -1,4 +1,4 @@
-//! `function_rollup`: self and total weight per function, service and hour.
+//! `function_rollup`: self and total value per function, series, service and hour.
 //!
 //! Samples are first summed per (hour, stack) within a profile, so each distinct stack is
 //! walked once per hour rather than once per sample.
@@ -32,10 +32,10 @@ pub(super) struct RollupKey<'a> {
 /// Sums kept exact in i128; only absurd totals saturate when written.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct RollupSums {
-    pub self_weight: i128,
-    pub total_weight: i128,
-    pub self_samples: i128,
-    pub total_samples: i128,
+    pub self_value: i128,
+    pub total_value: i128,
+    pub self_rows: i128,
+    pub total_rows: i128,
 }
 
 /// The functions a node's frame was inlined into: they are on the stack too, as the Sample v2
@@ -61,12 +61,12 @@ pub(super) fn rollup<'a>(
     let mut per_stack: BTreeMap<(usize, i64, u32), (i128, i128)> = BTreeMap::new();
     for row in samples {
         let p = &profiles[row.profile];
-        let Some(stack) = row.planned.sample.stack.and_then(|s| p.tree.stack_id(s)) else {
+        let Some(stack) = row.sample.stack.and_then(|s| p.tree.stack_id(s)) else {
             continue;
         };
-        let hour = row.time_us.div_euclid(HOUR_US) * HOUR_US;
+        let hour = row.time_us.unwrap_or(p.start_us).div_euclid(HOUR_US) * HOUR_US;
         let sums = per_stack.entry((row.profile, hour, stack)).or_default();
-        sums.0 += i128::from(p.sampled.weight(row.planned));
+        sums.0 += i128::from(row.sample.weight);
         sums.1 += 1;
     }
     let mut out: BTreeMap<RollupKey<'a>, RollupSums> = BTreeMap::new();
@@ -77,16 +77,16 @@ pub(super) fn rollup<'a>(
             hour_us,
             service: p.service,
             function,
-            release: p.chunk.release,
-            environment: p.chunk.environment,
-            platform: p.chunk.platform,
-            sample_type: &p.sampled.sample_type,
-            sample_unit: &p.sampled.sample_unit,
+            release: p.input.release,
+            environment: p.input.environment,
+            platform: &p.platform,
+            sample_type: p.sampled.sample_type,
+            sample_unit: p.sampled.sample_unit,
         };
         let name = |s: u32| -> &'a str { &p.names[p.tree.stacks[s as usize].frame as usize] };
         let leaf = out.entry(key(name(stack))).or_default();
-        leaf.self_weight += weight;
-        leaf.self_samples += count;
+        leaf.self_value += weight;
+        leaf.self_rows += count;
         // Recursion puts a function on the stack more than once; it counts once per sample.
         let names = distinct.entry((i, stack)).or_insert_with(|| {
             let mut names: Vec<&str> = Vec::new();
@@ -100,20 +100,24 @@ pub(super) fn rollup<'a>(
         });
         for &function in names.iter() {
             let sums = out.entry(key(function)).or_default();
-            sums.total_weight += weight;
-            sums.total_samples += count;
+            sums.total_value += weight;
+            sums.total_rows += count;
         }
     }
     out
 }
 
 /// The rollup rows, in the given order.
-pub(super) fn rollup_batch(rows: &[(&RollupKey<'_>, &RollupSums)]) -> Result<RecordBatch> {
+pub(super) fn rollup_batch(
+    source_id: &str,
+    rows: &[(&RollupKey<'_>, &RollupSums)],
+) -> Result<RecordBatch> {
     const T: Table = Table::FunctionRollup;
     let sums = |f: fn(&RollupSums) -> i128| int64s(rows.iter().map(|(_, s)| Some(clamp(f(s)))));
     batch(
         T,
         vec![
+            strings(T, rows.iter().map(|_| Some(source_id)))?,
             timestamps(rows.iter().map(|(k, _)| k.hour_us)),
             strings(T, rows.iter().map(|(k, _)| k.service))?,
             strings(T, rows.iter().map(|(k, _)| k.release))?,
@@ -122,10 +126,10 @@ pub(super) fn rollup_batch(rows: &[(&RollupKey<'_>, &RollupSums)]) -> Result<Rec
             strings(T, rows.iter().map(|(k, _)| Some(k.sample_type)))?,
             strings(T, rows.iter().map(|(k, _)| Some(k.sample_unit)))?,
             strings(T, rows.iter().map(|(k, _)| Some(k.function)))?,
-            sums(|s| s.self_weight),
-            sums(|s| s.total_weight),
-            sums(|s| s.self_samples),
-            sums(|s| s.total_samples),
+            sums(|s| s.self_value),
+            sums(|s| s.total_value),
+            sums(|s| s.self_rows),
+            sums(|s| s.total_rows),
         ],
     )
 }

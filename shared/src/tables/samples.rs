@@ -1,37 +1,36 @@
-//! The `samples` rows: one per planned sample, so a profile's row count is its Sample v2
-//! chunk's sample count.
+//! The `samples` rows: one per observation of the table plan.
 
 use std::borrow::Cow;
 
 use arrow_array::RecordBatch;
 
-use super::columns::{batch, int64s, string_maps, strings, timestamps, uint32s};
+use super::columns::{batch, int32s, int64s, opt_timestamps, string_maps, strings};
 use super::profiles::{micros, TableProfile};
 use super::schema::Table;
 use crate::error::Result;
-use crate::model::{LabelValue, Profile};
-use crate::plan::PlannedSample;
+use crate::model::{LabelValue, Profile, Sample};
 
-/// One `samples` row: which profile, and the planned sample.
+/// One `samples` row: which profile, and the observation.
 #[derive(Clone, Copy)]
 pub(super) struct SampleRow<'a> {
     /// Index of the profile in the upload's list.
     pub profile: usize,
-    pub time_us: i64,
-    pub planned: &'a PlannedSample<'a>,
+    /// `None` for an aggregated sample.
+    pub time_us: Option<i64>,
+    pub sample: &'a Sample,
 }
 
-/// Every profile's samples, sorted by (`timestamp`, `profile_id`); the sort is stable, so
-/// samples of one profile at the same microsecond keep plan order.
+/// Every profile's samples, sorted by (`timestamp` with aggregated ones first, `profile_id`);
+/// the sort is stable, so samples of one profile at the same microsecond keep plan order.
 pub(super) fn sample_rows<'a>(profiles: &[TableProfile<'a>]) -> Vec<SampleRow<'a>> {
     let mut rows: Vec<SampleRow<'a>> = profiles
         .iter()
         .enumerate()
         .flat_map(|(i, p)| {
-            p.chunk.plan.samples.iter().map(move |planned| SampleRow {
+            p.plan.samples.iter().map(move |&sample| SampleRow {
                 profile: i,
-                time_us: micros(planned.time),
-                planned,
+                time_us: sample.time.map(micros),
+                sample,
             })
         })
         .collect();
@@ -50,9 +49,9 @@ pub(super) fn sample_rows<'a>(profiles: &[TableProfile<'a>]) -> Vec<SampleRow<'a
 /// attributes.
 fn label_entries<'p>(
     profile: &'p Profile,
-    row: &PlannedSample<'_>,
+    sample: &Sample,
 ) -> Option<Vec<(&'p str, Cow<'p, str>)>> {
-    let set = profile.label_set(row.sample.labels?);
+    let set = profile.label_set(sample.labels?);
     let mut entries: Vec<(&str, Cow<str>)> = Vec::with_capacity(set.len());
     for label in set {
         let key = profile.str(label.key);
@@ -74,6 +73,7 @@ fn label_entries<'p>(
 
 /// The `samples` rows, in the given order.
 pub(super) fn samples_batch(
+    source_id: &str,
     profiles: &[TableProfile<'_>],
     rows: &[&SampleRow<'_>],
 ) -> Result<RecordBatch> {
@@ -81,7 +81,7 @@ pub(super) fn samples_batch(
     let of = |r: &SampleRow<'_>| &profiles[r.profile];
     let links: Vec<_> = rows
         .iter()
-        .map(|r| r.planned.sample.link.map(|l| of(r).profile.link(l)))
+        .map(|r| r.sample.link.map(|l| of(r).profile.link(l)))
         .collect();
     let trace_ids: Vec<Option<String>> = links
         .iter()
@@ -93,25 +93,32 @@ pub(super) fn samples_batch(
         .collect();
     let labels: Vec<_> = rows
         .iter()
-        .map(|r| label_entries(of(r).profile, r.planned))
+        .map(|r| label_entries(of(r).profile, r.sample))
         .collect();
-    let thread = |r: &SampleRow<'_>| of(r).profile.thread(r.planned.sample.thread);
+    let thread = |r: &SampleRow<'_>| of(r).profile.thread(r.sample.thread);
     batch(
         T,
         vec![
+            strings(T, rows.iter().map(|_| Some(source_id)))?,
             strings(T, rows.iter().map(|r| Some(of(r).profile_id())))?,
-            timestamps(rows.iter().map(|r| r.time_us)),
+            strings(T, rows.iter().map(|r| Some(of(r).sampled.sample_type)))?,
+            strings(T, rows.iter().map(|r| Some(of(r).sampled.sample_unit)))?,
+            opt_timestamps(rows.iter().map(|r| r.time_us)),
             int64s(rows.iter().map(|r| thread(r).tid)),
             strings(
                 T,
                 rows.iter().map(|r| of(r).profile.opt_str(thread(r).name)),
             )?,
-            uint32s(
+            int32s(
                 rows.iter()
-                    .map(|r| r.planned.sample.stack.and_then(|s| of(r).tree.stack_id(s))),
+                    .map(|r| r.sample.stack.and_then(|s| of(r).tree.stack_id(s))),
             ),
-            int64s(rows.iter().map(|r| Some(of(r).sampled.weight(r.planned)))),
-            uint32s(rows.iter().map(|r| r.planned.sample.cpu)),
+            int64s(rows.iter().map(|r| Some(r.sample.weight))),
+            int64s(
+                rows.iter()
+                    .map(|r| of(r).sampled.weight_ns(r.sample.weight)),
+            ),
+            int32s(rows.iter().map(|r| r.sample.cpu)),
             strings(T, trace_ids.iter().map(Option::as_deref))?,
             strings(T, span_ids.iter().map(Option::as_deref))?,
             string_maps(T, &labels)?,

@@ -1,4 +1,5 @@
-//! The Arrow schemas of the stack tables, version 1 (documented in `docs/tables.md`).
+//! The Arrow schemas of the stack tables, version 2 (documented in `docs/tables.md`). Only
+//! signed types: Athena, Trino, Spark and Iceberg have no unsigned ones.
 //!
 //! Column order here is the order in the files; new columns go at the end.
 
@@ -7,14 +8,14 @@ use std::sync::{Arc, LazyLock};
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 
 /// Version of the table schemas; part of every table key (`tables/v1/...`).
-pub const TABLES_SCHEMA_VERSION: u32 = 1;
+pub const TABLES_SCHEMA_VERSION: u32 = 2;
 
 /// The tables, in write order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Table {
-    /// One row per profile (Sample v2 chunk).
+    /// One row per profile (one series of one process, one window).
     Profiles,
-    /// One row per Sample v2 sample.
+    /// One row per observation.
     Samples,
     /// The call tree, one row per node.
     Stacks,
@@ -92,16 +93,23 @@ pub fn inlined_call_fields() -> Fields {
     Fields::from(vec![
         text("function", true),
         text("file", true),
-        Field::new("line", DataType::UInt32, true),
-        Field::new("column", DataType::UInt32, true),
+        Field::new("line", DataType::Int32, true),
+        Field::new("column", DataType::Int32, true),
     ])
+}
+
+fn int(name: &str, nullable: bool) -> Field {
+    Field::new(name, DataType::Int32, nullable)
+}
+
+fn bigint(name: &str, nullable: bool) -> Field {
+    Field::new(name, DataType::Int64, nullable)
 }
 
 static PROFILES: LazyLock<SchemaRef> = LazyLock::new(|| {
     Arc::new(Schema::new(vec![
-        text("profile_id", false),
-        text("profiler_id", false),
         text("source_id", false),
+        text("profile_id", false),
         text("source_key", false),
         text("source_etag", false),
         text("source_format", false),
@@ -111,31 +119,36 @@ static PROFILES: LazyLock<SchemaRef> = LazyLock::new(|| {
         text("environment", true),
         text("service", true),
         text("host", true),
-        Field::new("pid", DataType::Int64, true),
+        bigint("pid", true),
         text("process_name", true),
-        Field::new("start_time", timestamp_type(), false),
-        Field::new("end_time", timestamp_type(), false),
         text("sample_type", false),
         text("sample_unit", false),
-        Field::new("period", DataType::Int64, true),
-        Field::new("frequency_hz", DataType::Int64, true),
+        text("series_kind", false),
+        bigint("period", true),
+        bigint("frequency_hz", true),
         text("timestamps", false),
-        Field::new("interval_ns", DataType::Int64, true),
-        Field::new("samples", DataType::Int64, false),
-        Field::new("total_weight", DataType::Int64, false),
+        Field::new("start_time", timestamp_type(), false),
+        Field::new("end_time", timestamp_type(), false),
+        bigint("samples", false),
+        bigint("total_value", false),
+        bigint("total_weight_ns", true),
         Field::new("attributes", string_map_type(), false),
     ]))
 });
 
 static SAMPLES: LazyLock<SchemaRef> = LazyLock::new(|| {
     Arc::new(Schema::new(vec![
+        text("source_id", false),
         text("profile_id", false),
-        Field::new("timestamp", timestamp_type(), false),
-        Field::new("thread_id", DataType::Int64, true),
+        text("sample_type", false),
+        text("sample_unit", false),
+        Field::new("timestamp", timestamp_type(), true),
+        bigint("thread_id", true),
         text("thread_name", true),
-        Field::new("stack_id", DataType::UInt32, true),
-        Field::new("weight", DataType::Int64, false),
-        Field::new("cpu", DataType::UInt32, true),
+        int("stack_id", true),
+        bigint("value", false),
+        bigint("weight_ns", true),
+        int("cpu", true),
         text("trace_id", true),
         text("span_id", true),
         Field::new("labels", string_map_type(), true),
@@ -144,34 +157,36 @@ static SAMPLES: LazyLock<SchemaRef> = LazyLock::new(|| {
 
 static STACKS: LazyLock<SchemaRef> = LazyLock::new(|| {
     Arc::new(Schema::new(vec![
+        text("source_id", false),
         text("profile_id", false),
-        Field::new("stack_id", DataType::UInt32, false),
-        Field::new("parent_id", DataType::UInt32, true),
-        Field::new("frame_id", DataType::UInt32, false),
-        Field::new("depth", DataType::UInt32, false),
+        int("stack_id", false),
+        int("parent_id", true),
+        int("frame_id", false),
+        int("depth", false),
     ]))
 });
 
 static FRAMES: LazyLock<SchemaRef> = LazyLock::new(|| {
     Arc::new(Schema::new(vec![
+        text("source_id", false),
         text("profile_id", false),
-        Field::new("frame_id", DataType::UInt32, false),
+        int("frame_id", false),
         text("name", false),
         text("kind", false),
         text("function", true),
         text("system_name", true),
         text("module", true),
         text("file", true),
-        Field::new("line", DataType::UInt32, true),
-        Field::new("column", DataType::UInt32, true),
-        Field::new("address", DataType::UInt64, true),
+        int("line", true),
+        int("column", true),
+        bigint("address", true),
         text("address_space", true),
         text("image_path", true),
         text("build_id", true),
         text("debug_id", true),
-        Field::new("image_start", DataType::UInt64, true),
-        Field::new("image_end", DataType::UInt64, true),
-        Field::new("image_file_offset", DataType::UInt64, true),
+        bigint("image_start", true),
+        bigint("image_end", true),
+        bigint("image_file_offset", true),
         Field::new(
             "inlined_into",
             DataType::List(Arc::new(Field::new(
@@ -187,6 +202,7 @@ static FRAMES: LazyLock<SchemaRef> = LazyLock::new(|| {
 
 static FUNCTION_ROLLUP: LazyLock<SchemaRef> = LazyLock::new(|| {
     Arc::new(Schema::new(vec![
+        text("source_id", false),
         Field::new("hour", timestamp_type(), false),
         text("service", true),
         text("release", true),
@@ -195,10 +211,10 @@ static FUNCTION_ROLLUP: LazyLock<SchemaRef> = LazyLock::new(|| {
         text("sample_type", false),
         text("sample_unit", false),
         text("function", false),
-        Field::new("self_weight", DataType::Int64, false),
-        Field::new("total_weight", DataType::Int64, false),
-        Field::new("self_samples", DataType::Int64, false),
-        Field::new("total_samples", DataType::Int64, false),
+        bigint("self_value", false),
+        bigint("total_value", false),
+        bigint("self_rows", false),
+        bigint("total_rows", false),
     ]))
 });
 
