@@ -405,6 +405,21 @@ fn crlf_line_endings_decode_like_lf() {
 }
 
 #[test]
+fn blank_leaf_frame_is_kept() {
+    // perf gives a symbol it could not name as an empty string, and stackcollapse-perf
+    // writes it as a blank frame: the count's separator follows it.
+    let decoded = decode_folded(b"perl;main;  5\nperl;main 2\n", "blank leaf");
+    let samples = samples(&decoded.profile);
+    assert_eq!(
+        functions(&samples[0]),
+        vec![Some("perl"), Some("main"), Some(" ")]
+    );
+    assert_eq!(samples[0].weight, 5);
+    assert_eq!(functions(&samples[1]), vec![Some("perl"), Some("main")]);
+    assert_eq!(stat(&decoded.profile, "folded_empty_frame"), 0);
+}
+
+#[test]
 fn identical_stacks_on_different_lines_both_count() {
     let decoded = decode_folded(b"a;b 2\na;b 3\n", "repeated stack");
     let samples = samples(&decoded.profile);

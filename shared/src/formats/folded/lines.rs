@@ -26,7 +26,9 @@ pub(super) enum BadCount<'a> {
 }
 
 /// Splits `STACK COUNT` at the last space or tab. Frame names may hold spaces
-/// (`<module> (prog.py:12)`), the count never does.
+/// (`<module> (prog.py:12)`), the count never does. Only that one separator goes: the rest
+/// is the stack, so a leaf frame that is a blank (perf's empty symbol: `a;b;  5`) stays a
+/// frame.
 pub(super) fn split_count(line: &str) -> Result<(&str, i64), BadCount<'_>> {
     let Some(at) = line.rfind([' ', '\t']) else {
         return Err(BadCount::Missing);
@@ -41,8 +43,7 @@ pub(super) fn split_count(line: &str) -> Result<(&str, i64), BadCount<'_>> {
         return Err(BadCount::NotANumber(token));
     }
     let count = token.parse().map_err(|_| BadCount::TooLarge(token))?;
-    // More than one separator (`a;b  5`) leaves blanks that belong to no frame.
-    Ok((stack.trim_end_matches([' ', '\t']), count))
+    Ok((stack, count))
 }
 
 fn is_digits(s: &str) -> bool {
@@ -210,7 +211,12 @@ mod tests {
     fn count_is_the_last_token() {
         assert_eq!(split_count("a b;c (x.py:1) 12"), Ok(("a b;c (x.py:1)", 12)));
         assert_eq!(split_count(" 1"), Ok(("", 1)));
-        assert_eq!(split_count("a;b  3"), Ok(("a;b", 3)));
+        assert_eq!(
+            split_count("a;b;  3"),
+            Ok(("a;b; ", 3)),
+            "the leaf is a blank"
+        );
+        assert_eq!(split_count("a;b\t 3"), Ok(("a;b\t", 3)));
         assert_eq!(split_count("a;b"), Err(BadCount::Missing));
         assert_eq!(split_count("a -3"), Err(BadCount::Negative("-3")));
         assert_eq!(split_count("a +3"), Err(BadCount::NotANumber("+3")));
