@@ -465,12 +465,12 @@ fn bad_line_after_the_sniffed_prefix() {
     // line, giving its offset and number.
     let mut bytes = b"main;work 1\n".repeat(400);
     let offset = bytes.len() as u64;
-    bytes.extend_from_slice(b"main;oops 1.5\n");
+    bytes.extend_from_slice(b"main;oops 1,5\n");
     assert_malformed(
         error_kind(&bytes, None),
         offset,
         401,
-        "`1.5` is not a whole number",
+        "`1,5` is not a decimal number",
     );
 }
 
@@ -495,6 +495,48 @@ fn count_overflowing_i64() {
             ..
         }
     ));
+}
+
+#[test]
+fn fractional_counts_scale_every_weight_exactly() {
+    let bytes = b"main;a 0.5\nmain;b 12.25\nmain;c 3\nmain;d 0.0\n";
+    let decoded = decode_folded(bytes, "fractional counts");
+    let samples = samples(&decoded.profile);
+    // Two decimals at most: every weight is the count times 100, the zero line is dropped.
+    let weights: Vec<(Option<&str>, i64)> = samples
+        .iter()
+        .map(|s| (s.leaf().and_then(|f| f.function.as_deref()), s.weight))
+        .collect();
+    assert_eq!(
+        weights,
+        vec![(Some("a"), 50), (Some("b"), 1225), (Some("c"), 300)]
+    );
+    assert_eq!(samples[0].series.unit, "count*1e-2");
+    assert_eq!(samples[0].series.name, "samples");
+    assert_eq!(stat(&decoded.profile, "folded_zero_count_line"), 1);
+
+    // Whole counts only: unchanged, in plain `count`.
+    let decoded = decode_folded(b"main;a 5\nmain;b 7\n", "whole counts");
+    let whole = crate::util::samples(&decoded.profile);
+    assert_eq!(whole[0].series.unit, "count");
+    assert_eq!(total_weight(&whole), 12);
+}
+
+#[test]
+fn fractional_count_errors_name_the_line() {
+    assert_malformed(
+        error_kind(b"a 1\nb 0.1234567891\n", None),
+        4,
+        2,
+        "sample count 0.1234567891 has more than 9 decimals",
+    );
+    // Fits alone, but not once the file's 9 decimals scale it.
+    assert_malformed(
+        error_kind(b"a 0.000000001\nb 9300000000\n", None),
+        14,
+        2,
+        "sample count 9300000000 times 10^9",
+    );
 }
 
 #[test]

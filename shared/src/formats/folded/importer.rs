@@ -8,11 +8,10 @@ use super::frame_syntax::{
     thread_id, FrameText,
 };
 use super::limits::{MAX_SAMPLES, MAX_STACK_DEPTH, MAX_STACK_NODES};
-use super::lines::Line;
 use crate::error::{ErrorKind, Result};
 use crate::model::{
-    Frame, FrameAddress, FrameHandle, Image, Profile, Sample, Series, SeriesHandle, StackHandle,
-    ThreadHandle,
+    scaled_count_unit, Frame, FrameAddress, FrameHandle, Image, Profile, Sample, Series,
+    SeriesHandle, StackHandle, ThreadHandle,
 };
 
 /// The root frames that name where a stack ran, as text (empty when absent).
@@ -32,7 +31,9 @@ pub(super) struct Importer<'a> {
 }
 
 impl<'a> Importer<'a> {
-    pub(super) fn new(dialect: Dialect) -> Self {
+    /// `decimals` is the most decimals of any count in the file: every weight is the count
+    /// times 10^decimals, and the unit says so.
+    pub(super) fn new(dialect: Dialect, decimals: usize) -> Self {
         let mut profile = Profile::new("folded");
         profile
             .attributes
@@ -40,7 +41,7 @@ impl<'a> Importer<'a> {
         let series = Series {
             kind: dialect.series_kind(),
             name: profile.intern("samples"),
-            unit: profile.intern("count"),
+            unit: profile.intern(&scaled_count_unit(decimals)),
             source: Some(profile.intern(dialect.source())),
             frequency_hz: None,
             period: None,
@@ -56,9 +57,10 @@ impl<'a> Importer<'a> {
         }
     }
 
-    pub(super) fn line(&mut self, line: Line<'a>) -> Result<()> {
+    /// One line: its stack and its weight (the count in the series' unit).
+    pub(super) fn line(&mut self, stack: &'a str, weight: i64) -> Result<()> {
         // A stack seen zero times says nothing about where time went.
-        if line.count == 0 {
+        if weight == 0 {
             self.profile.count("folded_zero_count_line");
             return Ok(());
         }
@@ -67,12 +69,12 @@ impl<'a> Importer<'a> {
         }
         self.total = self
             .total
-            .checked_add(line.count)
+            .checked_add(weight)
             .ok_or_else(|| limit("folded total sample count", i64::MAX as u64))?;
 
         // py-spy's line for a thread with no Python frames is just ` COUNT`: no frames at all.
-        let mut frames = line.stack.split(';').peekable();
-        if line.stack.is_empty() {
+        let mut frames = stack.split(';').peekable();
+        if stack.is_empty() {
             frames.next();
         }
         let mut context = Context::default();
@@ -94,7 +96,7 @@ impl<'a> Importer<'a> {
             Dialect::Generic => {}
         }
         let thread = self.thread(context);
-        let stack = if line.stack.bytes().filter(|&b| b == b';').count() >= MAX_STACK_DEPTH {
+        let stack_handle = if stack.bytes().filter(|&b| b == b';').count() >= MAX_STACK_DEPTH {
             // Keep the count, so totals still match the producer's.
             self.profile.count("folded_stack_too_deep");
             None
@@ -102,7 +104,7 @@ impl<'a> Importer<'a> {
             self.stack(frames)?
         };
         self.profile
-            .add_sample(Sample::new(thread, stack, line.count, self.series));
+            .add_sample(Sample::new(thread, stack_handle, weight, self.series));
         Ok(())
     }
 
