@@ -11,20 +11,25 @@ const BOM: &[u8] = b"\xEF\xBB\xBF";
 /// by 10^decimals to stay exact, and 10^9 times a count leaves room for counts up to 9.2e9.
 pub(super) const MAX_DECIMALS: usize = 9;
 
-/// One non-blank line.
+/// One line with a stack and a count.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Line<'a> {
     /// The frames, root first, separated by `;`; empty for py-spy's "no Python frames" line.
     pub stack: &'a str,
     /// The sample count as written.
     pub count: Count<'a>,
-    /// 1-based line number, blank lines counted.
+    /// 1-based line number, blank and comment lines counted.
     pub number: u64,
     /// Byte offset where the line starts.
     pub offset: u64,
 }
 
 impl Line<'_> {
+    /// An error about this line.
+    pub(super) fn error(&self, what: String) -> Error {
+        malformed(self.offset, self.number, what)
+    }
+
     /// The count scaled by 10^`decimals` (the most decimals of any count in the file).
     pub(super) fn weight(&self, decimals: usize) -> Result<i64> {
         self.count.scaled(decimals).ok_or_else(|| {
@@ -40,7 +45,7 @@ impl Line<'_> {
                     clip(self.count.text)
                 )
             };
-            malformed(self.offset, self.number, what)
+            self.error(what)
         })
     }
 }
@@ -65,6 +70,11 @@ impl<'a> Count<'a> {
             whole,
             fraction,
         })
+    }
+
+    /// The count as written.
+    pub(super) fn text(&self) -> &'a str {
+        self.text
     }
 
     /// How many digits follow the decimal point.
@@ -116,6 +126,12 @@ pub(super) fn split_count(line: &str) -> Result<(&str, Count<'_>), BadCount<'_>>
     Ok((stack, count))
 }
 
+/// Whether a line is a comment, as austin writes its header (`# austin: 3.7.0`,
+/// `# mode: wall`) and trailer (`# duration: 123555`).
+pub(super) fn is_comment(line: &str) -> bool {
+    line.starts_with('#')
+}
+
 fn is_digits(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
 }
@@ -130,8 +146,8 @@ fn malformed(offset: u64, number: u64, what: String) -> Error {
 }
 
 /// Whether `prefix` (the first bytes of the input; `whole` when that is all of it) reads as
-/// folded text: UTF-8 without NULs, not JSON, and every complete non-blank line ending in a
-/// count, with at least one such line.
+/// folded text: UTF-8 without NULs, not JSON, and every complete line that is not blank or a
+/// comment ending in a count, with at least one such line.
 pub(super) fn looks_folded(prefix: &[u8], whole: bool) -> bool {
     let prefix = prefix.strip_prefix(BOM).unwrap_or(prefix);
     if matches!(
@@ -162,7 +178,7 @@ pub(super) fn looks_folded(prefix: &[u8], whole: bool) -> bool {
     let mut counted = 0usize;
     for line in complete.lines() {
         let line = line.trim_end_matches([' ', '\t', '\r']);
-        if line.trim_start().is_empty() {
+        if line.trim_start().is_empty() || is_comment(line) {
             continue;
         }
         // A count too large or too precise still reads as folded; decoding then says what is
@@ -178,7 +194,7 @@ pub(super) fn looks_folded(prefix: &[u8], whole: bool) -> bool {
     counted > 0
 }
 
-/// The non-blank lines of an input. Stops after the first error.
+/// The lines of an input that are not blank or comments. Stops after the first error.
 pub(super) struct Lines<'a> {
     rest: &'a [u8],
     offset: u64,
@@ -248,7 +264,7 @@ impl<'a> Iterator for Lines<'a> {
                 return Some(Err(self.malformed(offset, "contains a NUL byte".into())));
             }
             let text = text.trim_end_matches([' ', '\t']);
-            if text.trim_start().is_empty() {
+            if text.trim_start().is_empty() || is_comment(text) {
                 continue;
             }
             let (stack, count) = match split_count(text) {
@@ -339,17 +355,16 @@ mod tests {
     }
 
     #[test]
-    fn lines_skip_blanks_and_errors_locate_the_line() {
-        let input = b"\xEF\xBB\xBFa;b 2\r\n\r\n  \nc 1\nd x\n";
+    fn lines_skip_blanks_and_comments_and_errors_locate_the_line() {
+        let input = b"\xEF\xBB\xBFa;b 2\r\n\r\n  \n#c 3\nd x\n";
         let mut lines = Lines::new(input);
         let first = lines.next().unwrap().unwrap();
         assert_eq!((first.stack, first.weight(0).unwrap()), ("a;b", 2));
         assert_eq!((first.number, first.offset), (1, 3));
-        assert_eq!(lines.next().unwrap().unwrap().stack, "c");
         let err = lines.next().unwrap().unwrap_err();
         match err.kind() {
             ErrorKind::Malformed { offset, what, .. } => {
-                assert_eq!(*offset, 19);
+                assert_eq!(*offset, 20);
                 assert!(what.starts_with("line 5:"), "{what}");
             }
             other => panic!("unexpected {other:?}"),
@@ -373,6 +388,11 @@ mod tests {
             "decoding says what is wrong"
         );
         assert!(!looks_folded(b"a 1.\n", true));
+        assert!(looks_folded(
+            b"# austin: 3.7.0\n# mode: wall\n\nP1;T0:1;a.py:f:1 10\n",
+            true
+        ));
+        assert!(!looks_folded(b"# only a comment\n", true));
         // A multi-byte character cut by the sniff window.
         assert!(looks_folded(
             "a 1\n\u{e9}".as_bytes().split_last().unwrap().1,
