@@ -668,6 +668,45 @@ fn fractional_counts_scale_every_weight_exactly() {
 }
 
 #[test]
+fn fractional_fixture_converts_with_exact_weights() {
+    let bytes = fixture("folded/fractional.folded");
+    let decoded = decode_folded(&bytes, "fractional.folded");
+    let samples = samples(&decoded.profile);
+    assert_eq!(
+        samples[0].series.unit, "count*1e-3",
+        "0.125 has three decimals"
+    );
+    let weights: Vec<i64> = samples.iter().map(|s| s.weight).collect();
+    assert_eq!(weights, [1500, 12_250, 125, 3000, 40_750]);
+    assert_eq!(
+        functions(&samples[1])[4..],
+        [Some("compute"), Some(" ")],
+        "perf's empty symbol stays the leaf"
+    );
+    assert_eq!(samples[4].leaf().unwrap().kind, "kernel");
+
+    let options = ConvertOptions {
+        metadata: UploadMetadata {
+            timestamp: Some(1_700_000_000.0),
+            ..UploadMetadata::default()
+        },
+        ..ConvertOptions::default()
+    };
+    let converted = convert_upload("uploads/fractional", "etag", &bytes, &options)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let chunks = converted.sample_v2();
+    assert_eq!(check_sample_v2(&chunks[0].1), vec![]);
+    // 1.5 -> 2, 12.25 -> 12, 0.125 -> 1 (no line disappears), 3, 40.75 -> 41.
+    let written: u64 = converted
+        .manifest
+        .outputs
+        .iter()
+        .filter_map(|o| o.samples)
+        .sum();
+    assert_eq!(written, 2 + 12 + 1 + 3 + 41);
+}
+
+#[test]
 fn fractional_count_errors_name_the_line() {
     assert_malformed(
         error_kind(b"a 1\nb 0.1234567891\n", None),
@@ -760,7 +799,7 @@ fn sniff_prefix(bytes: &[u8]) -> Vec<u8> {
 fn folded_inputs_sniff_as_folded() {
     let mut inputs = vec![repo_path("samples/folded/pyspy.folded")];
     files_under(&fixture_path("folded"), "", &mut inputs);
-    assert_eq!(inputs.len(), 8);
+    assert_eq!(inputs.len(), 9);
     for path in inputs {
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(
