@@ -4,10 +4,11 @@
 //! starting with `#` are comments; austin's header among them says what its counts measure.
 //!
 //! The format has no times, so every line becomes one aggregated sample (no time, weight =
-//! count) in a single `samples`/`count` series. Fractional counts (`a;b 0.5`) are kept exact:
-//! every weight of such a file is its count times 10^d, d being the most decimals in the file,
-//! and the unit is `count*1e-d`. Producer-specific root frames that name a
-//! process or thread become the sample's process and thread instead of frames.
+//! count) in a single series: `samples`/`count`, or austin's wall or CPU microseconds.
+//! Fractional counts (`a;b 0.5`) are kept exact: every weight of such a file is its count
+//! times 10^d, d being the most decimals in the file, and the unit is `count*1e-d`.
+//! Producer-specific root frames that name a process or thread become the sample's process
+//! and thread instead of frames.
 
 mod austin;
 mod dialect;
