@@ -102,6 +102,22 @@ fn time_weights_expand_at_the_period_in_input_order() {
 }
 
 #[test]
+fn fractional_counts_expand_one_per_whole_count() {
+    // count*1e-2: 3.5 samples round to 4, 0.25 still counts once, 2.00 is 2.
+    let p = aggregated(
+        "count*1e-2",
+        None,
+        None,
+        &[("a", 350), ("b", 25), ("c", 200)],
+    );
+    let chunks = write_sample_v2(&p, &UploadMetadata::default(), "id").unwrap();
+    let samples = samples_of(&chunks[0].json);
+    let leaves: Vec<&str> = samples.iter().map(|(_, s)| s[0].as_str()).collect();
+    assert_eq!(leaves, ["a", "a", "a", "a", "b", "c", "c"]);
+    assert_eq!(check_sample_v2(&chunks[0].json), vec![]);
+}
+
+#[test]
 fn counts_expand_one_per_count_at_the_frequency_or_default() {
     let p = aggregated("count", None, Some(20), &[("a", 4)]);
     let chunks = write_sample_v2(&p, &UploadMetadata::default(), "id").unwrap();

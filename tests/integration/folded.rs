@@ -5,7 +5,10 @@
 
 use std::io::Read;
 
-use proflake::{decode, sniff, Decoded, ErrorKind, InputFormat, SeriesKind};
+use proflake::{
+    check_sample_v2, convert_upload, decode, sniff, ConvertOptions, Decoded, ErrorKind,
+    InputFormat, SeriesKind, UploadMetadata,
+};
 
 use crate::util::{
     files_under, fixture, fixture_path, repo_file, repo_path, samples, stat, FrameView, SampleView,
@@ -324,6 +327,148 @@ fn python_sampling_without_thread_prefix() {
     );
 }
 
+// ---- austin -------------------------------------------------------------------------------
+
+#[test]
+fn austin_wall_recording() {
+    let decoded = decode_folded(&fixture("folded/austin_wall.folded"), "austin_wall.folded");
+    let profile = &decoded.profile;
+    let samples = samples(profile);
+    assert_eq!(
+        profile.attributes.get("folded.dialect").map(String::as_str),
+        Some("austin")
+    );
+    assert_eq!(
+        samples.len(),
+        20,
+        "one sample per stack line, comments skipped"
+    );
+    // Microseconds of wall time per thread, summed from the file (SOURCES.md).
+    assert_eq!(total_weight(&samples), 193_302);
+    let weight_of = |tid| -> i64 {
+        samples
+            .iter()
+            .filter(|s| s.tid == Some(tid))
+            .map(|s| s.weight)
+            .sum()
+    };
+    assert_eq!((weight_of(27412), weight_of(27454)), (112_466, 80_836));
+    assert!(samples.iter().all(|s| s.pid == Some(27412)));
+
+    let series = &samples[0].series;
+    assert_eq!(series.kind, SeriesKind::WallTime);
+    assert_eq!(
+        (
+            series.name.as_str(),
+            series.unit.as_str(),
+            series.source.as_deref(),
+            series.period
+        ),
+        ("wall", "microseconds", Some("austin"), Some(10_000)),
+        "# mode: wall and # interval: 10000 from the header"
+    );
+
+    let fib = samples
+        .iter()
+        .find(|s| s.leaf().and_then(|f| f.function.as_deref()) == Some("fib"))
+        .expect("the main thread's fib is sampled");
+    let leaf = fib.leaf().unwrap();
+    assert_eq!(
+        (leaf.kind.as_str(), leaf.file.as_deref(), leaf.line),
+        ("python", Some("/tmp/austin-run/workload.py"), Some(5))
+    );
+    assert_eq!(fib.tid, Some(27412));
+    assert_eq!(
+        fib.frames()[0].function.as_deref(),
+        Some("<module>"),
+        "process and thread frames are not frames"
+    );
+    let invalid = samples
+        .iter()
+        .flat_map(|s| s.frames())
+        .find(|f| f.function.as_deref() == Some(":INVALID:"))
+        .expect("austin's marker for a frame it could not read");
+    assert_eq!(invalid.kind, "unknown");
+}
+
+#[test]
+fn austin_cpu_recording_converts() {
+    let bytes = fixture("folded/austin_cpu.folded");
+    let decoded = decode_folded(&bytes, "austin_cpu.folded");
+    let samples = samples(&decoded.profile);
+    assert_eq!(samples.len(), 10);
+    assert_eq!(total_weight(&samples), 101_948);
+    assert_eq!(samples[0].series.kind, SeriesKind::CpuTime, "# mode: cpu");
+    assert_eq!(samples[0].series.name, "cpu");
+
+    let options = ConvertOptions {
+        metadata: UploadMetadata {
+            timestamp: Some(1_700_000_000.0),
+            ..UploadMetadata::default()
+        },
+        ..ConvertOptions::default()
+    };
+    let converted = convert_upload("uploads/austin", "etag", &bytes, &options)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let chunks = converted.sample_v2();
+    assert_eq!(chunks.len(), 1);
+    assert_eq!(check_sample_v2(&chunks[0].1), vec![]);
+    // About 10 ms of CPU per line at austin's 10 ms interval: one sample each.
+    let written: u64 = converted
+        .manifest
+        .outputs
+        .iter()
+        .filter_map(|o| o.samples)
+        .sum();
+    assert_eq!(written, 10);
+}
+
+#[test]
+fn austin_without_header_and_unsupported_modes() {
+    // Piped without its header: the root frames tell, and austin's default mode is wall.
+    let decoded = decode_folded(b"P7;T0:8;/a/b.py:main:3 1000\n", "headless austin");
+    let samples = samples(&decoded.profile);
+    assert_eq!((samples[0].pid, samples[0].tid), (Some(7), Some(8)));
+    assert_eq!(samples[0].series.unit, "microseconds");
+    assert_eq!(samples[0].series.kind, SeriesKind::WallTime);
+    assert_eq!(samples[0].series.period, None);
+
+    let memory = b"# austin: 3.7.0\n# mode: memory\n\nP7;T0:8;/a/b.py:main:3 1000\n";
+    assert_malformed(error_kind(memory, None), 16, 2, "austin mode `memory`");
+    let fractional = b"# austin: 3.7.0\nP7;T0:8;/a/b.py:main:3 10.5\n";
+    assert_malformed(
+        error_kind(fractional, None),
+        16,
+        2,
+        "austin counts are whole microseconds",
+    );
+}
+
+#[test]
+fn comment_lines_are_skipped() {
+    let bytes = b"# written by hand\nmain;a 2\n\n#main;b 3\nmain;c 4\n# end\n";
+    let decoded = decode_folded(bytes, "comments");
+    let samples = samples(&decoded.profile);
+    assert_eq!(samples.len(), 2);
+    assert_eq!(total_weight(&samples), 6);
+    assert_eq!(
+        decoded
+            .profile
+            .attributes
+            .get("folded.dialect")
+            .map(String::as_str),
+        Some("generic"),
+        "only austin's own header makes a file austin's"
+    );
+    // Line numbers in errors still count the comment lines.
+    assert_malformed(
+        error_kind(b"# c\nmain x\n", Some(InputFormat::Folded)),
+        4,
+        2,
+        "`x`",
+    );
+}
+
 // ---- generic / stackcollapse-perf -------------------------------------------------------
 
 #[test]
@@ -405,6 +550,21 @@ fn crlf_line_endings_decode_like_lf() {
 }
 
 #[test]
+fn blank_leaf_frame_is_kept() {
+    // perf gives a symbol it could not name as an empty string, and stackcollapse-perf
+    // writes it as a blank frame: the count's separator follows it.
+    let decoded = decode_folded(b"perl;main;  5\nperl;main 2\n", "blank leaf");
+    let samples = samples(&decoded.profile);
+    assert_eq!(
+        functions(&samples[0]),
+        vec![Some("perl"), Some("main"), Some(" ")]
+    );
+    assert_eq!(samples[0].weight, 5);
+    assert_eq!(functions(&samples[1]), vec![Some("perl"), Some("main")]);
+    assert_eq!(stat(&decoded.profile, "folded_empty_frame"), 0);
+}
+
+#[test]
 fn identical_stacks_on_different_lines_both_count() {
     let decoded = decode_folded(b"a;b 2\na;b 3\n", "repeated stack");
     let samples = samples(&decoded.profile);
@@ -450,12 +610,12 @@ fn bad_line_after_the_sniffed_prefix() {
     // line, giving its offset and number.
     let mut bytes = b"main;work 1\n".repeat(400);
     let offset = bytes.len() as u64;
-    bytes.extend_from_slice(b"main;oops 1.5\n");
+    bytes.extend_from_slice(b"main;oops 1,5\n");
     assert_malformed(
         error_kind(&bytes, None),
         offset,
         401,
-        "`1.5` is not a whole number",
+        "`1,5` is not a decimal number",
     );
 }
 
@@ -480,6 +640,87 @@ fn count_overflowing_i64() {
             ..
         }
     ));
+}
+
+#[test]
+fn fractional_counts_scale_every_weight_exactly() {
+    let bytes = b"main;a 0.5\nmain;b 12.25\nmain;c 3\nmain;d 0.0\n";
+    let decoded = decode_folded(bytes, "fractional counts");
+    let samples = samples(&decoded.profile);
+    // Two decimals at most: every weight is the count times 100, the zero line is dropped.
+    let weights: Vec<(Option<&str>, i64)> = samples
+        .iter()
+        .map(|s| (s.leaf().and_then(|f| f.function.as_deref()), s.weight))
+        .collect();
+    assert_eq!(
+        weights,
+        vec![(Some("a"), 50), (Some("b"), 1225), (Some("c"), 300)]
+    );
+    assert_eq!(samples[0].series.unit, "count*1e-2");
+    assert_eq!(samples[0].series.name, "samples");
+    assert_eq!(stat(&decoded.profile, "folded_zero_count_line"), 1);
+
+    // Whole counts only: unchanged, in plain `count`.
+    let decoded = decode_folded(b"main;a 5\nmain;b 7\n", "whole counts");
+    let whole = crate::util::samples(&decoded.profile);
+    assert_eq!(whole[0].series.unit, "count");
+    assert_eq!(total_weight(&whole), 12);
+}
+
+#[test]
+fn fractional_fixture_converts_with_exact_weights() {
+    let bytes = fixture("folded/fractional.folded");
+    let decoded = decode_folded(&bytes, "fractional.folded");
+    let samples = samples(&decoded.profile);
+    assert_eq!(
+        samples[0].series.unit, "count*1e-3",
+        "0.125 has three decimals"
+    );
+    let weights: Vec<i64> = samples.iter().map(|s| s.weight).collect();
+    assert_eq!(weights, [1500, 12_250, 125, 3000, 40_750]);
+    assert_eq!(
+        functions(&samples[1])[4..],
+        [Some("compute"), Some(" ")],
+        "perf's empty symbol stays the leaf"
+    );
+    assert_eq!(samples[4].leaf().unwrap().kind, "kernel");
+
+    let options = ConvertOptions {
+        metadata: UploadMetadata {
+            timestamp: Some(1_700_000_000.0),
+            ..UploadMetadata::default()
+        },
+        ..ConvertOptions::default()
+    };
+    let converted = convert_upload("uploads/fractional", "etag", &bytes, &options)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let chunks = converted.sample_v2();
+    assert_eq!(check_sample_v2(&chunks[0].1), vec![]);
+    // 1.5 -> 2, 12.25 -> 12, 0.125 -> 1 (no line disappears), 3, 40.75 -> 41.
+    let written: u64 = converted
+        .manifest
+        .outputs
+        .iter()
+        .filter_map(|o| o.samples)
+        .sum();
+    assert_eq!(written, 2 + 12 + 1 + 3 + 41);
+}
+
+#[test]
+fn fractional_count_errors_name_the_line() {
+    assert_malformed(
+        error_kind(b"a 1\nb 0.1234567891\n", None),
+        4,
+        2,
+        "sample count 0.1234567891 has more than 9 decimals",
+    );
+    // Fits alone, but not once the file's 9 decimals scale it.
+    assert_malformed(
+        error_kind(b"a 0.000000001\nb 9300000000\n", None),
+        14,
+        2,
+        "sample count 9300000000 times 10^9",
+    );
 }
 
 #[test]
@@ -558,7 +799,7 @@ fn sniff_prefix(bytes: &[u8]) -> Vec<u8> {
 fn folded_inputs_sniff_as_folded() {
     let mut inputs = vec![repo_path("samples/folded/pyspy.folded")];
     files_under(&fixture_path("folded"), "", &mut inputs);
-    assert_eq!(inputs.len(), 6);
+    assert_eq!(inputs.len(), 9);
     for path in inputs {
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(

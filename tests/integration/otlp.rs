@@ -137,6 +137,40 @@ fn otlp_fixtures_sniff_as_otlp() {
     }
 }
 
+/// The JSON fixture with its two top-level keys swapped, as the Collector's marshaler writes
+/// them: the dictionary first.
+fn dictionary_first(rel: &str) -> Vec<u8> {
+    let doc: serde_json::Value = serde_json::from_slice(&fixture(rel)).unwrap();
+    let swapped = format!(
+        "{{\n \"dictionary\": {},\n \"resourceProfiles\": {}\n}}\n",
+        serde_json::to_string_pretty(&doc["dictionary"]).unwrap(),
+        serde_json::to_string_pretty(&doc["resourceProfiles"]).unwrap()
+    );
+    swapped.into_bytes()
+}
+
+#[test]
+fn json_with_the_dictionary_first_sniffs_and_decodes() {
+    for rel in JSON {
+        let swapped = dictionary_first(rel);
+        assert_eq!(
+            sniff(prefix(&swapped)),
+            Some(InputFormat::OtlpJson),
+            "{rel} with the dictionary first"
+        );
+        let what = format!("{rel} with the dictionary first");
+        assert_eq!(
+            flat(&decode_ok(&swapped, &what).profile),
+            flat(&decode(rel).profile),
+            "{what}"
+        );
+    }
+    // The real capture's dictionary alone is larger than the sniffed prefix.
+    assert!(dictionary_first(PROFILE_JSON)[..4096]
+        .windows(18)
+        .all(|w| w != b"\"resourceProfiles\""));
+}
+
 #[test]
 fn pprof_and_perfetto_do_not_sniff_as_otlp() {
     let mut pprof = Vec::new();

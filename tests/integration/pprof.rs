@@ -368,6 +368,38 @@ fn otlp_and_perfetto_do_not_sniff_as_pprof() {
     }
 }
 
+#[test]
+fn unnamed_first_sample_type_is_pprof_not_perfetto() {
+    // A writer that leaves the sample type's type and unit at 0 encodes it as an empty
+    // message, so the file starts `0a 00` like an empty Perfetto packet.
+    let mut b = Builder::new();
+    b.p.sample_type = vec![pprof::ValueType::default()];
+    b.function(1, "main", "main", "main.rb");
+    b.p.location.push(pprof::Location {
+        id: 1,
+        line: vec![line(1, 3, 0)],
+        ..Default::default()
+    });
+    b.p.sample.push(pprof::Sample {
+        location_id: vec![1],
+        value: vec![7],
+        label: Vec::new(),
+    });
+    let bytes = b.encode();
+    assert_eq!(
+        bytes[..3],
+        [0x0a, 0x00, 0x12],
+        "empty sample_type, then a sample"
+    );
+    assert_eq!(sniff(&bytes), Some(InputFormat::Pprof));
+    let decoded = decode_ok(&bytes, "unnamed sample type");
+    assert_eq!(decoded.format, InputFormat::Pprof);
+    let samples = samples(&decoded.profile);
+    assert_eq!(samples.len(), 1);
+    assert_eq!(samples[0].weight, 7);
+    assert_eq!(samples[0].frames()[0].function.as_deref(), Some("main"));
+}
+
 // ---- synthetic profiles -----------------------------------------------------------------
 
 /// Builds profiles with a string table managed for the test.

@@ -1,6 +1,7 @@
 //! `proflake`: run the conversion pipeline on a local directory laid out like the bucket.
 
 mod flamegraph;
+mod output;
 mod report;
 
 use std::path::{Path, PathBuf};
@@ -9,6 +10,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
+use output::Stdout;
 use proflake::{
     process_upload, store_upload, upload_key, ClientSdk, InputFormat, LocalDirStore, Manifest,
     ObjectStore, Outcome, ProcessOptions, UploadMetadata, ERROR_REPORT_SUFFIX,
@@ -196,11 +198,12 @@ fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
         ProgressStyle::with_template("{bar:30} {pos}/{len} {wide_msg}").expect("static template"),
     );
     let mut failed = 0usize;
+    let mut stdout = Stdout::default();
     for input in &args.inputs {
         bar.set_message(input.display().to_string());
         match convert_one(&store, input, &options) {
             // suspend() prints above a visible bar and still prints when the bar is hidden.
-            Ok(line) => bar.suspend(|| println!("{line}")),
+            Ok(line) => bar.suspend(|| stdout.line(&line))?,
             Err(e) => {
                 failed += 1;
                 bar.suspend(|| eprintln!("error: {e:#}"));
@@ -305,6 +308,7 @@ fn process(args: ProcessArgs) -> anyhow::Result<ExitCode> {
         ..ProcessOptions::default()
     };
     let (mut done, mut failed) = (0usize, 0usize);
+    let mut stdout = Stdout::default();
     for key in &keys {
         let line = process_upload(&store, &store, key, &options)
             .map_err(anyhow::Error::new)
@@ -312,7 +316,7 @@ fn process(args: ProcessArgs) -> anyhow::Result<ExitCode> {
         match line {
             Ok(line) => {
                 done += 1;
-                println!("{line}");
+                stdout.line(&line)?;
             }
             Err(e) => {
                 failed += 1;
@@ -357,12 +361,14 @@ fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
             "chunks_in_input": decoded.chunks.len(),
             "summary": summary,
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        Stdout::default().line(&serde_json::to_string_pretty(&doc)?)?;
     } else {
-        print!(
-            "{}",
-            report::render(&args.input, bytes.len(), &decoded, &summary)
-        );
+        Stdout::default().write(&report::render(
+            &args.input,
+            bytes.len(),
+            &decoded,
+            &summary,
+        ))?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -2,8 +2,9 @@
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Command, Output, Stdio};
 
 use proflake::{check_sample_v2, decode, Manifest};
 
@@ -405,4 +406,66 @@ fn inspect_totals_the_folded_sample() {
         .sum();
     // py-spy printed `Samples: 202` for this recording (samples/folded/SOURCES.md).
     assert_eq!(total, 202);
+}
+
+// ---- output read by a pipe that closes early (`proflake inspect FILE | head -1`) -----------
+
+/// A py-spy recording with so many threads that `inspect` prints far more than a pipe holds
+/// (64 KiB on Linux), so the reader closes it while the command is still writing.
+fn many_threads(dir: &std::path::Path) -> std::path::PathBuf {
+    let mut folded = String::new();
+    for tid in 1000..5000 {
+        folded.push_str(&format!(
+            "thread ({tid}): worker-{tid};run (app.py:{}) 1\n",
+            tid % 90 + 1
+        ));
+    }
+    let path = dir.join("threads.folded");
+    std::fs::write(&path, folded).unwrap();
+    path
+}
+
+/// Runs `proflake args`, reads one line of its output, closes the pipe and waits.
+fn first_line_then_close(args: &[&str]) -> (String, std::process::ExitStatus, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_proflake"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("proflake runs");
+    let mut first = String::new();
+    {
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        out.read_line(&mut first).unwrap();
+        // Dropping the reader closes the pipe's read end.
+    }
+    let mut stderr = Vec::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_end(&mut stderr)
+        .unwrap();
+    let status = child.wait().unwrap();
+    (first, status, text(&stderr))
+}
+
+#[test]
+fn inspect_stops_quietly_when_the_reader_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = many_threads(dir.path());
+    let input = input.to_str().unwrap();
+    let full = proflake(&["inspect", input]);
+    assert!(full.status.success(), "{}", text(&full.stderr));
+    assert!(
+        full.stdout.len() > 128 << 10,
+        "the output ({} bytes) must outgrow the pipe",
+        full.stdout.len()
+    );
+    for args in [vec!["inspect", input], vec!["inspect", input, "--json"]] {
+        let (first, status, stderr) = first_line_then_close(&args);
+        assert!(!first.is_empty(), "{args:?}: a first line was printed");
+        assert!(status.success(), "{args:?}: {status}, stderr: {stderr}");
+        assert_eq!(stderr, "", "{args:?}: nothing on stderr");
+    }
 }

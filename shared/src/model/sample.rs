@@ -124,6 +124,28 @@ pub(crate) fn seconds_to_ns(seconds: f64) -> i64 {
     (seconds * 1e6).round() as i64 * 1000
 }
 
+/// The unit of counts scaled by 10^`decimals` to keep fractional counts exact in integer
+/// weights: `count`, or `count*1e-D` (a weight of 25 in `count*1e-2` is 0.25 samples).
+pub(crate) fn scaled_count_unit(decimals: usize) -> String {
+    match decimals {
+        0 => "count".to_owned(),
+        d => format!("count*1e-{d}"),
+    }
+}
+
+/// How many weight units make one sample in a unit of counted samples: 1 for `count`,
+/// 10^D for `count*1e-D` (D from 1 to 18); `None` for any other unit.
+pub(crate) fn count_unit_scale(unit: &str) -> Option<i64> {
+    if unit == "count" {
+        return Some(1);
+    }
+    let decimals = unit.strip_prefix("count*1e-")?;
+    if decimals.starts_with('0') || !decimals.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    10i64.checked_pow(decimals.parse().ok()?)
+}
+
 /// Nanoseconds per unit for the time units profilers write (`nanoseconds`, `ns`, `ms`, ...);
 /// `None` for anything that is not a time.
 pub fn time_unit_ns(unit: &str) -> Option<i64> {
@@ -134,4 +156,32 @@ pub fn time_unit_ns(unit: &str) -> Option<i64> {
         "seconds" | "second" | "s" => 1_000_000_000,
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scaled_count_units_round_trip() {
+        for decimals in 0..=9 {
+            let unit = scaled_count_unit(decimals);
+            assert_eq!(
+                count_unit_scale(&unit),
+                Some(10i64.pow(decimals as u32)),
+                "{unit}"
+            );
+        }
+        assert_eq!(scaled_count_unit(2), "count*1e-2");
+        for other in [
+            "counts",
+            "count*1e-",
+            "count*1e-02",
+            "count*1e-x",
+            "count*1e-99",
+            "ns",
+        ] {
+            assert_eq!(count_unit_scale(other), None, "{other}");
+        }
+    }
 }

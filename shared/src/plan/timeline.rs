@@ -6,7 +6,8 @@
 //! so the rule is:
 //! - each aggregated sample stands for `weight / interval` observations when its series
 //!   measures time (`weight` is converted from the series unit to ns), or `weight`
-//!   observations when it counts samples;
+//!   observations when it counts samples (`weight / 10^D`, rounded, for fractional counts in
+//!   `count*1e-D`);
 //! - the interval is the series' sampling period, else `1 / frequency`, else
 //!   [`DEFAULT_INTERVAL_NS`] (100 Hz, the common profiler default);
 //! - observations are placed one interval apart on their own thread's timeline, starting at
@@ -28,7 +29,7 @@
 use std::collections::HashMap;
 
 use crate::error::{ErrorKind, Result};
-use crate::model::{time_unit_ns, Profile, Sample, ThreadHandle};
+use crate::model::{count_unit_scale, time_unit_ns, Profile, Sample, ThreadHandle};
 
 /// Spacing of expanded samples when the input names no period or frequency: 10 ms (100 Hz).
 pub const DEFAULT_INTERVAL_NS: i64 = 10_000_000;
@@ -91,7 +92,14 @@ fn repetitions(profile: &Profile, sample: &Sample, interval: i64) -> u64 {
             let n = (total + i128::from(interval) / 2) / i128::from(interval);
             u64::try_from(n).unwrap_or(u64::MAX).max(1)
         }
-        None => sample.weight as u64,
+        None => match count_unit_scale(unit) {
+            // Fractional counts: a weight of `scale` is one sample.
+            Some(scale) if scale > 1 => {
+                let n = (i128::from(sample.weight) + i128::from(scale) / 2) / i128::from(scale);
+                u64::try_from(n).unwrap_or(u64::MAX).max(1)
+            }
+            _ => sample.weight as u64,
+        },
     }
 }
 

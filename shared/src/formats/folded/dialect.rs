@@ -2,7 +2,8 @@
 //! frames are read and whether root frames name processes and threads.
 
 use super::frame_syntax::{
-    is_pyspy_python_frame, is_sampling_python_frame, pyspy_process, pyspy_thread, sampling_thread,
+    austin_process, austin_thread, is_pyspy_python_frame, is_sampling_python_frame, pyspy_process,
+    pyspy_thread, sampling_thread,
 };
 use crate::model::SeriesKind;
 
@@ -12,6 +13,8 @@ pub(super) enum Dialect {
     PySpy,
     /// CPython 3.15 `python -m profiling.sampling ... --collapsed`.
     PythonSampling,
+    /// austin 3.x (`austin -o FILE`).
+    Austin,
     /// Anything else: stackcollapse-perf.pl and other FlameGraph collapsers.
     Generic,
 }
@@ -30,7 +33,12 @@ impl Dialect {
     }
 
     fn vote(stack: &str) -> Option<Dialect> {
-        let root = stack.split(';').next()?;
+        let mut frames = stack.split(';');
+        let root = frames.next()?;
+        // Before the Python frames: austin's are `file:function:line` too.
+        if austin_process(root).is_some() && frames.next().and_then(austin_thread).is_some() {
+            return Some(Dialect::Austin);
+        }
         if sampling_thread(root).is_some() {
             return Some(Dialect::PythonSampling);
         }
@@ -53,6 +61,7 @@ impl Dialect {
         match self {
             Dialect::PySpy => "py-spy",
             Dialect::PythonSampling => "profiling.sampling",
+            Dialect::Austin => "austin",
             Dialect::Generic => "generic",
         }
     }
@@ -62,6 +71,7 @@ impl Dialect {
         match self {
             Dialect::PySpy => "py-spy",
             Dialect::PythonSampling => "profiling.sampling",
+            Dialect::Austin => "austin",
             Dialect::Generic => "folded",
         }
     }
@@ -69,11 +79,12 @@ impl Dialect {
     /// What the counts measure, as far as each producer's defaults tell; the file does not
     /// record the sampling mode. py-spy leaves idle threads out unless given `--idle`, which
     /// makes its samples on-CPU time in practice; profiling.sampling defaults to `--mode
-    /// wall`; FlameGraph's collapsers are mostly fed CPU samples (perf `cpu-clock`/`cycles`).
+    /// wall`; FlameGraph's collapsers are mostly fed CPU samples (perf `cpu-clock`/`cycles`);
+    /// austin defaults to wall time, and its header says when it sampled otherwise.
     pub(super) fn series_kind(self) -> SeriesKind {
         match self {
             Dialect::PySpy | Dialect::Generic => SeriesKind::CpuTime,
-            Dialect::PythonSampling => SeriesKind::WallTime,
+            Dialect::PythonSampling | Dialect::Austin => SeriesKind::WallTime,
         }
     }
 }
@@ -93,6 +104,9 @@ mod tests {
         let sampling = ["tid:7;a.py:main:3"];
         assert_eq!(Dialect::detect(sampling), Dialect::PythonSampling);
         assert_eq!(Dialect::detect(["a.py:main:3"]), Dialect::PythonSampling);
+        let austin = ["P6360;T0:6360;/app/a.py:main:3"];
+        assert_eq!(Dialect::detect(austin), Dialect::Austin);
+        assert_eq!(Dialect::detect(["P6360;T6360"]), Dialect::Austin);
         let perf = ["perf;main;do_syscall_64_[k]", "perf;[unknown]"];
         assert_eq!(Dialect::detect(perf), Dialect::Generic);
     }

@@ -8,6 +8,8 @@
 //! - CPython's `profiling.sampling --collapsed` (3.15): a root `tid:TID` frame, then
 //!   `file:function:line` with the file's base name; synthetic frames (`<GC>`, `<native>`)
 //!   are the bare name.
+//! - austin (3.x): root `P<pid>` and `T<interpreter>:<tid>` frames, then `file:function:line`
+//!   with the file's full path.
 //! - stackcollapse-perf.pl and other generic producers: the function name, with FlameGraph's
 //!   annotation suffixes `_[k]` (kernel), `_[j]` (JIT), `_[i]` (inlined); an unsymbolized
 //!   frame is `[unknown]`, or `[module]` when perf knew the module.
@@ -195,6 +197,65 @@ pub(super) fn sampling_frame(text: &str) -> FrameText<'_> {
     }
 }
 
+// ---- austin ---------------------------------------------------------------------------
+
+/// An austin `P<pid>` root frame: the pid.
+pub(super) fn austin_process(text: &str) -> Option<i64> {
+    text.strip_prefix('P')
+        .filter(|pid| is_decimal(pid))
+        .and_then(|pid| pid.parse().ok())
+}
+
+/// An austin thread frame below the process frame: `T<interpreter>:<tid>` (austin 3.5 and
+/// later) or `T<id>` (earlier, the id in decimal or as a hex pthread id). `Some(None)` when
+/// it is a thread frame whose id does not fit a thread id.
+pub(super) fn austin_thread(text: &str) -> Option<Option<i64>> {
+    let id = text.strip_prefix('T')?;
+    match id.split_once(':') {
+        Some((interpreter, tid)) if is_decimal(interpreter) && is_decimal(tid) => {
+            Some(tid.parse().ok())
+        }
+        Some(_) => None,
+        None if is_decimal(id) => Some(id.parse().ok()),
+        None if !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit()) => Some(
+            u64::from_str_radix(id, 16)
+                .ok()
+                .and_then(|v| i64::try_from(v).ok()),
+        ),
+        None => None,
+    }
+}
+
+/// One austin frame below the thread frame: `file:function:line`, with the full path of the
+/// file (`<frozen ...>` for frozen modules); austin writes `:INVALID:` for a frame it could
+/// not read.
+pub(super) fn austin_frame(text: &str) -> FrameText<'_> {
+    let parsed = text.rsplit_once(':').and_then(|(rest, line)| {
+        let (file, function) = rest.rsplit_once(':')?;
+        let line = match line {
+            "" => None,
+            l if is_decimal(l) => l.parse().ok().filter(|&l| l > 0),
+            _ => return None,
+        };
+        (!file.is_empty() && !function.is_empty()).then_some((file, function, line))
+    });
+    match parsed {
+        Some((file, function, line)) => FrameText {
+            kind: if is_python_file(file) {
+                FrameKind::Python
+            } else {
+                FrameKind::Native
+            },
+            function: Some(function),
+            file: Some(file),
+            line,
+            address: None,
+            image: None,
+        },
+        None => FrameText::named(FrameKind::Unknown, text),
+    }
+}
+
 // ---- generic (stackcollapse-perf) --------------------------------------------------------
 
 /// One frame of a generic producer.
@@ -288,6 +349,39 @@ mod tests {
         );
         assert_eq!(sampling_frame("<GC>").kind, FrameKind::Gc);
         assert_eq!(sampling_frame("<native>").kind, FrameKind::Native);
+    }
+
+    #[test]
+    fn austin_frames() {
+        assert_eq!(austin_process("P27412"), Some(27412));
+        assert_eq!(austin_process("Pthread"), None);
+        assert_eq!(austin_thread("T0:27454"), Some(Some(27454)));
+        assert_eq!(austin_thread("T6360"), Some(Some(6360)));
+        assert_eq!(austin_thread("T7f3e8c3f6740"), Some(Some(0x7f3e_8c3f_6740)));
+        assert_eq!(austin_thread("Thread"), None);
+        assert_eq!(austin_thread("T0:x"), None);
+        let f = austin_frame("/tmp/app/workload.py:fib:5");
+        assert_eq!(
+            (f.kind, f.function, f.file, f.line),
+            (
+                FrameKind::Python,
+                Some("fib"),
+                Some("/tmp/app/workload.py"),
+                Some(5)
+            )
+        );
+        let f = austin_frame("<frozen importlib._bootstrap>:_find_and_load:1176");
+        assert_eq!(f.file, Some("<frozen importlib._bootstrap>"));
+        let f = austin_frame(r"C:\app\main.py:<module>:3");
+        assert_eq!(
+            (f.file, f.function),
+            (Some(r"C:\app\main.py"), Some("<module>"))
+        );
+        let f = austin_frame(":INVALID:");
+        assert_eq!(
+            (f.kind, f.function),
+            (FrameKind::Unknown, Some(":INVALID:"))
+        );
     }
 
     #[test]

@@ -4,15 +4,14 @@ use std::collections::HashMap;
 
 use super::dialect::Dialect;
 use super::frame_syntax::{
-    generic_frame, pyspy_frame, pyspy_process, pyspy_thread, sampling_frame, sampling_thread,
-    thread_id, FrameText,
+    austin_frame, austin_process, austin_thread, generic_frame, pyspy_frame, pyspy_process,
+    pyspy_thread, sampling_frame, sampling_thread, thread_id, FrameText,
 };
 use super::limits::{MAX_SAMPLES, MAX_STACK_DEPTH, MAX_STACK_NODES};
-use super::lines::Line;
 use crate::error::{ErrorKind, Result};
 use crate::model::{
-    Frame, FrameAddress, FrameHandle, Image, Profile, Sample, Series, SeriesHandle, StackHandle,
-    ThreadHandle,
+    Frame, FrameAddress, FrameHandle, Image, Profile, Sample, Series, SeriesHandle, SeriesKind,
+    StackHandle, ThreadHandle,
 };
 
 /// The root frames that name where a stack ran, as text (empty when absent).
@@ -20,6 +19,15 @@ use crate::model::{
 struct Context<'a> {
     process: &'a str,
     thread: &'a str,
+}
+
+/// The one series of a folded file.
+pub(super) struct SeriesSpec {
+    pub kind: SeriesKind,
+    pub name: &'static str,
+    pub unit: String,
+    /// Sampling period, in `unit`.
+    pub period: Option<u64>,
 }
 
 pub(super) struct Importer<'a> {
@@ -32,18 +40,18 @@ pub(super) struct Importer<'a> {
 }
 
 impl<'a> Importer<'a> {
-    pub(super) fn new(dialect: Dialect) -> Self {
+    pub(super) fn new(dialect: Dialect, series: SeriesSpec) -> Self {
         let mut profile = Profile::new("folded");
         profile
             .attributes
             .insert("folded.dialect".into(), dialect.name().into());
         let series = Series {
-            kind: dialect.series_kind(),
-            name: profile.intern("samples"),
-            unit: profile.intern("count"),
+            kind: series.kind,
+            name: profile.intern(series.name),
+            unit: profile.intern(&series.unit),
             source: Some(profile.intern(dialect.source())),
             frequency_hz: None,
-            period: None,
+            period: series.period,
         };
         let series = profile.add_series(series);
         Importer {
@@ -56,9 +64,10 @@ impl<'a> Importer<'a> {
         }
     }
 
-    pub(super) fn line(&mut self, line: Line<'a>) -> Result<()> {
+    /// One line: its stack and its weight (the count in the series' unit).
+    pub(super) fn line(&mut self, stack: &'a str, weight: i64) -> Result<()> {
         // A stack seen zero times says nothing about where time went.
-        if line.count == 0 {
+        if weight == 0 {
             self.profile.count("folded_zero_count_line");
             return Ok(());
         }
@@ -67,12 +76,12 @@ impl<'a> Importer<'a> {
         }
         self.total = self
             .total
-            .checked_add(line.count)
+            .checked_add(weight)
             .ok_or_else(|| limit("folded total sample count", i64::MAX as u64))?;
 
         // py-spy's line for a thread with no Python frames is just ` COUNT`: no frames at all.
-        let mut frames = line.stack.split(';').peekable();
-        if line.stack.is_empty() {
+        let mut frames = stack.split(';').peekable();
+        if stack.is_empty() {
             frames.next();
         }
         let mut context = Context::default();
@@ -91,10 +100,18 @@ impl<'a> Importer<'a> {
                     context.thread = thread;
                 }
             }
+            Dialect::Austin => {
+                if let Some(process) = frames.next_if(|f| austin_process(f).is_some()) {
+                    context.process = process;
+                    if let Some(thread) = frames.next_if(|f| austin_thread(f).is_some()) {
+                        context.thread = thread;
+                    }
+                }
+            }
             Dialect::Generic => {}
         }
         let thread = self.thread(context);
-        let stack = if line.stack.bytes().filter(|&b| b == b';').count() >= MAX_STACK_DEPTH {
+        let stack_handle = if stack.bytes().filter(|&b| b == b';').count() >= MAX_STACK_DEPTH {
             // Keep the count, so totals still match the producer's.
             self.profile.count("folded_stack_too_deep");
             None
@@ -102,7 +119,7 @@ impl<'a> Importer<'a> {
             self.stack(frames)?
         };
         self.profile
-            .add_sample(Sample::new(thread, stack, line.count, self.series));
+            .add_sample(Sample::new(thread, stack_handle, weight, self.series));
         Ok(())
     }
 
@@ -132,11 +149,12 @@ impl<'a> Importer<'a> {
         }
         let (pid, command_line) = match pyspy_process(context.process) {
             Some((pid, command_line)) => (pid.parse().ok(), Some(command_line)),
-            None => (None, None),
+            None => (austin_process(context.process), None),
         };
         let (tid, name) = match self.dialect {
             Dialect::PySpy => pyspy_thread(context.thread)
                 .map_or((None, None), |(id, name)| (thread_id(id), name)),
+            Dialect::Austin => (austin_thread(context.thread).flatten(), None),
             _ => (sampling_thread(context.thread).and_then(thread_id), None),
         };
         let process = self.profile.add_process(pid);
@@ -160,6 +178,7 @@ impl<'a> Importer<'a> {
         let parsed: FrameText = match self.dialect {
             Dialect::PySpy => pyspy_frame(text),
             Dialect::PythonSampling => sampling_frame(text),
+            Dialect::Austin => austin_frame(text),
             Dialect::Generic => generic_frame(text),
         };
         let mut frame = Frame::new(parsed.kind);

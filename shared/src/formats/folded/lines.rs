@@ -7,13 +7,93 @@ use crate::error::{Error, ErrorKind, Result};
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
-/// One non-blank line.
+/// Most decimals a count may have: the weights of a file with fractional counts are scaled
+/// by 10^decimals to stay exact, and 10^9 times a count leaves room for counts up to 9.2e9.
+pub(super) const MAX_DECIMALS: usize = 9;
+
+/// One line with a stack and a count.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Line<'a> {
     /// The frames, root first, separated by `;`; empty for py-spy's "no Python frames" line.
     pub stack: &'a str,
-    /// The sample count.
-    pub count: i64,
+    /// The sample count as written.
+    pub count: Count<'a>,
+    /// 1-based line number, blank and comment lines counted.
+    pub number: u64,
+    /// Byte offset where the line starts.
+    pub offset: u64,
+}
+
+impl Line<'_> {
+    /// An error about this line.
+    pub(super) fn error(&self, what: String) -> Error {
+        malformed(self.offset, self.number, what)
+    }
+
+    /// The count scaled by 10^`decimals` (the most decimals of any count in the file).
+    pub(super) fn weight(&self, decimals: usize) -> Result<i64> {
+        self.count.scaled(decimals).ok_or_else(|| {
+            let what = if decimals == 0 {
+                format!(
+                    "sample count {} does not fit in a signed 64-bit integer",
+                    clip(self.count.text)
+                )
+            } else {
+                format!(
+                    "sample count {} times 10^{decimals} (the file's most decimals) does not \
+                     fit in a signed 64-bit integer",
+                    clip(self.count.text)
+                )
+            };
+            self.error(what)
+        })
+    }
+}
+
+/// A non-negative decimal count: digits, then optionally `.` and more digits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Count<'a> {
+    text: &'a str,
+    whole: &'a str,
+    fraction: &'a str,
+}
+
+impl<'a> Count<'a> {
+    fn parse(text: &'a str) -> Option<Self> {
+        let (whole, fraction) = match text.split_once('.') {
+            Some((whole, fraction)) if is_digits(fraction) => (whole, fraction),
+            Some(_) => return None,
+            None => (text, ""),
+        };
+        is_digits(whole).then_some(Count {
+            text,
+            whole,
+            fraction,
+        })
+    }
+
+    /// The count as written.
+    pub(super) fn text(&self) -> &'a str {
+        self.text
+    }
+
+    /// How many digits follow the decimal point.
+    pub(super) fn decimals(&self) -> usize {
+        self.fraction.len()
+    }
+
+    /// The exact count times 10^`decimals`; `None` if that overflows. `decimals` is at least
+    /// the count's own and at most [`MAX_DECIMALS`].
+    fn scaled(&self, decimals: usize) -> Option<i64> {
+        let pow = |n: usize| 10i64.checked_pow(u32::try_from(n).ok()?);
+        let whole: i64 = self.whole.parse().ok()?;
+        let fraction: i64 = match self.fraction {
+            "" => 0,
+            f => f.parse().ok()?,
+        };
+        let fraction = fraction.checked_mul(pow(decimals.checked_sub(self.decimals())?)?)?;
+        whole.checked_mul(pow(decimals)?)?.checked_add(fraction)
+    }
 }
 
 /// Why a line's trailing count is not usable.
@@ -22,36 +102,52 @@ pub(super) enum BadCount<'a> {
     Missing,
     NotANumber(&'a str),
     Negative(&'a str),
-    TooLarge(&'a str),
+    TooPrecise(&'a str),
 }
 
 /// Splits `STACK COUNT` at the last space or tab. Frame names may hold spaces
-/// (`<module> (prog.py:12)`), the count never does.
-pub(super) fn split_count(line: &str) -> Result<(&str, i64), BadCount<'_>> {
+/// (`<module> (prog.py:12)`), the count never does. Only that one separator goes: the rest
+/// is the stack, so a leaf frame that is a blank (perf's empty symbol: `a;b;  5`) stays a
+/// frame.
+pub(super) fn split_count(line: &str) -> Result<(&str, Count<'_>), BadCount<'_>> {
     let Some(at) = line.rfind([' ', '\t']) else {
         return Err(BadCount::Missing);
     };
     let (stack, token) = (&line[..at], &line[at + 1..]);
     if let Some(magnitude) = token.strip_prefix('-') {
-        if is_digits(magnitude) {
+        if Count::parse(magnitude).is_some() {
             return Err(BadCount::Negative(token));
         }
     }
-    if !is_digits(token) {
-        return Err(BadCount::NotANumber(token));
+    let count = Count::parse(token).ok_or(BadCount::NotANumber(token))?;
+    if count.decimals() > MAX_DECIMALS {
+        return Err(BadCount::TooPrecise(token));
     }
-    let count = token.parse().map_err(|_| BadCount::TooLarge(token))?;
-    // More than one separator (`a;b  5`) leaves blanks that belong to no frame.
-    Ok((stack.trim_end_matches([' ', '\t']), count))
+    Ok((stack, count))
+}
+
+/// Whether a line is a comment, as austin writes its header (`# austin: 3.7.0`,
+/// `# mode: wall`) and trailer (`# duration: 123555`).
+pub(super) fn is_comment(line: &str) -> bool {
+    line.starts_with('#')
 }
 
 fn is_digits(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
 }
 
+fn malformed(offset: u64, number: u64, what: String) -> Error {
+    ErrorKind::Malformed {
+        format: "folded",
+        offset,
+        what: format!("line {number}: {what}"),
+    }
+    .into()
+}
+
 /// Whether `prefix` (the first bytes of the input; `whole` when that is all of it) reads as
-/// folded text: UTF-8 without NULs, not JSON, and every complete non-blank line ending in a
-/// count, with at least one such line.
+/// folded text: UTF-8 without NULs, not JSON, and every complete line that is not blank or a
+/// comment ending in a count, with at least one such line.
 pub(super) fn looks_folded(prefix: &[u8], whole: bool) -> bool {
     let prefix = prefix.strip_prefix(BOM).unwrap_or(prefix);
     if matches!(
@@ -82,10 +178,11 @@ pub(super) fn looks_folded(prefix: &[u8], whole: bool) -> bool {
     let mut counted = 0usize;
     for line in complete.lines() {
         let line = line.trim_end_matches([' ', '\t', '\r']);
-        if line.trim_start().is_empty() {
+        if line.trim_start().is_empty() || is_comment(line) {
             continue;
         }
-        // A count too large for i64 still reads as folded; decoding then says what is wrong.
+        // A count too large or too precise still reads as folded; decoding then says what is
+        // wrong.
         if matches!(
             split_count(line),
             Err(BadCount::Missing | BadCount::NotANumber(_) | BadCount::Negative(_))
@@ -97,7 +194,7 @@ pub(super) fn looks_folded(prefix: &[u8], whole: bool) -> bool {
     counted > 0
 }
 
-/// The non-blank lines of an input. Stops after the first error.
+/// The lines of an input that are not blank or comments. Stops after the first error.
 pub(super) struct Lines<'a> {
     rest: &'a [u8],
     offset: u64,
@@ -147,12 +244,7 @@ impl<'a> Lines<'a> {
 
     fn malformed(&mut self, offset: u64, what: String) -> Error {
         self.rest = &[];
-        ErrorKind::Malformed {
-            format: "folded",
-            offset,
-            what: format!("line {}: {what}", self.number),
-        }
-        .into()
+        malformed(offset, self.number, what)
     }
 }
 
@@ -172,7 +264,7 @@ impl<'a> Iterator for Lines<'a> {
                 return Some(Err(self.malformed(offset, "contains a NUL byte".into())));
             }
             let text = text.trim_end_matches([' ', '\t']);
-            if text.trim_start().is_empty() {
+            if text.trim_start().is_empty() || is_comment(text) {
                 continue;
             }
             let (stack, count) = match split_count(text) {
@@ -181,18 +273,23 @@ impl<'a> Iterator for Lines<'a> {
                     let what = match bad {
                         BadCount::Missing => "no sample count (expected `STACK COUNT`)".to_owned(),
                         BadCount::NotANumber(t) => {
-                            format!("sample count `{}` is not a whole number", clip(t))
+                            format!("sample count `{}` is not a decimal number", clip(t))
                         }
                         BadCount::Negative(t) => format!("negative sample count {}", clip(t)),
-                        BadCount::TooLarge(t) => format!(
-                            "sample count {} does not fit in a signed 64-bit integer",
+                        BadCount::TooPrecise(t) => format!(
+                            "sample count {} has more than {MAX_DECIMALS} decimals",
                             clip(t)
                         ),
                     };
                     return Some(Err(self.malformed(offset, what)));
                 }
             };
-            return Some(Ok(Line { stack, count }));
+            return Some(Ok(Line {
+                stack,
+                count,
+                number: self.number,
+                offset,
+            }));
         }
     }
 }
@@ -206,32 +303,68 @@ fn clip(s: &str) -> &str {
 mod tests {
     use super::*;
 
+    /// The stack and the count scaled by 10^`decimals`.
+    fn split(line: &str, decimals: usize) -> Result<(&str, Option<i64>), BadCount<'_>> {
+        split_count(line).map(|(stack, count)| (stack, count.scaled(decimals)))
+    }
+
     #[test]
     fn count_is_the_last_token() {
-        assert_eq!(split_count("a b;c (x.py:1) 12"), Ok(("a b;c (x.py:1)", 12)));
-        assert_eq!(split_count(" 1"), Ok(("", 1)));
-        assert_eq!(split_count("a;b  3"), Ok(("a;b", 3)));
-        assert_eq!(split_count("a;b"), Err(BadCount::Missing));
-        assert_eq!(split_count("a -3"), Err(BadCount::Negative("-3")));
-        assert_eq!(split_count("a +3"), Err(BadCount::NotANumber("+3")));
-        assert_eq!(split_count("a 1.5"), Err(BadCount::NotANumber("1.5")));
         assert_eq!(
-            split_count("a 9223372036854775808"),
-            Err(BadCount::TooLarge("9223372036854775808"))
+            split("a b;c (x.py:1) 12", 0),
+            Ok(("a b;c (x.py:1)", Some(12)))
+        );
+        assert_eq!(split(" 1", 0), Ok(("", Some(1))));
+        assert_eq!(
+            split("a;b;  3", 0),
+            Ok(("a;b; ", Some(3))),
+            "the leaf is a blank"
+        );
+        assert_eq!(split("a;b\t 3", 0), Ok(("a;b\t", Some(3))));
+        assert_eq!(split("a;b", 0), Err(BadCount::Missing));
+        assert_eq!(split("a -3", 0), Err(BadCount::Negative("-3")));
+        assert_eq!(split("a -0.5", 0), Err(BadCount::Negative("-0.5")));
+        assert_eq!(split("a +3", 0), Err(BadCount::NotANumber("+3")));
+        for bad in ["1.", ".5", "1.2.3", "1e3", "0x10", "1,5"] {
+            assert_eq!(
+                split(&format!("a {bad}"), 0),
+                Err(BadCount::NotANumber(bad))
+            );
+        }
+        assert_eq!(split("a 9223372036854775808", 0), Ok(("a", None)));
+        assert_eq!(split("a 9223372036854775807", 0), Ok(("a", Some(i64::MAX))));
+    }
+
+    #[test]
+    fn fractional_counts_scale_exactly() {
+        assert_eq!(split("a 1.5", 1), Ok(("a", Some(15))));
+        assert_eq!(split("a 1.5", 3), Ok(("a", Some(1500))));
+        assert_eq!(split("a 12", 2), Ok(("a", Some(1200))));
+        assert_eq!(split("a 0.000000001", 9), Ok(("a", Some(1))));
+        assert_eq!(split("a 274.321", 3), Ok(("a", Some(274_321))));
+        assert_eq!(
+            split("a 0.1234567891", 9),
+            Err(BadCount::TooPrecise("0.1234567891"))
+        );
+        // 9223372036854775807 fits, but not times 10.
+        assert_eq!(split("a 9223372036854775807", 1), Ok(("a", None)));
+        assert_eq!(
+            split("a 922337203685477580.7", 1),
+            Ok(("a", Some(i64::MAX)))
         );
     }
 
     #[test]
-    fn lines_skip_blanks_and_errors_locate_the_line() {
-        let input = b"\xEF\xBB\xBFa;b 2\r\n\r\n  \nc 1\nd x\n";
+    fn lines_skip_blanks_and_comments_and_errors_locate_the_line() {
+        let input = b"\xEF\xBB\xBFa;b 2\r\n\r\n  \n#c 3\nd x\n";
         let mut lines = Lines::new(input);
         let first = lines.next().unwrap().unwrap();
-        assert_eq!((first.stack, first.count), ("a;b", 2));
-        assert_eq!(lines.next().unwrap().unwrap().stack, "c");
+        assert_eq!((first.stack, first.weight(0).unwrap()), ("a;b", 2));
+        assert_eq!((first.number, first.offset), (1, 3));
         let err = lines.next().unwrap().unwrap_err();
         match err.kind() {
             ErrorKind::Malformed { offset, what, .. } => {
-                assert_eq!(*offset, 19);
+                assert_eq!(*offset, 20);
                 assert!(what.starts_with("line 5:"), "{what}");
             }
             other => panic!("unexpected {other:?}"),
@@ -249,6 +382,17 @@ mod tests {
         assert!(!looks_folded(b"a\0 1\n", true));
         assert!(!looks_folded(b"a -1\n", true));
         assert!(looks_folded(b"a 99999999999999999999\n", true));
+        assert!(looks_folded(b"a;b 0.5\na;c 12.25\n", true));
+        assert!(
+            looks_folded(b"a 0.1234567891\n", true),
+            "decoding says what is wrong"
+        );
+        assert!(!looks_folded(b"a 1.\n", true));
+        assert!(looks_folded(
+            b"# austin: 3.7.0\n# mode: wall\n\nP1;T0:1;a.py:f:1 10\n",
+            true
+        ));
+        assert!(!looks_folded(b"# only a comment\n", true));
         // A multi-byte character cut by the sniff window.
         assert!(looks_folded(
             "a 1\n\u{e9}".as_bytes().split_last().unwrap().1,

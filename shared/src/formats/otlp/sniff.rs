@@ -195,27 +195,155 @@ fn is_request(body: &[u8], complete: bool) -> bool {
     starts_right && conforms(Msg::Request, body, complete)
 }
 
-/// Whether `prefix` starts an OTLP/JSON document: an object with a `resourceProfiles` (or
-/// proto-name `resource_profiles`) key.
+/// The keys of a `ProfilesDictionary`, JSON names and proto names.
+const DICTIONARY_KEYS: &[&[u8]] = &[
+    b"mappingTable",
+    b"mapping_table",
+    b"locationTable",
+    b"location_table",
+    b"functionTable",
+    b"function_table",
+    b"linkTable",
+    b"link_table",
+    b"stringTable",
+    b"string_table",
+    b"attributeTable",
+    b"attribute_table",
+    b"stackTable",
+    b"stack_table",
+];
+
+/// Whether `prefix` starts an OTLP/JSON document: an object with a top-level
+/// `resourceProfiles` key, or a `dictionary` object whose first key names a dictionary
+/// table. Keys may come in any order (the Collector's marshaler writes the dictionary first,
+/// and it can fill the whole sniffed prefix), and unknown top-level keys are skipped, as the
+/// decoder ignores them.
 pub(super) fn is_json(prefix: &[u8]) -> bool {
     let text = prefix.strip_prefix(b"\xef\xbb\xbf").unwrap_or(prefix);
-    let Some(start) = text.iter().position(|b| !b.is_ascii_whitespace()) else {
-        return false;
-    };
-    if text[start] != b'{' {
+    let mut json = JsonScan { text, at: 0 };
+    if json.next_byte() != Some(b'{') {
         return false;
     }
-    [&b"\"resourceProfiles\""[..], b"\"resource_profiles\""]
-        .iter()
-        .any(|key| {
-            text.windows(key.len()).enumerate().any(|(i, w)| {
-                w == *key
-                    && text[i + key.len()..]
-                        .iter()
-                        .find(|b| !b.is_ascii_whitespace())
-                        == Some(&b':')
-            })
-        })
+    loop {
+        let Some(key) = json.key() else {
+            return false;
+        };
+        if key == b"resourceProfiles" || key == b"resource_profiles" {
+            // Whatever the value, decoding says what is wrong with it.
+            return true;
+        }
+        if key == b"dictionary" && json.peek() == Some(b'{') {
+            let mut inside = JsonScan {
+                text,
+                at: json.at + 1,
+            };
+            if inside.peek() == Some(b'"') {
+                return inside.key().is_some_and(|k| DICTIONARY_KEYS.contains(&k));
+            }
+        }
+        if !json.skip_value() {
+            return false;
+        }
+        if json.next_byte() != Some(b',') {
+            // The object ended, or the prefix did, before a request key.
+            return false;
+        }
+    }
+}
+
+/// A cursor over JSON text that knows just enough to step over values.
+struct JsonScan<'a> {
+    text: &'a [u8],
+    at: usize,
+}
+
+impl<'a> JsonScan<'a> {
+    fn skip_blanks(&mut self) {
+        while self
+            .text
+            .get(self.at)
+            .is_some_and(|b| b.is_ascii_whitespace())
+        {
+            self.at += 1;
+        }
+    }
+
+    fn peek(&mut self) -> Option<u8> {
+        self.skip_blanks();
+        self.text.get(self.at).copied()
+    }
+
+    fn next_byte(&mut self) -> Option<u8> {
+        let b = self.peek()?;
+        self.at += 1;
+        Some(b)
+    }
+
+    /// A string's raw bytes (escapes left as written), the cursor after its closing quote.
+    fn string(&mut self) -> Option<&'a [u8]> {
+        if self.next_byte()? != b'"' {
+            return None;
+        }
+        let start = self.at;
+        loop {
+            match *self.text.get(self.at)? {
+                b'\\' => self.at += 2,
+                b'"' => {
+                    self.at += 1;
+                    return self.text.get(start..self.at - 1);
+                }
+                _ => self.at += 1,
+            }
+        }
+    }
+
+    /// An object key and its colon.
+    fn key(&mut self) -> Option<&'a [u8]> {
+        let key = self.string()?;
+        (self.next_byte()? == b':').then_some(key)
+    }
+
+    /// Steps over one value; false if it is not there whole or is not JSON.
+    fn skip_value(&mut self) -> bool {
+        let mut depth = 0usize;
+        loop {
+            match self.peek() {
+                None => return false,
+                Some(b'"') => {
+                    if self.string().is_none() {
+                        return false;
+                    }
+                }
+                Some(b'{' | b'[') => {
+                    depth += 1;
+                    self.at += 1;
+                }
+                Some(b'}' | b']') => {
+                    let Some(d) = depth.checked_sub(1) else {
+                        return false;
+                    };
+                    depth = d;
+                    self.at += 1;
+                }
+                Some(b',' | b':') if depth > 0 => self.at += 1,
+                Some(b) if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'+' | b'.') => {
+                    while self.text.get(self.at).is_some_and(|b| {
+                        b.is_ascii_alphanumeric() || matches!(b, b'-' | b'+' | b'.')
+                    }) {
+                        self.at += 1;
+                    }
+                    if self.at == self.text.len() {
+                        // A number cut by the prefix end.
+                        return false;
+                    }
+                }
+                Some(_) => return false,
+            }
+            if depth == 0 {
+                return true;
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -260,5 +388,29 @@ mod tests {
         assert!(is_json(b"\xef\xbb\xbf{\"resource_profiles\":[]}"));
         assert!(!is_json(b"{\"note\": \"resourceProfiles\"}"));
         assert!(!is_json(b"[{\"resourceProfiles\": []}]"));
+        assert!(
+            !is_json(b"{\"other\": {\"resourceProfiles\": []}}"),
+            "a nested key is not the request's"
+        );
+    }
+
+    #[test]
+    fn json_keys_in_any_order() {
+        assert!(is_json(
+            b"{\"dictionary\": {\"stringTable\": [\"\"]}, \"resourceProfiles\": []}"
+        ));
+        assert!(is_json(b"{\"dictionary\":{},\"resourceProfiles\":[]}"));
+        // Unknown keys first, with values of every JSON type.
+        assert!(is_json(
+            b"{\"a\": 1.5e3, \"b\": [true, null, {\"c\": \"}\\\"\"}], \"resource_profiles\": [{}]}"
+        ));
+        // A dictionary larger than the sniffed prefix: only its first key is there.
+        let mut cut = b"{\n \"dictionary\": {\n  \"mappingTable\": [".to_vec();
+        cut.extend(b"{\"memoryStart\": \"4096\"},".repeat(300));
+        cut.truncate(4096);
+        assert!(is_json(&cut));
+        assert!(!is_json(b"{\"dictionary\": {\"words\": []}}"));
+        assert!(!is_json(b"{\"dictionary\": {}}"), "no profiles");
+        assert!(!is_json(b"{\"a\": 1, \"dictionary"), "cut before the value");
     }
 }

@@ -24,16 +24,32 @@ use crate::model::Profile;
 pub(crate) fn test(prefix: &[u8]) -> bool {
     // Perfetto's own sniffer only checks for 0x0a; pprof and OTLP start with the same byte,
     // so look one level deeper.
-    let Some(rest) = prefix.strip_prefix(&[0x0a]) else {
-        return false;
-    };
-    let Some((len, body)) = read_varint(rest) else {
-        return false;
-    };
-    let body = &body[..body.len().min(usize::try_from(len).unwrap_or(usize::MAX))];
-    if body.is_empty() {
-        return len == 0;
+    let mut rest = prefix;
+    // Empty packets say nothing, and a pprof whose first sample type has neither type nor
+    // unit starts with the same `0a 00`. A trace holds nothing but packets, so what follows
+    // an empty one must be another packet; pprof follows with other fields (`12` sample,
+    // `32` string table) or a named sample type, whose first field (1) is no packet field.
+    loop {
+        let Some(after_tag) = rest.strip_prefix(&[0x0a]) else {
+            return false;
+        };
+        let Some((len, body)) = read_varint(after_tag) else {
+            return false;
+        };
+        if len > 0 {
+            let body = &body[..body.len().min(usize::try_from(len).unwrap_or(usize::MAX))];
+            return starts_packet(body);
+        }
+        if body.is_empty() {
+            // Only empty packets up to the end of what was looked at.
+            return true;
+        }
+        rest = body;
     }
+}
+
+/// Whether a non-empty packet's body starts with a `TracePacket` field.
+fn starts_packet(body: &[u8]) -> bool {
     let Some((tag, _)) = read_varint(body) else {
         return false;
     };
@@ -56,4 +72,25 @@ pub(crate) fn decode(input: impl Read, codec: &'static str) -> Result<Profile> {
     let mut importer = importer::Importer::new();
     packets::PacketWalker::new().walk(input, codec, &mut |packet| importer.packet(packet))?;
     Ok(importer.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test;
+
+    #[test]
+    fn empty_packets_are_followed_by_packets() {
+        // Empty packets, then { timestamp (8): 5, trusted_packet_sequence_id (10): 1 }.
+        assert!(test(&[
+            0x0a, 0x00, 0x0a, 0x00, 0x0a, 0x04, 0x40, 0x05, 0x50, 0x01
+        ]));
+        assert!(test(&[0x0a, 0x00]), "nothing but an empty packet");
+        // pprof with an unnamed first sample type: an empty ValueType, then a sample
+        // (`12`), a string table (`32`) or a named sample type (its field 1 is a varint).
+        assert!(!test(&[0x0a, 0x00, 0x12, 0x02, 0x08, 0x01]));
+        assert!(!test(&[0x0a, 0x00, 0x32, 0x00]));
+        assert!(!test(&[0x0a, 0x00, 0x0a, 0x04, 0x08, 0x01, 0x10, 0x02]));
+        assert!(!test(&[0x0a, 0x00, 0x0a, 0x00, 0x12, 0x00]));
+        assert!(!test(&[0x0a, 0x05]), "cut after the length");
+    }
 }
