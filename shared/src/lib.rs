@@ -52,8 +52,10 @@ pub use plan::{
     plan_chunks, ChunkPlan, PlannedSample, Timing, DEFAULT_INTERVAL_NS, MAX_CHUNK_DURATION_NS,
     MAX_EXPANDED_SAMPLES,
 };
+pub use sample_v2::schema as sample_v2_schema;
 pub use sample_v2::{
-    check_sample_v2, write_planned_chunk, write_sample_v2, Rule, SampleV2Chunk, Violation,
+    check_sample_v2, write_chunk, write_planned_chunk, write_sample_v2, Rule, SampleV2Chunk,
+    Violation,
 };
 #[cfg(feature = "s3")]
 pub use store::S3Store;

@@ -94,7 +94,7 @@ fn convert_inner(
         let chunks: Vec<SampleV2Chunk> = plans
             .iter()
             .map(|plan| write_planned_chunk(&metadata, plan))
-            .collect();
+            .collect::<Result<_>>()?;
         if let Some(Timing::Expanded { interval_ns }) = chunks.first().map(|c| c.timing) {
             timestamps = format!(
                 "expanded from aggregated weights, {interval_ns} ns apart per thread, from {start}"
