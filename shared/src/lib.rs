@@ -54,8 +54,8 @@ pub use plan::{
 };
 pub use sample_v2::schema as sample_v2_schema;
 pub use sample_v2::{
-    check_sample_v2, write_chunk, write_planned_chunk, write_sample_v2, Rule, SampleV2Chunk,
-    Violation,
+    check_chunk, check_sample_v2, write_chunk, write_planned_chunk, write_sample_v2, Rule,
+    SampleV2Chunk, Violation,
 };
 #[cfg(feature = "s3")]
 pub use store::S3Store;

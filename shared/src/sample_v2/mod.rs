@@ -5,5 +5,5 @@ mod rules;
 pub mod schema;
 mod write;
 
-pub use rules::{check_sample_v2, Rule, Violation};
+pub use rules::{check_chunk, check_sample_v2, Rule, Violation};
 pub use write::{write_chunk, write_planned_chunk, write_sample_v2, SampleV2Chunk};
