@@ -3,15 +3,16 @@
 use sha2::{Digest, Sha256};
 
 use super::build_id_index::build_id_index;
+use super::decode::{decode, Decoded};
 use super::manifest::{
     Manifest, ManifestOutput, ManifestProfile, ManifestSource, MANIFEST_VERSION,
 };
 use crate::error::{ErrorKind, Result};
-use crate::formats::{decode, sample_v2_profile, Decoded, InputFormat};
+use crate::formats::InputFormat;
 use crate::metadata::UploadMetadata;
 use crate::model::{seconds_to_ns, Profile, Timestamps};
 use crate::plan::{plan_chunks, ChunkPlan, Timing};
-use crate::sample_v2::{write_planned_chunk, SampleV2Chunk};
+use crate::sample_v2::{write_planned_chunk, PassThrough, SampleV2Chunk};
 use crate::store::{chunk_key, manifest_key, source_id, ObjectStore};
 use crate::tables::{write_tables, TableChunk, TableSource};
 
@@ -106,11 +107,11 @@ fn convert_inner(
     } else {
         // The input already is Sample v2: validated by the decoder, stored unchanged, and
         // tabulated chunk by chunk so each table profile is exactly one stored chunk.
-        let chunks = std::mem::take(&mut decoded.chunks);
-        let profiles = chunks
-            .iter()
-            .map(|c| sample_v2_profile(&c.json))
-            .collect::<Result<Vec<_>>>()?;
+        let (profiles, chunks): (Vec<Profile>, Vec<SampleV2Chunk>) =
+            std::mem::take(&mut decoded.chunks)
+                .into_iter()
+                .map(PassThrough::into_output)
+                .unzip();
         let plans: Vec<ChunkPlan> = profiles
             .iter()
             .zip(&chunks)
