@@ -12,6 +12,8 @@ mod events;
 mod flamegraph;
 mod formats;
 mod ids;
+#[cfg(test)]
+mod layering_tests;
 mod metadata;
 mod model;
 mod pipeline;
