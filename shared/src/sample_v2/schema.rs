@@ -401,3 +401,7 @@ pub(super) const OUT_OF_RANGE: &str = "number out of range";
 fn present_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Number>, D::Error> {
     number(d).map(Some)
 }
+
+#[cfg(test)]
+#[path = "schema_tests.rs"]
+mod tests;
