@@ -162,9 +162,7 @@ const PASSED_THROUGH: [&str; 2] = ["sentry/vroomrs_sample_v2_valid_android.json"
 
 /// A Sample v2 chunk Relay accepts after rewriting it (upper-case debug id, zero-padded image
 /// addresses, PAC bits on frame addresses): checked on its own by
-/// `the_cocoa_sample_v2_chunk_passes_through_unchanged`, because proflake currently refuses
-/// it (its relay rules count those rewrites as rejections), and one known failure should not
-/// hide what the loops over every input check.
+/// `the_cocoa_sample_v2_chunk_passes_through_unchanged`.
 const COCOA_CHUNK: &str = "sentry/vroomrs_sample_v2_valid_cocoa.json";
 
 /// The files of a directory (not its subdirectories), sorted, that `keep` accepts.
@@ -439,9 +437,8 @@ fn every_other_format_input_gives_the_same_objects_in_every_container() {
     }
 }
 
-/// Fails today: proflake refuses this chunk with "Relay would reject this chunk
-/// (InvalidAddress x4, InvalidDebugImage x1)", though Relay accepts it after rewriting
-/// (`relay_rules/tests.rs`, `vroomrs_cocoa_fixture_breaks_only_strict_rules`, says so too).
+/// Relay accepts this chunk after rewriting it (`sample_v2/rules_tests.rs`,
+/// `vroomrs_cocoa_fixture_breaks_only_strict_rules`), so it passes through as sent.
 #[test]
 fn the_cocoa_sample_v2_chunk_passes_through_unchanged() {
     let bytes = input(COCOA_CHUNK);
