@@ -206,7 +206,7 @@ fn writers(name: &str, bytes: &[u8], runs: usize) {
     };
     let chunks: Vec<_> = plans
         .iter()
-        .map(|p| write_planned_chunk(&meta, p))
+        .map(|p| write_planned_chunk(&meta, p).expect("bench chunks write"))
         .collect();
     let rows: usize = plans.iter().map(|p| p.samples.len()).sum();
     let table_chunks: Vec<TableChunk> = plans
@@ -232,7 +232,7 @@ fn writers(name: &str, bytes: &[u8], runs: usize) {
     let parquet_bytes: usize = tables.iter().map(|t| t.bytes.len()).sum();
     let t_json = median_of(runs, || {
         for p in &plans {
-            black_box(write_planned_chunk(&meta, p));
+            black_box(write_planned_chunk(&meta, p).expect("bench chunks write"));
         }
     });
     let t_tables = median_of(runs, || {

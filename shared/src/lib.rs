@@ -12,6 +12,8 @@ mod events;
 mod flamegraph;
 mod formats;
 mod ids;
+#[cfg(test)]
+mod layering_tests;
 mod metadata;
 mod model;
 mod pipeline;
@@ -29,7 +31,7 @@ pub use flamegraph::{
     flame_frame_name, fold, parse_time_ns, read_table_objects, read_tables, read_tables_between,
     render_svg, FlameFilter, Folded, IdOrName,
 };
-pub use formats::{decode, sniff, Container, Decoded, InputFormat, MAX_DECOMPRESSED_BYTES};
+pub use formats::{sniff, Container, InputFormat, MAX_DECOMPRESSED_BYTES};
 pub use ids::derived_id;
 pub use metadata::{
     ClientSdk, Measurement, MeasurementUnit, MeasurementValue, UploadMetadata,
@@ -42,19 +44,21 @@ pub use model::{
     StringHandle, Thread, ThreadHandle, Timestamps,
 };
 pub use pipeline::{
-    build_id_index, convert_upload, process_upload, publish, store_upload, BuildIdIndexEntry,
-    ConvertOptions, Converted, ConvertedUpload, ErrorReport, IndexedMapping, Manifest,
-    ManifestExpansion, ManifestOutput, ManifestProfile, ManifestSampleV2, ManifestSeries,
-    ManifestSource, Outcome, ProcessOptions, Quarantine, SkipReason, BUILD_ID_INDEX_VERSION,
-    DEFAULT_MAX_OBJECT_BYTES, ERROR_REPORT_VERSION, MANIFEST_VERSION,
+    build_id_index, convert_upload, decode, process_upload, publish, store_upload,
+    BuildIdIndexEntry, ConvertOptions, Converted, ConvertedUpload, Decoded, ErrorReport,
+    IndexedMapping, Manifest, ManifestExpansion, ManifestOutput, ManifestProfile, ManifestSampleV2,
+    ManifestSeries, ManifestSource, Outcome, ProcessOptions, Quarantine, SkipReason,
+    BUILD_ID_INDEX_VERSION, DEFAULT_MAX_OBJECT_BYTES, ERROR_REPORT_VERSION, MANIFEST_VERSION,
 };
 pub use plan::{
     left_out, plan_chunks, plan_sample_v2, plan_tables, ChunkPlan, PlannedSample, SampleV2Plan,
     SeriesCoverage, TableProfilePlan, Timing, DEFAULT_INTERVAL_NS, MAX_CHUNK_DURATION_NS,
     MAX_EXPANDED_SAMPLES, MIN_INTERVAL_NS, TABLE_WINDOW_NS,
 };
+pub use sample_v2::schema as sample_v2_schema;
 pub use sample_v2::{
-    check_sample_v2, write_planned_chunk, write_sample_v2, Rule, SampleV2Chunk, Violation,
+    check_chunk, check_sample_v2, read_chunk, write_chunk, write_planned_chunk, write_sample_v2,
+    PassThrough, Rule, SampleV2Chunk, Violation,
 };
 #[cfg(feature = "s3")]
 pub use store::S3Store;

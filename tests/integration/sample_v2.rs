@@ -6,8 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use proflake::{
-    check_sample_v2, convert_upload, write_sample_v2, ConvertOptions, Converted, ErrorKind,
-    Manifest, Profile, SeriesKind, Timestamps, UploadMetadata, MAX_CHUNK_DURATION_NS,
+    check_sample_v2, convert_upload, read_chunk, write_chunk, write_sample_v2, ConvertOptions,
+    Converted, ErrorKind, Manifest, Profile, SeriesKind, Timestamps, UploadMetadata,
+    MAX_CHUNK_DURATION_NS,
 };
 use serde_json::Value;
 
@@ -161,9 +162,7 @@ const PASSED_THROUGH: [&str; 2] = ["sentry/vroomrs_sample_v2_valid_android.json"
 
 /// A Sample v2 chunk Relay accepts after rewriting it (upper-case debug id, zero-padded image
 /// addresses, PAC bits on frame addresses): checked on its own by
-/// `the_cocoa_sample_v2_chunk_passes_through_unchanged`, because proflake currently refuses
-/// it (its relay rules count those rewrites as rejections), and one known failure should not
-/// hide what the loops over every input check.
+/// `the_cocoa_sample_v2_chunk_passes_through_unchanged`.
 const COCOA_CHUNK: &str = "sentry/vroomrs_sample_v2_valid_cocoa.json";
 
 /// The files of a directory (not its subdirectories), sorted, that `keep` accepts.
@@ -423,9 +422,8 @@ fn every_other_format_input_gives_the_same_objects_in_every_container() {
     }
 }
 
-/// Fails today: proflake refuses this chunk with "Relay would reject this chunk
-/// (InvalidAddress x4, InvalidDebugImage x1)", though Relay accepts it after rewriting
-/// (`relay_rules/tests.rs`, `vroomrs_cocoa_fixture_breaks_only_strict_rules`, says so too).
+/// Relay accepts this chunk after rewriting it (`sample_v2/rules_tests.rs`,
+/// `vroomrs_cocoa_fixture_breaks_only_strict_rules`), so it passes through as sent.
 #[test]
 fn the_cocoa_sample_v2_chunk_passes_through_unchanged() {
     let bytes = input(COCOA_CHUNK);
@@ -674,4 +672,121 @@ fn aggregated_fixtures_write_their_documented_totals() {
             assert_eq!(first, 1_700_000_000_000_000_000, "{name}");
         }
     }
+}
+
+// ---- reading chunks back -------------------------------------------------------------------
+
+/// Reads a chunk into the Sample v2 schema and writes it back.
+fn rewrite(what: &str, json: &[u8]) -> Vec<u8> {
+    let chunk = read_chunk(json).unwrap_or_else(|e| panic!("{what}: does not read: {e}"));
+    write_chunk(&chunk)
+}
+
+#[test]
+fn every_written_chunk_reads_and_writes_back_byte_for_byte() {
+    let mut checked = 0;
+    let mut check = |what: &str, json: &[u8]| {
+        assert!(
+            rewrite(what, json) == json,
+            "{what}: reading and writing back changed the chunk"
+        );
+        checked += 1;
+    };
+    for (name, bytes) in all_perfetto_fixtures() {
+        for chunk in chunks_of(&bytes, &name).unwrap_or_default() {
+            check(&name, &chunk.json);
+        }
+    }
+    // Passed-through chunks are stored as received; the fixture test below reads them.
+    for (name, bytes) in other_format_inputs() {
+        if PASSED_THROUGH.contains(&name.as_str()) {
+            continue;
+        }
+        let Ok(c) = convert_input(&name, &bytes) else {
+            continue;
+        };
+        for (key, json) in c.sample_v2() {
+            check(&format!("{name}: {key}"), json);
+        }
+    }
+    // What no input carries on its own: the SDK's debug images, measurements, content_type.
+    let mut metadata: Value =
+        serde_json::from_slice(&fixture("sentry/relay_perfetto_chunk_metadata.json")).unwrap();
+    metadata["debug_meta"] = serde_json::json!({"images": [
+        {"type": "proguard", "uuid": "32420279-25e2-34e6-8bc7-8a006a8f2425"},
+        {"type": "sourcemap", "code_file": "app.js", "debug_id": "7f4a3eb0-885e-8d4c-a04b-05fa32cc4cbd"}
+    ]});
+    let options = ConvertOptions {
+        metadata: UploadMetadata::from_json(&serde_json::to_vec(&metadata).unwrap()).unwrap(),
+        ..ConvertOptions::default()
+    };
+    let c = convert_upload("uploads/sdk", "e", &sample_trace(), &options).unwrap();
+    let mut measured = 0;
+    for (key, json) in c.sample_v2() {
+        let doc: Value = serde_json::from_slice(json).unwrap();
+        assert_eq!(doc["debug_meta"]["images"][0]["type"], "proguard", "{key}");
+        measured += usize::from(doc.get("measurements").is_some());
+        check(key, json);
+    }
+    assert!(measured > 0, "no chunk holds measurements");
+    assert!(checked > 40, "only {checked} chunks read back");
+}
+
+/// Every `.json` file of the Sentry fixtures, here and in the shared fixtures when they are
+/// beside the repository.
+fn sentry_fixture_files() -> Vec<PathBuf> {
+    let mut files = files_in(&fixture_path("sentry"), |n| n.ends_with(".json"));
+    let shared = repo_path("../shared/fixtures/sentry");
+    if shared.is_dir() {
+        files.extend(files_in(&shared, |n| n.ends_with(".json")));
+    }
+    files
+}
+
+#[test]
+fn every_sample_v2_fixture_relay_accepts_reads_and_writes_back_as_the_same_json() {
+    let mut accepted = Vec::new();
+    for path in sentry_fixture_files() {
+        let name = path.display().to_string();
+        let bytes = std::fs::read(&path).unwrap();
+        let rejects: Vec<_> = check_sample_v2(&bytes)
+            .into_iter()
+            .filter(|v| v.rule.relay_rejects())
+            .collect();
+        if !rejects.is_empty() {
+            continue;
+        }
+        let once = rewrite(&name, &bytes);
+        let sent: Value = serde_json::from_slice(&bytes).unwrap();
+        let written: Value = serde_json::from_slice(&once).unwrap();
+        assert_eq!(written, sent, "{name}: reading and writing back changed it");
+        assert!(
+            rewrite(&name, &once) == once,
+            "{name}: a rewrite is not stable"
+        );
+        accepted.push(path.file_name().unwrap().to_string_lossy().into_owned());
+    }
+    for expected in [
+        "vroomrs_sample_v2_valid_android.json",
+        "vroomrs_sample_v2_valid_cocoa.json",
+    ] {
+        assert!(
+            accepted.iter().any(|n| n == expected),
+            "{expected} was not checked: {accepted:?}"
+        );
+    }
+}
+
+#[test]
+fn a_metadata_debug_image_of_the_wrong_shape_is_invalid_metadata() {
+    let metadata = br#"{"debug_meta": {"images": [{"type": "proguard", "uuid": 7}]}}"#;
+    let options = ConvertOptions {
+        metadata: UploadMetadata::from_json(metadata).unwrap(),
+        ..ConvertOptions::default()
+    };
+    let err = convert_upload("uploads/bad", "e", &sample_trace(), &options).unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::InvalidMetadata { what } if what.contains("debug_meta.images[0]")),
+        "{err}"
+    );
 }

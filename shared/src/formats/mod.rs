@@ -21,7 +21,6 @@ pub(crate) use container::LimitHit;
 use crate::error::{Error, ErrorKind, Result};
 use crate::metadata::UploadMetadata;
 use crate::model::Profile;
-use crate::sample_v2::SampleV2Chunk;
 
 /// Upper bound on decompressed input, whatever the container: the guard against
 /// decompression bombs.
@@ -98,28 +97,38 @@ impl InputFormat {
     }
 }
 
-/// A decoded input.
+/// An input as the format decoders leave it. Sample v2 chunks are still bytes: reading them
+/// is the Sample v2 reader's job, which sits downstream of the formats.
 #[derive(Debug)]
-pub struct Decoded {
+pub(crate) struct DecodedInput {
     /// The profile.
     pub profile: Profile,
     /// The detected format.
     pub format: InputFormat,
     /// The whole-file compression that was undone.
     pub container: Container,
-    /// Metadata the input carries itself (the SDK's chunk metadata in a Sentry envelope). The
-    /// caller's metadata takes precedence over it.
+    /// Metadata the input carries itself (the SDK's chunk metadata in a Sentry envelope).
     pub metadata: Option<UploadMetadata>,
-    /// Sample v2 chunks the input already holds; they are validated and passed through
-    /// unchanged instead of being written from the model.
-    pub chunks: Vec<SampleV2Chunk>,
+    /// Sample v2 chunks the input holds, in input order.
+    pub sample_v2: Vec<SampleV2Item>,
+}
+
+/// A Sample v2 chunk as an input holds it.
+#[derive(Debug)]
+pub(crate) struct SampleV2Item {
+    /// Where the chunk starts in the (decompressed) input.
+    pub offset: u64,
+    /// The `platform` header of its envelope item, which must agree with the chunk's.
+    pub platform: Option<String>,
+    /// The chunk's bytes.
+    pub json: Vec<u8>,
 }
 
 /// What a decoder returns beyond the profile.
 #[derive(Debug, Default)]
 pub(crate) struct Extras {
     pub metadata: Option<UploadMetadata>,
-    pub chunks: Vec<SampleV2Chunk>,
+    pub sample_v2: Vec<SampleV2Item>,
 }
 
 /// Detects the format of decompressed content from its first bytes.
@@ -128,7 +137,7 @@ pub fn sniff(prefix: &[u8]) -> Option<InputFormat> {
 }
 
 /// Decodes `bytes` (compressed or not) into a profile. `format` overrides detection.
-pub fn decode(bytes: &[u8], format: Option<InputFormat>) -> Result<Decoded> {
+pub(crate) fn decode(bytes: &[u8], format: Option<InputFormat>) -> Result<DecodedInput> {
     let container = Container::sniff(bytes);
     let mut reader = container::open(bytes, container, MAX_DECOMPRESSED_BYTES)
         .map_err(|e| io_error(e, container.name(), 0, "container header"))?;
@@ -149,12 +158,12 @@ pub fn decode(bytes: &[u8], format: Option<InputFormat>) -> Result<Decoded> {
     };
     let mut stream = io::Cursor::new(prefix).chain(reader);
     if format == InputFormat::Perfetto {
-        return Ok(Decoded {
+        return Ok(DecodedInput {
             profile: perfetto::decode(stream, container.name())?,
             format,
             container,
             metadata: None,
-            chunks: Vec::new(),
+            sample_v2: Vec::new(),
         });
     }
     // The other formats are not streamable (a protobuf message or JSON document as a whole,
@@ -170,22 +179,15 @@ pub fn decode(bytes: &[u8], format: Option<InputFormat>) -> Result<Decoded> {
         InputFormat::Pprof => (pprof::decode(&whole)?, Extras::default()),
         InputFormat::Folded => (folded::decode(&whole)?, Extras::default()),
         InputFormat::SentryEnvelope => sentry::decode_envelope(&whole)?,
-        InputFormat::SampleV2 => sentry::decode_chunk(&whole)?,
+        InputFormat::SampleV2 => sentry::decode_chunk(whole),
     };
-    Ok(Decoded {
+    Ok(DecodedInput {
         profile,
         format,
         container,
         metadata: extras.metadata,
-        chunks: extras.chunks,
+        sample_v2: extras.sample_v2,
     })
-}
-
-/// The model of one passed-through Sample v2 chunk on its own (inputs that hold several
-/// chunks decode them into one profile; tables need each chunk apart). The decoder already
-/// checked the chunk.
-pub(crate) fn sample_v2_profile(json: &[u8]) -> Result<Profile> {
-    sentry::accepted_chunk_profile(json)
 }
 
 /// Maps an I/O error from a decompressing reader onto the error kinds callers match on.

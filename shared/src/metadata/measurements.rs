@@ -32,6 +32,19 @@ pub enum MeasurementUnit {
     Nanojoule,
 }
 
+impl MeasurementUnit {
+    /// The unit's full name, as it is written.
+    pub fn name(self) -> &'static str {
+        match self {
+            MeasurementUnit::Nanosecond => "nanosecond",
+            MeasurementUnit::Hertz => "hertz",
+            MeasurementUnit::Byte => "byte",
+            MeasurementUnit::Percent => "percent",
+            MeasurementUnit::Nanojoule => "nanojoule",
+        }
+    }
+}
+
 /// One point. Other keys SDKs send (`elapsed_since_start_ns`) are dropped, as Relay drops them.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MeasurementValue {

@@ -217,6 +217,19 @@ mod measurement_tests {
     }
 
     #[test]
+    fn unit_names_are_the_serialized_names() {
+        for unit in [
+            MeasurementUnit::Nanosecond,
+            MeasurementUnit::Hertz,
+            MeasurementUnit::Byte,
+            MeasurementUnit::Percent,
+            MeasurementUnit::Nanojoule,
+        ] {
+            assert_eq!(serde_json::to_value(unit).unwrap(), unit.name());
+        }
+    }
+
+    #[test]
     fn the_android_sdk_metadata_example_parses() {
         let json =
             include_bytes!("../../../tests/fixtures/sentry/relay_perfetto_chunk_metadata.json");

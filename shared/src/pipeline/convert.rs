@@ -3,16 +3,17 @@
 use sha2::{Digest, Sha256};
 
 use super::build_id_index::build_id_index;
+use super::decode::{decode, Decoded};
 use super::manifest::{
     Manifest, ManifestExpansion, ManifestOutput, ManifestProfile, ManifestSampleV2, ManifestSeries,
     ManifestSource, MANIFEST_VERSION,
 };
 use crate::error::{ErrorKind, Result};
-use crate::formats::{decode, sample_v2_profile, Decoded, InputFormat};
+use crate::formats::InputFormat;
 use crate::metadata::UploadMetadata;
 use crate::model::{seconds_to_ns, Profile, SeriesKind, Timestamps};
 use crate::plan::{plan_sample_v2, plan_tables, SeriesCoverage, TableProfilePlan, Timing};
-use crate::sample_v2::{write_planned_chunk, SampleV2Chunk};
+use crate::sample_v2::{write_planned_chunk, PassThrough, SampleV2Chunk};
 use crate::store::{chunk_key, manifest_key, source_id, ObjectStore};
 use crate::tables::{write_tables, TableProfileInput, TableSource};
 
@@ -105,7 +106,7 @@ fn convert_inner(
             .chunks
             .iter()
             .map(|plan| write_planned_chunk(&metadata, plan))
-            .collect();
+            .collect::<Result<_>>()?;
         if let Some(Timing::Expanded {
             interval_ns,
             scaled_from,
@@ -128,11 +129,11 @@ fn convert_inner(
     } else {
         // The input already is Sample v2: validated by the decoder, stored unchanged, and
         // tabulated chunk by chunk, each under its own platform, release and environment.
-        let chunks = std::mem::take(&mut decoded.chunks);
-        let profiles = chunks
-            .iter()
-            .map(|c| sample_v2_profile(&c.json))
-            .collect::<Result<Vec<_>>>()?;
+        let (profiles, chunks): (Vec<Profile>, Vec<SampleV2Chunk>) =
+            std::mem::take(&mut decoded.chunks)
+                .into_iter()
+                .map(PassThrough::into_output)
+                .unzip();
         let mut table_plans: Vec<Vec<TableProfilePlan>> = Vec::with_capacity(chunks.len());
         for (profile, chunk) in profiles.iter().zip(&chunks) {
             let identity = format!("{source_id}/{}", chunk.chunk_id);

@@ -3,6 +3,7 @@
 
 mod build_id_index;
 mod convert;
+mod decode;
 mod manifest;
 mod process;
 mod supersede;
@@ -11,6 +12,7 @@ pub use build_id_index::{
     build_id_index, BuildIdIndexEntry, IndexedMapping, BUILD_ID_INDEX_VERSION,
 };
 pub use convert::{convert_upload, publish, store_upload, ConvertOptions, Converted};
+pub use decode::{decode, Decoded};
 pub use manifest::{
     Manifest, ManifestExpansion, ManifestOutput, ManifestProfile, ManifestSampleV2, ManifestSeries,
     ManifestSource, MANIFEST_VERSION,

@@ -1,7 +1,12 @@
-//! Sentry Sample v2: writing chunks from plans, and Relay's rules for checking them.
+//! Sentry Sample v2: the chunk's JSON shape (`schema`), writing chunks from plans, reading
+//! them back, and Relay's rules for checking them.
 
+mod read;
 mod rules;
+pub mod schema;
 mod write;
 
-pub use rules::{check_sample_v2, Rule, Violation};
-pub use write::{write_planned_chunk, write_sample_v2, SampleV2Chunk};
+pub(crate) use read::{accept, import};
+pub use read::{read_chunk, PassThrough};
+pub use rules::{check_chunk, check_sample_v2, Rule, Violation};
+pub use write::{write_chunk, write_planned_chunk, write_sample_v2, SampleV2Chunk};

@@ -1,4 +1,4 @@
-//! Relay's acceptance rules for Sample v2 profile chunks, as a pure check over JSON bytes.
+//! Relay's acceptance rules for Sample v2 profile chunks, checked on the typed chunk.
 //!
 //! Relay parses a chunk into its own structs (`relay-profiling/src/sample/v2.rs`), runs
 //! `ProfileData::normalize`, and re-serializes it. Anything that parse step rejects, and
@@ -7,16 +7,25 @@
 //! silent repairs (dropping lone-sample threads, re-sorting samples, stripping zero padding
 //! from addresses, ...) count as violations too.
 //!
-//! Not checked: `measurements` (Relay's own shape for it is unconfirmed; our converter omits
-//! it), `content_type`, the SDK's top-level `timestamp` (Relay drops it harmlessly), duplicate
-//! JSON keys (`serde_json::Value` keeps the last one) and the payload size limit.
+//! The parse is [`schema::Chunk`]'s: like Relay's, it stops at the first key of a wrong type,
+//! missing, or repeated, which is then the one violation reported, at its JSON path. The
+//! rules proper run on a chunk that parsed.
+//!
+//! Not checked beyond their JSON types: `measurements` (Relay's own shape for it is
+//! unconfirmed), `content_type` and the SDK's top-level `timestamp` (Relay drops it
+//! harmlessly). Not checked at all: the payload size limit.
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
-use std::fmt::{self, Display};
+use std::fmt::{self, Display, Write};
 use std::str::FromStr;
 
+use serde::de::IgnoredAny;
+use serde_json::error::Category;
 use serde_json::{Map, Value};
+use serde_path_to_error::Segment;
+
+use super::schema::{Chunk, DebugImage, Frame, Other, ProfileData, OUT_OF_RANGE};
 
 /// Longest chunk Relay accepts (`MAX_PROFILE_CHUNK_DURATION`: 60 s chunks plus slack).
 const MAX_CHUNK_DURATION_SECS: f64 = 66.0;
@@ -39,11 +48,6 @@ const IMAGE_TYPES: [&str; 5] = ["macho", "symbolic", "sourcemap", "proguard", "j
 /// Image types that symbolicate by address and so need an id, a file and a load address.
 const NATIVE_IMAGE_TYPES: [&str; 2] = ["macho", "symbolic"];
 
-/// Optional string fields of Relay's `sample::Frame`.
-const FRAME_STRING_FIELDS: [&str; 6] = [
-    "function", "module", "package", "filename", "abs_path", "platform",
-];
-
 /// Input aliases Relay renames on output (alias, canonical name). Sending both names makes
 /// serde fail with a duplicate field, so the alias is never worth emitting.
 const FRAME_ALIASES: [(&str, &str); 4] = [
@@ -59,6 +63,10 @@ const IMAGE_ALIASES: [(&str, &str); 3] = [
     ("id", "debug_id"),
     ("build_id", "uuid"),
 ];
+
+/// Keys whose values are maps keyed by the sender's names (thread ids, measurement names):
+/// their keys are quoted in paths, as `profile.thread_metadata["42"]`.
+const MAP_KEYS: [&str; 2] = ["thread_metadata", "measurements"];
 
 /// One rule a chunk breaks.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,7 +88,7 @@ impl Display for Violation {
 #[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rule {
-    /// The bytes are not JSON at all (Relay: `InvalidJson`).
+    /// The bytes are not JSON at all, or an object repeats a key (Relay: `InvalidJson`).
     InvalidJson,
     /// `version` is missing or not `"2"` (Relay: `PlatformNotSupported`).
     PlatformNotSupported,
@@ -153,17 +161,129 @@ impl Rule {
 
 /// Checks a Sample v2 chunk; an empty list means Relay accepts it unchanged.
 pub fn check_sample_v2(json: &[u8]) -> Vec<Violation> {
-    match serde_json::from_slice::<Value>(json) {
-        Ok(root) => {
-            let mut checker = Checker::default();
-            checker.check_chunk(&root);
-            checker.violations
-        }
-        Err(err) => vec![Violation {
-            rule: Rule::InvalidJson,
-            detail: format!("$: {err}"),
-        }],
+    match parse(json) {
+        Ok(chunk) => check_chunk(&chunk),
+        Err(violation) => vec![violation],
     }
+}
+
+/// Parses a chunk as Relay's parse would accept it; the error is the violation that stops it.
+pub(crate) fn parse(json: &[u8]) -> Result<Chunk, Violation> {
+    let mut de = serde_json::Deserializer::from_slice(json);
+    let parsed = serde_path_to_error::deserialize::<_, Chunk>(&mut de);
+    let error = match parsed {
+        Ok(chunk) => match de.end() {
+            Ok(()) => return Ok(chunk),
+            Err(e) => return Err(invalid_json(&e)),
+        },
+        Err(e) => e,
+    };
+    let (path, inner) = (error.path(), error.inner());
+    if inner.classify() != Category::Data {
+        return Err(invalid_json(inner));
+    }
+    // The typed parse stops at the first wrong value; bytes that are not JSON further on
+    // are the graver fault.
+    if let Err(syntax) = serde_json::from_slice::<IgnoredAny>(json) {
+        return Err(invalid_json(&syntax));
+    }
+    Err(data_violation(path, inner))
+}
+
+/// Checks a parsed chunk; an empty list means Relay accepts it unchanged.
+pub fn check_chunk(chunk: &Chunk) -> Vec<Violation> {
+    let mut checker = Checker {
+        violations: Vec::new(),
+        cocoa: chunk.platform == "cocoa",
+    };
+    checker.check_chunk(chunk);
+    checker.violations
+}
+
+fn invalid_json(e: &serde_json::Error) -> Violation {
+    Violation {
+        rule: Rule::InvalidJson,
+        detail: format!("$: {e}"),
+    }
+}
+
+/// Names a serde data error by rule and JSON path. Serde says what kind of error it is only
+/// in its message, whose wording serde has kept since 1.0.
+fn data_violation(path: &serde_path_to_error::Path, e: &serde_json::Error) -> Violation {
+    let text = e.to_string();
+    let location = format!(" at line {} column {}", e.line(), e.column());
+    let message = text.strip_suffix(&location).unwrap_or(&text);
+    let named = |prefix: &str| {
+        message
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.split('`').next())
+            .map(str::to_owned)
+    };
+    let (rule, field, message) = if let Some(field) = named("missing field `") {
+        (Rule::MissingField, Some(field), "missing".to_owned())
+    } else if let Some(field) = named("duplicate field `") {
+        (Rule::InvalidJson, Some(field), "duplicate key".to_owned())
+    } else if message.starts_with(OUT_OF_RANGE) {
+        // serde_json's own parse, as Relay runs it, fails on such a number.
+        (Rule::InvalidJson, None, message.to_owned())
+    } else {
+        (Rule::WrongType, None, message.to_owned())
+    };
+    let path = json_path(path, field.as_deref());
+    // Relay dispatches on `version` before it parses anything else.
+    let rule = if path == "version" && rule != Rule::InvalidJson {
+        Rule::PlatformNotSupported
+    } else {
+        rule
+    };
+    Violation {
+        rule,
+        detail: format!("{path}: {message}"),
+    }
+}
+
+/// A serde path as the rules write paths: `profile.samples[3].stack_id`,
+/// `profile.thread_metadata["42"].name`, `$` for the whole chunk.
+fn json_path(path: &serde_path_to_error::Path, field: Option<&str>) -> String {
+    fn push_key(out: &mut String, key: &str) {
+        if !out.is_empty() {
+            out.push('.');
+        }
+        out.push_str(key);
+    }
+    let mut out = String::new();
+    let mut in_map = false;
+    for segment in path {
+        match segment {
+            Segment::Seq { index } => {
+                let _ = write!(out, "[{index}]");
+                in_map = false;
+            }
+            Segment::Map { key } if in_map => {
+                let _ = write!(out, "[{key:?}]");
+                in_map = false;
+            }
+            Segment::Map { key } | Segment::Enum { variant: key } => {
+                push_key(&mut out, key);
+                in_map = MAP_KEYS.contains(&key.as_str());
+            }
+            Segment::Unknown => {
+                push_key(&mut out, "?");
+                in_map = false;
+            }
+        }
+    }
+    if let Some(field) = field {
+        if in_map {
+            let _ = write!(out, "[{field:?}]");
+        } else {
+            push_key(&mut out, field);
+        }
+    }
+    if out.is_empty() {
+        out.push('$');
+    }
+    out
 }
 
 /// Why a value fails, before we know where it sits; callers attach the path.
@@ -179,24 +299,8 @@ impl Flaw {
             msg: msg.into(),
         }
     }
-
-    fn wrong_type(expected: &str, found: &Value) -> Self {
-        Flaw::new(
-            Rule::WrongType,
-            format!("expected {expected}, found {}", describe(found)),
-        )
-    }
 }
 
-/// What one sample contributed, kept for the cross-sample checks.
-struct SampleFacts<'a> {
-    index: usize,
-    timestamp: Option<f64>,
-    stack_id: Option<usize>,
-    thread_id: Option<&'a str>,
-}
-
-#[derive(Default)]
 struct Checker {
     violations: Vec<Violation>,
     /// Relay strips pointer authentication bits only when the chunk platform is cocoa.
@@ -223,43 +327,31 @@ impl Checker {
         }
     }
 
-    fn check_chunk(&mut self, root: &Value) {
-        let Some(top) = self.ok("$", as_object(root)) else {
-            return;
-        };
-        self.check_version(top);
-        self.check_forbidden_top_level(top);
-        for key in ["chunk_id", "profiler_id"] {
-            self.ok(key, field(top, key).and_then(event_id));
-        }
-        self.check_metadata(top);
-        if let Some(debug_meta) = top.get("debug_meta") {
-            self.check_debug_meta(debug_meta);
-        }
-        if let Some(profile) = self.ok("profile", field(top, "profile").and_then(as_object)) {
-            self.check_profile(profile);
-        }
-    }
-
-    fn check_version(&mut self, top: &Map<String, Value>) {
-        match top.get("version") {
-            Some(Value::String(v)) if v == "2" => {}
-            // Relay routes a version-less chunk to legacy parsers (android) or rejects it.
-            None => self.report(
+    fn check_chunk(&mut self, chunk: &Chunk) {
+        if chunk.version != "2" {
+            // Relay routes other versions to legacy parsers (android) or rejects them.
+            self.report(
                 Rule::PlatformNotSupported,
                 "version",
-                "missing, expected \"2\"",
-            ),
-            Some(other) => self.report(
-                Rule::PlatformNotSupported,
-                "version",
-                format!("expected \"2\", found {}", describe(other)),
-            ),
+                format!("expected \"2\", found {:?}", chunk.version),
+            );
         }
+        self.check_forbidden_top_level(&chunk.other);
+        self.ok("chunk_id", event_id(&chunk.chunk_id));
+        self.ok("profiler_id", event_id(&chunk.profiler_id));
+        if chunk.platform.is_empty() {
+            self.report(Rule::MissingField, "platform", "empty string");
+        }
+        if let Some(debug_meta) = &chunk.debug_meta {
+            for (i, image) in debug_meta.images.iter().enumerate() {
+                self.check_image(i, image);
+            }
+        }
+        self.check_profile(&chunk.profile);
     }
 
-    fn check_forbidden_top_level(&mut self, top: &Map<String, Value>) {
-        if top.contains_key("sampled_profile") {
+    fn check_forbidden_top_level(&mut self, other: &Other) {
+        if other.contains_key("sampled_profile") {
             self.report(
                 Rule::ForbiddenField,
                 "sampled_profile",
@@ -267,7 +359,7 @@ impl Checker {
             );
         }
         for key in SERVER_ONLY_FIELDS {
-            if top.contains_key(key) {
+            if other.contains_key(key) {
                 self.report(
                     Rule::ForbiddenField,
                     key,
@@ -277,59 +369,18 @@ impl Checker {
         }
     }
 
-    fn check_metadata(&mut self, top: &Map<String, Value>) {
-        if let Some(platform) = self.ok("platform", field(top, "platform").and_then(as_str)) {
-            if platform.is_empty() {
-                self.report(Rule::MissingField, "platform", "empty string");
-            }
-            self.cocoa = platform == "cocoa";
-        }
-        // Relay serializes an absent release as `null`, so only presence is required.
-        if let Some(release) = self.ok("release", field(top, "release")) {
-            if !(release.is_string() || release.is_null()) {
-                self.ok(
-                    "release",
-                    Err::<(), _>(Flaw::wrong_type("a string or null", release)),
-                );
-            }
-        }
-        if let Some(environment) = top.get("environment") {
-            self.ok("environment", as_str(environment));
-        }
-        if let Some(sdk) = self.ok("client_sdk", field(top, "client_sdk").and_then(as_object)) {
-            for key in ["name", "version"] {
-                self.ok(
-                    format_args!("client_sdk.{key}"),
-                    field(sdk, key).and_then(as_str),
-                );
-            }
-        }
-    }
-
-    fn check_debug_meta(&mut self, debug_meta: &Value) {
-        let Some(meta) = self.ok("debug_meta", as_object(debug_meta)) else {
-            return;
-        };
-        let Some(images) = self.ok(
-            "debug_meta.images",
-            field(meta, "images").and_then(as_array),
-        ) else {
-            return;
-        };
-        for (i, image) in images.iter().enumerate() {
-            if let Some(image) = self.ok(format_args!("debug_meta.images[{i}]"), as_object(image)) {
-                self.check_image(i, image);
-            }
-        }
-    }
-
-    fn check_image(&mut self, i: usize, image: &Map<String, Value>) {
+    fn check_image(&mut self, i: usize, image: &DebugImage) {
         let path = format!("debug_meta.images[{i}]");
         let image_type = self.ok(format_args!("{path}.type"), image_type(image));
         let native = image_type.is_some_and(|t| NATIVE_IMAGE_TYPES.contains(&t));
         // Without these, a native image cannot be matched to frames or symbol files.
-        for key in ["debug_id", "code_file", "image_addr"] {
-            if native && !image.contains_key(key) {
+        let required = [
+            ("debug_id", image.debug_id.is_some()),
+            ("code_file", image.code_file.is_some()),
+            ("image_addr", image.image_addr.is_some()),
+        ];
+        for (key, present) in required {
+            if native && !present {
                 let msg = format!(
                     "missing, required for {} images",
                     image_type.unwrap_or_default()
@@ -337,35 +388,26 @@ impl Checker {
                 self.report(Rule::InvalidDebugImage, format_args!("{path}.{key}"), msg);
             }
         }
-        if let Some(id) = image.get("debug_id") {
-            self.ok(
-                format_args!("{path}.debug_id"),
-                as_str(id).and_then(debug_id),
-            );
+        if let Some(id) = &image.debug_id {
+            self.ok(format_args!("{path}.debug_id"), debug_id(id));
         }
-        if let Some(code_file) = image.get("code_file") {
-            self.ok(format_args!("{path}.code_file"), as_str(code_file));
-        }
-        for key in ["image_addr", "image_vmaddr"] {
-            if let Some(addr) = image.get(key) {
+        for (key, addr) in [
+            ("image_addr", &image.image_addr),
+            ("image_vmaddr", &image.image_vmaddr),
+        ] {
+            if let Some(addr) = addr {
                 self.ok(format_args!("{path}.{key}"), address(addr));
             }
         }
-        if let Some(size) = image.get("image_size") {
-            self.ok(format_args!("{path}.image_size"), as_u64(size));
+        if let Some(uuid) = &image.uuid {
+            self.ok(format_args!("{path}.uuid"), hyphenated_uuid(uuid));
         }
-        if let Some(uuid) = image.get("uuid") {
-            self.ok(
-                format_args!("{path}.uuid"),
-                as_str(uuid).and_then(hyphenated_uuid),
-            );
-        }
-        self.check_aliases(&path, image, &IMAGE_ALIASES);
+        self.check_aliases(&path, &image.other, &IMAGE_ALIASES);
     }
 
-    fn check_aliases(&mut self, path: &str, obj: &Map<String, Value>, aliases: &[(&str, &str)]) {
+    fn check_aliases(&mut self, path: &str, other: &Other, aliases: &[(&str, &str)]) {
         for (alias, canonical) in aliases {
-            if obj.contains_key(*alias) {
+            if other.contains_key(*alias) {
                 self.report(
                     Rule::ForbiddenField,
                     format_args!("{path}.{alias}"),
@@ -375,46 +417,21 @@ impl Checker {
         }
     }
 
-    fn check_profile(&mut self, profile: &Map<String, Value>) {
-        let frames = self.ok(
-            "profile.frames",
-            field(profile, "frames").and_then(as_array),
-        );
-        let stacks = self.ok(
-            "profile.stacks",
-            field(profile, "stacks").and_then(as_array),
-        );
-        let samples = self.ok(
-            "profile.samples",
-            field(profile, "samples").and_then(as_array),
-        );
-
-        if let Some(frames) = frames {
-            self.check_frames(frames);
-        }
-        let stack_lens = stacks.map(|stacks| self.check_stacks(stacks, frames.map(Vec::len)));
-        let facts = samples.map(|samples| self.check_samples(samples, stack_lens.as_deref()));
-
-        if let Some(facts) = &facts {
-            self.check_order(facts);
-            self.check_duration(facts);
-            if let Some(stack_lens) = &stack_lens {
-                self.check_threads(facts, stack_lens);
-            }
-        }
-        if let Some(metadata) = profile.get("thread_metadata") {
-            self.check_thread_metadata(metadata, facts.as_deref());
-        }
+    fn check_profile(&mut self, profile: &ProfileData) {
+        self.check_frames(&profile.frames);
+        self.check_stacks(&profile.stacks, profile.frames.len());
+        let stack_ids = self.check_samples(profile);
+        self.check_order(profile);
+        self.check_duration(profile);
+        self.check_threads(profile, &stack_ids);
+        self.check_thread_metadata(profile);
     }
 
-    fn check_frames(&mut self, frames: &[Value]) {
+    fn check_frames(&mut self, frames: &[Frame]) {
         let mut seen: HashMap<String, usize> = HashMap::with_capacity(frames.len());
         for (i, frame) in frames.iter().enumerate() {
-            let Some(obj) = self.ok(format_args!("profile.frames[{i}]"), as_object(frame)) else {
-                continue;
-            };
-            self.check_frame(i, obj);
-            match seen.entry(canonical_json(frame)) {
+            self.check_frame(i, frame);
+            match seen.entry(canonical_frame(frame)) {
                 Entry::Vacant(slot) => {
                     slot.insert(i);
                 }
@@ -430,39 +447,19 @@ impl Checker {
         }
     }
 
-    fn check_frame(&mut self, i: usize, frame: &Map<String, Value>) {
-        let path = format!("profile.frames[{i}]");
-        for key in FRAME_STRING_FIELDS {
-            if let Some(value) = frame.get(key) {
-                self.ok(format_args!("{path}.{key}"), as_str(value));
-            }
-        }
-        for key in ["lineno", "colno"] {
-            if let Some(value) = frame.get(key) {
-                self.ok(format_args!("{path}.{key}"), as_u32(value));
-            }
-        }
-        if let Some(in_app) = frame.get("in_app") {
-            if !in_app.is_boolean() {
-                self.ok(
-                    format_args!("{path}.in_app"),
-                    Err::<(), _>(Flaw::wrong_type("a bool", in_app)),
-                );
-            }
-        }
-        if let Some(addr) = frame.get("instruction_addr") {
+    fn check_frame(&mut self, i: usize, frame: &Frame) {
+        if let Some(addr) = &frame.instruction_addr {
             let cocoa = self.cocoa;
             self.ok(
-                format_args!("{path}.instruction_addr"),
+                format_args!("profile.frames[{i}].instruction_addr"),
                 address(addr).and_then(|a| pac_free(a, cocoa)),
             );
         }
-        self.check_aliases(&path, frame, &FRAME_ALIASES);
+        let path = format!("profile.frames[{i}]");
+        self.check_aliases(&path, &frame.other, &FRAME_ALIASES);
         // The spec requires something to show or symbolicate; Relay itself lets it pass.
-        let has_identity = ["filename", "function", "instruction_addr"]
-            .iter()
-            .any(|key| frame.get(*key).is_some_and(|v| !v.is_null()));
-        if !has_identity {
+        if frame.filename.is_none() && frame.function.is_none() && frame.instruction_addr.is_none()
+        {
             self.report(
                 Rule::EmptyFrame,
                 path,
@@ -471,99 +468,66 @@ impl Checker {
         }
     }
 
-    /// Returns each stack's length (None where the stack is not an array).
-    fn check_stacks(&mut self, stacks: &[Value], frame_count: Option<usize>) -> Vec<Option<usize>> {
-        let mut seen: HashMap<Vec<u64>, usize> = HashMap::with_capacity(stacks.len());
-        let mut lens = Vec::with_capacity(stacks.len());
+    fn check_stacks(&mut self, stacks: &[Vec<usize>], frame_count: usize) {
+        let mut seen: HashMap<&[usize], usize> = HashMap::with_capacity(stacks.len());
         for (i, stack) in stacks.iter().enumerate() {
-            let Some(entries) = self.ok(format_args!("profile.stacks[{i}]"), as_array(stack))
-            else {
-                lens.push(None);
-                continue;
-            };
-            let mut indices = Vec::with_capacity(entries.len());
-            for (j, entry) in entries.iter().enumerate() {
-                let Some(index) = self.ok(format_args!("profile.stacks[{i}][{j}]"), as_u64(entry))
-                else {
-                    continue;
-                };
-                if let Some(count) = frame_count.filter(|&count| index >= count as u64) {
+            for (j, &index) in stack.iter().enumerate() {
+                if index >= frame_count {
                     self.report(
                         Rule::MalformedStacks,
                         format_args!("profile.stacks[{i}][{j}]"),
-                        format!("{index} >= {count} frames"),
+                        format!("{index} >= {frame_count} frames"),
                     );
                 }
-                indices.push(index);
             }
-            // Only compare stacks whose every entry parsed; a partial one would mislead.
-            if indices.len() == entries.len() {
-                if let Some(&first) = seen.get(&indices) {
-                    self.report(
-                        Rule::DuplicateEntries,
-                        format_args!("profile.stacks[{i}]"),
-                        format!(
-                            "duplicate of profile.stacks[{first}]; stacks must be deduplicated"
-                        ),
-                    );
-                } else {
-                    seen.insert(indices, i);
+            match seen.entry(stack) {
+                Entry::Vacant(slot) => {
+                    slot.insert(i);
                 }
+                Entry::Occupied(first) => self.report(
+                    Rule::DuplicateEntries,
+                    format_args!("profile.stacks[{i}]"),
+                    format!(
+                        "duplicate of profile.stacks[{}]; stacks must be deduplicated",
+                        first.get()
+                    ),
+                ),
             }
-            lens.push(Some(entries.len()));
         }
-        lens
     }
 
-    fn check_samples<'a>(
-        &mut self,
-        samples: &'a [Value],
-        stack_lens: Option<&[Option<usize>]>,
-    ) -> Vec<SampleFacts<'a>> {
-        let mut facts = Vec::with_capacity(samples.len());
-        for (i, sample) in samples.iter().enumerate() {
-            let Some(obj) = self.ok(format_args!("profile.samples[{i}]"), as_object(sample)) else {
-                continue;
-            };
-            let timestamp = self.ok(
+    /// Returns each sample's stack id, `None` where it points past `stacks`.
+    fn check_samples(&mut self, profile: &ProfileData) -> Vec<Option<usize>> {
+        let stacks = profile.stacks.len();
+        let mut ids = Vec::with_capacity(profile.samples.len());
+        for (i, sample) in profile.samples.iter().enumerate() {
+            self.ok(
                 format_args!("profile.samples[{i}].timestamp"),
-                field(obj, "timestamp")
-                    .and_then(as_f64)
-                    .and_then(finite_timestamp),
+                finite_timestamp(sample.seconds()),
             );
-            let mut stack_id = self.ok(
-                format_args!("profile.samples[{i}].stack_id"),
-                field(obj, "stack_id").and_then(as_index),
-            );
-            if let (Some(id), Some(lens)) = (stack_id, stack_lens) {
-                if id >= lens.len() {
-                    self.report(
-                        Rule::MalformedSamples,
-                        format_args!("profile.samples[{i}].stack_id"),
-                        format!("{id} >= {} stacks", lens.len()),
-                    );
-                    stack_id = None;
-                }
+            let id = sample.stack_id;
+            if id >= stacks {
+                self.report(
+                    Rule::MalformedSamples,
+                    format_args!("profile.samples[{i}].stack_id"),
+                    format!("{id} >= {stacks} stacks"),
+                );
+                ids.push(None);
+            } else {
+                ids.push(Some(id));
             }
-            let thread_id = self.ok(
-                format_args!("profile.samples[{i}].thread_id"),
-                field(obj, "thread_id").and_then(as_str),
-            );
-            facts.push(SampleFacts {
-                index: i,
-                timestamp,
-                stack_id,
-                thread_id,
-            });
         }
-        facts
+        ids
     }
 
     /// Relay re-sorts samples (stable), so equal timestamps are fine but any decrease is not.
-    fn check_order(&mut self, facts: &[SampleFacts<'_>]) {
-        let timed: Vec<(usize, f64)> = facts
+    fn check_order(&mut self, profile: &ProfileData) {
+        let timed: Vec<(usize, f64)> = profile
+            .samples
             .iter()
-            .filter_map(|f| Some((f.index, f.timestamp?)))
+            .map(|s| s.seconds())
+            .enumerate()
+            .filter(|(_, t)| t.is_finite())
             .collect();
         let mut inversions = timed.windows(2).filter(|w| w[1].1 < w[0].1);
         let Some(first) = inversions.next() else {
@@ -579,8 +543,12 @@ impl Checker {
         );
     }
 
-    fn check_duration(&mut self, facts: &[SampleFacts<'_>]) {
-        let timestamps = facts.iter().filter_map(|f| f.timestamp);
+    fn check_duration(&mut self, profile: &ProfileData) {
+        let timestamps = profile
+            .samples
+            .iter()
+            .map(|s| s.seconds())
+            .filter(|t| t.is_finite());
         let (min, max) = timestamps.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), t| {
             (lo.min(t), hi.max(t))
         });
@@ -595,26 +563,21 @@ impl Checker {
 
     /// Mirrors Relay's `remove_single_samples_per_thread`: a thread survives only with at least
     /// two samples whose stack exists and is non-empty; idle samples ride along but don't count.
-    fn check_threads(&mut self, facts: &[SampleFacts<'_>], stack_lens: &[Option<usize>]) {
-        if facts.is_empty() {
+    fn check_threads(&mut self, profile: &ProfileData, stack_ids: &[Option<usize>]) {
+        if profile.samples.is_empty() {
             self.report(Rule::NotEnoughSamples, "profile.samples", "no samples");
             return;
         }
         // Vec + index map keeps reports in first-appearance order, so output is deterministic.
         let mut threads: Vec<(&str, usize)> = Vec::new();
         let mut position: HashMap<&str, usize> = HashMap::new();
-        for fact in facts {
-            let Some(thread) = fact.thread_id else {
-                continue;
-            };
+        for (sample, stack_id) in profile.samples.iter().zip(stack_ids) {
+            let thread = sample.thread_id.as_str();
             let slot = *position.entry(thread).or_insert_with(|| {
                 threads.push((thread, 0));
                 threads.len() - 1
             });
-            let non_empty = fact
-                .stack_id
-                .and_then(|id| stack_lens[id])
-                .is_some_and(|len| len > 0);
+            let non_empty = stack_id.is_some_and(|id| !profile.stacks[id].is_empty());
             threads[slot].1 += usize::from(non_empty);
         }
         let mut kept = 0;
@@ -638,30 +601,20 @@ impl Checker {
         }
     }
 
-    /// `facts` is None when the samples could not be read; then references can't be judged.
-    fn check_thread_metadata(&mut self, metadata: &Value, facts: Option<&[SampleFacts<'_>]>) {
-        let Some(entries) = self.ok("profile.thread_metadata", as_object(metadata)) else {
+    fn check_thread_metadata(&mut self, profile: &ProfileData) {
+        let Some(entries) = &profile.thread_metadata else {
             return;
         };
-        let referenced: Option<HashSet<&str>> =
-            facts.map(|facts| facts.iter().filter_map(|f| f.thread_id).collect());
-        for (thread, entry) in entries {
-            let path = format!("profile.thread_metadata[{thread:?}]");
-            if let Some(obj) = self.ok(&path, as_object(entry)) {
-                if let Some(name) = obj.get("name") {
-                    self.ok(format_args!("{path}.name"), as_str(name));
-                }
-                if let Some(priority) = obj.get("priority") {
-                    self.ok(format_args!("{path}.priority"), as_u32(priority));
-                }
-            }
-            if referenced
-                .as_ref()
-                .is_some_and(|ids| !ids.contains(thread.as_str()))
-            {
+        let referenced: HashSet<&str> = profile
+            .samples
+            .iter()
+            .map(|s| s.thread_id.as_str())
+            .collect();
+        for thread in entries.keys() {
+            if !referenced.contains(thread.as_str()) {
                 self.report(
                     Rule::UnreferencedThreadMetadata,
-                    &path,
+                    format_args!("profile.thread_metadata[{thread:?}]"),
                     "no sample has this thread_id; Relay drops the entry",
                 );
             }
@@ -669,56 +622,8 @@ impl Checker {
     }
 }
 
-fn field<'a>(obj: &'a Map<String, Value>, key: &str) -> Result<&'a Value, Flaw> {
-    obj.get(key)
-        .ok_or_else(|| Flaw::new(Rule::MissingField, "missing"))
-}
-
-fn as_object(value: &Value) -> Result<&Map<String, Value>, Flaw> {
-    value
-        .as_object()
-        .ok_or_else(|| Flaw::wrong_type("an object", value))
-}
-
-fn as_array(value: &Value) -> Result<&Vec<Value>, Flaw> {
-    value
-        .as_array()
-        .ok_or_else(|| Flaw::wrong_type("an array", value))
-}
-
-fn as_str(value: &Value) -> Result<&str, Flaw> {
-    value
-        .as_str()
-        .ok_or_else(|| Flaw::wrong_type("a string", value))
-}
-
-fn as_f64(value: &Value) -> Result<f64, Flaw> {
-    value
-        .as_f64()
-        .ok_or_else(|| Flaw::wrong_type("a number", value))
-}
-
-/// Rejects floats too: serde refuses `1.0` for Relay's integer fields.
-fn as_u64(value: &Value) -> Result<u64, Flaw> {
-    value
-        .as_u64()
-        .ok_or_else(|| Flaw::wrong_type("a non-negative integer", value))
-}
-
-fn as_u32(value: &Value) -> Result<u32, Flaw> {
-    as_u64(value).and_then(|n| {
-        u32::try_from(n).map_err(|_| Flaw::wrong_type("an integer that fits in u32", value))
-    })
-}
-
-fn as_index(value: &Value) -> Result<usize, Flaw> {
-    as_u64(value).and_then(|n| {
-        usize::try_from(n).map_err(|_| Flaw::wrong_type("an index that fits in usize", value))
-    })
-}
-
-/// Plain serde_json cannot even hold NaN or infinity, but builds with `arbitrary_precision`
-/// turn `1e400` into infinity, which Relay's `FiniteF64` rejects.
+/// Serde_json keeps NaN and infinity out of its numbers, but builds with
+/// `arbitrary_precision` turn `1e400` into infinity, which Relay's `FiniteF64` rejects.
 fn finite_timestamp(ts: f64) -> Result<f64, Flaw> {
     if ts.is_finite() {
         Ok(ts)
@@ -731,8 +636,7 @@ fn finite_timestamp(ts: f64) -> Result<f64, Flaw> {
 }
 
 /// Relay accepts any UUID spelling but re-serializes the simple lowercase form.
-fn event_id(value: &Value) -> Result<(), Flaw> {
-    let id = as_str(value)?;
+fn event_id(id: &str) -> Result<(), Flaw> {
     if id.len() == 32 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
         Ok(())
     } else {
@@ -743,11 +647,11 @@ fn event_id(value: &Value) -> Result<(), Flaw> {
     }
 }
 
-fn image_type(image: &Map<String, Value>) -> Result<&str, Flaw> {
-    let value = image
-        .get("type")
+fn image_type(image: &DebugImage) -> Result<&str, Flaw> {
+    let image_type = image
+        .kind
+        .as_deref()
         .ok_or_else(|| Flaw::new(Rule::InvalidDebugImage, "missing"))?;
-    let image_type = as_str(value)?;
     if IMAGE_TYPES.contains(&image_type) {
         Ok(image_type)
     } else {
@@ -798,8 +702,7 @@ fn hyphenated_uuid(uuid: &str) -> Result<(), Flaw> {
 
 /// Relay's `Addr` is a u64 written as `0x` + lowercase hex without leading zeros; any other
 /// spelling is accepted on input but rewritten, so we insist on exactly that form.
-fn address(value: &Value) -> Result<u64, Flaw> {
-    let text = as_str(value)?;
+fn address(text: &str) -> Result<u64, Flaw> {
     let bad = |why: &str| Flaw::new(Rule::InvalidAddress, format!("{text:?} {why}"));
     let digits = text
         .strip_prefix("0x")
@@ -833,21 +736,10 @@ fn pac_free(addr: u64, cocoa: bool) -> Result<u64, Flaw> {
     }
 }
 
-/// A short description of a value for messages: scalars verbatim, containers by kind.
-fn describe(value: &Value) -> String {
-    match value {
-        Value::Null => "null".to_owned(),
-        Value::Bool(b) => format!("bool {b}"),
-        Value::Number(n) => format!("number {n}"),
-        Value::String(s) => format!("string {s:?}"),
-        Value::Array(_) => "an array".to_owned(),
-        Value::Object(_) => "an object".to_owned(),
-    }
-}
-
-/// Serializes with object keys sorted, so equal frames compare equal even if serde_json's
-/// `preserve_order` feature gets switched on by another crate.
-fn canonical_json(value: &Value) -> String {
+/// A frame's identity for deduplication: its JSON with object keys sorted, so frames that
+/// differ only in the order of their unknown keys (serde_json's `preserve_order`, if another
+/// crate switches it on) still compare equal.
+fn canonical_frame(frame: &Frame) -> String {
     fn write(value: &Value, out: &mut String) {
         match value {
             Value::Object(map) => {
@@ -878,7 +770,9 @@ fn canonical_json(value: &Value) -> String {
         }
     }
     let mut out = String::new();
-    write(value, &mut out);
+    // A frame is strings, numbers, bools and `other`: it always converts.
+    let value = serde_json::to_value(frame).unwrap_or(Value::Object(Map::new()));
+    write(&value, &mut out);
     out
 }
 

@@ -2,6 +2,11 @@
 use super::*;
 use serde_json::json;
 
+/// The optional string fields of Relay's `sample::Frame`.
+const FRAME_STRING_FIELDS: [&str; 6] = [
+    "function", "module", "package", "filename", "abs_path", "platform",
+];
+
 /// A chunk that exercises every optional field and still passes: two threads, an idle
 /// sample, mixed native/java frames and a native image.
 fn valid() -> Value {
@@ -518,7 +523,7 @@ fn image_aliases_are_forbidden() {
 
 #[test]
 fn address_syntax() {
-    let addr = |s: &str| address(&json!(s)).map_err(|f| f.rule);
+    let addr = |s: &str| address(s).map_err(|f| f.rule);
     assert_eq!(addr("0x0").ok(), Some(0));
     assert_eq!(addr("0x735d14b000").ok(), Some(0x73_5d14_b000));
     assert_eq!(addr("0xffffffffffffffff").ok(), Some(u64::MAX));
@@ -542,9 +547,10 @@ fn address_syntax() {
             "{rewritten:?}"
         );
     }
-    assert_eq!(
-        address(&json!(16)).err().map(|f| f.rule),
-        Some(Rule::WrongType)
+    assert_breaks_at(
+        &mutated(|c| set(c, "/profile/frames/0/instruction_addr", json!(16))),
+        Rule::WrongType,
+        "profile.frames[0].instruction_addr",
     );
 }
 

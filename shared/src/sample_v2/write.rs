@@ -10,10 +10,12 @@
 use std::collections::{BTreeMap, HashMap};
 
 use indexmap::IndexSet;
-use serde::Serialize;
+use serde::Deserialize;
+use serde_json::{Map, Number};
 
-use crate::error::Result;
-use crate::metadata::{ClientSdk, Measurement, UploadMetadata};
+use super::schema::{self, Chunk};
+use crate::error::{ErrorKind, Result};
+use crate::metadata::{Measurement, UploadMetadata};
 use crate::model::{FrameAddress, FrameHandle, FrameKind, ImageHandle, Profile, StringHandle};
 use crate::plan::{plan_chunks, ChunkPlan, Runtimes, Timing};
 
@@ -44,116 +46,48 @@ pub struct SampleV2Chunk {
     pub json: Vec<u8>,
 }
 
-#[derive(Serialize)]
-struct Chunk<'a> {
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    measurements: BTreeMap<&'a str, Measurement>,
-    chunk_id: &'a str,
-    profiler_id: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    debug_meta: Option<DebugMeta<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    environment: Option<&'a str>,
-    platform: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    content_type: Option<&'a str>,
-    release: Option<&'a str>,
-    client_sdk: &'a ClientSdk,
-    version: &'static str,
-    /// Present when the input had no per-sample times (Relay ignores unknown keys).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    synthetic_timestamps: Option<SyntheticTimestamps>,
-    profile: ProfileData<'a>,
-}
-
-/// Says that sample times were laid out from aggregated weights, and how.
-#[derive(Serialize)]
-struct SyntheticTimestamps {
-    interval_ns: i64,
-    rule: &'static str,
-    /// The observations the weights stood for, when they were scaled down to fit the bound.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    scaled_from: Option<u64>,
-}
-
 const EXPANSION_RULE: &str = "aggregated input: each stack's weight expanded into samples one \
      sampling interval apart per thread, from the profile's start time";
 
-impl Serialize for ClientSdk {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("ClientSdk", 2)?;
-        st.serialize_field("name", &self.name)?;
-        st.serialize_field("version", &self.version)?;
-        st.end()
+/// A frame as the writer deduplicates it, borrowing from the profile; only the distinct ones
+/// become [`schema::Frame`]s.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct FrameRow<'a> {
+    abs_path: Option<&'a str>,
+    colno: Option<u32>,
+    filename: Option<&'a str>,
+    function: Option<&'a str>,
+    instruction_addr: Option<String>,
+    lineno: Option<u32>,
+    module: Option<&'a str>,
+    package: Option<&'a str>,
+    platform: Option<&'static str>,
+}
+
+impl FrameRow<'_> {
+    fn into_schema(self) -> schema::Frame {
+        let owned = |s: Option<&str>| s.map(str::to_owned);
+        schema::Frame {
+            abs_path: owned(self.abs_path),
+            colno: self.colno,
+            filename: owned(self.filename),
+            function: owned(self.function),
+            in_app: None,
+            instruction_addr: self.instruction_addr,
+            lineno: self.lineno,
+            module: owned(self.module),
+            package: owned(self.package),
+            platform: owned(self.platform),
+            other: Map::new(),
+        }
     }
 }
 
-#[derive(Serialize)]
-struct DebugMeta<'a> {
-    images: Vec<DebugImage<'a>>,
-}
-
-#[derive(Serialize)]
-#[serde(untagged)]
-enum DebugImage<'a> {
-    Given(&'a serde_json::Value),
-    Native(NativeImage<'a>),
-}
-
-#[derive(Serialize)]
-struct NativeImage<'a> {
-    code_file: &'a str,
-    debug_id: String,
-    #[serde(rename = "type")]
-    kind: &'static str,
-    image_addr: String,
-    image_vmaddr: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    image_size: Option<u64>,
-}
-
-#[derive(Serialize)]
-struct ProfileData<'a> {
-    samples: Vec<OutSample>,
-    stacks: Vec<Vec<usize>>,
-    frames: Vec<OutFrame<'a>>,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    thread_metadata: BTreeMap<String, ThreadMeta<'a>>,
-}
-
-#[derive(Serialize)]
-struct OutSample {
-    timestamp: f64,
-    stack_id: usize,
-    thread_id: String,
-}
-
-#[derive(Serialize)]
-struct ThreadMeta<'a> {
-    name: &'a str,
-}
-
-#[derive(Serialize, Clone, PartialEq, Eq, Hash)]
-struct OutFrame<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    abs_path: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    colno: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    filename: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    function: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    instruction_addr: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    lineno: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    module: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    package: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    platform: Option<&'static str>,
+/// Writes a chunk's JSON.
+pub fn write_chunk(chunk: &Chunk) -> Vec<u8> {
+    // Only a map with non-string keys or a failing Serialize impl can fail, and the schema
+    // has neither.
+    serde_json::to_vec(chunk).expect("a Sample v2 chunk always serializes")
 }
 
 /// Converts ns since the epoch to Relay's float seconds: integer arithmetic first, one
@@ -173,10 +107,10 @@ pub fn write_sample_v2(
     meta: &UploadMetadata,
     identity: &str,
 ) -> Result<Vec<SampleV2Chunk>> {
-    Ok(plan_chunks(profile, meta, identity)?
+    plan_chunks(profile, meta, identity)?
         .iter()
         .map(|plan| write_planned_chunk(meta, plan))
-        .collect())
+        .collect()
 }
 
 /// What a frame and the calls inlined into it share: where the code is.
@@ -189,7 +123,7 @@ struct NativeParts<'a> {
 /// Per-chunk tables under construction.
 struct ChunkBuilder<'a> {
     profile: &'a Profile,
-    frames: IndexSet<OutFrame<'a>>,
+    frames: IndexSet<FrameRow<'a>>,
     stacks: IndexSet<Vec<usize>>,
     images: IndexSet<ImageHandle>,
     frame_rows: HashMap<FrameHandle, Vec<usize>>,
@@ -211,9 +145,9 @@ impl<'a> ChunkBuilder<'a> {
         line: Option<u32>,
         column: Option<u32>,
         native: &NativeParts<'a>,
-    ) -> OutFrame<'a> {
+    ) -> FrameRow<'a> {
         let file = self.s(file);
-        OutFrame {
+        FrameRow {
             abs_path: file.filter(|f| f.starts_with('/')),
             colno: column,
             filename: file,
@@ -277,7 +211,7 @@ impl<'a> ChunkBuilder<'a> {
         let own =
             if own.function.is_none() && own.filename.is_none() && own.instruction_addr.is_none() {
                 // Relay wants at least a function, file or address: name the unknown.
-                OutFrame {
+                FrameRow {
                     function: Some("<unknown>"),
                     ..own
                 }
@@ -295,8 +229,8 @@ impl<'a> ChunkBuilder<'a> {
     }
 }
 
-/// Writes one planned chunk.
-pub fn write_planned_chunk(meta: &UploadMetadata, plan: &ChunkPlan<'_>) -> SampleV2Chunk {
+/// Writes one planned chunk. Fails only on metadata debug images that are not Sample v2 ones.
+pub fn write_planned_chunk(meta: &UploadMetadata, plan: &ChunkPlan<'_>) -> Result<SampleV2Chunk> {
     let profile = plan.profile;
     let (from, to) = plan.measurement_range;
     let kept = &plan.samples;
@@ -308,7 +242,7 @@ pub fn write_planned_chunk(meta: &UploadMetadata, plan: &ChunkPlan<'_>) -> Sampl
         frame_rows: HashMap::new(),
         runtimes: Runtimes::default(),
     };
-    let mut out_samples = Vec::with_capacity(kept.len());
+    let mut samples = Vec::with_capacity(kept.len());
     let mut thread_metadata = BTreeMap::new();
     let mut stack_rows: HashMap<crate::model::StackHandle, usize> = HashMap::new();
     for p in kept {
@@ -334,87 +268,143 @@ pub fn write_planned_chunk(meta: &UploadMetadata, plan: &ChunkPlan<'_>) -> Sampl
         if let Some(name) = thread.name {
             thread_metadata
                 .entry(thread_id.clone())
-                .or_insert(ThreadMeta {
-                    name: profile.str(name),
+                .or_insert_with(|| schema::ThreadMetadata {
+                    name: Some(profile.str(name).to_owned()),
+                    ..Default::default()
                 });
         }
-        out_samples.push(OutSample {
-            timestamp: seconds(t),
+        samples.push(schema::Sample {
+            timestamp: seconds_number(t),
             stack_id,
             thread_id,
+            other: Map::new(),
         });
     }
-    let mut images: Vec<DebugImage> = meta.debug_images.iter().map(DebugImage::Given).collect();
+    let mut images = given_images(meta)?;
     for &h in &b.images {
         let img = profile.image(h);
         let Some(debug_id) = img.debug_id else {
             continue;
         };
-        images.push(DebugImage::Native(NativeImage {
-            code_file: img
-                .path
-                .map(|p| profile.str(p))
-                .or(img.code_id.as_ref().map(|c| c.as_str()))
-                .unwrap_or("<unknown>"),
-            debug_id: debug_id.to_string(),
-            kind: "symbolic",
-            image_addr: hex_addr(img.start),
-            image_vmaddr: hex_addr(img.load_bias),
+        let code_file = img
+            .path
+            .map(|p| profile.str(p))
+            .or(img.code_id.as_ref().map(|c| c.as_str()))
+            .unwrap_or("<unknown>");
+        images.push(schema::DebugImage {
+            code_file: Some(code_file.to_owned()),
+            debug_id: Some(debug_id.to_string()),
+            kind: Some("symbolic".to_owned()),
+            image_addr: Some(hex_addr(img.start)),
+            image_vmaddr: Some(hex_addr(img.load_bias)),
             image_size: img.end.checked_sub(img.start).filter(|&s| s > 0),
-        }));
+            ..Default::default()
+        });
     }
     let platform = b.runtimes.platform(meta.platform.as_deref());
-    let default_sdk = ClientSdk::default();
     let start_ns = kept.first().map_or(0, |p| p.time);
     let end_ns = kept.last().map_or(0, |p| p.time);
-    let measurements = meta
+    let measurements: BTreeMap<String, schema::Measurement> = meta
         .measurements
         .iter()
-        .map(|(name, m)| (name.as_str(), m.between(from, to)))
+        .map(|(name, m)| (name.clone(), measurement(&m.between(from, to))))
         .filter(|(_, m)| !m.values.is_empty())
         .collect();
+    let client_sdk = meta.client_sdk.clone().unwrap_or_default();
     let chunk = Chunk {
-        measurements,
-        chunk_id: &plan.chunk_id,
-        profiler_id: &plan.profiler_id,
-        debug_meta: (!images.is_empty()).then_some(DebugMeta { images }),
-        environment: meta.environment.as_deref(),
-        platform: &platform,
-        content_type: meta.content_type.as_deref(),
-        release: meta.release.as_deref(),
-        client_sdk: meta.client_sdk.as_ref().unwrap_or(&default_sdk),
-        version: "2",
+        measurements: (!measurements.is_empty()).then_some(measurements),
+        chunk_id: plan.chunk_id.clone(),
+        profiler_id: plan.profiler_id.clone(),
+        debug_meta: (!images.is_empty()).then(|| schema::DebugMeta {
+            images,
+            other: Map::new(),
+        }),
+        environment: meta.environment.clone(),
+        platform: platform.clone(),
+        content_type: meta.content_type.clone(),
+        release: meta.release.clone(),
+        client_sdk: schema::ClientSdk {
+            name: client_sdk.name,
+            version: client_sdk.version,
+            other: Map::new(),
+        },
+        version: "2".to_owned(),
         synthetic_timestamps: match plan.timing {
             Timing::Recorded => None,
             Timing::Expanded {
                 interval_ns,
                 scaled_from,
-            } => Some(SyntheticTimestamps {
+            } => Some(schema::SyntheticTimestamps {
                 interval_ns,
-                rule: EXPANSION_RULE,
+                rule: EXPANSION_RULE.to_owned(),
                 scaled_from,
+                other: Map::new(),
             }),
         },
-        profile: ProfileData {
-            samples: out_samples,
+        profile: schema::ProfileData {
+            samples,
             stacks: b.stacks.into_iter().collect(),
-            frames: b.frames.into_iter().collect(),
-            thread_metadata,
+            frames: b.frames.into_iter().map(FrameRow::into_schema).collect(),
+            thread_metadata: (!thread_metadata.is_empty()).then_some(thread_metadata),
+            other: Map::new(),
         },
+        timestamp: None,
+        other: Map::new(),
     };
-    let json = serde_json::to_vec(&chunk).expect("chunk serialization cannot fail");
-    SampleV2Chunk {
+    Ok(SampleV2Chunk {
         pid: plan.pid,
-        chunk_id: plan.chunk_id.clone(),
-        profiler_id: plan.profiler_id.clone(),
+        chunk_id: chunk.chunk_id.clone(),
+        profiler_id: chunk.profiler_id.clone(),
         start_ns,
         end_ns,
         samples: kept.len(),
         timing: plan.timing,
         platform,
-        release: meta.release.clone(),
-        environment: meta.environment.clone(),
-        json,
+        release: chunk.release.clone(),
+        environment: chunk.environment.clone(),
+        json: write_chunk(&chunk),
+    })
+}
+
+/// Seconds as a JSON number.
+fn seconds_number(ns: i64) -> Number {
+    Number::from_f64(seconds(ns)).expect("seconds from i64 nanoseconds are finite")
+}
+
+/// The metadata's debug images (ProGuard mappings and the like), ahead of the native ones.
+fn given_images(meta: &UploadMetadata) -> Result<Vec<schema::DebugImage>> {
+    meta.debug_images
+        .iter()
+        .enumerate()
+        .map(|(i, image)| {
+            schema::DebugImage::deserialize(image).map_err(|e| {
+                ErrorKind::InvalidMetadata {
+                    what: format!("debug_meta.images[{i}]: {e}"),
+                }
+                .into()
+            })
+        })
+        .collect()
+}
+
+/// A measurement in Relay's form: the unit's full name, `{timestamp, value}` points.
+fn measurement(m: &Measurement) -> schema::Measurement {
+    let values = m
+        .values
+        .iter()
+        // JSON has no NaN or infinity; only a caller's own values can hold them.
+        .filter_map(|v| {
+            Some(schema::MeasurementValue {
+                timestamp: Number::from_f64(v.timestamp)?,
+                value: Number::from_f64(v.value)?,
+                other: Map::new(),
+            })
+        })
+        .collect();
+    schema::Measurement {
+        unit: m.unit.name().to_owned(),
+        values,
+        other: Map::new(),
     }
 }
 

@@ -2,17 +2,16 @@
 //! payload (`length` bytes, or up to the next newline when the header gives no length).
 //!
 //! Of the items, only `profile_chunk` ones are read; others (client reports, attachments)
-//! are counted and skipped. A `profile_chunk` item is either Sample v2 JSON or, with
-//! `meta_length` in its header, the SDK's chunk metadata JSON immediately followed by a raw
-//! Perfetto trace: Relay's compound item, split and merged as Relay does.
+//! are counted and skipped. A `profile_chunk` item is either Sample v2 JSON, handed on as
+//! bytes, or, with `meta_length` in its header, the SDK's chunk metadata JSON immediately
+//! followed by a raw Perfetto trace: Relay's compound item, split and merged as Relay does.
 
 use std::io::Cursor;
 
 use serde::Deserialize;
 
-use super::chunk::read_chunk;
 use crate::error::{ErrorKind, Result};
-use crate::formats::{perfetto, Extras};
+use crate::formats::{perfetto, Extras, SampleV2Item};
 use crate::metadata::UploadMetadata;
 use crate::model::Profile;
 
@@ -116,25 +115,19 @@ pub(crate) fn decode_envelope(bytes: &[u8]) -> Result<(Profile, Extras)> {
             .into())
         }
         (0, false) => {
-            let mut profile = Profile::new(FORMAT);
-            let mut chunks = Vec::new();
-            for item in &json_items {
-                let platform = item.header.platform.as_deref();
-                chunks.push(read_chunk(
-                    &mut profile,
-                    item.payload,
-                    item.offset,
-                    platform,
-                )?);
-            }
-            profile.sort_samples_by_time();
-            (
-                profile,
-                Extras {
-                    metadata: None,
-                    chunks,
-                },
-            )
+            let sample_v2 = json_items
+                .into_iter()
+                .map(|item| SampleV2Item {
+                    offset: item.offset,
+                    platform: item.header.platform,
+                    json: item.payload.to_vec(),
+                })
+                .collect();
+            let extras = Extras {
+                metadata: None,
+                sample_v2,
+            };
+            (Profile::new(FORMAT), extras)
         }
         (1, true) => perfetto_item(&perfetto_items[0])?,
         (n, _) => {
@@ -215,7 +208,7 @@ fn perfetto_item(item: &Item<'_>) -> Result<(Profile, Extras)> {
         profile,
         Extras {
             metadata: Some(metadata),
-            chunks: Vec::new(),
+            sample_v2: Vec::new(),
         },
     ))
 }

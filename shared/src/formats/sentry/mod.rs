@@ -1,16 +1,31 @@
 //! Sentry inputs: a Sample v2 profile chunk on its own, or an envelope of `profile_chunk`
 //! items as SDKs send them to Relay.
 //!
-//! A Sample v2 chunk is already the output format: it is checked against Relay's rules,
-//! passed through byte for byte, and also decoded into the model so it can be tabulated. A
-//! Perfetto item (SDK metadata JSON followed by a raw trace) is split as Relay splits it; the
-//! trace is decoded like any Perfetto upload and the metadata becomes the upload's metadata.
+//! A Sample v2 chunk is already the output format: it is handed on as bytes, for the Sample v2
+//! reader to check against Relay's rules, pass through and read into the model. A Perfetto
+//! item (SDK metadata JSON followed by a raw trace) is split as Relay splits it; the trace is
+//! decoded like any Perfetto upload and the metadata becomes the upload's metadata.
 
-mod chunk;
 mod envelope;
 
-pub(crate) use chunk::{accepted_chunk_profile, decode_chunk};
 pub(crate) use envelope::decode_envelope;
+
+use super::{Extras, SampleV2Item};
+use crate::model::Profile;
+
+/// A standalone Sample v2 chunk: no profile of its own yet, the chunk as its one item.
+pub(crate) fn decode_chunk(bytes: Vec<u8>) -> (Profile, Extras) {
+    let item = SampleV2Item {
+        offset: 0,
+        platform: None,
+        json: bytes,
+    };
+    let extras = Extras {
+        metadata: None,
+        sample_v2: vec![item],
+    };
+    (Profile::new("sample-v2"), extras)
+}
 
 /// Whether the content is one JSON object with Sample v2's marks: `"version":"2"` and a
 /// `profile` or chunk id near the start.

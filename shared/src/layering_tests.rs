@@ -1,0 +1,73 @@
+//! The data flows one way: the format decoders build the model and know nothing downstream of
+//! it (planning, Sample v2, tables, the jobs, the store).
+
+use std::path::Path;
+
+/// Modules downstream of the decoders.
+const DOWNSTREAM: [&str; 6] = [
+    "writers",
+    "plan",
+    "sample_v2",
+    "tables",
+    "pipeline",
+    "store",
+];
+
+/// The top-level module names a source text reaches through `crate::`, including those in a
+/// `crate::{...}` group.
+fn crate_paths(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    for (at, _) in text.match_indices("crate::") {
+        let rest = &text[at + "crate::".len()..];
+        match rest.strip_prefix('{') {
+            Some(group) => {
+                let group = &group[..group.find('}').unwrap_or(group.len())];
+                names.extend(group.split(',').map(|item| ident(item.trim())));
+            }
+            None => names.push(ident(rest)),
+        }
+    }
+    names
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn the_formats_reach_nothing_downstream() {
+    let mut files = Vec::new();
+    rust_files(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src/formats"),
+        &mut files,
+    );
+    assert!(files.len() > 10, "{files:?}");
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for name in crate_paths(&text) {
+            assert!(
+                !DOWNSTREAM.contains(&name.as_str()),
+                "{} reaches crate::{name}",
+                file.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn grouped_paths_count_too() {
+    let text = "use crate::{model::Profile, sample_v2::read};\nuse crate::plan::Timing;";
+    assert_eq!(crate_paths(text), ["model", "sample_v2", "plan"]);
+}

@@ -1,0 +1,54 @@
+//! Decoding an upload: the format's decoder builds the model, and the Sample v2 chunks a
+//! Sentry input already holds are checked against Relay's rules, kept as sent, and read into
+//! the same model.
+
+use crate::error::Result;
+use crate::formats::{self, Container, InputFormat};
+use crate::metadata::UploadMetadata;
+use crate::model::Profile;
+use crate::sample_v2::{self, PassThrough};
+
+/// A decoded input.
+#[derive(Debug)]
+pub struct Decoded {
+    /// The profile.
+    pub profile: Profile,
+    /// The detected format.
+    pub format: InputFormat,
+    /// The whole-file compression that was undone.
+    pub container: Container,
+    /// Metadata the input carries itself (the SDK's chunk metadata in a Sentry envelope). The
+    /// caller's metadata takes precedence over it.
+    pub metadata: Option<UploadMetadata>,
+    /// Sample v2 chunks the input already holds; Relay accepts them, so they are passed
+    /// through unchanged instead of being written from the model.
+    pub chunks: Vec<PassThrough>,
+}
+
+/// Decodes `bytes` (compressed or not) into a profile. `format` overrides detection.
+pub fn decode(bytes: &[u8], format: Option<InputFormat>) -> Result<Decoded> {
+    let input = formats::decode(bytes, format)?;
+    let mut profile = input.profile;
+    let mut chunks = Vec::with_capacity(input.sample_v2.len());
+    for item in input.sample_v2 {
+        let (chunk, repairs) = sample_v2::accept(item.json, item.offset, item.platform.as_deref())?;
+        // What Relay would repair is passed through as sent, and said.
+        profile.findings.extend(
+            repairs
+                .iter()
+                .map(|v| format!("sample v2 at byte {}: {v}", item.offset)),
+        );
+        sample_v2::import(&mut profile, &chunk.chunk);
+        chunks.push(chunk);
+    }
+    if !chunks.is_empty() {
+        profile.sort_samples_by_time();
+    }
+    Ok(Decoded {
+        profile,
+        format: input.format,
+        container: input.container,
+        metadata: input.metadata,
+        chunks,
+    })
+}

@@ -1,0 +1,269 @@
+//! Reading Sample v2 chunks: bytes into the typed [`Chunk`], checked against Relay's rules,
+//! then into the model so that a chunk an input already holds can be tabulated.
+
+use std::collections::{BTreeMap, HashMap};
+
+use debugid::DebugId;
+
+use super::rules::{check_chunk, parse, Violation};
+use super::schema::Chunk;
+use super::write::SampleV2Chunk;
+use crate::error::{ErrorKind, Result};
+use crate::model::{
+    seconds_to_ns, Frame, FrameAddress, FrameKind, Image, ImageHandle, Profile, Sample, Series,
+    SeriesKind,
+};
+use crate::plan::Timing;
+
+const FORMAT: &str = "sample-v2";
+
+/// How many violations an error message details.
+const LISTED_VIOLATIONS: usize = 5;
+
+/// A Sample v2 chunk an input already holds. Relay accepts it, so it is stored exactly as
+/// received (`json`) rather than written again from the model.
+#[derive(Clone, Debug)]
+pub struct PassThrough {
+    /// What the chunk says.
+    pub chunk: Chunk,
+    /// The chunk as received.
+    pub json: Vec<u8>,
+}
+
+/// Reads a chunk. Only its JSON shape is checked, not Relay's other rules
+/// ([`check_chunk`](super::check_chunk) does that).
+pub fn read_chunk(json: &[u8]) -> Result<Chunk> {
+    parse(json).map_err(|v| rejected(0, &[v]))
+}
+
+fn malformed(offset: u64, what: String) -> crate::error::Error {
+    ErrorKind::Malformed {
+        format: FORMAT,
+        offset,
+        what,
+    }
+    .into()
+}
+
+/// The error for a chunk Relay would reject: each broken rule with its count, then the first
+/// few details.
+fn rejected(offset: u64, violations: &[Violation]) -> crate::error::Error {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for v in violations {
+        *counts.entry(format!("{:?}", v.rule)).or_default() += 1;
+    }
+    let rules: Vec<String> = counts.iter().map(|(r, n)| format!("{r} x{n}")).collect();
+    let first: Vec<&str> = violations
+        .iter()
+        .take(LISTED_VIOLATIONS)
+        .map(|v| v.detail.as_str())
+        .collect();
+    malformed(
+        offset,
+        format!(
+            "Relay would reject this chunk ({}): {}",
+            rules.join(", "),
+            first.join("; ")
+        ),
+    )
+}
+
+/// Takes in a chunk an input holds at byte `offset`: Relay must accept it, and `platform`, the
+/// envelope item's header, must agree with the chunk's. Returns the chunk and what Relay would
+/// repair in it (re-sorting, dropping lone threads), which is passed through as sent.
+pub(crate) fn accept(
+    json: Vec<u8>,
+    offset: u64,
+    platform: Option<&str>,
+) -> Result<(PassThrough, Vec<Violation>)> {
+    let chunk = parse(&json).map_err(|v| rejected(offset, &[v]))?;
+    let (rejects, repairs): (Vec<_>, Vec<_>) = check_chunk(&chunk)
+        .into_iter()
+        .partition(|v| v.rule.relay_rejects());
+    if !rejects.is_empty() {
+        return Err(rejected(offset, &rejects));
+    }
+    if let Some(header) = platform.filter(|&h| h != chunk.platform) {
+        return Err(malformed(
+            offset,
+            format!(
+                "item header platform {header:?} differs from the chunk's {:?} (Relay: InvalidProfileType)",
+                chunk.platform
+            ),
+        ));
+    }
+    Ok((PassThrough { chunk, json }, repairs))
+}
+
+impl PassThrough {
+    /// The chunk on its own, for the tables: its model, and the output it is stored as.
+    pub(crate) fn into_output(self) -> (Profile, SampleV2Chunk) {
+        let mut profile = Profile::new(FORMAT);
+        let (start_ns, end_ns, samples) = import(&mut profile, &self.chunk);
+        profile.sort_samples_by_time();
+        let Chunk {
+            chunk_id,
+            profiler_id,
+            platform,
+            release,
+            environment,
+            ..
+        } = self.chunk;
+        let output = SampleV2Chunk {
+            pid: None,
+            chunk_id,
+            profiler_id,
+            start_ns,
+            end_ns,
+            samples,
+            timing: Timing::Recorded,
+            platform,
+            release,
+            environment,
+            json: self.json,
+        };
+        (profile, output)
+    }
+}
+
+fn parse_addr(text: &str) -> Option<u64> {
+    let digits = text
+        .strip_prefix("0x")
+        .or_else(|| text.strip_prefix("0X"))?;
+    u64::from_str_radix(digits, 16).ok()
+}
+
+/// A thread id as Sentry writes it: decimal, or `0x` hex on Apple platforms.
+fn parse_tid(text: &str) -> Option<i64> {
+    text.parse::<i64>()
+        .ok()
+        .or_else(|| parse_addr(text).map(|v| v as i64))
+}
+
+fn frame_kind(profile: &mut Profile, platform: &str) -> FrameKind {
+    match platform {
+        "java" | "android" => FrameKind::Jvm,
+        "native" | "cocoa" | "c" | "cpp" | "rust" => FrameKind::Native,
+        "python" => FrameKind::Python,
+        "javascript" | "node" => FrameKind::JavaScript,
+        "" => FrameKind::Unknown,
+        other => FrameKind::Other(profile.intern(other)),
+    }
+}
+
+/// Adds a chunk's images, frames, stacks and samples to `profile`; returns the chunk's time
+/// range and sample count. Stack and frame indices out of range are skipped (Relay's rules
+/// reject such chunks before they get here).
+pub(crate) fn import(profile: &mut Profile, chunk: &Chunk) -> (i64, i64, usize) {
+    let mut images: HashMap<&str, ImageHandle> = HashMap::new();
+    for img in chunk.debug_meta.iter().flat_map(|m| &m.images) {
+        // Only images that native frames map into: ProGuard and source maps have no range.
+        if !matches!(
+            img.kind.as_deref(),
+            Some("symbolic" | "macho" | "elf" | "pe")
+        ) {
+            continue;
+        }
+        let Some(code_file) = img.code_file.as_deref() else {
+            continue;
+        };
+        let start = img.image_addr.as_deref().and_then(parse_addr).unwrap_or(0);
+        let path = profile.intern(code_file);
+        let mut image = Image::new(
+            Some(path),
+            start,
+            img.image_size.map_or(0, |s| start.saturating_add(s)),
+        );
+        image.debug_id = img
+            .debug_id
+            .as_deref()
+            .and_then(|d| d.parse::<DebugId>().ok());
+        image.load_bias = img
+            .image_vmaddr
+            .as_deref()
+            .and_then(parse_addr)
+            .unwrap_or(0);
+        let handle = profile.add_image(image);
+        images.insert(code_file, handle);
+    }
+    let frames: Vec<_> = chunk
+        .profile
+        .frames
+        .iter()
+        .map(|f| {
+            let platform = f.platform.as_deref().unwrap_or(&chunk.platform);
+            let mut frame = Frame::new(frame_kind(profile, platform));
+            frame.function = f.function.as_deref().map(|s| profile.intern(s));
+            frame.module = f.module.as_deref().map(|s| profile.intern(s));
+            frame.file = f
+                .filename
+                .as_deref()
+                .or(f.abs_path.as_deref())
+                .map(|s| profile.intern(s));
+            frame.line = f.lineno;
+            frame.column = f.colno;
+            frame.address = f
+                .instruction_addr
+                .as_deref()
+                .and_then(parse_addr)
+                .map(FrameAddress::Absolute);
+            frame.image = f.package.as_deref().map(|p| match images.get(p) {
+                Some(&h) => h,
+                None => {
+                    let path = profile.intern(p);
+                    profile.add_image(Image::new(Some(path), 0, 0))
+                }
+            });
+            profile.add_frame(frame)
+        })
+        .collect();
+    let stacks: Vec<_> = chunk
+        .profile
+        .stacks
+        .iter()
+        .map(|s| {
+            let root_first = s.iter().rev().filter_map(|&i| frames.get(i).copied());
+            profile.add_stack_from_root(root_first)
+        })
+        .collect();
+    let process = profile.add_process(None);
+    let name = profile.intern("samples");
+    let unit = profile.intern("count");
+    let source = profile.intern("sentry");
+    let series = profile.add_series(Series {
+        kind: SeriesKind::WallTime,
+        name,
+        unit,
+        source: Some(source),
+        frequency_hz: None,
+        period: None,
+    });
+    let thread_metadata = chunk.profile.thread_metadata.as_ref();
+    let mut range = (i64::MAX, i64::MIN);
+    let mut count = 0;
+    for s in &chunk.profile.samples {
+        let Some(&stack) = stacks.get(s.stack_id) else {
+            continue;
+        };
+        let tid = parse_tid(&s.thread_id);
+        let thread = profile.add_thread(process, tid);
+        if tid.is_none() {
+            // Ids that are not numbers share one model thread; the first names it.
+            profile.count("sample v2 thread ids that are not numbers");
+            profile.name_thread(thread, &s.thread_id);
+        }
+        if let Some(name) = thread_metadata
+            .and_then(|m| m.get(&s.thread_id))
+            .and_then(|m| m.name.as_deref())
+        {
+            profile.name_thread(thread, name);
+        }
+        let time = seconds_to_ns(s.seconds());
+        range = (range.0.min(time), range.1.max(time));
+        let mut sample = Sample::new(thread, stack, 1, series);
+        sample.time = Some(time);
+        profile.add_sample(sample);
+        count += 1;
+    }
+    (range.0, range.1, count)
+}
