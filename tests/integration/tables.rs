@@ -288,20 +288,32 @@ fn pprof_totals(bytes: &[u8]) -> SeriesTotals {
     out
 }
 
-/// Per series, from the text: every `STACK COUNT` line is one observation of its count.
+/// Per series, from the text: every `STACK COUNT` line is one observation of its count, and
+/// fractional counts are exact in units of 10^-D for the file's largest number of decimals D.
 fn folded_totals(bytes: &[u8]) -> (u64, i128) {
     let text = std::str::from_utf8(bytes).expect("folded is text");
-    let mut totals = (0u64, 0i128);
-    for line in text.lines() {
-        let line = line.trim_end();
-        if line.trim().is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let count = line.rsplit([' ', '\t']).next().unwrap();
-        totals.0 += 1;
-        totals.1 += count.parse::<i128>().expect("whole counts");
-    }
-    totals
+    let counts: Vec<&str> = text
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| l.rsplit([' ', '\t']).next().unwrap())
+        .collect();
+    let decimals = |c: &str| c.split_once('.').map_or(0, |(_, f)| f.len() as u32);
+    let d = counts.iter().map(|c| decimals(c)).max().unwrap_or(0);
+    let total = counts
+        .iter()
+        .map(|c| {
+            let (whole, frac) = c.split_once('.').unwrap_or((c, ""));
+            let frac_value: i128 = if frac.is_empty() {
+                0
+            } else {
+                frac.parse().unwrap()
+            };
+            whole.parse::<i128>().expect("a count") * 10i128.pow(d)
+                + frac_value * 10i128.pow(d - decimals(c))
+        })
+        .sum();
+    (counts.len() as u64, total)
 }
 
 #[test]
