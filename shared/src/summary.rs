@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 
-use crate::model::{FrameAddress, FrameHandle, Profile, SeriesKind, Timestamps};
+use crate::model::{FrameHandle, Profile, SeriesKind, Timestamps};
 
 /// How many functions the summary lists.
 pub const TOP_FUNCTIONS: usize = 15;
@@ -99,7 +99,7 @@ pub struct ThreadSummary {
 /// One function.
 #[derive(Clone, Debug, Serialize)]
 pub struct FunctionSummary {
-    /// Display name: the function, or `image+0xaddr` for unsymbolized code.
+    /// Display name: the function, or `image!0xaddr` for unsymbolized code.
     pub function: String,
     /// Weight of samples with this function at the leaf.
     pub self_samples: u64,
@@ -133,22 +133,12 @@ fn series_kind(kind: SeriesKind) -> &'static str {
 /// The display name of a frame.
 pub fn frame_label(profile: &Profile, handle: FrameHandle) -> String {
     let frame = profile.frame(handle);
-    if let Some(function) = profile.opt_str(frame.function) {
-        return match profile.opt_str(frame.module) {
-            Some(module) => format!("{module}.{function}"),
-            None => function.to_owned(),
-        };
-    }
-    let image = frame
-        .image
-        .and_then(|i| profile.opt_str(profile.image(i).path))
-        .map(|p| p.rsplit('/').next().unwrap_or(p).to_owned())
-        .unwrap_or_else(|| "?".into());
-    match frame.address {
-        Some(FrameAddress::ImageRelative(a) | FrameAddress::Absolute(a)) => {
-            format!("{image}+{a:#x}")
-        }
-        None => format!("{image}+?"),
+    match (
+        profile.opt_str(frame.function),
+        profile.opt_str(frame.module),
+    ) {
+        (Some(function), Some(module)) => format!("{module}.{function}"),
+        _ => profile.frame_name(frame),
     }
 }
 
@@ -299,5 +289,34 @@ pub fn summarize(profile: &Profile) -> ProfileSummary {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), *v))
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Frame, FrameAddress, FrameKind, Image};
+
+    /// `inspect` and the tables name an unsymbolized frame the same way.
+    #[test]
+    fn unsymbolized_frames_have_one_name_everywhere() {
+        let mut p = Profile::new("test");
+        let path = p.intern("/system/lib64/libc.so");
+        let image = p.add_image(Image::new(Some(path), 0x7000, 0x9000));
+        let mut frame = Frame::new(FrameKind::Native);
+        frame.image = Some(image);
+        frame.address = Some(FrameAddress::ImageRelative(0x1234));
+        let h = p.add_frame(frame);
+        assert_eq!(frame_label(&p, h), "libc.so!0x1234");
+        assert_eq!(p.frame_name(p.frame(h)), "libc.so!0x1234");
+
+        let bare = p.add_frame(Frame::new(FrameKind::Native));
+        assert_eq!(frame_label(&p, bare), "<unknown>");
+
+        let mut java = Frame::new(FrameKind::Jvm);
+        java.function = Some(p.intern("run"));
+        java.module = Some(p.intern("com.example.Worker"));
+        let java = p.add_frame(java);
+        assert_eq!(frame_label(&p, java), "com.example.Worker.run");
     }
 }

@@ -272,6 +272,28 @@ impl Profile {
             .map(|(i, m)| (ImageHandle(i as u32), m))
     }
 
+    /// What to show for a frame, the one naming rule of every output (tables, `inspect`,
+    /// flame graphs): its function, else `<image file name>!0x<address>` (`?` for the image
+    /// when there is none), else `<unknown>`.
+    pub fn frame_name(&self, frame: &Frame) -> String {
+        if let Some(function) = self.opt_str(frame.function) {
+            return function.to_owned();
+        }
+        let Some(address) = frame.address.map(|a| match a {
+            super::FrameAddress::Absolute(a) | super::FrameAddress::ImageRelative(a) => a,
+        }) else {
+            return "<unknown>".to_owned();
+        };
+        let image = frame
+            .image
+            .and_then(|i| self.opt_str(self.image(i).path))
+            // Windows images arrive with backslashes.
+            .and_then(|path| path.rsplit(['/', '\\']).next())
+            .filter(|name| !name.is_empty())
+            .unwrap_or("?");
+        format!("{image}!{address:#x}")
+    }
+
     /// A frame.
     pub fn frame(&self, h: FrameHandle) -> &Frame {
         &self.frames[h.index()]

@@ -450,6 +450,7 @@ fn chunk() -> impl Strategy<Value = Chunk> {
             synthetic_timestamps: synthetic.map(|(interval_ns, rule, other)| SyntheticTimestamps {
                 interval_ns,
                 rule,
+                scaled_from: (interval_ns % 3 == 0).then_some(interval_ns.unsigned_abs()),
                 other,
             }),
             profile,

@@ -1,4 +1,4 @@
-//! The `frames` rows: one per model frame a chunk reaches, inlined calls kept as a list on
+//! The `frames` rows: one per model frame a table profile reaches, inlined calls kept as a list on
 //! the frame (unlike Sample v2, which spreads them over extra frames).
 
 use arrow_array::RecordBatch;
@@ -10,25 +10,6 @@ use super::profiles::TableProfile;
 use super::schema::Table;
 use crate::error::Result;
 use crate::model::{Frame, FrameAddress, Image, Profile};
-
-/// What to show for a frame: its function, else `<image file name>!0x<address>` (`?` for the
-/// image when there is none), else `<unknown>`.
-pub(super) fn frame_name(profile: &Profile, frame: &Frame) -> String {
-    if let Some(function) = profile.opt_str(frame.function) {
-        return function.to_owned();
-    }
-    let Some(address) = frame.address.map(address_value) else {
-        return "<unknown>".to_owned();
-    };
-    let image = frame
-        .image
-        .and_then(|i| profile.opt_str(profile.image(i).path))
-        // Windows images arrive with backslashes.
-        .and_then(|path| path.rsplit(['/', '\\']).next())
-        .filter(|name| !name.is_empty())
-        .unwrap_or("?");
-    format!("{image}!{address:#x}")
-}
 
 fn address_value(a: FrameAddress) -> u64 {
     match a {

@@ -7,7 +7,6 @@ use arrow_array::RecordBatch;
 
 use super::call_tree::CallTree;
 use super::columns::{batch, int64s, string_maps, strings, timestamps};
-use super::frames::frame_name;
 use super::partition::day_of_us;
 use super::schema::Table;
 use super::series::Sampled;
@@ -90,7 +89,7 @@ impl<'a> TableProfile<'a> {
             .map(|&f| {
                 let frame = profile.frame(f);
                 runtimes.saw(frame.kind);
-                frame_name(profile, frame)
+                profile.frame_name(frame)
             })
             .collect();
         let start_us = micros(plan.start_ns);
