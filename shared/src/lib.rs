@@ -44,11 +44,12 @@ pub use model::{
     StringHandle, Thread, ThreadHandle, Timestamps,
 };
 pub use pipeline::{
-    build_id_index, convert_upload, decode, process_upload, publish, store_upload,
-    BuildIdIndexEntry, ConvertOptions, Converted, ConvertedUpload, Decoded, ErrorReport,
-    IndexedMapping, Manifest, ManifestExpansion, ManifestOutput, ManifestProfile, ManifestSampleV2,
-    ManifestSeries, ManifestSource, Outcome, ProcessOptions, Quarantine, SkipReason,
-    BUILD_ID_INDEX_VERSION, DEFAULT_MAX_OBJECT_BYTES, ERROR_REPORT_VERSION, MANIFEST_VERSION,
+    build_id_index, convert_into, convert_upload, decode, process_upload, publish, store_upload,
+    BuildIdIndexEntry, ConvertOptions, ConvertReport, Converted, ConvertedUpload, Decoded,
+    ErrorReport, IndexedMapping, Manifest, ManifestExpansion, ManifestOutput, ManifestProfile,
+    ManifestSampleV2, ManifestSeries, ManifestSource, MemoryOutputs, Outcome, OutputSink,
+    ProcessOptions, Quarantine, SkipReason, StoreOutputs, BUILD_ID_INDEX_VERSION,
+    DEFAULT_MAX_OBJECT_BYTES, ERROR_REPORT_VERSION, MANIFEST_VERSION,
 };
 pub use plan::{
     left_out, plan_chunks, plan_sample_v2, plan_tables, ChunkPlan, PlannedSample, SampleV2Plan,

@@ -1,20 +1,19 @@
 //! The convert job: one upload in, Sample v2 chunks and a manifest out.
 
-use sha2::{Digest, Sha256};
-
 use super::build_id_index::build_id_index;
 use super::decode::{decode, Decoded};
 use super::manifest::{
-    Manifest, ManifestExpansion, ManifestOutput, ManifestProfile, ManifestSampleV2, ManifestSeries,
-    ManifestSource, MANIFEST_VERSION,
+    Manifest, ManifestExpansion, ManifestProfile, ManifestSampleV2, ManifestSeries, ManifestSource,
+    MANIFEST_VERSION,
 };
+use super::outputs::{MemoryOutputs, OutputSink, Outputs};
 use crate::error::{ErrorKind, Result};
 use crate::formats::InputFormat;
 use crate::metadata::UploadMetadata;
 use crate::model::{seconds_to_ns, Profile, SeriesKind, Timestamps};
 use crate::plan::{plan_sample_v2, plan_tables, SeriesCoverage, TableProfilePlan, Timing};
 use crate::sample_v2::{write_planned_chunk, PassThrough, SampleV2Chunk};
-use crate::store::{chunk_key, manifest_key, source_id, ObjectStore};
+use crate::store::{manifest_key, source_id, ObjectStore};
 use crate::tables::{write_tables, TableProfileInput, TableSource};
 
 /// How to convert.
@@ -54,15 +53,47 @@ impl Converted {
     }
 }
 
-/// Converts one upload. Pure: nothing is read or written, so the same input always gives the
-/// same outputs. Errors name `source_key`.
+/// What a conversion into a sink produced, beside the objects themselves.
+#[derive(Debug)]
+pub struct ConvertReport {
+    /// The decoded input.
+    pub decoded: Decoded,
+    /// The manifest, written to the sink last.
+    pub manifest: Manifest,
+    /// Where the manifest went.
+    pub manifest_key: String,
+}
+
+/// Converts one upload in memory. Pure: nothing is read or written, so the same input always
+/// gives the same outputs. Errors name `source_key`.
 pub fn convert_upload(
     source_key: &str,
     etag: &str,
     bytes: &[u8],
     options: &ConvertOptions,
 ) -> Result<Converted> {
-    convert_inner(source_key, etag, bytes, options).map_err(|e| e.for_input(source_key))
+    let mut memory = MemoryOutputs::default();
+    let report = convert_into(source_key, etag, bytes, options, &mut memory)?;
+    // The manifest is the sink's last object; `Converted` keeps it apart.
+    memory.objects.pop();
+    Ok(Converted {
+        decoded: report.decoded,
+        objects: memory.objects,
+        manifest: report.manifest,
+        manifest_key: report.manifest_key,
+    })
+}
+
+/// Converts one upload, handing each object to `sink` as it is produced and the manifest
+/// last. Errors name `source_key`.
+pub fn convert_into(
+    source_key: &str,
+    etag: &str,
+    bytes: &[u8],
+    options: &ConvertOptions,
+    sink: &mut dyn OutputSink,
+) -> Result<ConvertReport> {
+    convert_inner(source_key, etag, bytes, options, sink).map_err(|e| e.for_input(source_key))
 }
 
 fn convert_inner(
@@ -70,7 +101,8 @@ fn convert_inner(
     etag: &str,
     bytes: &[u8],
     options: &ConvertOptions,
-) -> Result<Converted> {
+    sink: &mut dyn OutputSink,
+) -> Result<ConvertReport> {
     options.metadata.validate()?;
     let mut decoded = decode(bytes, options.format)?;
     let metadata = match decoded.metadata.take() {
@@ -91,7 +123,8 @@ fn convert_inner(
     };
     let manifest_key = manifest_key(&source_id);
     let mut sample_v2 = ManifestSampleV2::default();
-    let (chunks, tables, index, series) = if decoded.chunks.is_empty() {
+    let mut out = Outputs::new(sink);
+    let series = if decoded.chunks.is_empty() {
         let start = place_aggregated(&mut decoded.profile, &metadata, options.received_at_ns);
         let profile = &decoded.profile;
         let table_plans = plan_tables(profile, &source_id)?;
@@ -102,15 +135,17 @@ fn convert_inner(
             .into());
         }
         let plan = plan_sample_v2(profile, &metadata, &source_id)?;
-        let chunks: Vec<SampleV2Chunk> = plan
-            .chunks
-            .iter()
-            .map(|plan| write_planned_chunk(&metadata, plan))
-            .collect::<Result<_>>()?;
+        // Each chunk goes out as soon as it is written; only one is held at a time.
+        for chunk_plan in &plan.chunks {
+            let chunk = write_planned_chunk(&metadata, chunk_plan)?;
+            sample_v2.chunks += 1;
+            sample_v2.samples += chunk.samples as u64;
+            out.chunk(&source_id, chunk)?;
+        }
         if let Some(Timing::Expanded {
             interval_ns,
             scaled_from,
-        }) = chunks.first().map(|c| c.timing)
+        }) = plan.chunks.first().map(|c| c.timing)
         {
             timestamps = format!(
                 "expanded from aggregated weights, {interval_ns} ns apart per thread, from {start}"
@@ -122,10 +157,13 @@ fn convert_inner(
         }
         sample_v2.why_none = plan.why_none.clone();
         let inputs = table_inputs(&table_plans, &metadata);
-        let tables = write_tables(&table_source, &inputs)?;
-        let index = build_id_index(&table_plans, source_key, &source_id, &manifest_key);
-        let series = series_of(&[(profile, &table_plans, Some(&plan.series))]);
-        (chunks, tables, index, series)
+        for table in write_tables(&table_source, &inputs)? {
+            out.table(table)?;
+        }
+        for (key, entry) in build_id_index(&table_plans, source_key, &source_id, &manifest_key) {
+            out.index_entry(&key, &entry)?;
+        }
+        series_of(&[(profile, &table_plans, Some(&plan.series))])
     } else {
         // The input already is Sample v2: validated by the decoder, stored unchanged, and
         // tabulated chunk by chunk, each under its own platform, release and environment.
@@ -159,62 +197,21 @@ fn convert_inner(
             .zip(&table_plans)
             .map(|(p, plans)| (p, plans.as_slice(), None))
             .collect();
-        (chunks, tables, index, series_of(&parts))
+        let series = series_of(&parts);
+        for chunk in chunks {
+            sample_v2.chunks += 1;
+            sample_v2.samples += chunk.samples as u64;
+            out.chunk(&source_id, chunk)?;
+        }
+        for table in tables {
+            out.table(table)?;
+        }
+        for (key, entry) in index {
+            out.index_entry(&key, &entry)?;
+        }
+        series
     };
-    sample_v2.chunks = chunks.len() as u64;
-    sample_v2.samples = chunks.iter().map(|c| c.samples as u64).sum();
 
-    let mut objects = Vec::with_capacity(chunks.len() + tables.len());
-    let mut outputs = Vec::with_capacity(chunks.len() + tables.len());
-    for chunk in chunks {
-        let key = chunk_key(&source_id, &chunk.chunk_id);
-        outputs.push(ManifestOutput {
-            key: key.clone(),
-            kind: "sample_v2".into(),
-            bytes: chunk.json.len() as u64,
-            sha256: hex::encode(Sha256::digest(&chunk.json)),
-            pid: chunk.pid,
-            chunk_id: Some(chunk.chunk_id),
-            samples: Some(chunk.samples as u64),
-            start_ns: Some(chunk.start_ns),
-            end_ns: Some(chunk.end_ns),
-            rows: None,
-        });
-        objects.push((key, chunk.json));
-    }
-    let samples_written = outputs.iter().filter_map(|o| o.samples).sum();
-    // Tables first, then the index entries that point at them, then (in publish) the manifest.
-    for table in tables {
-        outputs.push(ManifestOutput {
-            key: table.key.clone(),
-            kind: format!("table:{}", table.table.name()),
-            bytes: table.bytes.len() as u64,
-            sha256: hex::encode(Sha256::digest(&table.bytes)),
-            pid: None,
-            chunk_id: None,
-            samples: None,
-            start_ns: None,
-            end_ns: None,
-            rows: Some(table.rows),
-        });
-        objects.push((table.key, table.bytes));
-    }
-    for (key, entry) in index {
-        let json = serde_json::to_vec_pretty(&entry).expect("index entry serializes");
-        outputs.push(ManifestOutput {
-            key: key.clone(),
-            kind: "build_id_index".into(),
-            bytes: json.len() as u64,
-            sha256: hex::encode(Sha256::digest(&json)),
-            pid: None,
-            chunk_id: None,
-            samples: None,
-            start_ns: None,
-            end_ns: None,
-            rows: None,
-        });
-        objects.push((key, json));
-    }
     let profile = &decoded.profile;
     let manifest = Manifest {
         manifest_version: MANIFEST_VERSION,
@@ -230,7 +227,7 @@ fn convert_inner(
         profile: ManifestProfile {
             timestamps,
             samples: profile.samples().len() as u64,
-            samples_written,
+            samples_written: sample_v2.samples,
             processes: profile.processes().len() as u64,
             threads: profile.threads().len() as u64,
             stats: profile
@@ -241,11 +238,11 @@ fn convert_inner(
         },
         series,
         sample_v2,
-        outputs,
+        outputs: Vec::new(),
     };
-    Ok(Converted {
+    let manifest = out.finish(&manifest_key, manifest)?;
+    Ok(ConvertReport {
         decoded,
-        objects,
         manifest,
         manifest_key,
     })

@@ -5,18 +5,22 @@ mod build_id_index;
 mod convert;
 mod decode;
 mod manifest;
+mod outputs;
 mod process;
 mod supersede;
 
 pub use build_id_index::{
     build_id_index, BuildIdIndexEntry, IndexedMapping, BUILD_ID_INDEX_VERSION,
 };
-pub use convert::{convert_upload, publish, store_upload, ConvertOptions, Converted};
+pub use convert::{
+    convert_into, convert_upload, publish, store_upload, ConvertOptions, ConvertReport, Converted,
+};
 pub use decode::{decode, Decoded};
 pub use manifest::{
     Manifest, ManifestExpansion, ManifestOutput, ManifestProfile, ManifestSampleV2, ManifestSeries,
     ManifestSource, MANIFEST_VERSION,
 };
+pub use outputs::{MemoryOutputs, OutputSink, StoreOutputs};
 pub use process::{
     process_upload, ConvertedUpload, ErrorReport, Outcome, ProcessOptions, Quarantine, SkipReason,
     DEFAULT_MAX_OBJECT_BYTES, ERROR_REPORT_VERSION,

@@ -8,7 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::convert::{convert_upload, publish, ConvertOptions};
+use super::convert::{convert_into, ConvertOptions};
+use super::outputs::StoreOutputs;
 use super::supersede::{settle, Settled};
 use crate::error::{error_chain, Error, Result};
 use crate::formats::InputFormat;
@@ -226,11 +227,17 @@ fn process_profile(
         metadata,
         received_at_ns: info.last_modified_ns,
     };
-    let converted = match convert_upload(key, &info.etag, &bytes, &convert_options) {
+    // Objects go to the store as they are produced, the manifest last.
+    let mut written = StoreOutputs::new(outputs);
+    let converted = match convert_into(key, &info.etag, &bytes, &convert_options, &mut written) {
         Ok(converted) => converted,
-        Err(e) => return quarantine(uploads, outputs, key, Some(&info), e),
+        Err(e) if e.kind().is_transient() => return Err(e),
+        Err(e) => {
+            // A conversion that failed half-way takes back what it wrote: no manifest lists it.
+            written.discard()?;
+            return quarantine(uploads, outputs, key, Some(&info), e);
+        }
     };
-    publish(outputs, &converted)?;
     let replaced = match settle(uploads, outputs, key, &info.etag, true)? {
         Settled::Current { replaced } => replaced,
         Settled::Outdated => return Ok(skipped(key, SkipReason::Overwritten)),
@@ -249,7 +256,7 @@ fn process_profile(
         format: m.source.format.clone(),
         bytes: m.source.bytes,
         samples: m.profile.samples_written,
-        objects: converted.objects.len() as u64 + 1,
+        objects: written.written() as u64,
         replaced,
     }))
 }

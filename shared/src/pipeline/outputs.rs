@@ -1,0 +1,143 @@
+//! Where a conversion's objects go as they are produced: straight to a store, or to memory.
+//! Every object is listed for the manifest as it passes, and the manifest, built from that
+//! list, is written last, so a manifest is never seen before the objects it lists.
+
+use sha2::{Digest, Sha256};
+
+use super::build_id_index::BuildIdIndexEntry;
+use super::manifest::{Manifest, ManifestOutput};
+use crate::error::Result;
+use crate::sample_v2::SampleV2Chunk;
+use crate::store::{chunk_key, ObjectStore};
+use crate::tables::TableObject;
+
+/// Takes each produced object.
+pub trait OutputSink {
+    /// Stores one object.
+    fn put(&mut self, key: &str, bytes: Vec<u8>) -> Result<()>;
+}
+
+/// Keeps the objects in memory, in write order (tests, and callers that store later).
+#[derive(Debug, Default)]
+pub struct MemoryOutputs {
+    /// Key and bytes of every object, the manifest last.
+    pub objects: Vec<(String, Vec<u8>)>,
+}
+
+impl OutputSink for MemoryOutputs {
+    fn put(&mut self, key: &str, bytes: Vec<u8>) -> Result<()> {
+        self.objects.push((key.to_owned(), bytes));
+        Ok(())
+    }
+}
+
+/// Writes each object to a store as soon as it is produced, so a conversion never holds all
+/// of its outputs at once.
+pub struct StoreOutputs<'s> {
+    store: &'s dyn ObjectStore,
+    written: Vec<String>,
+}
+
+impl<'s> StoreOutputs<'s> {
+    /// Outputs into `store`.
+    pub fn new(store: &'s dyn ObjectStore) -> Self {
+        StoreOutputs {
+            store,
+            written: Vec::new(),
+        }
+    }
+
+    /// How many objects were written.
+    pub fn written(&self) -> usize {
+        self.written.len()
+    }
+
+    /// Deletes what was written: a conversion that failed half-way leaves no orphans.
+    pub fn discard(&mut self) -> Result<()> {
+        for key in self.written.drain(..) {
+            self.store.delete(&key)?;
+        }
+        Ok(())
+    }
+}
+
+impl OutputSink for StoreOutputs<'_> {
+    fn put(&mut self, key: &str, bytes: Vec<u8>) -> Result<()> {
+        self.store.put(key, &bytes)?;
+        self.written.push(key.to_owned());
+        Ok(())
+    }
+}
+
+/// Lists every object for the manifest on its way to the sink.
+pub(crate) struct Outputs<'s> {
+    sink: &'s mut dyn OutputSink,
+    listed: Vec<ManifestOutput>,
+}
+
+fn listed(key: &str, kind: String, bytes: &[u8]) -> ManifestOutput {
+    ManifestOutput {
+        key: key.to_owned(),
+        kind,
+        bytes: bytes.len() as u64,
+        sha256: hex::encode(Sha256::digest(bytes)),
+        pid: None,
+        chunk_id: None,
+        samples: None,
+        start_ns: None,
+        end_ns: None,
+        rows: None,
+    }
+}
+
+impl<'s> Outputs<'s> {
+    pub fn new(sink: &'s mut dyn OutputSink) -> Self {
+        Outputs {
+            sink,
+            listed: Vec::new(),
+        }
+    }
+
+    /// One Sample v2 chunk of the upload `source_id`.
+    pub fn chunk(&mut self, source_id: &str, chunk: SampleV2Chunk) -> Result<()> {
+        let key = chunk_key(source_id, &chunk.chunk_id);
+        self.listed.push(ManifestOutput {
+            pid: chunk.pid,
+            samples: Some(chunk.samples as u64),
+            start_ns: Some(chunk.start_ns),
+            end_ns: Some(chunk.end_ns),
+            chunk_id: Some(chunk.chunk_id),
+            ..listed(&key, "sample_v2".into(), &chunk.json)
+        });
+        self.sink.put(&key, chunk.json)
+    }
+
+    /// One table file.
+    pub fn table(&mut self, table: TableObject) -> Result<()> {
+        self.listed.push(ManifestOutput {
+            rows: Some(table.rows),
+            ..listed(
+                &table.key,
+                format!("table:{}", table.table.name()),
+                &table.bytes,
+            )
+        });
+        self.sink.put(&table.key, table.bytes)
+    }
+
+    /// One build-ID index entry.
+    pub fn index_entry(&mut self, key: &str, entry: &BuildIdIndexEntry) -> Result<()> {
+        let json = serde_json::to_vec_pretty(entry).expect("index entry serializes");
+        self.listed
+            .push(listed(key, "build_id_index".into(), &json));
+        self.sink.put(key, json)
+    }
+
+    /// Writes the manifest, last, with the list of everything before it.
+    pub fn finish(self, key: &str, mut manifest: Manifest) -> Result<Manifest> {
+        manifest.outputs = self.listed;
+        let json = serde_json::to_vec_pretty(&manifest).expect("manifest serializes");
+        self.sink.put(key, json)?;
+        Ok(manifest)
+    }
+}
