@@ -1,6 +1,6 @@
 //! The profile: the one mutable entry point to the model.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use indexmap::IndexSet;
 
@@ -57,7 +57,10 @@ pub struct Profile {
     pub findings: Vec<String>,
     strings: IndexSet<Box<str>>,
     images: IndexSet<Image>,
-    frames: IndexSet<Frame>,
+    /// By handle. Kept apart from the dedup map so frames can be rewritten in place (by
+    /// symbolization) without moving any handle, even when two become equal.
+    frames: Vec<Frame>,
+    frame_ids: HashMap<Frame, FrameHandle>,
     stacks: IndexSet<(Option<StackHandle>, FrameHandle)>,
     depths: Vec<u32>,
     process_ids: IndexSet<Option<i64>>,
@@ -102,7 +105,13 @@ impl Profile {
 
     /// Adds (or finds) a frame.
     pub fn add_frame(&mut self, frame: Frame) -> FrameHandle {
-        FrameHandle(handle(self.frames.insert_full(frame).0))
+        if let Some(&h) = self.frame_ids.get(&frame) {
+            return h;
+        }
+        let h = FrameHandle(handle(self.frames.len()));
+        self.frames.push(frame.clone());
+        self.frame_ids.insert(frame, h);
+        h
     }
 
     /// Adds (or finds) the stack `frame` called from `parent`.
@@ -299,6 +308,22 @@ impl Profile {
         &self.frames[h.index()]
     }
 
+    /// Rewrites frames in place: `rewrite` sees every frame with its handle and may change it.
+    /// Every handle (in stacks, samples and elsewhere) stays valid and keeps pointing at its
+    /// frame; frames that become equal stay apart, and later [`Profile::add_frame`] calls find
+    /// the first of them.
+    pub fn rewrite_frames(&mut self, mut rewrite: impl FnMut(FrameHandle, &mut Frame)) {
+        for (i, frame) in self.frames.iter_mut().enumerate() {
+            rewrite(FrameHandle(handle(i)), frame);
+        }
+        self.frame_ids.clear();
+        for (i, frame) in self.frames.iter().enumerate() {
+            self.frame_ids
+                .entry(frame.clone())
+                .or_insert(FrameHandle(handle(i)));
+        }
+    }
+
     /// All frames with their handles.
     pub fn frames(&self) -> impl ExactSizeIterator<Item = (FrameHandle, &Frame)> {
         self.frames
@@ -434,6 +459,31 @@ mod tests {
         let leaf_first: Vec<_> = p.stack_frames(ac).collect();
         assert_eq!(leaf_first, vec![frames[2], frames[0]]);
         assert_eq!(p.add_stack_from_root([]), None);
+    }
+
+    #[test]
+    fn rewriting_frames_keeps_every_handle() {
+        let mut p = Profile::new("test");
+        let addressed = |p: &mut Profile, a: u64| {
+            let mut f = Frame::new(FrameKind::Native);
+            f.address = Some(crate::model::FrameAddress::ImageRelative(a));
+            p.add_frame(f)
+        };
+        let (x, y) = (addressed(&mut p, 0x10), addressed(&mut p, 0x20));
+        let stack = p.add_stack_from_root([x, y]).unwrap();
+        let name = p.intern("inlined_helper");
+        // Both addresses resolve to the same function; strip the address to make them equal.
+        p.rewrite_frames(|_, f| {
+            f.function = Some(name);
+            f.address = None;
+        });
+        assert_eq!(p.frames().len(), 2, "equal frames stay apart");
+        assert_eq!(p.frame(x).function, Some(name));
+        assert_eq!(p.frame(y).function, Some(name));
+        assert_eq!(p.stack_frames(stack).collect::<Vec<_>>(), vec![y, x]);
+        let mut same = Frame::new(FrameKind::Native);
+        same.function = Some(name);
+        assert_eq!(p.add_frame(same), x, "the first equal frame is found");
     }
 
     #[test]
