@@ -4,11 +4,16 @@
 Converts each sample input (`samples/<format>/<name>.<ext>` beside a `<name>.expected/`
 directory, with `<name>.metadata.json` when present) with the proflake CLI, then
 
+* checks that the tables hold every observation of the input: per series, the rows and their
+  total value equal the input's own (the folded file's lines, the pprof file's samples, decoded
+  here), the decoder's (`proflake inspect`) and the manifest's `series`; the Sample v2 chunks'
+  samples are among the rows (a chunk leaves out lone threads), and an aggregated row stands
+  for as many chunk samples as its value;
 * runs every `-- name:` query of docs/queries.sql in DuckDB and checks its answer against an
-  independent computation from the Sample v2 chunk JSON the same conversion wrote;
-* checks that the tables' totals equal the chunks' sample counts, ids resolve, and the files
-  follow docs/tables.md (columns, types, nullability, key-value metadata, partitions, sorting);
-* checks that converting twice gives byte-identical Parquet files.
+  independent computation: the table rows read with plain scans and walked here in Python;
+* checks that ids resolve and the files follow docs/tables.md (columns, types, nullability,
+  key-value metadata, partitions, sorting), and that converting twice gives byte-identical
+  Parquet files.
 
 Plain Python: `python tests/duckdb/test_queries.py`. The CLI comes from $PROFLAKE_BIN (default
 target/debug/proflake). The last line printed is `duckdb tests: N passed, M failed`.
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import datetime as dt
+import gzip
 import hashlib
 import json
 import os
@@ -38,17 +44,22 @@ BIN = Path(os.environ.get("PROFLAKE_BIN", REPO / "target" / "debug" / "proflake"
 if not BIN.is_absolute():
     BIN = REPO / BIN
 
+VERSION = "v2"
 TABLES = ["profiles", "samples", "stacks", "frames", "function_rollup"]
 HUGE = 1_000_000_000
+U64 = (1 << 64) - 1
 
 # The upload converted twice under two releases for the release comparison.
 RELEASE_INPUT = ("samples/folded/pyspy.folded", "samples/folded/pyspy.metadata.json")
 RELEASE_SERVICE = "release-check"
 RELEASE_A = "workload@1.0.0"
 RELEASE_B = "workload@1.1.0"
-# The same upload converted on two days, for partition pruning.
-DAY1 = 1_763_800_000  # 2025-11-22 08:26:40 UTC
-DAY2 = DAY1 + 2 * 86_400
+# The same timed upload (a Sample v2 chunk of the Android sample) on two days, for partition
+# pruning: the second copy's samples are moved two days on.
+DAYS_INPUT = "samples/perfetto/android_app.expected"
+DAY_SHIFT_S = 2 * 86_400
+FOLDED = "samples/folded/pyspy.folded"
+PPROF = "samples/pprof/google-pprof_report_sample.cpu.pb.gz"
 
 
 # ------------------------------------------------------------------------------------------
@@ -96,18 +107,24 @@ def connect(root: Path, **params) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def run_query(root: Path, name: str, **params) -> list[dict]:
-    """A named query's rows, in its order. TIMESTAMPTZ values come back as microseconds since
-    the epoch (DuckDB's Python client would need pytz to return them as datetimes)."""
-    con = connect(root, **params)
-    con.execute(f"CREATE TEMP TABLE answer AS {QUERIES[name].rstrip().rstrip(';')}")
+def fetch(con, query: str, *args) -> list[dict]:
+    """Rows as dicts. TIMESTAMPTZ values come back as microseconds since the epoch (DuckDB's
+    Python client would need pytz to return them as datetimes)."""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE answer AS {query.rstrip().rstrip(';')}", list(args))
     columns = con.execute("SELECT column_name, column_type FROM (DESCRIBE answer)").fetchall()
     select = ", ".join(
         f'epoch_us("{c}") AS "{c}"' if t == "TIMESTAMP WITH TIME ZONE" else f'"{c}"' for c, t in columns
     )
     rows = con.execute(f"SELECT {select} FROM answer ORDER BY rowid").fetchall()
-    con.close()
     return [dict(zip([c for c, _ in columns], r)) for r in rows]
+
+
+def run_query(root: Path, name: str, **params) -> list[dict]:
+    """A named query's rows, in its order."""
+    con = connect(root, **params)
+    rows = fetch(con, QUERIES[name])
+    con.close()
+    return rows
 
 
 def sql(con, query: str, *args) -> list[tuple]:
@@ -115,7 +132,7 @@ def sql(con, query: str, *args) -> list[tuple]:
 
 
 # ------------------------------------------------------------------------------------------
-# Conversions and the Sample v2 chunks they wrote
+# Conversions, the Sample v2 chunks and the tables they wrote
 
 
 def sample_inputs() -> list[tuple[Path, Path | None]]:
@@ -139,6 +156,14 @@ def convert(inputs: list[Path], out: Path, metadata: Path | None = None, *flags:
     run = subprocess.run(args, capture_output=True, text=True)
     if run.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} failed ({run.returncode}):\n{run.stderr}")
+
+
+def inspect_series(path: Path) -> dict[tuple[str, str], dict]:
+    """The decoder's series of an input (`proflake inspect --json`), by (name, unit)."""
+    run = subprocess.run([str(BIN), "inspect", str(path), "--json"], capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError(f"inspect {path} failed:\n{run.stderr}")
+    return {(s["name"], s["unit"]): s for s in json.loads(run.stdout)["summary"]["series"]}
 
 
 class Chunk:
@@ -169,16 +194,93 @@ class Chunk:
             return f"{image}!{frame['instruction_addr']}"
         return "<unknown>"
 
-    def stack_of(self, sample: dict) -> list[int]:
-        """Leaf-first frame indices of a sample ([] for an idle sample)."""
-        return self.stacks[sample["stack_id"]]
+    def path(self, sample: dict) -> tuple[str, ...]:
+        """Root-first comparable frame names of a sample's stack (() for an empty stack)."""
+        return tuple(comparable(self.frame_name(i)) for i in reversed(self.stacks[sample["stack_id"]]))
 
-    def with_stack(self) -> list[dict]:
-        return [s for s in self.samples if self.stack_of(s)]
+
+class Tables:
+    """Every table row of an output, read with plain scans (no joins, none of the queries'
+    SQL), and the call paths walked here: what the queries' answers are checked against."""
+
+    def __init__(self, root: Path):
+        con = duckdb.connect()
+        con.execute("SET TimeZone = 'UTC'")
+
+        def scan(table: str) -> list[dict]:
+            files = sorted((root / "tables" / VERSION / table).glob("dt=*/*.parquet"))
+            if not files:
+                return []
+            paths = "[" + ", ".join(literal(str(f)) for f in files) + "]"
+            return fetch(con, f"SELECT * FROM read_parquet({paths}, hive_partitioning = false)")
+
+        self.profiles = {p["profile_id"]: p for p in scan("profiles")}
+        self.samples = scan("samples")
+        self.nodes = {(r["profile_id"], r["stack_id"]): r for r in scan("stacks")}
+        self.frames = {(r["profile_id"], r["frame_id"]): r for r in scan("frames")}
+        self.rollup = scan("function_rollup")
+        con.close()
+        self._paths: dict[tuple, tuple] = {}
+
+    def frame_names(self, profile_id: str, frame_id: int) -> list[str]:
+        """The functions a frame stands for, outermost first: those its code was inlined into,
+        then its own name."""
+        f = self.frames[(profile_id, frame_id)]
+        inlined = [c["function"] if c["function"] is not None else "<unknown>" for c in f["inlined_into"]]
+        return list(reversed(inlined)) + [f["name"]]
+
+    def frame_ids(self, profile_id: str, stack_id: int | None) -> list[int]:
+        """Frame ids from the root to the leaf."""
+        out = []
+        while stack_id is not None:
+            node = self.nodes[(profile_id, stack_id)]
+            out.append(node["frame_id"])
+            stack_id = node["parent_id"]
+            if len(out) > len(self.nodes):
+                raise AssertionError(f"stacks of {profile_id} loop")
+        return out[::-1]
+
+    def path(self, profile_id: str, stack_id: int | None) -> tuple[str, ...]:
+        """Function names from the root to the leaf, inlined callers expanded."""
+        key = (profile_id, stack_id)
+        if key not in self._paths:
+            names = []
+            for fid in self.frame_ids(profile_id, stack_id):
+                names += self.frame_names(profile_id, fid)
+            self._paths[key] = tuple(names)
+        return self._paths[key]
+
+    def leaf(self, row: dict) -> str:
+        """`frames.name` of a sample's leaf frame."""
+        node = self.nodes[(row["profile_id"], row["stack_id"])]
+        return self.frames[(row["profile_id"], node["frame_id"])]["name"]
+
+    def selected(self, sample_type: str | None = None) -> set[str]:
+        """The profile ids `sample_type` selects, by the rule docs/queries.sql states: a name
+        picks that series, '*' every series, and NULL each upload's CPU-time series, else its
+        wall-time series."""
+        if sample_type == "*":
+            return set(self.profiles)
+        if sample_type is not None:
+            return {pid for pid, p in self.profiles.items() if p["sample_type"] == sample_type}
+        has_cpu = {p["source_id"] for p in self.profiles.values() if p["series_kind"] == "cpu_time"}
+        return {
+            pid
+            for pid, p in self.profiles.items()
+            if p["series_kind"] == ("cpu_time" if p["source_id"] in has_cpu else "wall_time")
+        }
+
+    def rows_of(self, profile_ids: set[str]) -> list[dict]:
+        return [r for r in self.samples if r["profile_id"] in profile_ids]
+
+    def key(self, row: dict) -> tuple:
+        """(service, sample_type, sample_unit): every per-service answer's group."""
+        p = self.profiles[row["profile_id"]]
+        return (p["service"], p["sample_type"], p["sample_unit"])
 
 
 class Output:
-    """A conversion output directory: manifests and chunks."""
+    """A conversion output directory: manifests, chunks and tables."""
 
     def __init__(self, root: Path):
         self.root = root
@@ -193,9 +295,15 @@ class Output:
                     self.chunks[out["chunk_id"]] = Chunk(
                         root / out["key"], source_id, manifest["source"]["format"]
                     )
+        self.tables = Tables(root)
 
     def chunks_of(self, source_id: str) -> list[Chunk]:
         return [c for c in self.chunks.values() if c.source_id == source_id]
+
+    def source_of_key(self, suffix: str) -> str:
+        """The source id of the upload whose key ends with `suffix`."""
+        (sid,) = [s for s, m in self.manifests.items() if m["source"]["key"].endswith(suffix)]
+        return sid
 
     def parquet_files(self) -> dict[str, bytes]:
         base = self.root / "tables"
@@ -210,7 +318,7 @@ class Ctx:
     again: Output
     release: Output
     days: Output
-    profile_keys: dict[str, tuple]  # profile_id -> (service, sample_unit), from the tables
+    inputs: dict[str, Path]  # source_id -> the input file of the main output
 
 
 CTX = Ctx()
@@ -225,6 +333,9 @@ def setUpModule():
         convert([path], main, meta)
         convert([path], again, meta)
     CTX.main, CTX.again = Output(main), Output(again)
+    CTX.inputs = {}
+    for path, _ in sample_inputs():
+        CTX.inputs[CTX.main.source_of_key("/" + path.name)] = path
 
     # The same upload twice (two keys, so two source ids), once per release.
     release = CTX.tmp / "release"
@@ -237,19 +348,18 @@ def setUpModule():
         convert([copy], release, meta, "--release", rel, "--service", RELEASE_SERVICE)
     CTX.release = Output(release)
 
-    # The same upload on two days.
+    # A timed upload on two days.
     days = CTX.tmp / "days"
-    for tag, start in (("day1", DAY1), ("day2", DAY2)):
-        copy = staged / f"{tag}.folded"
-        shutil.copyfile(src, copy)
-        convert([copy], days, meta, "--start-time", str(start))
+    chunk = sorted((REPO / DAYS_INPUT).glob("*.json"))
+    chunk = json.loads(next(p for p in chunk if p.name != "manifest.json").read_text())
+    (staged / "day1.json").write_text(json.dumps(chunk))
+    # Another recording of the same process: a chunk id of its own, its samples two days on.
+    chunk["chunk_id"] = hashlib.md5(b"day2").hexdigest()
+    for s in chunk["profile"]["samples"]:
+        s["timestamp"] += DAY_SHIFT_S
+    (staged / "day2.json").write_text(json.dumps(chunk))
+    convert([staged / "day1.json", staged / "day2.json"], days)
     CTX.days = Output(days)
-
-    con = connect(main)
-    CTX.profile_keys = {
-        pid: (svc, unit) for pid, svc, unit in sql(con, "SELECT profile_id, service, sample_unit FROM profiles")
-    }
-    con.close()
 
 
 def tearDownModule():
@@ -257,64 +367,137 @@ def tearDownModule():
         shutil.rmtree(CTX.tmp, ignore_errors=True)
 
 
-def chunk_tid(value) -> int:
-    """A table thread id as the chunk writes it: Sample v2 needs one, so an unknown (NULL)
-    thread id is written as "0" there."""
-    return 0 if value is None else value
-
-
 def timestamp_us(seconds: float) -> int:
     return round(seconds * 1_000_000)
-
-
-def group_key(chunk: Chunk) -> tuple:
-    """(service, sample_unit) of a chunk's profile: the grouping every per-service query uses."""
-    return CTX.profile_keys[chunk.chunk_id]
 
 
 def comparable(name: str) -> str:
     """A frame name for comparing paths: an unsymbolized frame's address dropped. The table
     names it by the address as recorded (image-relative for Perfetto), the chunk holds the
-    absolute address; unsymbolized_frames_by_build_id checks the addresses themselves."""
+    absolute address; TablesTest checks the addresses themselves."""
     return re.sub(r"!0x[0-9a-f]+$", "!0x…", name)
 
 
-def is_generated_name(name: str) -> bool:
-    """A `frames.name` made for a frame without a function."""
-    return name == "<unknown>" or re.fullmatch(r".*!0x[0-9a-f]+", name) is not None
+def unsigned(address: int | None) -> int | None:
+    """A BIGINT address column read back as the unsigned 64 bits it holds."""
+    return None if address is None else address & U64
+
+
+def nullable_sum(values) -> int | None:
+    """SQL's sum: NULL when every value is NULL."""
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
 
 
 # ------------------------------------------------------------------------------------------
-# Expectations from the chunk JSON
+# The inputs, read here
 
 
-def expected_self(chunks) -> dict[tuple, collections.Counter]:
-    """Leaf frame names by sample count, per (service, unit)."""
-    out: dict[tuple, collections.Counter] = collections.defaultdict(collections.Counter)
-    for c in chunks:
-        for s in c.with_stack():
-            out[group_key(c)][c.frame_name(c.stack_of(s)[0])] += 1
+def folded_rows(path: Path) -> collections.Counter:
+    """(thread id, root-first function names, count) of every line of a py-spy folded file,
+    by multiplicity. py-spy writes `thread (<tid>): <name>;frame;…` (or `thread (<tid>);…`
+    without a name) and frames `function (file:line)`."""
+    out = collections.Counter()
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        stack, count = line.rsplit(" ", 1)
+        fields = stack.split(";")
+        m = re.fullmatch(r"thread \((\d+)\)(?::.*)?", fields[0])
+        assert m, f"not a py-spy thread field: {fields[0]!r}"
+        names = tuple(re.sub(r" \([^()]*:\d+\)$", "", f) for f in fields[1:])
+        out[(int(m.group(1)), names, int(count))] += 1
     return out
 
 
-def expected_total(chunks) -> dict[tuple, collections.Counter]:
-    """Frame names anywhere in the stack, once per sample, per (service, unit)."""
-    out: dict[tuple, collections.Counter] = collections.defaultdict(collections.Counter)
-    for c in chunks:
-        for s in c.with_stack():
-            for name in {c.frame_name(i) for i in c.stack_of(s)}:
-                out[group_key(c)][name] += 1
+def _varint(b: bytes, i: int) -> tuple[int, int]:
+    x = shift = 0
+    while True:
+        c = b[i]
+        i += 1
+        x |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            return x, i
+
+
+def _fields(b: bytes):
+    """(field number, wire type, value) of a protobuf message."""
+    i = 0
+    while i < len(b):
+        key, i = _varint(b, i)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            value, i = _varint(b, i)
+        elif wire == 2:
+            n, i = _varint(b, i)
+            value, i = b[i : i + n], i + n
+        elif wire == 1:
+            value, i = b[i : i + 8], i + 8
+        elif wire == 5:
+            value, i = b[i : i + 4], i + 4
+        else:
+            raise ValueError(f"wire type {wire}")
+        yield number, wire, value
+
+
+def _ints(wire: int, value) -> list[int]:
+    if wire == 0:
+        return [value]
+    out, i = [], 0
+    while i < len(value):
+        x, i = _varint(value, i)
+        out.append(x)
     return out
 
 
-def split_by_function(counter: collections.Counter, named: set[str]):
-    """Counts of names that are real functions, and the sum of the rest."""
-    functions = {k: v for k, v in counter.items() if k in named}
-    return functions, sum(v for k, v in counter.items() if k not in named)
-
-
-def function_names(chunks) -> set[str]:
-    return {f["function"] for c in chunks for f in c.frames if f.get("function") is not None}
+def pprof_series(path: Path) -> dict[tuple[str, str], collections.Counter]:
+    """Per (sample type, unit) of a gzipped pprof Profile: (root-first function names, value)
+    of every sample with a non-zero value, by multiplicity. A location's lines are innermost
+    first, so a root-first path takes locations and their lines in reverse."""
+    data = gzip.decompress(path.read_bytes())
+    strings, types, samples, locations, functions = [], [], [], {}, {}
+    for number, wire, value in _fields(data):
+        if number == 6:
+            strings.append(value.decode())
+        elif number == 1:
+            t = {n: v for n, _, v in _fields(value)}
+            types.append((t.get(1, 0), t.get(2, 0)))
+        elif number == 2:
+            locs, values = [], []
+            for n, w, v in _fields(value):
+                if n == 1:
+                    locs += _ints(w, v)
+                elif n == 2:
+                    values += [x - (1 << 64) if x >= 1 << 63 else x for x in _ints(w, v)]
+            samples.append((locs, values))
+        elif number == 4:
+            loc = {"lines": [], "address": 0}
+            for n, _, v in _fields(value):
+                if n == 1:
+                    loc["id"] = v
+                elif n == 3:
+                    loc["address"] = v
+                elif n == 4:
+                    loc["lines"].append({a: b for a, _, b in _fields(v)}.get(1, 0))
+            locations[loc["id"]] = loc
+        elif number == 5:
+            f = {n: v for n, _, v in _fields(value)}
+            functions[f[1]] = f.get(2, 0)  # the name's string index
+    out: dict[tuple[str, str], collections.Counter] = {}
+    for i, (type_index, unit_index) in enumerate(types):
+        series = out.setdefault((strings[type_index], strings[unit_index]), collections.Counter())
+        for locs, values in samples:
+            if values[i] == 0:
+                continue
+            names = []
+            for loc_id in reversed(locs):
+                loc = locations[loc_id]
+                if not loc["lines"]:
+                    names.append("?!0x…")
+                names += [strings[functions[f]] for f in reversed(loc["lines"])]
+            series[(tuple(comparable(n) for n in names), values[i])] += 1
+    return out
 
 
 # ------------------------------------------------------------------------------------------
@@ -323,10 +506,13 @@ def function_names(chunks) -> set[str]:
 
 class QueryFileTest(unittest.TestCase):
     def test_file_has_setup_and_named_queries(self):
-        for view in ["profiles", "samples", "stacks", "frames", "function_rollup"]:
+        for view in ["profiles", "samples", "stacks", "frames", "function_rollup", "selected_profiles"]:
             self.assertRegex(SETUP_SQL, rf"CREATE OR REPLACE VIEW {view} AS")
         self.assertIn("getvariable('tables_root')", SETUP_SQL)
-        self.assertGreaterEqual(len(QUERIES), 8)
+        self.assertIn(f"/tables/{VERSION}/", SETUP_SQL)
+        self.assertNotIn("/tables/v1/", QUERIES_SQL.read_text())
+        self.assertRegex(SETUP_SQL, r"SET VARIABLE sample_type = coalesce\(getvariable\('sample_type'\)")
+        self.assertGreaterEqual(len(QUERIES), 9)
         for name, body in QUERIES.items():
             self.assertRegex(name, r"^[a-z][a-z0-9_]*$")
             first = body.splitlines()[0]
@@ -336,6 +522,8 @@ class QueryFileTest(unittest.TestCase):
             self.assertEqual(code.strip().count(";"), 1, f"{name}: not exactly one statement")
             self.assertTrue(code.strip().endswith(";"), name)
             self.assertNotRegex(code, r"\w\s*->\s*\w", f"{name}: DuckDB 2.0 rejects -> lambdas")
+            # v1's columns are gone; a query naming them would fail only on some inputs.
+            self.assertNotRegex(code, r"\b(s\.weight|total_weight|self_weight|self_samples|total_samples)\b", name)
 
     def test_every_query_has_a_check(self):
         checked = {n[len("test_query_"):] for n in dir(NamedQueriesTest) if n.startswith("test_query_")}
@@ -356,297 +544,319 @@ class QueryFileTest(unittest.TestCase):
         con.close()
 
 
+def by_key(rows: list[dict], *columns: str) -> dict[tuple, list[dict]]:
+    out: dict[tuple, list[dict]] = collections.defaultdict(list)
+    for r in rows:
+        out[tuple(r[c] for c in columns)].append(r)
+    return out
+
+
+GROUP = ("service", "sample_type", "sample_unit")
+
+
 class NamedQueriesTest(unittest.TestCase):
     maxDiff = None
 
-    def chunks(self):
-        return list(CTX.main.chunks.values())
+    @property
+    def t(self) -> Tables:
+        return CTX.main.tables
+
+    def expected_self(self, tables: Tables, sample_type=None) -> dict[tuple, dict[str, list[int]]]:
+        """Per group, each leaf function's [value, rows]."""
+        out: dict[tuple, dict[str, list[int]]] = collections.defaultdict(lambda: collections.defaultdict(lambda: [0, 0]))
+        for r in tables.rows_of(tables.selected(sample_type)):
+            if r["stack_id"] is not None:
+                acc = out[tables.key(r)][tables.leaf(r)]
+                acc[0] += r["value"]
+                acc[1] += 1
+        return out
+
+    def expected_total(self, tables: Tables, sample_type=None) -> dict[tuple, dict[str, list[int]]]:
+        """Per group, each function anywhere on the stack (once per row): [value, rows]."""
+        out: dict[tuple, dict[str, list[int]]] = collections.defaultdict(lambda: collections.defaultdict(lambda: [0, 0]))
+        for r in tables.rows_of(tables.selected(sample_type)):
+            if r["stack_id"] is not None:
+                for name in set(tables.path(r["profile_id"], r["stack_id"])):
+                    acc = out[tables.key(r)][name]
+                    acc[0] += r["value"]
+                    acc[1] += 1
+        return out
+
+    def test_query_series_totals(self):
+        t = self.t
+        rows = run_query(CTX.main.root, "series_totals")
+        actual = {(r["source_id"], r["sample_type"], r["sample_unit"]): r for r in rows}
+        self.assertEqual(len(actual), len(rows), "a series listed twice")
+        expected = collections.defaultdict(list)
+        for r in t.samples:
+            expected[(r["source_id"], r["sample_type"], r["sample_unit"])].append(r)
+        self.assertEqual(set(actual), set(expected))
+        selected = {
+            (p["source_id"], p["sample_type"], p["sample_unit"]) for pid, p in t.profiles.items() if pid in t.selected()
+        }
+        for key, got in actual.items():
+            with self.subTest(series=key):
+                series = expected[key]
+                self.assertEqual(got["rows"], len(series))
+                self.assertEqual(got["total_value"], sum(r["value"] for r in series))
+                self.assertEqual(got["total_weight_ns"], nullable_sum(r["weight_ns"] for r in series))
+                self.assertEqual(got["profiles"], len({r["profile_id"] for r in series}))
+                self.assertEqual(got["selected"], key in selected)
+                times = [r["timestamp"] for r in series if r["timestamp"] is not None]
+                self.assertEqual((got["first_sample"], got["last_sample"]), (min(times, default=None), max(times, default=None)))
+        # The default selects one series of every upload.
+        self.assertEqual({s for s, *_ in selected}, set(CTX.main.manifests))
+        # '*' selects every series, a name only that name's.
+        every = run_query(CTX.main.root, "series_totals", sample_type="*")
+        self.assertTrue(all(r["selected"] for r in every))
+        named = run_query(CTX.main.root, "series_totals", sample_type="samples")
+        self.assertEqual({r["sample_type"] for r in named if r["selected"]}, {"samples"})
+        self.assertGreater(sum(r["selected"] for r in named), 0)
 
     def test_query_top_self_functions(self):
-        chunks = self.chunks()
-        named = function_names(chunks)
-        expected = expected_self(chunks)
+        expected = self.expected_self(self.t)
         rows = run_query(CTX.main.root, "top_self_functions", top_n=HUGE)
-        actual: dict[tuple, collections.Counter] = collections.defaultdict(collections.Counter)
-        for r in rows:
-            key = (r["service"], r["sample_unit"])
-            self.assertNotIn(r["function"], actual[key], f"{key}: {r['function']} twice")
-            actual[key][r["function"]] = r["self_samples"]
-        self.assertEqual(set(actual), set(expected))
-        for key in expected:
+        groups = by_key(rows, *GROUP)
+        self.assertEqual(set(groups), set(expected))
+        for key, group in groups.items():
             with self.subTest(group=key):
-                exp_f, exp_rest = split_by_function(expected[key], named)
-                act_f, act_rest = split_by_function(actual[key], named)
-                self.assertEqual(act_f, exp_f)
-                self.assertEqual(act_rest, exp_rest)
-                for name in actual[key]:
-                    if name not in named:
-                        self.assertTrue(is_generated_name(name), name)
-                group = [r for r in rows if (r["service"], r["sample_unit"]) == key]
+                actual = {r["function"]: [r["self_value"], r["self_rows"]] for r in group}
+                self.assertEqual(len(actual), len(group), "a function twice")
+                self.assertEqual(actual, {k: v for k, v in expected[key].items()})
                 self.assertAlmostEqual(sum(r["self_pct"] for r in group), 100.0, delta=0.01 * len(group) + 0.01)
-                weights = [r["self_weight"] for r in group]
-                self.assertEqual(weights, sorted(weights, reverse=True))
+                values = [r["self_value"] for r in group]
+                self.assertEqual(values, sorted(values, reverse=True))
         # The cut keeps each group's first top_n rows.
-        top = run_query(CTX.main.root, "top_self_functions", top_n=3)
-        for key in expected:
-            full = [r for r in rows if (r["service"], r["sample_unit"]) == key][:3]
-            cut = [r for r in top if (r["service"], r["sample_unit"]) == key]
-            self.assertEqual(cut, full)
+        top = by_key(run_query(CTX.main.root, "top_self_functions", top_n=3), *GROUP)
+        for key, group in groups.items():
+            self.assertEqual(top[key], group[:3])
+
+    def test_top_self_functions_per_named_series(self):
+        # A named series answers for that series only, and with its own values.
+        for sample_type in sorted({p["sample_type"] for p in self.t.profiles.values()}):
+            with self.subTest(sample_type=sample_type):
+                expected = self.expected_self(self.t, sample_type)
+                rows = run_query(CTX.main.root, "top_self_functions", top_n=HUGE, sample_type=sample_type)
+                self.assertEqual({r["sample_type"] for r in rows}, {sample_type} if expected else set())
+                actual = collections.defaultdict(dict)
+                for r in rows:
+                    actual[tuple(r[c] for c in GROUP)][r["function"]] = [r["self_value"], r["self_rows"]]
+                self.assertEqual(actual, {k: dict(v) for k, v in expected.items()})
 
     def test_query_top_total_functions(self):
-        chunks = self.chunks()
-        named = function_names(chunks)
-        expected = expected_total(chunks)
+        expected = self.expected_total(self.t)
         rows = run_query(CTX.main.root, "top_total_functions", top_n=HUGE)
-        actual: dict[tuple, collections.Counter] = collections.defaultdict(collections.Counter)
-        for r in rows:
-            key = (r["service"], r["sample_unit"])
-            self.assertNotIn(r["function"], actual[key])
-            actual[key][r["function"]] = r["total_samples"]
-        self.assertEqual(set(actual), set(expected))
-        with_stack = collections.Counter()
-        for c in chunks:
-            with_stack[group_key(c)] += len(c.with_stack())
-        for key in expected:
+        groups = by_key(rows, *GROUP)
+        self.assertEqual(set(groups), set(expected))
+        for key, group in groups.items():
             with self.subTest(group=key):
-                exp_f, _ = split_by_function(expected[key], named)
-                act_f, _ = split_by_function(actual[key], named)
-                self.assertEqual(act_f, exp_f)
-                # No function is on more samples than the group has; the roots are on all.
-                self.assertLessEqual(max(actual[key].values()), with_stack[key])
-                for r in rows:
-                    if (r["service"], r["sample_unit"]) == key:
-                        self.assertLessEqual(r["total_pct"], 100.0)
-        top = run_query(CTX.main.root, "top_total_functions", top_n=2)
-        for key in expected:
-            full = [r for r in rows if (r["service"], r["sample_unit"]) == key][:2]
-            cut = [r for r in top if (r["service"], r["sample_unit"]) == key]
-            self.assertEqual(cut, full)
+                actual = {r["function"]: [r["total_value"], r["total_rows"]] for r in group}
+                self.assertEqual(len(actual), len(group), "a function twice")
+                self.assertEqual(actual, dict(expected[key]))
+                # Shares of the group's value on a stack; a function on every stack has 100.
+                group_value = sum(v for v, _ in self.expected_self(self.t)[key].values())
+                for r in group:
+                    self.assertEqual(float(r["total_pct"]), round(100.0 * r["total_value"] / group_value, 2))
+                    self.assertLessEqual(r["total_pct"], 100.0)
+        top = by_key(run_query(CTX.main.root, "top_total_functions", top_n=2), *GROUP)
+        for key, group in groups.items():
+            self.assertEqual(top[key], group[:2])
 
     def test_query_top_functions_rollup(self):
-        chunks = self.chunks()
-        named = function_names(chunks)
-        exp_self, exp_total = expected_self(chunks), expected_total(chunks)
+        exp_self, exp_total = self.expected_self(self.t), self.expected_total(self.t)
         rows = run_query(CTX.main.root, "top_functions_rollup", top_n=HUGE)
-        act_self: dict[tuple, collections.Counter] = collections.defaultdict(collections.Counter)
-        act_total: dict[tuple, collections.Counter] = collections.defaultdict(collections.Counter)
-        for r in rows:
-            key = (r["service"], r["sample_unit"])
-            act_self[key][r["function"]] = r["self_samples"]
-            act_total[key][r["function"]] = r["total_samples"]
-        self.assertEqual(set(act_total), set(exp_total))
-        for key in exp_self:
+        groups = by_key(rows, *GROUP)
+        self.assertEqual(set(groups), set(exp_total))
+        for key, group in groups.items():
             with self.subTest(group=key):
-                self.assertEqual(
-                    split_by_function(+act_self[key], named), split_by_function(exp_self[key], named)
-                )
-        # The rollup's weights agree with the samples they summarize.
-        con = connect(CTX.main.root)
-        by_samples = dict(
-            ((svc, unit, fn), (w, n))
-            for svc, unit, fn, w, n in sql(
-                con,
-                """SELECT p.service, p.sample_unit, f.name, sum(s.weight), count(*)
-                   FROM samples s JOIN profiles p USING (profile_id)
-                   JOIN stacks st ON st.profile_id = s.profile_id AND st.stack_id = s.stack_id
-                   JOIN frames f ON f.profile_id = st.profile_id AND f.frame_id = st.frame_id
-                   GROUP BY ALL""",
-            )
-        )
-        con.close()
-        by_rollup = {
-            (r["service"], r["sample_unit"], r["function"]): (r["self_weight"], r["self_samples"])
-            for r in rows
-            if r["self_samples"] > 0
-        }
-        self.assertEqual(by_rollup, by_samples)
-
-    def test_rollup_totals_count_every_function_on_the_stack(self):
-        """function_rollup.total_samples: samples with the function anywhere in the stack, as the
-        chunk's stacks show it (functions a frame was inlined into included, as in
-        top_total_functions and the flame graph)."""
-        chunks = self.chunks()
-        named = function_names(chunks)
-        expected = expected_total(chunks)
-        rows = run_query(CTX.main.root, "top_functions_rollup", top_n=HUGE)
-        actual: dict[tuple, collections.Counter] = collections.defaultdict(collections.Counter)
-        for r in rows:
-            actual[(r["service"], r["sample_unit"])][r["function"]] = r["total_samples"]
-        for key in expected:
-            with self.subTest(group=key):
-                self.assertEqual(split_by_function(actual[key], named)[0], split_by_function(expected[key], named)[0])
+                # Self: leaf frames only; total: every function on the stack, inlined callers
+                # included, as top_total_functions counts them.
+                self_ = {r["function"]: [r["self_value"], r["self_rows"]] for r in group if r["self_rows"]}
+                total = {r["function"]: [r["total_value"], r["total_rows"]] for r in group}
+                self.assertEqual(self_, dict(exp_self[key]))
+                self.assertEqual(total, dict(exp_total[key]))
+                values = [r["self_value"] for r in group]
+                self.assertEqual(values, sorted(values, reverse=True))
+        # Series the selection leaves out are not in the answer, though the rollup has them.
+        other = {(r["sample_type"], r["sample_unit"]) for r in self.t.rollup} - {k[1:] for k in groups}
+        self.assertTrue(other, "every series is selected: the selection is not checked")
 
     def test_query_flame_graph_folded(self):
-        services = sorted({svc for svc, _ in CTX.profile_keys.values()}, key=lambda s: (s is None, s or ""))
+        t = self.t
+        services = sorted({p["service"] for p in t.profiles.values()}, key=lambda s: (s is None, s or ""))
         self.assertTrue(services)
         for service in services:
             with self.subTest(service=service):
-                chunks = [c for c in self.chunks() if group_key(c)[0] == service]
-                expected = collections.Counter()
-                for c in chunks:
-                    for s in c.with_stack():
-                        path = ";".join(comparable(c.frame_name(i)) for i in reversed(c.stack_of(s)))
-                        expected[(group_key(c)[1], path)] += 1
+                expected = collections.defaultdict(lambda: [0, 0])
+                for r in t.rows_of(t.selected()):
+                    if r["stack_id"] is not None and t.key(r)[0] == service:
+                        acc = expected[(r["sample_type"], r["sample_unit"], ";".join(t.path(r["profile_id"], r["stack_id"])))]
+                        acc[0] += r["value"]
+                        acc[1] += 1
                 rows = run_query(CTX.main.root, "flame_graph_folded", service=service)
-                raw = [(r["sample_unit"], r["folded"].rsplit(" ", 1)[0]) for r in rows]
-                self.assertEqual(len(raw), len(set(raw)), "a stack folded twice")
-                actual = collections.Counter()
-                weights = collections.Counter()
+                actual = {}
                 for r in rows:
-                    path, weight = r["folded"].rsplit(" ", 1)
-                    path = ";".join(comparable(n) for n in path.split(";"))
-                    actual[(r["sample_unit"], path)] += r["samples"]
-                    weights[r["sample_unit"]] += int(weight)
-                    self.assertGreater(int(weight), 0)
-                self.assertEqual(actual, expected)
-                con = connect(CTX.main.root)
-                total = dict(
-                    sql(
-                        con,
-                        """SELECT p.sample_unit, sum(s.weight) FROM samples s JOIN profiles p USING (profile_id)
-                           WHERE p.service IS NOT DISTINCT FROM ? AND s.stack_id IS NOT NULL GROUP BY ALL""",
-                        service,
-                    )
-                )
-                con.close()
-                self.assertEqual(dict(weights), total)
+                    path, value = r["folded"].rsplit(" ", 1)
+                    key = (r["sample_type"], r["sample_unit"], path)
+                    self.assertNotIn(key, actual, "a stack folded twice")
+                    actual[key] = [int(value), r["rows"]]
+                self.assertEqual(actual, dict(expected))
 
     def test_query_cpu_per_thread(self):
-        expected = collections.Counter()
-        names = {}
-        for c in self.chunks():
-            for s in c.samples:
-                tid = int(s["thread_id"])
-                key = group_key(c) + (tid,)
-                expected[key] += 1
-                names.setdefault(key, set()).add(c.thread_names.get(tid))
+        t = self.t
+        expected = collections.defaultdict(lambda: [0, [], 0])
+        for r in t.rows_of(t.selected()):
+            acc = expected[t.key(r) + (r["thread_id"], r["thread_name"])]
+            acc[0] += r["value"]
+            acc[1].append(r["weight_ns"])
+            acc[2] += 1
         rows = run_query(CTX.main.root, "cpu_per_thread")
-        actual = collections.Counter()
+        actual = {}
         for r in rows:
-            key = (r["service"], r["sample_unit"], chunk_tid(r["thread_id"]))
-            actual[key] += r["samples"]
-            self.assertIn(r["thread_name"], names.get(key, set()), key)
-        self.assertEqual(actual, expected)
-        con = connect(CTX.main.root)
-        totals = dict(
-            ((svc, unit), w)
-            for svc, unit, w in sql(con, "SELECT service, sample_unit, sum(total_weight) FROM profiles GROUP BY ALL")
-        )
-        con.close()
-        weights = collections.Counter()
-        for r in rows:
-            weights[(r["service"], r["sample_unit"])] += r["weight"]
-        self.assertEqual(dict(weights), totals)
+            key = tuple(r[c] for c in GROUP) + (r["thread_id"], r["thread_name"])
+            self.assertNotIn(key, actual)
+            actual[key] = [r["value"], r["weight_ns"], r["rows"]]
+        self.assertEqual(actual, {k: [v, nullable_sum(w), n] for k, (v, w, n) in expected.items()})
+        for key, group in by_key(rows, *GROUP).items():
+            self.assertAlmostEqual(float(sum(r["pct"] for r in group)), 100.0, delta=0.01 * len(group) + 0.01)
+        # The selected series are the CPU-time ones here: every one has a time in ns.
+        self.assertTrue(all(r["weight_ns"] is not None and r["weight_ns"] > 0 for r in rows), rows)
 
     def test_query_release_comparison(self):
         root = CTX.release.root
-        chunks = list(CTX.release.chunks.values())
-        self.assertEqual({c.data["release"] for c in chunks}, {RELEASE_A, RELEASE_B})
-        # Each release's leaf shares, from its chunks' sample counts.
-        shares = {}
-        for rel in (RELEASE_A, RELEASE_B):
-            counts = collections.Counter()
-            for c in chunks:
-                if c.data["release"] == rel:
-                    for s in c.with_stack():
-                        counts[c.frame_name(c.stack_of(s)[0])] += 1
-            total = sum(counts.values())
-            shares[rel] = {k: 100.0 * v / total for k, v in counts.items()}
-        self.assertEqual(shares[RELEASE_A], shares[RELEASE_B])
+        profiles = CTX.release.tables.profiles.values()
+        self.assertEqual({p["release"] for p in profiles}, {RELEASE_A, RELEASE_B})
+        # Each release's leaf shares, from the folded file itself: its last frame's function,
+        # weighed by the line's count.
+        counts = collections.Counter()
+        for (_, names, count), n in folded_rows(REPO / RELEASE_INPUT[0]).items():
+            if names:
+                counts[names[-1]] += count * n
+        total = sum(counts.values())
+        shares = {k: 100.0 * v / total for k, v in counts.items()}
         rows = run_query(root, "release_comparison", release_a=RELEASE_A, release_b=RELEASE_B)
         self.assertEqual({r["service"] for r in rows}, {RELEASE_SERVICE})
-        self.assertEqual({r["function"] for r in rows}, set(shares[RELEASE_A]))
+        self.assertEqual({r["function"] for r in rows}, set(shares))
         for r in rows:
             with self.subTest(function=r["function"]):
-                self.assertEqual(r["self_weight_a"], r["self_weight_b"])
+                self.assertEqual(r["self_value_a"], counts[r["function"]])
+                self.assertEqual(r["self_value_a"], r["self_value_b"])
                 self.assertEqual(r["self_pct_a"], r["self_pct_b"])
                 self.assertEqual(r["delta_pct"], 0)
-                # Folded counts: one sample per count, weight 1 each.
-                self.assertAlmostEqual(float(r["self_pct_a"]), shares[RELEASE_A][r["function"]], delta=1e-4)
+                self.assertAlmostEqual(float(r["self_pct_a"]), shares[r["function"]], delta=1e-4)
         # Against a release with no samples, B's shares are all 0 and the deltas are -A's.
         rows = run_query(root, "release_comparison", release_a=RELEASE_A, release_b="never-released")
-        self.assertEqual({r["function"] for r in rows}, set(shares[RELEASE_A]))
+        self.assertEqual({r["function"] for r in rows}, set(shares))
         for r in rows:
             self.assertEqual(r["self_pct_b"], 0)
             self.assertEqual(r["delta_pct"], -r["self_pct_a"])
         self.assertAlmostEqual(float(sum(r["self_pct_a"] for r in rows)), 100.0, delta=0.01)
 
     def test_query_unsymbolized_frames_by_build_id(self):
-        chunks = self.chunks()
-        addresses = collections.defaultdict(set)
-        samples = collections.Counter()
-        for c in chunks:
-            # No function; or the writer's "<unknown>", which it adds to a frame that has
-            # neither function, file nor address.
-            unsym = {
-                i: f.get("package")
-                for i, f in enumerate(c.frames)
-                if f.get("function") is None
-                or (f["function"] == "<unknown>" and f.get("filename") is None and f.get("instruction_addr") is None)
+        t = self.t
+        selected = t.selected()
+        images = collections.defaultdict(lambda: {"addresses": set(), "frames": 0, "profiles": set()})
+        unsym = {}
+        for (pid, fid), f in t.frames.items():
+            if pid in selected and not f["symbolized"]:
+                image = (f["build_id"], f["image_path"])
+                unsym[(pid, fid)] = image
+                acc = images[image]
+                if f["address"] is not None:
+                    acc["addresses"].add(unsigned(f["address"]))
+                acc["frames"] += 1
+                acc["profiles"].add(pid)
+        self.assertTrue(images, "the samples hold no unsymbolized frame: nothing is checked")
+        hits = collections.defaultdict(list)
+        for r in t.rows_of(selected):
+            on_stack = {unsym[(r["profile_id"], f)] for f in t.frame_ids(r["profile_id"], r["stack_id"]) if (r["profile_id"], f) in unsym}
+            for image in on_stack:
+                hits[image].append(r["weight_ns"])
+        expected = {
+            image: {
+                "addresses": len(acc["addresses"]),
+                "lowest_address": f"0x{min(acc['addresses']):x}" if acc["addresses"] else None,
+                "highest_address": f"0x{max(acc['addresses']):x}" if acc["addresses"] else None,
+                "frames": acc["frames"],
+                "profiles": len(acc["profiles"]),
+                "rows": len(hits[image]),
+                "weight_ns": nullable_sum(hits[image]),
             }
-            for i, pkg in unsym.items():
-                addresses[pkg]
-                if c.frames[i].get("instruction_addr") is not None:
-                    addresses[pkg].add(int(c.frames[i]["instruction_addr"], 16))
-            for s in c.with_stack():
-                for pkg in {unsym[i] for i in c.stack_of(s) if i in unsym}:
-                    samples[pkg] += 1
-        self.assertTrue(addresses, "the samples hold no unsymbolized frame: nothing is checked")
+            for image, acc in images.items()
+        }
         rows = run_query(CTX.main.root, "unsymbolized_frames_by_build_id")
-        act_addresses = collections.Counter()
-        act_samples = collections.Counter()
-        for r in rows:
-            act_addresses[r["image_path"]] += r["addresses"]
-            act_samples[r["image_path"]] += r["samples"]
-        self.assertEqual(dict(act_addresses), {k: len(v) for k, v in addresses.items()})
-        self.assertEqual(dict(act_samples), dict(samples))
+        actual = {(r["build_id"], r["image_path"]): {k: v for k, v in r.items() if k not in ("build_id", "image_path")} for r in rows}
+        self.assertEqual(len(actual), len(rows))
+        self.assertEqual(actual, expected)
+        self.assertEqual([r["rows"] for r in rows], sorted((r["rows"] for r in rows), reverse=True))
         # Build ids are lowercase hex, as the docs say, wherever an image has one.
         for r in rows:
             if r["build_id"] is not None:
                 self.assertRegex(r["build_id"], r"^[0-9a-f]+$")
 
+    def check_window(self, lo: int, hi: int, sample_type=None) -> int:
+        """samples_in_time_window over [lo, hi) µs against the rows with a time in it; the
+        number of rows found."""
+        t = self.t
+        to_dt = lambda us: dt.datetime.fromtimestamp(us / 1e6, dt.timezone.utc)  # noqa: E731
+        expected = collections.defaultdict(list)
+        for r in t.rows_of(t.selected(sample_type)):
+            if r["timestamp"] is not None and lo <= r["timestamp"] < hi:
+                expected[t.key(r)].append(r)
+        rows = run_query(
+            CTX.main.root, "samples_in_time_window", time_from=to_dt(lo), time_to=to_dt(hi), sample_type=sample_type
+        )
+        actual = {tuple(r[c] for c in GROUP): r for r in rows}
+        self.assertEqual(len(actual), len(rows))
+        self.assertEqual(set(actual), set(expected))
+        for key, got in actual.items():
+            want = expected[key]
+            self.assertEqual(got["rows"], len(want))
+            self.assertEqual(got["value"], sum(r["value"] for r in want))
+            self.assertEqual(got["weight_ns"], nullable_sum(r["weight_ns"] for r in want))
+            self.assertEqual(got["profiles"], len({r["profile_id"] for r in want}))
+            self.assertEqual(got["first_sample"], min(r["timestamp"] for r in want))
+            self.assertEqual(got["last_sample"], max(r["timestamp"] for r in want))
+        return sum(len(v) for v in expected.values())
+
     def test_query_samples_in_time_window(self):
         # A window inside the Android sample's first minute, away from any sample's instant.
-        chunks = self.chunks()
-        android = [c for c in chunks if c.source_format == "perfetto"]
-        start = min(s["timestamp"] for c in android for s in c.samples)
-        lo, hi = timestamp_us(start) + 10_000_000, timestamp_us(start) + 40_000_000
-        all_us = [timestamp_us(s["timestamp"]) for c in chunks for s in c.samples]
-        while any(abs(t - lo) <= 2 for t in all_us):
+        t = self.t
+        timed = [r["timestamp"] for r in t.samples if r["timestamp"] is not None]
+        start = min(r["timestamp"] for r in t.samples if r["timestamp"] is not None and t.profiles[r["profile_id"]]["source_format"] == "perfetto")
+        lo, hi = start + 10_000_000, start + 40_000_000
+        while any(abs(x - lo) <= 2 for x in timed):
             lo += 7
-        while any(abs(t - hi) <= 2 for t in all_us):
+        while any(abs(x - hi) <= 2 for x in timed):
             hi += 7
-        expected = collections.Counter()
-        for c in chunks:
-            for s in c.samples:
-                if lo <= timestamp_us(s["timestamp"]) < hi:
-                    expected[group_key(c)] += 1
-        self.assertTrue(expected)
-        to_dt = lambda us: dt.datetime.fromtimestamp(us / 1e6, dt.timezone.utc)  # noqa: E731
-        rows = run_query(CTX.main.root, "samples_in_time_window", time_from=to_dt(lo), time_to=to_dt(hi))
-        actual = {(r["service"], r["sample_unit"]): r["samples"] for r in rows}
-        self.assertEqual(actual, dict(expected))
-        for r in rows:
-            self.assertGreaterEqual(r["first_sample"], lo)
-            self.assertLess(r["last_sample"], hi)
+        for sample_type in (None, "*"):
+            with self.subTest(sample_type=sample_type):
+                self.assertGreater(self.check_window(lo, hi, sample_type), 0)
+        # Aggregated samples have no time, so they are in no window, not even one around
+        # their profile's start.
+        aggregated = [p for p in t.profiles.values() if p["timestamps"] == "aggregated"]
+        self.assertTrue(aggregated)
+        for p in aggregated:
+            with self.subTest(profile=p["profile_id"]):
+                self.check_window(p["start_time"] - 1_000_000, p["end_time"] + 1_000_000, "*")
 
     def test_time_window_prunes_partitions_and_row_groups(self):
         root = CTX.days.root
-        day2 = dt.datetime.fromtimestamp(DAY2, dt.timezone.utc)
+        start = min(r["timestamp"] for r in CTX.days.tables.samples)
+        day2 = dt.datetime.fromtimestamp(start / 1e6 + DAY_SHIFT_S - 60, dt.timezone.utc)
         window = dict(time_from=day2, time_to=day2 + dt.timedelta(hours=1))
         rows = run_query(root, "samples_in_time_window", **window)
-        chunks = list(CTX.days.chunks.values())
-        expected = sum(len(c.samples) for c in chunks if min(s["timestamp"] for s in c.samples) >= DAY2)
+        expected = sum(1 for r in CTX.days.tables.samples if r["timestamp"] >= start + DAY_SHIFT_S * 1_000_000 - 1)
         self.assertGreater(expected, 0)
-        self.assertEqual(sum(r["samples"] for r in rows), expected)
-        self.assertEqual(len(list((root / "tables/v1/samples").glob("dt=*/*.parquet"))), 2)
+        self.assertEqual(sum(r["rows"] for r in rows), expected)
+        self.assertEqual(len(list((root / "tables" / VERSION / "samples").glob("dt=*/*.parquet"))), 2)
         con = connect(root, **window)
         plan = "\n".join(r[1] for r in con.execute("EXPLAIN ANALYZE " + QUERIES["samples_in_time_window"].rstrip().rstrip(";")).fetchall())
         # The dt filter: only the second day's samples file is opened.
-        day_of = lambda t: dt.datetime.fromtimestamp(t, dt.timezone.utc).date().isoformat()  # noqa: E731
+        day_of = lambda us: dt.datetime.fromtimestamp(us / 1e6, dt.timezone.utc).date().isoformat()  # noqa: E731
         self.assertIn("Scanning Files: 1/2", plan)
-        self.assertIn(f"samples/dt={day_of(DAY2)}/", plan)
-        self.assertNotIn(f"samples/dt={day_of(DAY1)}/", plan)
+        self.assertIn(f"samples/dt={day_of(start + DAY_SHIFT_S * 1_000_000)}/", plan)
+        self.assertNotIn(f"samples/dt={day_of(start)}/", plan)
         # The timestamp filter alone: the other day's row group is skipped by its statistics.
         plan = "\n".join(
             r[1]
@@ -659,8 +869,20 @@ class NamedQueriesTest(unittest.TestCase):
         self.assertRegex(plan, r"Row Groups Scanned: 1 / 2")
 
 
-class TotalsTest(unittest.TestCase):
-    """For every sample input: the tables count exactly what the Sample v2 chunks hold."""
+def chunk_tid(value) -> int:
+    """A table thread id as the chunk writes it: Sample v2 needs one, so an unknown (NULL)
+    thread id is written as "0" there."""
+    return 0 if value is None else value
+
+
+def manifest_series(manifest: dict) -> dict[tuple[str, str], dict]:
+    return {(s["sample_type"], s["sample_unit"]): s for s in manifest["series"]}
+
+
+class TablesTest(unittest.TestCase):
+    """For every sample input: the tables hold every observation of the input, exactly."""
+
+    maxDiff = None
 
     def setUp(self):
         self.con = connect(CTX.main.root)
@@ -671,100 +893,268 @@ class TotalsTest(unittest.TestCase):
     def one(self, query, *args):
         return sql(self.con, query, *args)[0][0]
 
+    @property
+    def t(self) -> Tables:
+        return CTX.main.tables
+
+    def series_rows(self, source_id: str) -> dict[tuple[str, str], list[dict]]:
+        out = collections.defaultdict(list)
+        for r in self.t.samples:
+            if r["source_id"] == source_id:
+                out[(r["sample_type"], r["sample_unit"])].append(r)
+        return out
+
     def test_every_sample_input_was_converted(self):
         formats = {m["source"]["format"] for m in CTX.main.manifests.values()}
         self.assertEqual(len(CTX.main.manifests), len(sample_inputs()))
+        self.assertEqual(set(CTX.inputs), set(CTX.main.manifests))
         for fmt in ["perfetto", "otlp", "pprof", "folded", "sentry-envelope"]:
             self.assertIn(fmt, formats)
 
-    def test_sample_counts_per_profile_equal_chunks(self):
+    def test_series_totals_equal_the_decoders(self):
+        # Per series, one row per observation the decoder read, and its total value.
+        for source_id, path in CTX.inputs.items():
+            with self.subTest(input=path.name):
+                decoded = {k: (s["samples"], s["total_weight"]) for k, s in inspect_series(path).items()}
+                tabled = {k: (len(rows), sum(r["value"] for r in rows)) for k, rows in self.series_rows(source_id).items()}
+                self.assertEqual(tabled, decoded)
+
+    def test_folded_rows_are_the_file_lines(self):
+        path = REPO / FOLDED
+        source_id = CTX.main.source_of_key("/" + path.name)
+        t = self.t
+        rows = [r for r in t.samples if r["source_id"] == source_id]
+        tabled = collections.Counter(
+            (r["thread_id"], tuple(comparable(n) for n in t.path(r["profile_id"], r["stack_id"])), r["value"]) for r in rows
+        )
+        expected = folded_rows(path)
+        self.assertEqual(tabled, expected)
+        # A line without frames (py-spy's idle samples) is a row without a stack.
+        self.assertTrue(any(not names for _, names, _ in expected))
+        self.assertTrue(all(r["timestamp"] is None for r in rows))
+
+    def test_pprof_rows_are_the_file_samples(self):
+        path = REPO / PPROF
+        source_id = CTX.main.source_of_key("/" + path.name)
+        t = self.t
+        expected = pprof_series(path)
+        self.assertGreater(len(expected), 1, "one series: every series being kept is not checked")
+        tabled = {
+            key: collections.Counter(
+                (tuple(comparable(n) for n in t.path(r["profile_id"], r["stack_id"])), r["value"]) for r in rows
+            )
+            for key, rows in self.series_rows(source_id).items()
+        }
+        self.assertEqual(tabled, expected)
+
+    def test_chunk_samples_are_table_rows(self):
+        """The chunks hold the selected series (CPU time, else wall time). A chunk sample with
+        a recorded time is a row of it (lone threads' rows have no chunk sample); an
+        aggregated row stands for as many chunk samples as its value holds intervals."""
+        t = self.t
+        selected = t.selected()
+        for source_id, manifest in CTX.main.manifests.items():
+            chunks = CTX.main.chunks_of(source_id)
+            with self.subTest(source=manifest["source"]["key"]):
+                self.assertTrue(chunks)
+                rows = [r for r in t.samples if r["source_id"] == source_id and r["profile_id"] in selected]
+                self.assertTrue(rows)
+                series = {(r["sample_type"], r["sample_unit"]) for r in rows}
+                self.assertEqual(len(series), 1, series)
+                kinds = {t.profiles[r["profile_id"]]["timestamps"] for r in rows}
+                self.assertEqual(len(kinds), 1)
+                table = collections.defaultdict(list)
+                chunk = collections.defaultdict(list)
+                def key(r):
+                    return (chunk_tid(r["thread_id"]), tuple(comparable(n) for n in t.path(r["profile_id"], r["stack_id"])))
+
+                if kinds == {"recorded"}:
+                    for r in rows:
+                        table[key(r)].append(r["timestamp"])
+                    for c in chunks:
+                        for s in c.samples:
+                            chunk[(int(s["thread_id"]), c.path(s))].append(timestamp_us(s["timestamp"]))
+                    left_out = 0
+                    for key in set(table) | set(chunk):
+                        left_out += self.match_times(key, sorted(chunk[key]), sorted(table[key]))
+                    written = sum(len(c.samples) for c in chunks)
+                    self.assertEqual(len(rows), written + left_out)
+                    (entry,) = [e for k, e in manifest_series(manifest).items() if k in series]
+                    self.assertEqual(sum(entry["left_out"].values()), left_out)
+                else:
+                    (interval,) = {c.data["synthetic_timestamps"]["interval_ns"] for c in chunks}
+                    for r in rows:
+                        per_interval = r["weight_ns"] / interval if r["weight_ns"] is not None else r["value"]
+                        table[key(r)].append(max(1, int(per_interval + 0.5)))
+                    for c in chunks:
+                        for s in c.samples:
+                            chunk[(int(s["thread_id"]), c.path(s))].append(1)
+                    self.assertEqual({k: sum(v) for k, v in chunk.items()}, {k: sum(v) for k, v in table.items()})
+
+    def match_times(self, key, chunk: list[int], table: list[int]) -> int:
+        """Pairs every chunk sample time with a row's (±1 µs: the chunk's float seconds);
+        the rows left over."""
+        i = j = 0
+        while i < len(chunk):
+            self.assertLess(j, len(table), f"{key}: chunk sample at {chunk[i]} µs is no table row")
+            if abs(chunk[i] - table[j]) <= 1:
+                i, j = i + 1, j + 1
+            elif table[j] < chunk[i]:
+                j += 1
+            else:
+                self.fail(f"{key}: chunk sample at {chunk[i]} µs is no table row")
+        return len(table) - len(chunk)
+
+    def test_manifest_series_count_the_rows(self):
+        t = self.t
         for source_id, manifest in CTX.main.manifests.items():
             with self.subTest(source=manifest["source"]["key"]):
-                chunks = CTX.main.chunks_of(source_id)
-                self.assertTrue(chunks)
-                profile_ids = {
-                    r[0] for r in sql(self.con, "SELECT profile_id FROM profiles WHERE source_id = ?", source_id)
-                }
-                self.assertEqual(profile_ids, {c.chunk_id for c in chunks})
-                for c in chunks:
-                    n = self.one("SELECT count(*) FROM samples WHERE profile_id = ?", c.chunk_id)
-                    self.assertEqual(n, len(c.samples), c.chunk_id)
-                    self.assertEqual(
-                        self.one("SELECT samples FROM profiles WHERE profile_id = ?", c.chunk_id), len(c.samples)
-                    )
-                    with_stack = self.one(
-                        "SELECT count(*) FROM samples WHERE profile_id = ? AND stack_id IS NOT NULL", c.chunk_id
-                    )
-                    self.assertEqual(with_stack, len(c.with_stack()), c.chunk_id)
-                self.assertEqual(
-                    self.one("SELECT sum(samples) FROM profiles WHERE source_id = ?", source_id),
-                    manifest["profile"]["samples_written"],
-                )
+                listed = manifest_series(manifest)
+                self.assertEqual(len(listed), len(manifest["series"]), "a series listed twice")
+                rows = self.series_rows(source_id)
+                self.assertEqual(set(listed), set(rows))
+                chunk_series = {(r["sample_type"], r["sample_unit"]) for r in t.rows_of(t.selected()) if r["source_id"] == source_id}
+                written = sum(len(c.samples) for c in CTX.main.chunks_of(source_id))
+                for key, entry in listed.items():
+                    self.assertEqual(entry["table_rows"], len(rows[key]), key)
+                    self.assertEqual(entry["observations"], len(rows[key]), key)
+                    self.assertEqual(entry["total_value"], sum(r["value"] for r in rows[key]), key)
+                    self.assertEqual(entry["chunk_samples"], written if key in chunk_series else 0, key)
+                    self.assertTrue(all(isinstance(n, int) and n > 0 for n in entry["left_out"].values()), entry)
+                    if key not in chunk_series:
+                        # A series Sample v2 does not write is left out whole, with its reason.
+                        self.assertEqual(sum(entry["left_out"].values()), entry["observations"], entry)
+                # The table files' rows, as listed, add up to the series' rows.
+                samples_rows = sum(o["rows"] for o in manifest["outputs"] if o["kind"] == "table:samples")
+                self.assertEqual(samples_rows, sum(e["table_rows"] for e in listed.values()))
 
-    def test_profiles_describe_their_chunks(self):
-        for c in CTX.main.chunks.values():
-            with self.subTest(chunk=c.chunk_id):
-                row = self.con.execute(
-                    """SELECT profiler_id, platform, release, environment, source_format, source_id,
-                              epoch_us(start_time), epoch_us(end_time) FROM profiles WHERE profile_id = ?""",
-                    [c.chunk_id],
-                ).fetchone()
-                manifest = CTX.main.manifests[c.source_id]
-                self.assertEqual(
-                    row[:6],
-                    (
-                        c.data["profiler_id"],
-                        c.data["platform"],
-                        c.data.get("release"),
-                        c.data.get("environment"),
-                        manifest["source"]["format"],
-                        c.source_id,
-                    ),
-                )
-                times = [timestamp_us(s["timestamp"]) for s in c.samples]
-                self.assertLessEqual(abs(row[6] - min(times)), 1)
-                self.assertLessEqual(abs(row[7] - max(times)), 1)
+    def test_profiles_describe_their_rows(self):
+        t = self.t
+        rows_of = collections.defaultdict(list)
+        for r in t.samples:
+            rows_of[r["profile_id"]].append(r)
+        self.assertEqual(set(rows_of), set(t.profiles), "a profile without rows, or rows without a profile")
+        for pid, p in t.profiles.items():
+            rows = rows_of[pid]
+            with self.subTest(profile=pid):
+                self.assertRegex(pid, r"^[0-9a-f]{32}$")
+                self.assertEqual(p["samples"], len(rows))
+                self.assertEqual(p["total_value"], sum(r["value"] for r in rows))
+                self.assertEqual(p["total_weight_ns"], nullable_sum(r["weight_ns"] for r in rows))
+                self.assertEqual({(r["source_id"], r["sample_type"], r["sample_unit"]) for r in rows},
+                                 {(p["source_id"], p["sample_type"], p["sample_unit"])})
+                self.assertIn(p["series_kind"], ("cpu_time", "wall_time", "other"))
+                times = [r["timestamp"] for r in rows]
+                if p["timestamps"] == "recorded":
+                    self.assertNotIn(None, times)
+                    self.assertEqual((p["start_time"], p["end_time"]), (min(times), max(times)))
+                    self.assertLess(p["end_time"] - p["start_time"], 60_000_000)
+                else:
+                    self.assertEqual(p["timestamps"], "aggregated")
+                    self.assertEqual(set(times), {None})
+                    self.assertEqual(p["end_time"], p["start_time"])
+        # A profile is one series of one process: an aggregated series is one profile, and a
+        # recorded one is cut into windows that do not overlap.
+        windows = collections.defaultdict(list)
+        for p in t.profiles.values():
+            windows[(p["source_id"], p["pid"], p["sample_type"], p["sample_unit"])].append(p)
+        for key, ps in windows.items():
+            if ps[0]["timestamps"] == "aggregated":
+                self.assertEqual(len(ps), 1, key)
+            ps.sort(key=lambda p: p["start_time"])
+            for a, b in zip(ps, ps[1:]):
+                self.assertLess(a["end_time"], b["start_time"], key)
 
-    def test_total_weight_is_sum_of_sample_weights(self):
-        bad = sql(
-            self.con,
-            """SELECT p.profile_id, p.total_weight, s.w FROM profiles p
-               LEFT JOIN (SELECT profile_id, sum(weight) AS w FROM samples GROUP BY 1) s USING (profile_id)
-               WHERE s.w IS DISTINCT FROM p.total_weight""",
-        )
-        self.assertEqual(bad, [])
-        self.assertGreater(self.one("SELECT count(*) FROM profiles"), 0)
-
-    def test_threads_match_chunks(self):
-        for c in CTX.main.chunks.values():
-            with self.subTest(chunk=c.chunk_id):
-                actual = collections.Counter(
-                    dict(
-                        sql(
-                            self.con,
-                            "SELECT coalesce(thread_id, 0), count(*) FROM samples WHERE profile_id = ? GROUP BY 1",
-                            c.chunk_id,
+    def test_profiles_carry_the_upload(self):
+        t = self.t
+        selected = t.selected()
+        for source_id, manifest in CTX.main.manifests.items():
+            profiles = [p for p in t.profiles.values() if p["source_id"] == source_id]
+            with self.subTest(source=manifest["source"]["key"]):
+                self.assertTrue(profiles)
+                for p in profiles:
+                    self.assertEqual(p["source_key"], manifest["source"]["key"])
+                    self.assertEqual(p["source_etag"], manifest["source"]["etag"])
+                    self.assertEqual(p["source_format"], manifest["source"]["format"])
+                    self.assertEqual(p["converter"], manifest["converter"])
+                chunk_pid = {o["chunk_id"]: o.get("pid") for o in manifest["outputs"] if o["kind"] == "sample_v2"}
+                for c in CTX.main.chunks_of(source_id):
+                    mine = [p for p in profiles if p["profile_id"] in selected and p["pid"] == chunk_pid[c.chunk_id]]
+                    self.assertTrue(mine, c.chunk_id)
+                    for p in mine:
+                        self.assertEqual(
+                            (p["platform"], p["release"], p["environment"]),
+                            (c.data["platform"], c.data.get("release"), c.data.get("environment")),
                         )
-                    )
-                )
-                self.assertEqual(actual, collections.Counter(int(s["thread_id"]) for s in c.samples))
+
+    def test_weight_ns_is_the_value_in_nanoseconds(self):
+        t = self.t
+        to_ns = {"nanoseconds": 1, "microseconds": 1_000, "milliseconds": 1_000_000, "seconds": 1_000_000_000}
+        ratios = collections.defaultdict(set)
+        for r in t.samples:
+            p = t.profiles[r["profile_id"]]
+            if p["sample_unit"] in to_ns:
+                self.assertEqual(r["weight_ns"], r["value"] * to_ns[p["sample_unit"]], p["profile_id"])
+            elif p["series_kind"] in ("cpu_time", "wall_time") and r["weight_ns"] is not None:
+                # Counted samples of a time series: one sampling interval each.
+                self.assertEqual(r["weight_ns"] % r["value"], 0)
+                ratios[r["profile_id"]].add(r["weight_ns"] // r["value"])
+            else:
+                self.assertIsNone(r["weight_ns"], p["profile_id"])
+        self.assertTrue(ratios, "no counted time series: the interval rule is not checked")
+        for pid, ratio in ratios.items():
+            self.assertEqual(len(ratio), 1, pid)
+            self.assertGreater(next(iter(ratio)), 0)
+
+    def test_addresses_are_the_recorded_64_bits(self):
+        # Every chunk frame's instruction address is a table frame's address: as recorded,
+        # or image start + address for an image-relative one; kernel addresses (top bit set)
+        # read as negative BIGINTs whose bits are the address.
+        t = self.t
+        absolute = collections.defaultdict(set)
+        for f in t.frames.values():
+            if f["address"] is None:
+                continue
+            a = unsigned(f["address"])
+            if f["address_space"] == "image_relative":
+                a = (a + unsigned(f["image_start"])) & U64
+            absolute[f["image_path"]].add(a)
+        chunk = collections.defaultdict(set)
+        for c in CTX.main.chunks.values():
+            for f in c.frames:
+                if f.get("instruction_addr") is not None:
+                    chunk[f.get("package")].add(int(f["instruction_addr"], 16))
+        self.assertTrue(chunk)
+        for image, addresses in chunk.items():
+            with self.subTest(image=image):
+                self.assertLessEqual(addresses, absolute[image])
+        negative = [f for f in t.frames.values() if f["address"] is not None and f["address"] < 0]
+        self.assertTrue(negative, "no address with the top bit set: the encoding is not checked")
+        self.assertTrue(any(unsigned(f["address"]) in chunk[f["image_path"]] for f in negative))
+        printed = self.one("SELECT count(*) FROM frames WHERE address < 0 AND printf('%x', address) NOT LIKE 'ffff%'")
+        self.assertEqual(printed, 0)
 
     def test_ids_resolve(self):
         checks = {
             "samples.stack_id -> stacks": """SELECT count(*) FROM samples s WHERE s.stack_id IS NOT NULL AND NOT EXISTS
                 (SELECT 1 FROM stacks st WHERE st.profile_id = s.profile_id AND st.stack_id = s.stack_id)""",
             "samples.profile_id -> profiles": """SELECT count(*) FROM samples s WHERE NOT EXISTS
-                (SELECT 1 FROM profiles p WHERE p.profile_id = s.profile_id)""",
+                (SELECT 1 FROM profiles p WHERE p.profile_id = s.profile_id AND p.source_id = s.source_id
+                 AND p.sample_type = s.sample_type AND p.sample_unit = s.sample_unit)""",
             "stacks.frame_id -> frames": """SELECT count(*) FROM stacks st WHERE NOT EXISTS
                 (SELECT 1 FROM frames f WHERE f.profile_id = st.profile_id AND f.frame_id = st.frame_id)""",
             "stacks.parent_id -> stacks, one level up, earlier": """SELECT count(*) FROM stacks c WHERE c.parent_id IS NOT NULL
                 AND NOT EXISTS (SELECT 1 FROM stacks p WHERE p.profile_id = c.profile_id AND p.stack_id = c.parent_id
                                 AND p.depth + 1 = c.depth AND p.stack_id < c.stack_id)""",
             "roots at depth 0": "SELECT count(*) FROM stacks WHERE (parent_id IS NULL) <> (depth = 0)",
-            "stack ids dense": """SELECT count(*) FROM (SELECT profile_id, max(stack_id) + 1 - count(DISTINCT stack_id) AS gap
-                FROM stacks GROUP BY 1) WHERE gap <> 0 OR gap IS NULL""",
-            "frame ids dense": """SELECT count(*) FROM (SELECT profile_id, max(frame_id) + 1 - count(DISTINCT frame_id) AS gap
-                FROM frames GROUP BY 1) WHERE gap <> 0 OR gap IS NULL""",
+            "stack ids dense from 0": """SELECT count(*) FROM (SELECT profile_id, min(stack_id) AS lo,
+                max(stack_id) + 1 - count(DISTINCT stack_id) AS gap FROM stacks GROUP BY 1) WHERE gap <> 0 OR lo <> 0""",
+            "frame ids dense from 0": """SELECT count(*) FROM (SELECT profile_id, min(frame_id) AS lo,
+                max(frame_id) + 1 - count(DISTINCT frame_id) AS gap FROM frames GROUP BY 1) WHERE gap <> 0 OR lo <> 0""",
+            "one source per profile": """SELECT count(*) FROM (SELECT profile_id, count(DISTINCT source_id) AS n FROM
+                (SELECT profile_id, source_id FROM samples UNION ALL SELECT profile_id, source_id FROM stacks
+                 UNION ALL SELECT profile_id, source_id FROM frames UNION ALL SELECT profile_id, source_id FROM profiles)
+                GROUP BY 1) WHERE n <> 1""",
             "one dt per profile": """SELECT count(*) FROM (SELECT profile_id, count(DISTINCT dt) AS n FROM
                 (SELECT profile_id, dt FROM samples UNION ALL SELECT profile_id, dt FROM stacks
                  UNION ALL SELECT profile_id, dt FROM frames UNION ALL SELECT profile_id, dt FROM profiles)
@@ -773,73 +1163,34 @@ class TotalsTest(unittest.TestCase):
                 WHERE dt <> CAST(timezone('UTC', start_time) AS DATE)""",
             "rollup dt is the UTC date of hour": """SELECT count(*) FROM function_rollup
                 WHERE dt <> CAST(timezone('UTC', hour) AS DATE) OR hour <> date_trunc('hour', hour)""",
+            "rollup series are profiles' series": """SELECT count(*) FROM function_rollup r WHERE NOT EXISTS
+                (SELECT 1 FROM profiles p WHERE p.source_id = r.source_id AND p.sample_type = r.sample_type
+                 AND p.sample_unit = r.sample_unit)""",
         }
         for what, query in checks.items():
             with self.subTest(check=what):
                 self.assertEqual(self.one(query), 0)
 
-    def test_chunk_stacks_equal_table_stacks(self):
-        # Each sample's call path, leaf first with inlined callers expanded, as in the chunk.
-        con = self.con
-        for c in CTX.main.chunks.values():
-            with self.subTest(chunk=c.chunk_id):
-                frames = {
-                    fid: (name, [i["function"] or "<unknown>" for i in inl])
-                    for fid, name, inl in sql(
-                        con, "SELECT frame_id, name, inlined_into FROM frames WHERE profile_id = ?", c.chunk_id
-                    )
-                }
-                nodes = {
-                    sid: (parent, fid)
-                    for sid, parent, fid in sql(
-                        con, "SELECT stack_id, parent_id, frame_id FROM stacks WHERE profile_id = ?", c.chunk_id
-                    )
-                }
-                table_paths = collections.Counter()
-                for (sid,) in sql(
-                    con,
-                    "SELECT stack_id FROM samples WHERE profile_id = ? AND stack_id IS NOT NULL",
-                    c.chunk_id,
-                ):
-                    names = []
-                    while sid is not None:
-                        parent, fid = nodes[sid]
-                        name, inlined = frames[fid]
-                        names += [comparable(name)] + inlined
-                        sid = parent
-                    table_paths[tuple(names)] += 1
-                chunk_paths = collections.Counter(
-                    tuple(comparable(c.frame_name(i)) for i in c.stack_of(s)) for s in c.with_stack()
-                )
-                self.assertEqual(table_paths, chunk_paths)
-
-    def test_rollup_self_samples_equal_samples_with_a_stack(self):
+    def test_rollup_sums_the_rows_with_a_stack(self):
+        # Every series, selected or not: per upload and series, the leaves' rows and values
+        # are the rows with a stack; a function on a stack counts once per row.
+        t = self.t
         for source_id, manifest in CTX.main.manifests.items():
             with self.subTest(source=manifest["source"]["key"]):
-                rollup = self.one(
-                    f"""SELECT sum(self_samples) FROM read_parquet(
-                        '{CTX.main.root}/tables/v1/function_rollup/*/{source_id}.parquet')"""
-                )
-                rollup_weight = self.one(
-                    f"""SELECT sum(self_weight) FROM read_parquet(
-                        '{CTX.main.root}/tables/v1/function_rollup/*/{source_id}.parquet')"""
-                )
-                expected = sum(len(c.with_stack()) for c in CTX.main.chunks_of(source_id))
-                self.assertEqual(rollup, expected)
-                weight = self.one(
-                    """SELECT sum(s.weight) FROM samples s JOIN profiles p USING (profile_id)
-                       WHERE p.source_id = ? AND s.stack_id IS NOT NULL""",
-                    source_id,
-                )
-                self.assertEqual(rollup_weight, weight)
-                # Every sample's leaf counts in total too.
-                self.assertGreaterEqual(
-                    self.one(
-                        f"""SELECT min(total_samples - self_samples) FROM read_parquet(
-                        '{CTX.main.root}/tables/v1/function_rollup/*/{source_id}.parquet')"""
-                    ),
-                    0,
-                )
+                rollup = collections.defaultdict(lambda: [0, 0])
+                for r in t.rollup:
+                    if r["source_id"] == source_id:
+                        acc = rollup[(r["sample_type"], r["sample_unit"])]
+                        acc[0] += r["self_rows"]
+                        acc[1] += r["self_value"]
+                        self.assertGreaterEqual(r["total_rows"], r["self_rows"])
+                        self.assertGreaterEqual(r["total_value"], r["self_value"])
+                expected = {
+                    key: [sum(1 for r in rows if r["stack_id"] is not None),
+                          sum(r["value"] for r in rows if r["stack_id"] is not None)]
+                    for key, rows in self.series_rows(source_id).items()
+                }
+                self.assertEqual(dict(rollup), {k: v for k, v in expected.items() if v[0]})
 
 
 def docs_columns() -> dict[str, list[tuple[str, str, bool]]]:
@@ -894,13 +1245,14 @@ class FilesTest(unittest.TestCase):
     """The Parquet files follow docs/tables.md."""
 
     def files(self, table):
-        return sorted((CTX.main.root / "tables/v1" / table).glob("dt=*/*.parquet"))
+        return sorted((CTX.main.root / "tables" / VERSION / table).glob("dt=*/*.parquet"))
 
     def test_columns_and_types_match_the_docs(self):
         documented = docs_columns()
         self.assertEqual(set(documented), set(TABLES))
         con = duckdb.connect()
         for table, cols in documented.items():
+            self.assertEqual(cols[0][:2], ("source_id", "VARCHAR"), f"{table}: source_id first")
             for path in self.files(table):
                 with self.subTest(file=str(path.relative_to(CTX.main.root))):
                     described = [
@@ -916,19 +1268,23 @@ class FilesTest(unittest.TestCase):
                         top_level_repetition(con, path),
                         {name: "OPTIONAL" if nullable else "REQUIRED" for name, _, nullable in cols},
                     )
+                    # Every row names the upload the file is named by.
+                    ids = con.execute(f"SELECT DISTINCT source_id FROM read_parquet('{path}')").fetchall()
+                    self.assertLessEqual(set(ids), {(path.stem,)})
         con.close()
 
     def test_key_value_metadata_and_layout(self):
         con = duckdb.connect()
+        base = CTX.main.root / "tables" / VERSION
         for source_id, manifest in CTX.main.manifests.items():
             listed = {o["key"]: o for o in manifest["outputs"] if o["kind"].startswith("table:")}
             for table in TABLES:
-                paths = sorted((CTX.main.root / "tables/v1" / table).glob(f"dt=*/{source_id}.parquet"))
+                paths = sorted((base / table).glob(f"dt=*/{source_id}.parquet"))
                 with self.subTest(source=source_id, table=table):
                     self.assertTrue(paths)
                     for path in paths:
                         key = str(path.relative_to(CTX.main.root))
-                        self.assertRegex(key, rf"^tables/v1/{table}/dt=\d{{4}}-\d\d-\d\d/{source_id}\.parquet$")
+                        self.assertRegex(key, rf"^tables/{VERSION}/{table}/dt=\d{{4}}-\d\d-\d\d/{source_id}\.parquet$")
                         self.assertIn(key, listed)
                         self.assertEqual(listed[key]["kind"], f"table:{table}")
                         data = path.read_bytes()
@@ -942,12 +1298,10 @@ class FilesTest(unittest.TestCase):
                                 f"SELECT key, value FROM parquet_kv_metadata('{path}')"
                             ).fetchall()
                         }
-                        self.assertEqual(kv.get("proflake.schema_version"), "1")
+                        self.assertEqual(kv.get("proflake.schema_version"), VERSION[1:])
                         self.assertEqual(kv.get("proflake.table"), table)
-            self.assertEqual(
-                len(listed),
-                len(list((CTX.main.root / "tables/v1").glob(f"*/dt=*/{source_id}.parquet"))),
-            )
+            self.assertEqual(len(listed), len(list(base.glob(f"*/dt=*/{source_id}.parquet"))))
+        self.assertFalse((CTX.main.root / "tables" / "v1").exists(), "version 1 is no longer written")
         con.close()
 
     def test_rows_are_sorted_and_compressed(self):
