@@ -95,12 +95,11 @@ pub enum ErrorKind {
         /// What failed.
         what: String,
     },
-    /// A directory that should hold stack tables (`tables/v1/<table>/`) does not.
-    #[error(
-        "no stack tables at {path}: expected a directory mirroring the bucket, with tables/v1/"
-    )]
+    /// A store (a directory mirroring the bucket, or the bucket) that should hold stack tables
+    /// has no file under a table's prefix (`tables/v2/<table>/`).
+    #[error("no stack tables at {path}: expected the output of a conversion, with {path}dt=…/")]
     NoTables {
-        /// The missing directory.
+        /// The table's key prefix.
         path: String,
     },
     /// Reading or writing storage failed.

@@ -28,8 +28,7 @@ pub use calendar::utc_millis;
 pub use error::{error_chain, Error, ErrorKind, Result};
 pub use events::{decode_object_key, parse_notification, Notification, ObjectChange, ObjectEvent};
 pub use flamegraph::{
-    flame_frame_name, fold, parse_time_ns, read_table_objects, read_tables, read_tables_between,
-    render_svg, FlameFilter, Folded, IdOrName,
+    flame_frame_name, fold, parse_time_ns, render_svg, FlameFilter, Folded, IdOrName,
 };
 pub use formats::{sniff, Container, InputFormat, MAX_DECOMPRESSED_BYTES};
 pub use ids::derived_id;
@@ -74,6 +73,6 @@ pub use summary::{
     SeriesSummary, ThreadSummary,
 };
 pub use tables::{
-    build_tables, write_tables, Table, TableBatches, TableObject, TableProfileInput, TableSource,
-    TABLES_SCHEMA_VERSION,
+    build_tables, read_table_objects, read_tables, table_prefix, write_tables, Table, TableBatches,
+    TableObject, TableProfileInput, TableSource, TABLES_SCHEMA_VERSION,
 };

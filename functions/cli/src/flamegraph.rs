@@ -7,15 +7,16 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use proflake::{
-    content_etag, convert_upload, fold, parse_time_ns, read_table_objects, read_tables_between,
-    render_svg, upload_key, ConvertOptions, FlameFilter, IdOrName, InputFormat, TableBatches,
+    content_etag, convert_upload, fold, parse_time_ns, read_table_objects, read_tables, render_svg,
+    upload_key, ConvertOptions, FlameFilter, IdOrName, InputFormat, LocalDirStore, Table,
+    TableBatches,
 };
 
 use super::{modified_ns, parse_format, MetadataArgs};
 
 #[derive(Args)]
 pub(crate) struct FlamegraphArgs {
-    /// A directory that mirrors the bucket (with tables/v1/), or a profile file to convert in
+    /// A directory that mirrors the bucket (with tables/v2/), or a profile file to convert in
     /// memory.
     input: PathBuf,
     /// Where to write the SVG.
@@ -36,7 +37,11 @@ pub(crate) struct FlamegraphArgs {
     /// Only profiles of this process: a pid, or a process name.
     #[arg(long)]
     process: Option<String>,
-    /// Count samples instead of summing their weights (time, for CPU profiles).
+    /// The series to draw (`profiles.sample_type`: cpu, wall, alloc_space, cpu-clock, …).
+    /// Default: the CPU-time series, else the wall-time one, else the first by name.
+    #[arg(long)]
+    sample_type: Option<String>,
+    /// Count samples rows instead of summing their values (time, for CPU profiles).
     #[arg(long)]
     samples: bool,
     /// Title of the graph (default: the input's name and the filters).
@@ -70,6 +75,7 @@ pub(crate) fn flamegraph(args: FlamegraphArgs) -> anyhow::Result<ExitCode> {
         to_ns: args.to,
         thread: args.thread.as_deref().map(IdOrName::parse),
         process: args.process.as_deref().map(IdOrName::parse),
+        sample_type: args.sample_type.clone(),
         count_samples: args.samples,
     };
     let tables = if args.input.is_dir() {
@@ -78,7 +84,16 @@ pub(crate) fn flamegraph(args: FlamegraphArgs) -> anyhow::Result<ExitCode> {
             "--format, --metadata and --start-time apply to a profile file, not to a directory \
              of converted tables"
         );
-        read_tables_between(&args.input, args.from, args.to)?
+        // Only the tables a graph reads, and only the days the range can reach.
+        let needed = [
+            Table::Profiles,
+            Table::Samples,
+            Table::Stacks,
+            Table::Frames,
+        ];
+        let store = LocalDirStore::new(&args.input);
+        read_tables(&store, &needed, args.from, args.to)
+            .with_context(|| format!("cannot read the stack tables in {}", args.input.display()))?
     } else {
         // Only the flags that change what a graph shows: `--service` here is a filter.
         let metadata = MetadataArgs {
@@ -95,14 +110,20 @@ pub(crate) fn flamegraph(args: FlamegraphArgs) -> anyhow::Result<ExitCode> {
     let svg = render_svg(&folded, &title)?;
     std::fs::write(&args.out, svg)
         .with_context(|| format!("cannot write {}", args.out.display()))?;
-    // The weight only adds news when it is not the sample count.
+    // The weight only adds news when it is not the row count.
     let weight = match folded.unit.as_str() {
-        "samples" => String::new(),
+        "samples" if folded.total() == folded.samples => String::new(),
         unit => format!(", {} {unit}", folded.total()),
     };
     eprintln!(
-        "{} profile(s), {} samples{weight} -> {}",
+        "{} profile(s) of {}, {} samples rows{weight} -> {}",
         folded.profiles,
+        folded
+            .sample_types
+            .iter()
+            .map(|t| format!("{t:?}"))
+            .collect::<Vec<_>>()
+            .join(", "),
         folded.samples,
         args.out.display()
     );

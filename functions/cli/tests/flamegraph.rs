@@ -1,5 +1,6 @@
-//! `proflake flamegraph`, run as a user runs it, on the py-spy sample: expectations come from
-//! the folded file itself, so they hold whatever the sample holds.
+//! `proflake flamegraph`, run as a user runs it, on the py-spy, Android and pprof samples:
+//! expectations come from the folded file itself and from `inspect`, so they hold whatever the
+//! samples hold.
 
 use std::fs;
 use std::path::Path;
@@ -10,8 +11,12 @@ use common::{proflake, repo, text};
 
 const FOLDED: &str = "samples/folded/pyspy.folded";
 const METADATA: &str = "samples/folded/pyspy.metadata.json";
-/// The metadata's `timestamp`: where the aggregated samples are laid out from.
+/// The metadata's `timestamp`: the start of the folded profile, whose samples have no time.
 const START: i64 = 1_763_800_000;
+const ANDROID: &str = "samples/perfetto/android_app.pftrace";
+const ANDROID_METADATA: &str = "samples/perfetto/android_app.metadata.json";
+/// pprof with two series: `samples` (count) and `cpu` (nanoseconds).
+const PPROF: &str = "samples/pprof/google-pprof_report_sample.cpu.pb.gz";
 
 /// `(stack, count)` of every line of the folded sample.
 fn folded_lines() -> Vec<(String, u64)> {
@@ -34,12 +39,39 @@ fn total_where(keep: impl Fn(&str) -> bool) -> u64 {
         .sum()
 }
 
-/// The graph's total, from inferno's root frame `all (N samples, 100%)`.
-fn svg_total(svg: &str) -> u64 {
+/// The graph's total and unit, from inferno's root frame `all (N <unit>, 100%)`.
+fn svg_total_in(svg: &str) -> (u64, String) {
     let start = svg.find("all (").expect("a root frame") + "all (".len();
     let rest = &svg[start..];
-    let end = rest.find(" samples, 100%)").expect("a total in samples");
-    rest[..end].replace(',', "").parse().unwrap()
+    let end = rest.find(", 100%)").expect("a total");
+    let (count, unit) = rest[..end].split_once(' ').expect("a count and a unit");
+    (count.replace(',', "").parse().unwrap(), unit.to_owned())
+}
+
+/// The graph's total in samples.
+fn svg_total(svg: &str) -> u64 {
+    let (total, unit) = svg_total_in(svg);
+    assert_eq!(unit, "samples");
+    total
+}
+
+/// `(name, unit) -> total_weight` of an input's series, as `inspect` decodes them.
+fn inspect_series(input: &str) -> Vec<(String, String, u64)> {
+    let run = proflake(&["inspect", repo(input).to_str().unwrap(), "--json"]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    json["summary"]["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_owned(),
+                s["unit"].as_str().unwrap().to_owned(),
+                s["total_weight"].as_u64().unwrap(),
+            )
+        })
+        .collect()
 }
 
 /// Runs `flamegraph` and returns the SVG text, asserting success.
@@ -56,23 +88,32 @@ fn flamegraph(input: &Path, out: &Path, extra: &[&str]) -> String {
     fs::read_to_string(out).unwrap()
 }
 
-/// The sample converted into a bucket directory, as `convert --out` writes it.
-fn bucket() -> tempfile::TempDir {
+/// A sample converted into a bucket directory, as `convert --out` writes it.
+fn bucket_of(input: &str, metadata: Option<&str>) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let run = proflake(&[
+    let input = repo(input);
+    let mut args = vec![
         "convert",
-        repo(FOLDED).to_str().unwrap(),
-        "--metadata",
-        repo(METADATA).to_str().unwrap(),
+        input.to_str().unwrap(),
         "--out",
         dir.path().to_str().unwrap(),
-    ]);
+    ];
+    let metadata = metadata.map(repo);
+    if let Some(m) = &metadata {
+        args.extend(["--metadata", m.to_str().unwrap()]);
+    }
+    let run = proflake(&args);
     assert!(run.status.success(), "{}", text(&run.stderr));
     assert!(
-        dir.path().join("tables/v1/samples").is_dir(),
+        dir.path().join("tables/v2/samples").is_dir(),
         "convert wrote no tables"
     );
     dir
+}
+
+/// The py-spy sample converted.
+fn bucket() -> tempfile::TempDir {
+    bucket_of(FOLDED, Some(METADATA))
 }
 
 #[test]
@@ -136,39 +177,92 @@ fn thread_filter_narrows_the_total() {
 
 #[test]
 fn time_range_narrows_the_total_in_either_notation() {
+    // The Android trace's samples have their own times, from 2025-11-22T08:26:41Z on.
+    let dir = tempfile::tempdir().unwrap();
+    let bucket = bucket_of(ANDROID, Some(ANDROID_METADATA));
+    let everything = svg_total(&flamegraph(bucket.path(), &dir.path().join("all.svg"), &[]));
+    let range = |name: &str, from: &str, to: &str| {
+        let svg = flamegraph(
+            bucket.path(),
+            &dir.path().join(name),
+            &["--from", from, "--to", to, "--samples"],
+        );
+        svg_total(&svg)
+    };
+    let rfc = range("a.svg", "2025-11-22T08:26:41Z", "2025-11-22T08:26:51Z");
+    let unix = range("b.svg", "1763800001", "1763800011");
+    assert!(rfc > 0 && rfc < everything, "{rfc} of {everything}");
+    assert_eq!(unix, rfc);
+    // Both ends are inclusive: two ranges meeting without overlap add up.
+    let first = range("c.svg", "1763800001", "1763800006");
+    let second = range("d.svg", "1763800006.000000001", "1763800011");
+    assert!(first > 0 && second > 0);
+    assert_eq!(first + second, rfc);
+}
+
+#[test]
+fn aggregated_samples_are_at_their_profiles_start() {
+    // Folded lines have no time: the graph places them at the profile's start.
     let dir = tempfile::tempdir().unwrap();
     let bucket = bucket();
-    let everything = total_where(|_| true);
-    // The first half second of the laid-out samples: 2025-11-22T08:26:40Z is START.
-    let rfc = flamegraph(
+    let at_start = flamegraph(
         bucket.path(),
         &dir.path().join("a.svg"),
-        &[
-            "--from",
-            "2025-11-22T08:26:40Z",
-            "--to",
-            "2025-11-22T08:26:40.5Z",
-        ],
+        &["--from", &START.to_string(), "--to", &START.to_string()],
     );
-    let unix = flamegraph(
-        bucket.path(),
-        &dir.path().join("b.svg"),
-        &["--from", &START.to_string(), "--to", &format!("{START}.5")],
-    );
-    let part = svg_total(&rfc);
-    assert!(part > 0 && part < everything, "{part} of {everything}");
-    assert_eq!(svg_total(&unix), part);
-
+    assert_eq!(svg_total(&at_start), total_where(|_| true));
     let late = proflake(&[
         "flamegraph",
         bucket.path().to_str().unwrap(),
         "-o",
         dir.path().join("c.svg").to_str().unwrap(),
         "--from",
-        &(START + 3600).to_string(),
+        &(START + 1).to_string(),
     ]);
     assert!(!late.status.success());
-    assert!(text(&late.stderr).contains("no sample matches from 2025-11-22T09:26:40Z"));
+    assert!(text(&late.stderr).contains("no sample matches from 2025-11-22T08:26:41Z"));
+}
+
+#[test]
+fn one_series_is_drawn_and_can_be_chosen() {
+    let dir = tempfile::tempdir().unwrap();
+    let series = inspect_series(PPROF);
+    let total_of = |name: &str| {
+        let (_, unit, total) = series.iter().find(|(n, ..)| n == name).unwrap().clone();
+        (total, unit)
+    };
+    let (cpu_ns, unit) = total_of("cpu");
+    assert_eq!(unit, "nanoseconds");
+    let (samples, _) = total_of("samples");
+    assert!(samples > 0 && cpu_ns > samples);
+    // From the file, as from its bucket: the CPU series by default, in its own unit.
+    let bucket = bucket_of(PPROF, None);
+    for input in [repo(PPROF), bucket.path().to_owned()] {
+        let default = flamegraph(&input, &dir.path().join("cpu.svg"), &[]);
+        assert_eq!(svg_total_in(&default), (cpu_ns, "nanoseconds".into()));
+        let counted = flamegraph(
+            &input,
+            &dir.path().join("samples.svg"),
+            &["--sample-type", "samples"],
+        );
+        assert_eq!(svg_total(&counted), samples);
+    }
+    let run = proflake(&[
+        "flamegraph",
+        bucket.path().to_str().unwrap(),
+        "-o",
+        dir.path().join("x.svg").to_str().unwrap(),
+        "--sample-type",
+        "heap",
+    ]);
+    assert_ne!(run.status.code(), Some(0));
+    let stderr = text(&run.stderr);
+    assert!(
+        stderr.contains(
+            "no profile of series \"heap\"; series: \"cpu\" (nanoseconds), \"samples\" (count)"
+        ),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -205,7 +299,7 @@ fn a_directory_without_tables_is_a_clear_error() {
     assert_ne!(run.status.code(), Some(0));
     let stderr = text(&run.stderr);
     assert!(stderr.contains("no stack tables at"), "{stderr}");
-    assert!(stderr.contains("tables/v1"), "{stderr}");
+    assert!(stderr.contains("tables/v2/"), "{stderr}");
 }
 
 #[test]

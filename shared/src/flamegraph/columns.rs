@@ -2,7 +2,7 @@
 //! writer, so a missing or mistyped column is a typed error, never a panic.
 
 use arrow_array::{
-    Array, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray, UInt32Array,
+    Array, Int32Array, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray,
 };
 
 use crate::error::{Error, ErrorKind, Result};
@@ -38,12 +38,17 @@ pub(super) fn strings<'a>(b: &'a RecordBatch, table: &str, name: &str) -> Result
     column(b, table, name, "Utf8")
 }
 
-pub(super) fn u32s<'a>(b: &'a RecordBatch, table: &str, name: &str) -> Result<&'a UInt32Array> {
-    column(b, table, name, "UInt32")
+pub(super) fn i32s<'a>(b: &'a RecordBatch, table: &str, name: &str) -> Result<&'a Int32Array> {
+    column(b, table, name, "Int32")
 }
 
 pub(super) fn i64s<'a>(b: &'a RecordBatch, table: &str, name: &str) -> Result<&'a Int64Array> {
     column(b, table, name, "Int64")
+}
+
+/// The value at `i`, `None` when null.
+pub(super) fn opt_time(a: &TimestampMicrosecondArray, i: usize) -> Option<i64> {
+    a.is_valid(i).then(|| a.value(i))
 }
 
 pub(super) fn timestamps<'a>(
@@ -60,7 +65,7 @@ pub(super) fn opt_str(a: &StringArray, i: usize) -> Option<&str> {
 }
 
 /// The value at `i`, `None` when null.
-pub(super) fn opt_u32(a: &UInt32Array, i: usize) -> Option<u32> {
+pub(super) fn opt_i32(a: &Int32Array, i: usize) -> Option<i32> {
     a.is_valid(i).then(|| a.value(i))
 }
 

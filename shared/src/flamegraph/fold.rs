@@ -1,12 +1,13 @@
 //! Folding the stack tables into weighted folded stacks (`root;…;leaf weight`), the input of
-//! every flame graph tool.
+//! every flame graph tool. A graph draws one series: values of different series (CPU time,
+//! bytes allocated, events) do not add up.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 
 use arrow_array::Array;
 
-use super::columns::{self, opt_i64, opt_str, opt_u32, required};
+use super::columns::{self, opt_i32, opt_i64, opt_str, opt_time, required};
 use super::paths::Paths;
 use super::time::format_time_ns;
 use crate::error::{ErrorKind, Result};
@@ -60,7 +61,11 @@ pub struct FlameFilter {
     pub thread: Option<IdOrName>,
     /// Only profiles of this process (`profiles.pid` or `process_name`).
     pub process: Option<IdOrName>,
-    /// Count samples even when the profiles share a weight unit.
+    /// Only this series (`profiles.sample_type`). `None`: the CPU-time series of the selected
+    /// profiles (`series_kind` `cpu_time`), else their wall-time series, else their first
+    /// series by name and unit.
+    pub sample_type: Option<String>,
+    /// Count rows even when the profiles share a unit.
     pub count_samples: bool,
 }
 
@@ -76,6 +81,9 @@ impl FlameFilter {
         }
         if let Some(t) = &self.thread {
             parts.push(format!("thread {t}"));
+        }
+        if let Some(t) = &self.sample_type {
+            parts.push(format!("series {t:?}"));
         }
         match (
             self.from_ns.map(format_time_ns),
@@ -95,11 +103,15 @@ impl FlameFilter {
 pub struct Folded {
     /// `root;…;leaf` and its summed weight, sorted by path.
     pub lines: Vec<(String, u64)>,
-    /// What the weights count: `samples`, or the profiles' shared unit (`nanoseconds`).
+    /// What the weights count: the profiles' shared unit (`nanoseconds`, `bytes`; `samples`
+    /// for a series counted in samples), `nanoseconds` of `weight_ns` when their units differ,
+    /// or `samples` when rows are counted.
     pub unit: String,
-    /// Samples folded.
+    /// The series drawn (`sample_type` of the profiles folded), sorted.
+    pub sample_types: Vec<String>,
+    /// `samples` rows folded (an aggregated sample is one row).
     pub samples: u64,
-    /// Profiles those samples come from.
+    /// Profiles those rows come from.
     pub profiles: usize,
 }
 
@@ -114,7 +126,10 @@ impl Folded {
 struct Profiles<'a> {
     ids: Vec<&'a str>,
     index: HashMap<&'a str, usize>,
+    sample_types: Vec<&'a str>,
     units: Vec<&'a str>,
+    /// `start_time`, µs: the time of the profile's aggregated samples, which have none.
+    starts: Vec<i64>,
     selected: Vec<bool>,
 }
 
@@ -137,28 +152,40 @@ fn listing(values: BTreeSet<String>) -> String {
 
 fn select_profiles<'a>(tables: &'a TableBatches, filter: &FlameFilter) -> Result<Profiles<'a>> {
     let p = &tables.profiles;
-    let (id, service, pid, process, unit) = (
+    let (id, service, pid, process) = (
         columns::strings(p, "profiles", "profile_id")?,
         columns::strings(p, "profiles", "service")?,
         columns::i64s(p, "profiles", "pid")?,
         columns::strings(p, "profiles", "process_name")?,
+    );
+    let (sample_type, unit, kind, start) = (
+        columns::strings(p, "profiles", "sample_type")?,
         columns::strings(p, "profiles", "sample_unit")?,
+        columns::strings(p, "profiles", "series_kind")?,
+        columns::timestamps(p, "profiles", "start_time")?,
     );
     let n = p.num_rows();
     let mut out = Profiles {
         ids: Vec::with_capacity(n),
         index: HashMap::with_capacity(n),
+        sample_types: Vec::with_capacity(n),
         units: Vec::with_capacity(n),
+        starts: Vec::with_capacity(n),
         selected: Vec::with_capacity(n),
     };
+    let mut kinds = Vec::with_capacity(n);
     for row in 0..n {
         let profile_id = required(opt_str(id, row), "profiles", "profile_id", row)?;
         out.index.insert(profile_id, row);
         out.ids.push(profile_id);
-        out.units.push(required(
-            opt_str(unit, row),
+        let text = |a, name| required(opt_str(a, row), "profiles", name, row);
+        out.sample_types.push(text(sample_type, "sample_type")?);
+        out.units.push(text(unit, "sample_unit")?);
+        kinds.push(text(kind, "series_kind")?);
+        out.starts.push(required(
+            opt_time(start, row),
             "profiles",
-            "sample_unit",
+            "start_time",
             row,
         )?);
         let by_service = filter
@@ -203,27 +230,80 @@ fn select_profiles<'a>(tables: &'a TableBatches, filter: &FlameFilter) -> Result
             )));
         }
     }
+    choose_series(&mut out, &kinds, filter)?;
     Ok(out)
+}
+
+/// Narrows the selected profiles to one series: the one the filter names, or the CPU-time
+/// series, else the wall-time one, else the first by name and unit (see
+/// [`FlameFilter::sample_type`]).
+fn choose_series(out: &mut Profiles<'_>, kinds: &[&str], filter: &FlameFilter) -> Result<()> {
+    let in_scope: Vec<usize> = (0..out.ids.len()).filter(|&r| out.selected[r]).collect();
+    let series = |r: usize| (out.sample_types[r], out.units[r]);
+    let has = |kind: &str| in_scope.iter().any(|&r| kinds[r] == kind);
+    let keep: Vec<bool> = match &filter.sample_type {
+        Some(wanted) => (0..out.ids.len())
+            .map(|r| out.sample_types[r] == wanted.as_str())
+            .collect(),
+        None if has("cpu_time") => kinds.iter().map(|&k| k == "cpu_time").collect(),
+        None if has("wall_time") => kinds.iter().map(|&k| k == "wall_time").collect(),
+        None => {
+            let first = in_scope.iter().map(|&r| series(r)).min();
+            (0..out.ids.len())
+                .map(|r| Some(series(r)) == first)
+                .collect()
+        }
+    };
+    let kept: Vec<bool> = (0..out.ids.len())
+        .map(|r| out.selected[r] && keep[r])
+        .collect();
+    if let Some(wanted) = &filter.sample_type {
+        if !kept.contains(&true) {
+            let names = in_scope.iter().map(|&r| {
+                let (name, unit) = series(r);
+                format!("{name:?} ({unit})")
+            });
+            return Err(no_samples(format!(
+                "no profile of series {wanted:?}; series: {}",
+                listing(names.collect())
+            )));
+        }
+    }
+    out.selected = kept;
+    Ok(())
+}
+
+/// How a row weighs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Weigh {
+    Value,
+    WeightNs,
+    Count,
 }
 
 /// Folds the samples the filter selects into weighted stacks.
 ///
-/// Weights are `samples.weight` when every profile the samples come from has the same
-/// `sample_unit` (weights of different units do not add up); otherwise, or with
-/// [`FlameFilter::count_samples`], each sample counts 1. Samples without a stack (idle, or a
-/// producer that recorded none) are one `<no stack>` frame: they are part of what was
-/// sampled, so the graph's total is every selected sample, as in the input and the Sample v2
-/// chunks. Selecting nothing is an error that says what exists, not an empty graph.
+/// One series is drawn (see [`FlameFilter::sample_type`]). Rows weigh their `value` when the
+/// profiles they come from share one `sample_unit`; else their `weight_ns` when every row has
+/// one (CPU time counted in samples beside CPU time in nanoseconds); else, or with
+/// [`FlameFilter::count_samples`], each row counts 1. An aggregated row (no `timestamp`) is at
+/// its profile's `start_time` for the time range. Rows without a stack (idle, or a producer
+/// that recorded none) are one `<no stack>` frame: they are part of what was sampled, so the
+/// graph's total is the series' total. Selecting nothing is an error that says what exists,
+/// not an empty graph.
 pub fn fold(tables: &TableBatches, filter: &FlameFilter) -> Result<Folded> {
     let profiles = select_profiles(tables, filter)?;
     let s = &tables.samples;
-    let (profile_id, time, tid, thread_name, stack, weight) = (
+    let (profile_id, time, tid, thread_name) = (
         columns::strings(s, "samples", "profile_id")?,
         columns::timestamps(s, "samples", "timestamp")?,
         columns::i64s(s, "samples", "thread_id")?,
         columns::strings(s, "samples", "thread_name")?,
-        columns::u32s(s, "samples", "stack_id")?,
-        columns::i64s(s, "samples", "weight")?,
+    );
+    let (stack, value, weight_ns) = (
+        columns::i32s(s, "samples", "stack_id")?,
+        columns::i64s(s, "samples", "value")?,
+        columns::i64s(s, "samples", "weight_ns")?,
     );
     // Compare in i128 ns: µs × 1000 cannot overflow there.
     let from = filter.from_ns.map_or(i128::MIN, i128::from);
@@ -239,9 +319,12 @@ pub fn fold(tables: &TableBatches, filter: &FlameFilter) -> Result<Folded> {
                 "samples row {row} names profile {id}, not in profiles"
             ))
         })?;
-        let us = time.is_valid(row).then(|| time.value(row));
-        let ns = i128::from(required(us, "samples", "timestamp", row)?) * 1000;
-        if !profiles.selected[p] || ns < from || ns > to {
+        if !profiles.selected[p] {
+            continue;
+        }
+        let us = opt_time(time, row).unwrap_or(profiles.starts[p]);
+        let ns = i128::from(us) * 1000;
+        if ns < from || ns > to {
             continue;
         }
         let thread = (opt_i64(tid, row), opt_str(thread_name, row));
@@ -253,7 +336,7 @@ pub fn fold(tables: &TableBatches, filter: &FlameFilter) -> Result<Folded> {
             }
         };
         if thread_ok {
-            matched.push((row, p, opt_u32(stack, row)));
+            matched.push((row, p, opt_i32(stack, row)));
         }
     }
     if matched.is_empty() {
@@ -272,22 +355,37 @@ pub fn fold(tables: &TableBatches, filter: &FlameFilter) -> Result<Folded> {
 
     let used: HashSet<usize> = matched.iter().map(|&(_, p, _)| p).collect();
     let units: BTreeSet<&str> = used.iter().map(|&p| profiles.units[p]).collect();
-    let count = filter.count_samples || units.len() != 1;
-    let unit = match units.first() {
+    let weigh = if filter.count_samples {
+        Weigh::Count
+    } else if units.len() == 1 {
+        Weigh::Value
+    } else if matched.iter().all(|&(row, _, _)| weight_ns.is_valid(row)) {
+        Weigh::WeightNs
+    } else {
+        Weigh::Count
+    };
+    let unit = match (weigh, units.first()) {
+        (Weigh::Value, Some(&u)) if u != "count" => u,
+        (Weigh::WeightNs, _) => "nanoseconds",
         // The tables' `count` unit is counted samples.
-        Some(&"count") | None => "samples",
-        Some(_) if count => "samples",
-        Some(u) => *u,
+        _ => "samples",
     };
     let mut paths = Paths::load(tables, &profiles.ids, &profiles.index, &used)?;
     let mut sums: Vec<u64> = Vec::new();
     for &(row, p, leaf) in &matched {
-        let w = if count {
-            1
-        } else {
-            let w = required(opt_i64(weight, row), "samples", "weight", row)?;
-            u64::try_from(w)
-                .map_err(|_| columns::error(format!("samples row {row} has negative weight {w}")))?
+        let (column, name) = match weigh {
+            Weigh::Count => (None, ""),
+            Weigh::Value => (Some(value), "value"),
+            Weigh::WeightNs => (Some(weight_ns), "weight_ns"),
+        };
+        let w = match column {
+            None => 1,
+            Some(column) => {
+                let w = required(opt_i64(column, row), "samples", name, row)?;
+                u64::try_from(w).map_err(|_| {
+                    columns::error(format!("samples row {row} has negative {name} {w}"))
+                })?
+            }
         };
         let i = paths.resolve(p, leaf)?;
         if i == sums.len() {
@@ -300,9 +398,11 @@ pub fn fold(tables: &TableBatches, filter: &FlameFilter) -> Result<Folded> {
     }
     let mut lines: Vec<(String, u64)> = paths.paths.into_iter().zip(sums).collect();
     lines.sort();
+    let sample_types: BTreeSet<&str> = used.iter().map(|&p| profiles.sample_types[p]).collect();
     Ok(Folded {
         lines,
         unit: unit.to_owned(),
+        sample_types: sample_types.into_iter().map(str::to_owned).collect(),
         samples: matched.len() as u64,
         profiles: used.len(),
     })

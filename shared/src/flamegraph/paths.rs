@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::columns::{self, opt_u32, required};
+use super::columns::{self, opt_i32, required};
 use crate::error::Result;
 use crate::tables::TableBatches;
 
@@ -48,15 +48,15 @@ pub const NO_STACK: &str = "<no stack>";
 /// One profile's call tree: node → (parent, frame), frame → display name.
 #[derive(Default)]
 struct Tree {
-    nodes: HashMap<u32, (Option<u32>, u32)>,
-    names: HashMap<u32, String>,
+    nodes: HashMap<i32, (Option<i32>, i32)>,
+    names: HashMap<i32, String>,
 }
 
 /// Resolves stacks to interned folded paths, each stack once.
 pub(super) struct Paths<'a> {
     profile_ids: &'a [&'a str],
     trees: HashMap<usize, Tree>,
-    memo: HashMap<(usize, u32), usize>,
+    memo: HashMap<(usize, i32), usize>,
     index: HashMap<String, usize>,
     /// The distinct paths, in order of first use.
     pub paths: Vec<String>,
@@ -76,23 +76,23 @@ impl<'a> Paths<'a> {
         let s = &tables.stacks;
         let (ids, stack, parent, frame) = (
             columns::strings(s, "stacks", "profile_id")?,
-            columns::u32s(s, "stacks", "stack_id")?,
-            columns::u32s(s, "stacks", "parent_id")?,
-            columns::u32s(s, "stacks", "frame_id")?,
+            columns::i32s(s, "stacks", "stack_id")?,
+            columns::i32s(s, "stacks", "parent_id")?,
+            columns::i32s(s, "stacks", "frame_id")?,
         );
         for row in 0..s.num_rows() {
             let id = required(columns::opt_str(ids, row), "stacks", "profile_id", row)?;
             let Some(tree) = index.get(id).and_then(|p| trees.get_mut(p)) else {
                 continue;
             };
-            let node = required(opt_u32(stack, row), "stacks", "stack_id", row)?;
-            let frame = required(opt_u32(frame, row), "stacks", "frame_id", row)?;
-            tree.nodes.insert(node, (opt_u32(parent, row), frame));
+            let node = required(opt_i32(stack, row), "stacks", "stack_id", row)?;
+            let frame = required(opt_i32(frame, row), "stacks", "frame_id", row)?;
+            tree.nodes.insert(node, (opt_i32(parent, row), frame));
         }
         let f = &tables.frames;
         let (ids, frame, name) = (
             columns::strings(f, "frames", "profile_id")?,
-            columns::u32s(f, "frames", "frame_id")?,
+            columns::i32s(f, "frames", "frame_id")?,
             columns::strings(f, "frames", "name")?,
         );
         for row in 0..f.num_rows() {
@@ -100,7 +100,7 @@ impl<'a> Paths<'a> {
             let Some(tree) = index.get(id).and_then(|p| trees.get_mut(p)) else {
                 continue;
             };
-            let frame = required(opt_u32(frame, row), "frames", "frame_id", row)?;
+            let frame = required(opt_i32(frame, row), "frames", "frame_id", row)?;
             let text = columns::opt_str(name, row).unwrap_or_default();
             tree.names.insert(frame, flame_frame_name(text));
         }
@@ -115,7 +115,7 @@ impl<'a> Paths<'a> {
 
     /// The index in [`Paths::paths`] of the path from the root to `leaf` in `profile`;
     /// [`NO_STACK`] without a leaf.
-    pub fn resolve(&mut self, profile: usize, leaf: Option<u32>) -> Result<usize> {
+    pub fn resolve(&mut self, profile: usize, leaf: Option<i32>) -> Result<usize> {
         let Some(leaf) = leaf else {
             return Ok(self.intern(NO_STACK.to_owned()));
         };

@@ -11,6 +11,7 @@ mod frames;
 mod parquet_file;
 mod partition;
 mod profiles;
+mod read;
 mod rollup;
 mod samples;
 mod schema;
@@ -22,6 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use arrow_array::RecordBatch;
 
+pub use read::{read_table_objects, read_tables, table_prefix};
 pub use schema::{Table, TABLES_SCHEMA_VERSION};
 
 use crate::error::Result;

@@ -1,0 +1,456 @@
+//! Reading the stack tables back from Parquet, through an [`ObjectStore`]: the same code reads
+//! a local directory that mirrors the bucket ([`LocalDirStore`](crate::LocalDirStore)), the
+//! bucket itself (`S3Store`), or the objects a conversion produced in memory.
+
+use std::sync::Arc;
+
+use arrow_array::{
+    cast::AsArray, new_null_array, types::TimestampMicrosecondType, ArrayRef, RecordBatch,
+};
+use arrow_schema::{DataType, TimeUnit};
+use bytes::Bytes;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use super::{Table, TableBatches, TABLES_SCHEMA_VERSION};
+use crate::error::{Error, ErrorKind, Result};
+use crate::store::{ObjectStore, TABLES_PREFIX};
+
+const NS_PER_DAY: i64 = 86_400_000_000_000;
+
+/// The key prefix of one table's files: `tables/v2/<table>/`.
+pub fn table_prefix(table: Table) -> String {
+    format!("{TABLES_PREFIX}v{TABLES_SCHEMA_VERSION}/{}/", table.name())
+}
+
+/// Reads `tables` from `store` (every `dt=` partition of the current schema version); the
+/// other tables come back empty, with their schema. Files are read in key order, so the rows
+/// come in the same order on every read.
+///
+/// With `from_ns` or `to_ns` (ns since the Unix epoch, inclusive), partitions that cannot hold
+/// samples between them are skipped without being read. `dt` is the UTC day a profile
+/// *starts*, and a profile spans at most a minute, so a profile that starts the day before
+/// `from` may still reach into the range: that day is kept too.
+///
+/// A store without any file of `profiles`, `samples`, `stacks` or `frames` among `tables` is
+/// [`ErrorKind::NoTables`] (nothing was converted into it, or it is the wrong place); a store
+/// without `function_rollup` files is not, since an upload whose samples have no stack writes
+/// none.
+pub fn read_tables(
+    store: &dyn ObjectStore,
+    tables: &[Table],
+    from_ns: Option<i64>,
+    to_ns: Option<i64>,
+) -> Result<TableBatches> {
+    let first_day = from_ns.map(|t| t.div_euclid(NS_PER_DAY) - 1);
+    let last_day = to_ns.map(|t| t.div_euclid(NS_PER_DAY));
+    let read = |table: Table| -> Result<RecordBatch> {
+        if !tables.contains(&table) {
+            return Ok(RecordBatch::new_empty(table.schema()));
+        }
+        let prefix = table_prefix(table);
+        let keys: Vec<String> = store
+            .list(&prefix)?
+            .into_iter()
+            .filter(|k| k.ends_with(".parquet"))
+            .collect();
+        if keys.is_empty() && table != Table::FunctionRollup {
+            return Err(ErrorKind::NoTables { path: prefix }.into());
+        }
+        let mut batches = Vec::new();
+        for key in keys {
+            // Only `dt=YYYY-MM-DD/<file>` is a partition's file; anything else is not ours.
+            let Some(day) = partition_day(&key[prefix.len()..]) else {
+                continue;
+            };
+            if first_day.is_some_and(|f| day < f) || last_day.is_some_and(|l| day > l) {
+                continue;
+            }
+            // Listed then gone: replaced between the two calls by a reconversion, which
+            // writes the same rows under the same key; the next read sees it again.
+            let Some(bytes) = store.get(&key)? else {
+                continue;
+            };
+            batches.extend(read_parquet(table, Bytes::from(bytes)).map_err(|e| e.for_input(&key))?);
+        }
+        concat(table, &batches)
+    };
+    Ok(TableBatches {
+        profiles: read(Table::Profiles)?,
+        samples: read(Table::Samples)?,
+        stacks: read(Table::Stacks)?,
+        frames: read(Table::Frames)?,
+        function_rollup: read(Table::FunctionRollup)?,
+    })
+}
+
+/// Reads every table from stored objects, `(key, Parquet bytes)` as a conversion produces
+/// them (`tables/v2/<table>/dt=…/<source_id>.parquet`); other keys are ignored.
+pub fn read_table_objects<'a>(
+    objects: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+) -> Result<TableBatches> {
+    let mut found: [Vec<RecordBatch>; 5] = Default::default();
+    for (key, bytes) in objects {
+        let Some(i) = Table::ALL
+            .iter()
+            .position(|&t| key.starts_with(&table_prefix(t)))
+        else {
+            continue;
+        };
+        let table = Table::ALL[i];
+        let bytes = Bytes::copy_from_slice(bytes);
+        found[i].extend(read_parquet(table, bytes).map_err(|e| e.for_input(key))?);
+    }
+    let [profiles, samples, stacks, frames, function_rollup] = found;
+    Ok(TableBatches {
+        profiles: concat(Table::Profiles, &profiles)?,
+        samples: concat(Table::Samples, &samples)?,
+        stacks: concat(Table::Stacks, &stacks)?,
+        frames: concat(Table::Frames, &frames)?,
+        function_rollup: concat(Table::FunctionRollup, &function_rollup)?,
+    })
+}
+
+fn malformed(what: String) -> Error {
+    ErrorKind::Malformed {
+        format: "parquet",
+        offset: 0,
+        what,
+    }
+    .into()
+}
+
+/// Day number (days since 1970-01-01) of a key below a table's prefix,
+/// `dt=YYYY-MM-DD/<file>.parquet`; `None` for anything else.
+fn partition_day(rest: &str) -> Option<i64> {
+    let (dir, file) = rest.split_once('/')?;
+    if file.is_empty() || file.contains('/') {
+        return None;
+    }
+    let date = dir.strip_prefix("dt=")?;
+    let mut parts = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
+    let (y, m, d) = (parts.next()??, parts.next()??, parts.next()??);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    Some(crate::calendar::days_from_civil(y, m, d))
+}
+
+/// Every record batch of one Parquet file, conformed to `table`'s schema.
+fn read_parquet(table: Table, bytes: Bytes) -> Result<Vec<RecordBatch>> {
+    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)
+        .and_then(|b| b.build())
+        .map_err(|e| malformed(e.to_string()))?;
+    reader
+        .map(|batch| {
+            let batch = batch.map_err(|e| malformed(e.to_string()))?;
+            conform(table, &batch)
+        })
+        .collect()
+}
+
+fn concat(table: Table, batches: &[RecordBatch]) -> Result<RecordBatch> {
+    arrow_select::concat::concat_batches(&table.schema(), batches)
+        .map_err(|e| malformed(format!("{}: {e}", table.name())))
+}
+
+/// Puts a batch read from a file into the current schema of its table, by column name, so
+/// files of different writers concatenate: columns are only ever added within a version, so
+/// a column an older file lacks is null (it must be nullable), and columns a newer writer
+/// added are dropped. Timestamps keep their values whatever time zone name the file used
+/// (files written without the Arrow schema say `+00:00`).
+pub(crate) fn conform(table: Table, batch: &RecordBatch) -> Result<RecordBatch> {
+    let schema = table.schema();
+    let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
+    for field in schema.fields() {
+        let column = match batch.column_by_name(field.name()) {
+            Some(c) if c.data_type() == field.data_type() => c.clone(),
+            Some(c) => match (c.data_type(), field.data_type()) {
+                (
+                    DataType::Timestamp(TimeUnit::Microsecond, _),
+                    DataType::Timestamp(TimeUnit::Microsecond, Some(tz)),
+                ) => {
+                    let values = c.as_primitive::<TimestampMicrosecondType>().clone();
+                    Arc::new(values.with_timezone(tz.clone())) as ArrayRef
+                }
+                (found, expected) => {
+                    return Err(malformed(format!(
+                        "{}.{} is {found}, expected {expected}",
+                        table.name(),
+                        field.name()
+                    )))
+                }
+            },
+            None if field.is_nullable() => new_null_array(field.data_type(), batch.num_rows()),
+            None => {
+                return Err(malformed(format!(
+                    "{} has no column {}",
+                    table.name(),
+                    field.name()
+                )))
+            }
+        };
+        columns.push(column);
+    }
+    RecordBatch::try_new(schema, columns).map_err(|e| malformed(format!("{}: {e}", table.name())))
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::{Int32Array, StringArray, TimestampMicrosecondArray};
+    use arrow_schema::{Field, Schema};
+    use parquet::arrow::ArrowWriter;
+
+    use super::*;
+    use crate::store::LocalDirStore;
+
+    const FLAME: [Table; 4] = [
+        Table::Profiles,
+        Table::Samples,
+        Table::Stacks,
+        Table::Frames,
+    ];
+
+    fn stacks_batch(profile: &str, ids: &[i32]) -> RecordBatch {
+        let n = ids.len();
+        RecordBatch::try_new(
+            Table::Stacks.schema(),
+            vec![
+                Arc::new(StringArray::from(vec!["src"; n])),
+                Arc::new(StringArray::from(vec![profile; n])),
+                Arc::new(Int32Array::from(ids.to_vec())),
+                Arc::new(Int32Array::from(vec![None; n])),
+                Arc::new(Int32Array::from(ids.to_vec())),
+                Arc::new(Int32Array::from(vec![0; n])),
+            ],
+        )
+        .unwrap()
+    }
+
+    fn parquet(batch: &RecordBatch) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        let mut w = ArrowWriter::try_new(&mut bytes, batch.schema(), None).unwrap();
+        w.write(batch).unwrap();
+        w.close().unwrap();
+        bytes
+    }
+
+    fn key(table: Table, dt: &str, file: &str) -> String {
+        format!("{}dt={dt}/{file}", table_prefix(table))
+    }
+
+    /// A store with an empty file per table and stack rows on two days, plus files that are
+    /// not partitions.
+    fn bucket() -> (tempfile::TempDir, LocalDirStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalDirStore::new(dir.path());
+        for table in Table::ALL {
+            let empty = RecordBatch::new_empty(table.schema());
+            store
+                .put(&key(table, "2026-11-21", "empty.parquet"), &parquet(&empty))
+                .unwrap();
+        }
+        let put = |k: String, b: &RecordBatch| store.put(&k, &parquet(b)).unwrap();
+        put(
+            key(Table::Stacks, "2026-11-20", "a.parquet"),
+            &stacks_batch("a", &[0, 1]),
+        );
+        put(
+            key(Table::Stacks, "2026-11-22", "b.parquet"),
+            &stacks_batch("b", &[0, 1, 2]),
+        );
+        // Not partitions: skipped, not read (they are not Parquet files of this table).
+        store
+            .put(
+                &format!("{}README.parquet", table_prefix(Table::Stacks)),
+                b"x",
+            )
+            .unwrap();
+        store
+            .put(&key(Table::Stacks, "2026-11-22", "notes.txt"), b"x")
+            .unwrap();
+        store
+            .put(
+                &format!("{TABLES_PREFIX}v1/stacks/dt=2026-11-22/old.parquet"),
+                b"x",
+            )
+            .unwrap();
+        (dir, store)
+    }
+
+    #[test]
+    fn reads_every_partition_in_key_order() {
+        let (_dir, store) = bucket();
+        let t = read_tables(&store, &FLAME, None, None).unwrap();
+        assert_eq!(t.stacks.num_rows(), 5);
+        assert_eq!(t.profiles.num_rows(), 0);
+        assert_eq!(t.stacks.schema(), Table::Stacks.schema());
+        let ids = t
+            .stacks
+            .column_by_name("profile_id")
+            .unwrap()
+            .as_string::<i32>();
+        assert_eq!(ids.value(0), "a");
+        assert_eq!(ids.value(4), "b");
+        // Tables not asked for are empty, with their schema.
+        assert_eq!(t.function_rollup.num_rows(), 0);
+        assert_eq!(t.function_rollup.schema(), Table::FunctionRollup.schema());
+    }
+
+    #[test]
+    fn skips_partitions_outside_the_time_range() {
+        let (_dir, store) = bucket();
+        let day = |d: i64| crate::calendar::days_from_civil(2026, 11, d) * NS_PER_DAY;
+        // From 2026-11-22 12:00: the 21st may still reach in, the 20th cannot.
+        let from = Some(day(22) + NS_PER_DAY / 2);
+        let t = read_tables(&store, &FLAME, from, None).unwrap();
+        assert_eq!(t.stacks.num_rows(), 3);
+        // Up to the 21st: the 22nd starts later.
+        let t = read_tables(&store, &FLAME, None, Some(day(21) + 5)).unwrap();
+        assert_eq!(t.stacks.num_rows(), 2);
+    }
+
+    #[test]
+    fn a_store_without_tables_names_the_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalDirStore::new(dir.path());
+        let err = read_tables(&store, &FLAME, None, None).unwrap_err();
+        match err.kind() {
+            ErrorKind::NoTables { path } => assert_eq!(path, "tables/v2/profiles/"),
+            other => panic!("{other:?}"),
+        }
+        // Version 1 files are not version 2 tables.
+        store
+            .put("tables/v1/profiles/dt=2026-11-22/x.parquet", b"x")
+            .unwrap();
+        assert!(read_tables(&store, &FLAME, None, None).is_err());
+    }
+
+    #[test]
+    fn a_broken_file_names_its_key() {
+        let (_dir, store) = bucket();
+        let bad = key(Table::Frames, "2026-11-22", "x.parquet");
+        store.put(&bad, b"nope").unwrap();
+        let err = read_tables(&store, &FLAME, None, None).unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::Malformed { .. }), "{err}");
+        assert_eq!(err.input(), Some(bad.as_str()));
+        // A table not asked for is not read.
+        assert!(read_tables(&store, &[Table::Stacks], None, None).is_ok());
+    }
+
+    #[test]
+    fn reads_objects_by_key() {
+        let bytes = parquet(&stacks_batch("p", &[0, 1, 2]));
+        let stacks = key(Table::Stacks, "2026-11-22", "x.parquet");
+        let objects = [
+            (stacks.as_str(), bytes.as_slice()),
+            ("tables/v1/stacks/dt=2026-11-22/x.parquet", bytes.as_slice()),
+            ("converted/x/manifest.json", b"{}".as_slice()),
+        ];
+        let t = read_table_objects(objects).unwrap();
+        assert_eq!(t.stacks.num_rows(), 3);
+        assert_eq!(t.samples.num_rows(), 0);
+
+        let frames = key(Table::Frames, "2026-11-22", "x.parquet");
+        let err = read_table_objects([(frames.as_str(), b"nope".as_slice())]).unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::Malformed { .. }), "{err}");
+        assert_eq!(err.input(), Some(frames.as_str()));
+    }
+
+    #[test]
+    fn conform_fills_added_columns_and_rejects_missing_required_ones() {
+        // An "older" stacks file without the nullable parent_id.
+        let old = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![
+                Field::new("source_id", DataType::Utf8, false),
+                Field::new("profile_id", DataType::Utf8, false),
+                Field::new("stack_id", DataType::Int32, false),
+                Field::new("frame_id", DataType::Int32, false),
+                Field::new("depth", DataType::Int32, false),
+            ])),
+            vec![
+                Arc::new(StringArray::from(vec!["s"])),
+                Arc::new(StringArray::from(vec!["p"])),
+                Arc::new(Int32Array::from(vec![0])),
+                Arc::new(Int32Array::from(vec![7])),
+                Arc::new(Int32Array::from(vec![0])),
+            ],
+        )
+        .unwrap();
+        let c = conform(Table::Stacks, &old).unwrap();
+        assert_eq!(c.schema(), Table::Stacks.schema());
+        assert_eq!(c.column_by_name("parent_id").unwrap().null_count(), 1);
+        assert_eq!(
+            c.column_by_name("frame_id")
+                .unwrap()
+                .as_primitive::<arrow_array::types::Int32Type>()
+                .value(0),
+            7
+        );
+
+        let without_depth = old.project(&[0, 1, 2, 3]).unwrap();
+        let err = conform(Table::Stacks, &without_depth).unwrap_err();
+        assert!(
+            err.to_string().contains("stacks has no column depth"),
+            "{err}"
+        );
+
+        // Version 1's unsigned ids are not version 2's.
+        let unsigned = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![
+                Field::new("source_id", DataType::Utf8, false),
+                Field::new("profile_id", DataType::Utf8, false),
+                Field::new("stack_id", DataType::UInt32, false),
+            ])),
+            vec![
+                Arc::new(StringArray::from(vec!["s"])),
+                Arc::new(StringArray::from(vec!["p"])),
+                Arc::new(arrow_array::UInt32Array::from(vec![0])),
+            ],
+        )
+        .unwrap();
+        let err = conform(Table::Stacks, &unsigned).unwrap_err();
+        assert!(
+            err.to_string().contains("stacks.stack_id is UInt32"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn conform_accepts_any_utc_spelling() {
+        // Files written without the Arrow schema read back as `+00:00`, not `UTC`.
+        let schema = Table::Samples.schema();
+        let utc = schema
+            .field_with_name("timestamp")
+            .unwrap()
+            .data_type()
+            .clone();
+        let offset = DataType::Timestamp(TimeUnit::Microsecond, Some("+00:00".into()));
+        let fields: Vec<Field> = schema
+            .fields()
+            .iter()
+            .map(|f| match f.name().as_str() {
+                "timestamp" => f.as_ref().clone().with_data_type(offset.clone()),
+                _ => f.as_ref().clone(),
+            })
+            .collect();
+        let columns: Vec<ArrayRef> = fields
+            .iter()
+            .map(|f| match f.name().as_str() {
+                "timestamp" => {
+                    Arc::new(TimestampMicrosecondArray::from(vec![5]).with_timezone("+00:00"))
+                        as ArrayRef
+                }
+                "source_id" | "profile_id" | "sample_type" | "sample_unit" => {
+                    Arc::new(StringArray::from(vec!["p"]))
+                }
+                "value" => Arc::new(arrow_array::Int64Array::from(vec![1])),
+                _ => new_null_array(f.data_type(), 1),
+            })
+            .collect();
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap();
+        let c = conform(Table::Samples, &batch).unwrap();
+        let ts = c.column_by_name("timestamp").unwrap();
+        assert_eq!(ts.data_type(), &utc);
+        assert_eq!(ts.as_primitive::<TimestampMicrosecondType>().value(0), 5);
+    }
+}
