@@ -677,8 +677,11 @@ class NamedQueriesTest(unittest.TestCase):
                 self.assertEqual(total, dict(exp_total[key]))
                 values = [r["self_value"] for r in group]
                 self.assertEqual(values, sorted(values, reverse=True))
-        # Series the selection leaves out are not in the answer, though the rollup has them.
-        other = {(r["sample_type"], r["sample_unit"]) for r in self.t.rollup} - {k[1:] for k in groups}
+        # The rollup holds series the selection leaves out (pprof's sample counts beside its
+        # CPU time), so the answer above shows the selection at work.
+        t = self.t
+        selected = {(p["source_id"], p["sample_type"], p["sample_unit"]) for pid, p in t.profiles.items() if pid in t.selected()}
+        other = {(r["source_id"], r["sample_type"], r["sample_unit"]) for r in t.rollup} - selected
         self.assertTrue(other, "every series is selected: the selection is not checked")
 
     def test_query_flame_graph_folded(self):
@@ -719,8 +722,17 @@ class NamedQueriesTest(unittest.TestCase):
         self.assertEqual(actual, {k: [v, nullable_sum(w), n] for k, (v, w, n) in expected.items()})
         for key, group in by_key(rows, *GROUP).items():
             self.assertAlmostEqual(float(sum(r["pct"] for r in group)), 100.0, delta=0.01 * len(group) + 0.01)
-        # The selected series are the CPU-time ones here: every one has a time in ns.
-        self.assertTrue(all(r["weight_ns"] is not None and r["weight_ns"] > 0 for r in rows), rows)
+        # A series counted in samples has a time in ns when its sampling interval is known
+        # (py-spy's folded file gives none).
+        intervals = collections.defaultdict(set)
+        for p in t.profiles.values():
+            intervals[(p["service"], p["sample_type"], p["sample_unit"])].add(
+                p["sample_unit"] == "nanoseconds" or p["period"] is not None or p["frequency_hz"] is not None
+            )
+        for r in rows:
+            known = intervals[tuple(r[c] for c in GROUP)]
+            self.assertEqual(r["weight_ns"] is not None, known == {True}, r)
+        self.assertTrue(any(r["weight_ns"] for r in rows))
 
     def test_query_release_comparison(self):
         root = CTX.release.root
@@ -1021,6 +1033,10 @@ class TablesTest(unittest.TestCase):
                     self.assertEqual(entry["total_value"], sum(r["value"] for r in rows[key]), key)
                     self.assertEqual(entry["chunk_samples"], written if key in chunk_series else 0, key)
                     self.assertTrue(all(isinstance(n, int) and n > 0 for n in entry["left_out"].values()), entry)
+                    # Every observation reached a chunk or is counted with why it did not.
+                    self.assertEqual(entry["observations_in_chunks"] + sum(entry["left_out"].values()), entry["observations"], entry)
+                    kinds = {p["series_kind"] for p in t.profiles.values() if p["source_id"] == source_id and (p["sample_type"], p["sample_unit"]) == key}
+                    self.assertEqual(kinds, {entry["kind"]}, key)
                     if key not in chunk_series:
                         # A series Sample v2 does not write is left out whole, with its reason.
                         self.assertEqual(sum(entry["left_out"].values()), entry["observations"], entry)
