@@ -3,7 +3,7 @@
 //! ```text
 //! uploads/<name>                                     raw profiles as uploaded, kept unchanged
 //! converted/<source_id>/sample-v2/<chunk_id>.json    Sample v2 chunks of one upload
-//! tables/v1/<table>/dt=YYYY-MM-DD/<source_id>.parquet stack tables (docs/tables.md)
+//! tables/v2/<table>/dt=YYYY-MM-DD/<source_id>.parquet stack tables (docs/tables.md)
 //! index/build-id/<build_id>/<source_id>.json        an upload has unsymbolized frames of an image
 //! converted/<source_id>/manifest.json                written last: the upload is converted
 //! converted/by-key/<key_id>.json                     which conversion is current for an upload key
