@@ -4,9 +4,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
+use arrow_array::StringArray;
 use proflake::{
     content_etag, current_conversion_key, error_report_key, manifest_key, process_upload,
-    sidecar_key, source_id, ErrorReport, LocalDirStore, Outcome, ProcessOptions,
+    read_tables, sidecar_key, source_id, ErrorReport, LocalDirStore, Outcome, ProcessOptions,
+    S3Store, Table,
 };
 use proflake_tests::gzip;
 
@@ -298,6 +300,42 @@ async fn every_format_converts_through_the_handler() {
     assert!(
         stdout.contains(&format!("{} sources", cases.len())),
         "read_bucket.py did not check every source: {stdout}"
+    );
+
+    // The library reads the same tables straight from the bucket, through the store trait a
+    // local directory implements too: every upload's rows, as its manifest's series count them.
+    let s3 = S3Store::new(
+        env.s3.clone(),
+        OUTPUT_BUCKET,
+        tokio::runtime::Handle::current(),
+    );
+    let tables = tokio::task::spawn_blocking(move || read_tables(&s3, &Table::ALL, None, None))
+        .await
+        .unwrap()
+        .expect("the tables read from the bucket");
+    let column = tables.samples.column_by_name("source_id").unwrap();
+    let ids = column.as_any().downcast_ref::<StringArray>().unwrap();
+    let mut rows: BTreeMap<&str, u64> = BTreeMap::new();
+    for id in ids.iter() {
+        *rows
+            .entry(id.expect("source_id is never null"))
+            .or_default() += 1;
+    }
+    for case in &cases {
+        let manifest = manifest_of(&outputs, &case.upload.key, &case.upload.bytes).unwrap();
+        let expected: u64 = manifest.series.iter().map(|s| s.table_rows).sum();
+        assert!(expected > 0, "{}: no rows", case.upload.key);
+        assert_eq!(
+            rows.get(manifest.source.source_id.as_str()).copied(),
+            Some(expected),
+            "{}",
+            case.upload.key
+        );
+    }
+    assert_eq!(
+        rows.len(),
+        cases.len(),
+        "rows of uploads that are not cases"
     );
 
     // The local path (the CLI's `process`) on the same uploads gives the same objects.
