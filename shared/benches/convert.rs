@@ -13,8 +13,8 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use proflake::{
-    convert_upload, decode, plan_chunks, write_planned_chunk, write_tables, ConvertOptions,
-    Profile, TableChunk, TableSource, Timestamps, UploadMetadata,
+    convert_upload, decode, plan_chunks, plan_tables, write_planned_chunk, write_tables,
+    ConvertOptions, Profile, TableProfileInput, TableSource, Timestamps, UploadMetadata,
 };
 use proflake_proto::perfetto::{
     clock_snapshot::Clock, perf_events::Timebase, trace_packet::Data,
@@ -209,12 +209,14 @@ fn writers(name: &str, bytes: &[u8], runs: usize) {
         .map(|p| write_planned_chunk(&meta, p).expect("bench chunks write"))
         .collect();
     let rows: usize = plans.iter().map(|p| p.samples.len()).sum();
-    let table_chunks: Vec<TableChunk> = plans
+    let Ok(table_plans) = plan_tables(&profile, "bench") else {
+        return;
+    };
+    let table_chunks: Vec<TableProfileInput> = table_plans
         .iter()
-        .zip(&chunks)
-        .map(|(plan, c)| TableChunk {
+        .map(|plan| TableProfileInput {
             plan,
-            platform: &c.platform,
+            platform: None,
             release: None,
             environment: None,
         })

@@ -264,17 +264,19 @@ fn table_inputs<'a, 'p>(
         .collect()
 }
 
+/// One profile's part of the manifest's series: the model, its table plans, and what the
+/// chunks carry of each series (`None` for pass-through chunks).
+type SeriesPart<'a, 'p> = (
+    &'a Profile,
+    &'a [TableProfilePlan<'p>],
+    Option<&'a Vec<SeriesCoverage>>,
+);
+
 /// The manifest's series: each model series with its observations, the table rows written
 /// for it and what the chunks carry (`coverage`, by series index; `None` for pass-through
 /// chunks, which carry every observation). Series of several profiles (pass-through chunks)
 /// that share name, unit and kind are one series.
-fn series_of(
-    parts: &[(
-        &Profile,
-        &[TableProfilePlan<'_>],
-        Option<&Vec<SeriesCoverage>>,
-    )],
-) -> Vec<ManifestSeries> {
+fn series_of(parts: &[SeriesPart<'_, '_>]) -> Vec<ManifestSeries> {
     let mut out: Vec<ManifestSeries> = Vec::new();
     for &(profile, plans, coverage) in parts {
         let n = profile.all_series().len();

@@ -48,8 +48,8 @@ pub fn plan_tables<'p>(profile: &'p Profile, identity: &str) -> Result<Vec<Table
         .into());
     }
     // (process, series) → timed samples and aggregated samples, in input order.
-    let mut groups: BTreeMap<(ProcessHandle, SeriesHandle), (Vec<&Sample>, Vec<&Sample>)> =
-        BTreeMap::new();
+    type Split<'p> = (Vec<&'p Sample>, Vec<&'p Sample>);
+    let mut groups: BTreeMap<(ProcessHandle, SeriesHandle), Split> = BTreeMap::new();
     for s in profile.samples() {
         let process = profile.thread(s.thread).process;
         let group = groups.entry((process, s.series)).or_default();
