@@ -1,5 +1,5 @@
-//! One table profile per Sample v2 chunk: what the `profiles` row says, and what the other
-//! tables need to know about the chunk (its call tree, weight unit, day).
+//! What the `profiles` row of a table profile says, and what the other tables need to know
+//! about it (its call tree, series and day).
 
 use std::collections::BTreeMap;
 

@@ -7,7 +7,7 @@ use std::sync::{Arc, LazyLock};
 
 use arrow_schema::{DataType, Field, Fields, Schema, SchemaRef, TimeUnit};
 
-/// Version of the table schemas; part of every table key (`tables/v1/...`).
+/// Version of the table schemas; part of every table key (`tables/v2/...`).
 pub const TABLES_SCHEMA_VERSION: u32 = 2;
 
 /// The tables, in write order.
@@ -21,7 +21,7 @@ pub enum Table {
     Stacks,
     /// One row per distinct code location.
     Frames,
-    /// Self and total weight per function, service and hour.
+    /// Self and total value per function, series, service and hour.
     FunctionRollup,
 }
 
