@@ -2,16 +2,10 @@
 
 use std::sync::Arc;
 
-use proflake::{ObjectStore, PrefixedStore, S3Store};
+use proflake::ObjectStore;
+use proflake_lambda::{s3_client_from_env, StorePair, Stores};
 
 use crate::config::Config;
-
-type StoreFn = dyn Fn(&str) -> Arc<dyn ObjectStore> + Send + Sync;
-
-enum Stores {
-    S3(aws_sdk_s3::Client),
-    Custom(Box<StoreFn>),
-}
 
 struct Inner {
     config: Config,
@@ -25,30 +19,17 @@ pub struct App {
     inner: Arc<Inner>,
 }
 
-/// The two stores one upload is processed with.
-pub(crate) struct StorePair {
-    pub(crate) uploads: Arc<dyn ObjectStore>,
-    pub(crate) outputs: Arc<dyn ObjectStore>,
-}
-
 impl App {
     /// S3 client from the standard AWS environment (`AWS_ENDPOINT_URL` / `AWS_ENDPOINT_URL_S3`
     /// honoured by aws-config; path-style addressing when either is set, because moto and MinIO
     /// cannot resolve `bucket.host` names).
     pub async fn from_env(config: Config) -> App {
-        let shared = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-        let endpoint_set = ["AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"]
-            .iter()
-            .any(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()));
-        let s3_config = aws_sdk_s3::config::Builder::from(&shared)
-            .force_path_style(endpoint_set)
-            .build();
-        App::new(config, aws_sdk_s3::Client::from_conf(s3_config))
+        App::new(config, s3_client_from_env().await)
     }
 
     /// An app whose stores are buckets reached through `s3`.
     pub fn new(config: Config, s3: aws_sdk_s3::Client) -> App {
-        App::build(config, Stores::S3(s3))
+        App::build(config, Stores::s3(s3))
     }
 
     /// Stores from a function of the bucket name (tests use local directories).
@@ -56,7 +37,7 @@ impl App {
         config: Config,
         stores: impl Fn(&str) -> Arc<dyn ObjectStore> + Send + Sync + 'static,
     ) -> App {
-        App::build(config, Stores::Custom(Box::new(stores)))
+        App::build(config, Stores::custom(stores))
     }
 
     fn build(config: Config, stores: Stores) -> App {
@@ -70,34 +51,12 @@ impl App {
         &self.inner.config
     }
 
-    /// The bucket outputs of an upload in `upload_bucket` go to.
-    pub(crate) fn output_bucket<'a>(&'a self, upload_bucket: &'a str) -> &'a str {
-        self.config()
-            .output_bucket
-            .as_deref()
-            .unwrap_or(upload_bucket)
-    }
-
     /// Stores for an upload in `upload_bucket`, the output prefix applied to the outputs. Must
     /// be called inside the Tokio runtime: S3 stores keep its handle to drive the SDK from
     /// blocking threads.
     pub(crate) fn stores_for(&self, upload_bucket: &str) -> StorePair {
-        let store = |bucket: &str| -> Arc<dyn ObjectStore> {
-            match &self.inner.stores {
-                Stores::S3(client) => Arc::new(S3Store::new(
-                    client.clone(),
-                    bucket,
-                    tokio::runtime::Handle::current(),
-                )),
-                Stores::Custom(store) => store(bucket),
-            }
-        };
-        StorePair {
-            uploads: store(upload_bucket),
-            outputs: PrefixedStore::wrap(
-                store(self.output_bucket(upload_bucket)),
-                &self.config().output_prefix,
-            ),
-        }
+        self.inner
+            .stores
+            .for_upload(&self.config().common, upload_bucket)
     }
 }

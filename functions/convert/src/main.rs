@@ -3,7 +3,8 @@
 use std::time::Instant;
 
 use lambda_runtime::{run, service_fn, LambdaEvent};
-use proflake_convert::{function_handler, init_logging, App, Config};
+use proflake_convert::{function_handler, App, Config};
+use proflake_lambda::init_logging;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
@@ -17,7 +18,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
             std::process::exit(1);
         }
     };
-    init_logging(&config);
+    init_logging(&config.common);
     let app = App::from_env(config).await;
     tracing::info!(init_ms = started.elapsed().as_millis() as u64, "ready");
     let app = &app;

@@ -3,6 +3,7 @@
 use std::time::Instant;
 
 use proflake::{process_upload, ObjectChange, ObjectEvent, Outcome, ProcessOptions};
+use proflake_lambda::Tally;
 use tracing::{error, info, warn};
 
 use crate::app::App;
@@ -35,7 +36,7 @@ pub(crate) async fn handle_object(
     }
     let stores = app.stores_for(bucket);
     let options = ProcessOptions {
-        max_object_bytes: app.config().max_object_bytes,
+        max_object_bytes: app.config().common.max_object_bytes,
         ..ProcessOptions::default()
     };
     let started = Instant::now();

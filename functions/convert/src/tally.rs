@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use proflake::Outcome;
+use proflake_lambda::{Metric, Tally};
 
 /// Counts of one batch (or one message, merged into the batch's).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -45,14 +46,11 @@ impl BatchTally {
             Outcome::Skipped { .. } => self.skipped += 1,
         }
     }
+}
 
-    /// Counts one failure for `reason`.
-    pub fn fail(&mut self, reason: &str) {
-        *self.failures.entry(reason.to_owned()).or_default() += 1;
-    }
-
+impl Tally for BatchTally {
     /// Adds `other`'s counts to these.
-    pub fn merge(&mut self, other: BatchTally) {
+    fn merge(&mut self, other: BatchTally) {
         self.objects += other.objects;
         self.converted += other.converted;
         self.already_converted += other.already_converted;
@@ -65,12 +63,46 @@ impl BatchTally {
             *self.failures.entry(reason).or_default() += n;
         }
     }
+
+    /// Counts one failure for `reason`.
+    fn fail(&mut self, reason: &str) {
+        *self.failures.entry(reason.to_owned()).or_default() += 1;
+    }
+
+    fn set_failed_messages(&mut self, n: u64) {
+        self.failed_messages = n;
+    }
+
+    /// `Objects`, `Converted`, `AlreadyConverted`, `Quarantined`, `Skipped`, `FailedMessages`,
+    /// `Bytes`, `Samples`.
+    fn metrics(&self) -> Vec<Metric> {
+        vec![
+            Metric::count("Objects", self.objects),
+            Metric::count("Converted", self.converted),
+            Metric::count("AlreadyConverted", self.already_converted),
+            Metric::count("Quarantined", self.quarantined),
+            Metric::count("Skipped", self.skipped),
+            Metric::count("FailedMessages", self.failed_messages),
+            Metric::bytes("Bytes", self.bytes),
+            Metric::count("Samples", self.samples),
+        ]
+    }
+
+    fn failures(&self) -> &BTreeMap<String, u64> {
+        &self.failures
+    }
+
+    fn log_batch(&self, duration_ms: u64) {
+        crate::batch::log_batch_done(self, duration_ms);
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proflake::{ConvertedUpload, Quarantine, SkipReason};
+    use proflake_lambda::{emf_documents, MetricsTarget};
+    use serde_json::json;
 
     #[test]
     fn outcomes_are_counted_and_tallies_merge() {
@@ -118,5 +150,73 @@ mod tests {
         );
         let failures: Vec<_> = a.failures.iter().map(|(r, n)| (r.as_str(), *n)).collect();
         assert_eq!(failures, [("malformed", 2), ("storage", 1)]);
+    }
+
+    #[test]
+    fn batch_document_has_every_metric_with_its_unit() {
+        let target = MetricsTarget {
+            namespace: "proflake-test",
+            function_name: "convert-fn",
+        };
+        let tally = BatchTally {
+            objects: 5,
+            converted: 2,
+            already_converted: 1,
+            quarantined: 1,
+            skipped: 1,
+            failed_messages: 1,
+            bytes: 4096,
+            samples: 202,
+            ..BatchTally::default()
+        };
+        let docs = emf_documents(target, &tally, 1234, 1_700_000_000_000);
+        assert_eq!(docs.len(), 1, "no failure documents without failures");
+        let doc = &docs[0];
+        assert_eq!(doc["_aws"]["Timestamp"], 1_700_000_000_000u64);
+        let cw = &doc["_aws"]["CloudWatchMetrics"];
+        assert_eq!(cw.as_array().unwrap().len(), 1);
+        assert_eq!(cw[0]["Namespace"], "proflake-test");
+        assert_eq!(cw[0]["Dimensions"], json!([["FunctionName"]]));
+        assert_eq!(doc["FunctionName"], "convert-fn");
+        let metrics = cw[0]["Metrics"].as_array().unwrap();
+        let expected = [
+            ("Objects", "Count", 5),
+            ("Converted", "Count", 2),
+            ("AlreadyConverted", "Count", 1),
+            ("Quarantined", "Count", 1),
+            ("Skipped", "Count", 1),
+            ("FailedMessages", "Count", 1),
+            ("Bytes", "Bytes", 4096),
+            ("Samples", "Count", 202),
+            ("DurationMs", "Milliseconds", 1234),
+        ];
+        assert_eq!(metrics.len(), expected.len());
+        for (metric, (name, unit, value)) in metrics.iter().zip(expected) {
+            assert_eq!(metric, &json!({"Name": name, "Unit": unit}));
+            assert_eq!(doc[name], value, "{name}");
+        }
+    }
+
+    #[test]
+    fn failures_by_reason_get_their_own_documents() {
+        let mut tally = BatchTally::default();
+        tally.fail("storage");
+        tally.fail("malformed");
+        tally.fail("malformed");
+        let target = MetricsTarget {
+            namespace: "proflake-test",
+            function_name: "convert-fn",
+        };
+        let docs = emf_documents(target, &tally, 0, 1);
+        let reasons: Vec<_> = docs[1..]
+            .iter()
+            .map(|d| {
+                (
+                    d["Reason"].as_str().unwrap(),
+                    d["Failures"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(reasons, [("malformed", 2), ("storage", 1)]);
     }
 }

@@ -4,7 +4,69 @@
 
 use serde_json::{json, Value};
 
-use crate::tally::BatchTally;
+use crate::tally::Tally;
+
+/// The unit of a metric, as CloudWatch names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// `Count`.
+    Count,
+    /// `Bytes`.
+    Bytes,
+    /// `Milliseconds`.
+    Milliseconds,
+}
+
+impl Unit {
+    /// CloudWatch's name of the unit.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unit::Count => "Count",
+            Unit::Bytes => "Bytes",
+            Unit::Milliseconds => "Milliseconds",
+        }
+    }
+}
+
+/// One value of a batch's metrics document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Metric {
+    /// The metric's name.
+    pub name: &'static str,
+    /// Its value for the batch.
+    pub value: u64,
+    /// Its unit.
+    pub unit: Unit,
+}
+
+impl Metric {
+    /// A count.
+    pub fn count(name: &'static str, value: u64) -> Metric {
+        Metric {
+            name,
+            value,
+            unit: Unit::Count,
+        }
+    }
+
+    /// A number of bytes.
+    pub fn bytes(name: &'static str, value: u64) -> Metric {
+        Metric {
+            name,
+            value,
+            unit: Unit::Bytes,
+        }
+    }
+
+    /// A duration in milliseconds.
+    pub fn milliseconds(name: &'static str, value: u64) -> Metric {
+        Metric {
+            name,
+            value,
+            unit: Unit::Milliseconds,
+        }
+    }
+}
 
 /// Where the documents go: the namespace and the `FunctionName` dimension.
 #[derive(Clone, Copy, Debug)]
@@ -15,34 +77,25 @@ pub struct MetricsTarget<'a> {
     pub function_name: &'a str,
 }
 
-/// The EMF documents for one batch: the batch's counts, then one `Failures` document per
-/// failure reason (dimensions `FunctionName`, `Reason`), in reason order.
+/// The EMF documents for one batch: the tally's metrics and `DurationMs` (dimension
+/// `FunctionName`), then one `Failures` document per failure reason (dimensions
+/// `FunctionName`, `Reason`), in reason order.
 pub fn emf_documents(
     target: MetricsTarget<'_>,
-    tally: &BatchTally,
+    tally: &impl Tally,
     duration_ms: u64,
     timestamp_ms: u64,
 ) -> Vec<Value> {
-    let counts = [
-        ("Objects", tally.objects, "Count"),
-        ("Converted", tally.converted, "Count"),
-        ("AlreadyConverted", tally.already_converted, "Count"),
-        ("Quarantined", tally.quarantined, "Count"),
-        ("Skipped", tally.skipped, "Count"),
-        ("FailedMessages", tally.failed_messages, "Count"),
-        ("Bytes", tally.bytes, "Bytes"),
-        ("Samples", tally.samples, "Count"),
-        ("DurationMs", duration_ms, "Milliseconds"),
-    ];
     let mut batch = document(target, timestamp_ms, &["FunctionName"]);
-    for (name, value, unit) in counts {
-        add_metric(&mut batch, name, value, unit);
+    for metric in tally.metrics() {
+        add_metric(&mut batch, metric);
     }
+    add_metric(&mut batch, Metric::milliseconds("DurationMs", duration_ms));
     let mut documents = vec![batch];
-    for (reason, &n) in &tally.failures {
+    for (reason, &n) in tally.failures() {
         let mut doc = document(target, timestamp_ms, &["FunctionName", "Reason"]);
         doc["Reason"] = json!(reason);
-        add_metric(&mut doc, "Failures", n, "Count");
+        add_metric(&mut doc, Metric::count("Failures", n));
         documents.push(doc);
     }
     documents
@@ -62,12 +115,12 @@ fn document(target: MetricsTarget<'_>, timestamp_ms: u64, dimensions: &[&str]) -
     })
 }
 
-fn add_metric(doc: &mut Value, name: &str, value: u64, unit: &str) {
+fn add_metric(doc: &mut Value, metric: Metric) {
     let metrics = doc["_aws"]["CloudWatchMetrics"][0]["Metrics"]
         .as_array_mut()
         .expect("document() makes the Metrics array");
-    metrics.push(json!({"Name": name, "Unit": unit}));
-    doc[name] = json!(value);
+    metrics.push(json!({"Name": metric.name, "Unit": metric.unit.as_str()}));
+    doc[metric.name] = json!(metric.value);
 }
 
 /// Writes each document as one line of stdout. EMF is only recognised when a document is a
@@ -81,25 +134,46 @@ pub fn print_documents(documents: &[Value]) {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
 
     const TARGET: MetricsTarget<'static> = MetricsTarget {
         namespace: "proflake-test",
-        function_name: "convert-fn",
+        function_name: "test-fn",
     };
 
+    #[derive(Default)]
+    struct TestTally {
+        items: u64,
+        bytes: u64,
+        failures: BTreeMap<String, u64>,
+    }
+
+    impl Tally for TestTally {
+        fn merge(&mut self, _: Self) {}
+        fn fail(&mut self, reason: &str) {
+            *self.failures.entry(reason.to_owned()).or_default() += 1;
+        }
+        fn set_failed_messages(&mut self, _: u64) {}
+        fn metrics(&self) -> Vec<Metric> {
+            vec![
+                Metric::count("Items", self.items),
+                Metric::bytes("Bytes", self.bytes),
+            ]
+        }
+        fn failures(&self) -> &BTreeMap<String, u64> {
+            &self.failures
+        }
+        fn log_batch(&self, _: u64) {}
+    }
+
     #[test]
-    fn batch_document_has_every_metric_with_its_unit() {
-        let tally = BatchTally {
-            objects: 5,
-            converted: 2,
-            already_converted: 1,
-            quarantined: 1,
-            skipped: 1,
-            failed_messages: 1,
+    fn batch_document_has_every_metric_with_its_unit_then_the_duration() {
+        let tally = TestTally {
+            items: 5,
             bytes: 4096,
-            samples: 202,
-            ..BatchTally::default()
+            ..TestTally::default()
         };
         let docs = emf_documents(TARGET, &tally, 1234, 1_700_000_000_000);
         assert_eq!(docs.len(), 1, "no failure documents without failures");
@@ -109,17 +183,11 @@ mod tests {
         assert_eq!(cw.as_array().unwrap().len(), 1);
         assert_eq!(cw[0]["Namespace"], "proflake-test");
         assert_eq!(cw[0]["Dimensions"], json!([["FunctionName"]]));
-        assert_eq!(doc["FunctionName"], "convert-fn");
+        assert_eq!(doc["FunctionName"], "test-fn");
         let metrics = cw[0]["Metrics"].as_array().unwrap();
         let expected = [
-            ("Objects", "Count", 5),
-            ("Converted", "Count", 2),
-            ("AlreadyConverted", "Count", 1),
-            ("Quarantined", "Count", 1),
-            ("Skipped", "Count", 1),
-            ("FailedMessages", "Count", 1),
+            ("Items", "Count", 5),
             ("Bytes", "Bytes", 4096),
-            ("Samples", "Count", 202),
             ("DurationMs", "Milliseconds", 1234),
         ];
         assert_eq!(metrics.len(), expected.len());
@@ -131,7 +199,7 @@ mod tests {
 
     #[test]
     fn one_failures_document_per_reason() {
-        let mut tally = BatchTally::default();
+        let mut tally = TestTally::default();
         tally.fail("storage");
         tally.fail("malformed");
         tally.fail("malformed");
@@ -155,7 +223,7 @@ mod tests {
                 cw["Metrics"],
                 json!([{"Name": "Failures", "Unit": "Count"}])
             );
-            assert_eq!(doc["FunctionName"], "convert-fn");
+            assert_eq!(doc["FunctionName"], "test-fn");
             assert_eq!(doc["_aws"]["Timestamp"], 1);
         }
     }
