@@ -799,7 +799,7 @@ fn sniff_prefix(bytes: &[u8]) -> Vec<u8> {
 fn folded_inputs_sniff_as_folded() {
     let mut inputs = vec![repo_path("samples/folded/pyspy.folded")];
     files_under(&fixture_path("folded"), "", &mut inputs);
-    assert_eq!(inputs.len(), 9);
+    assert_eq!(inputs.len(), 11);
     for path in inputs {
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(
@@ -835,4 +835,21 @@ fn other_formats_do_not_sniff_as_folded() {
             path.display()
         );
     }
+}
+
+#[test]
+fn speedscope_samples_keep_recursion_and_a_last_line_without_newline() {
+    let bytes = std::fs::read(fixture_path("folded/speedscope_recursion.folded")).unwrap();
+    let decoded = decode(&bytes, None).unwrap();
+    let rows = samples(&decoded.profile);
+    assert_eq!((rows.len(), total_weight(&rows)), (10, 10));
+    let deepest = rows.iter().map(|s| functions(s).len()).max().unwrap();
+    assert_eq!(deepest, 6, "a;b;a;b;a;b");
+
+    let bytes = std::fs::read(fixture_path("folded/speedscope_alternating.folded")).unwrap();
+    assert!(!bytes.ends_with(b"\n"));
+    let decoded = decode(&bytes, None).unwrap();
+    let rows = samples(&decoded.profile);
+    assert_eq!((rows.len(), total_weight(&rows)), (182, 182));
+    assert_eq!(functions(&rows[181]), vec![Some("c"), Some("d")]);
 }
