@@ -122,14 +122,6 @@ pub struct ImageSummary {
     pub symbolized_frames: u64,
 }
 
-fn series_kind(kind: SeriesKind) -> &'static str {
-    match kind {
-        SeriesKind::CpuTime => "cpu_time",
-        SeriesKind::WallTime => "wall_time",
-        SeriesKind::Other => "other",
-    }
-}
-
 /// The display name of a frame.
 pub fn frame_label(profile: &Profile, handle: FrameHandle) -> String {
     let frame = profile.frame(handle);
@@ -263,7 +255,7 @@ pub fn summarize(profile: &Profile) -> ProfileSummary {
             .all_series()
             .map(|(h, s)| SeriesSummary {
                 name: profile.str(s.name).to_owned(),
-                kind: series_kind(s.kind),
+                kind: s.kind.name(),
                 unit: profile.str(s.unit).to_owned(),
                 source: profile.opt_str(s.source).map(str::to_owned),
                 samples: per_series.get(&h.index()).copied().unwrap_or(0),

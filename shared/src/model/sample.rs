@@ -14,6 +14,17 @@ pub enum SeriesKind {
     Other,
 }
 
+impl SeriesKind {
+    /// Lowercase name, as the tables and the manifest spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SeriesKind::CpuTime => "cpu_time",
+            SeriesKind::WallTime => "wall_time",
+            SeriesKind::Other => "other",
+        }
+    }
+}
+
 /// One sample series: a sampling session and the unit of its weights.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Series {

@@ -10,7 +10,7 @@ use super::outputs::{MemoryOutputs, OutputSink, Outputs};
 use crate::error::{ErrorKind, Result};
 use crate::formats::InputFormat;
 use crate::metadata::UploadMetadata;
-use crate::model::{seconds_to_ns, Profile, SeriesKind, Timestamps};
+use crate::model::{seconds_to_ns, Profile, Timestamps};
 use crate::plan::{plan_sample_v2, plan_tables, SeriesCoverage, TableProfilePlan, Timing};
 use crate::sample_v2::{write_planned_chunk, PassThrough, SampleV2Chunk};
 use crate::store::{manifest_key, source_id, ObjectStore};
@@ -306,12 +306,7 @@ fn series_of(parts: &[SeriesPart<'_, '_>]) -> Vec<ManifestSeries> {
             let entry = ManifestSeries {
                 sample_type: profile.str(series.name).to_owned(),
                 sample_unit: profile.str(series.unit).to_owned(),
-                kind: match series.kind {
-                    SeriesKind::CpuTime => "cpu_time",
-                    SeriesKind::WallTime => "wall_time",
-                    SeriesKind::Other => "other",
-                }
-                .to_owned(),
+                kind: series.kind.name().to_owned(),
                 observations: observations[i],
                 total_value: totals[i],
                 table_rows: rows[i],

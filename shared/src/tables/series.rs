@@ -32,11 +32,7 @@ impl<'a> Sampled<'a> {
         Sampled {
             sample_type: profile.str(series.name),
             sample_unit,
-            kind: match series.kind {
-                SeriesKind::CpuTime => "cpu_time",
-                SeriesKind::WallTime => "wall_time",
-                SeriesKind::Other => "other",
-            },
+            kind: series.kind.name(),
             period: series.period.and_then(|v| i64::try_from(v).ok()),
             frequency_hz: series.frequency_hz.and_then(|v| i64::try_from(v).ok()),
             ns_per_unit,
