@@ -6,9 +6,9 @@ use std::process::Command;
 
 use arrow_array::StringArray;
 use proflake::{
-    content_etag, current_conversion_key, error_report_key, manifest_key, process_upload,
-    read_tables, sidecar_key, source_id, ErrorReport, LocalDirStore, Outcome, ProcessOptions,
-    S3Store, Table,
+    content_etag, current_conversion_key, error_report_key, fold, manifest_key, process_upload,
+    read_tables, sidecar_key, source_id, ErrorReport, FlameFilter, LocalDirStore, Outcome,
+    ProcessOptions, S3Store, Table,
 };
 use proflake_tests::gzip;
 
@@ -309,11 +309,12 @@ async fn every_format_converts_through_the_handler() {
         OUTPUT_BUCKET,
         tokio::runtime::Handle::current(),
     );
-    let tables = tokio::task::spawn_blocking(move || read_tables(&s3, &Table::ALL, None, None))
-        .await
-        .unwrap()
-        .expect("the tables read from the bucket");
-    let column = tables.samples.column_by_name("source_id").unwrap();
+    let bucket_tables =
+        tokio::task::spawn_blocking(move || read_tables(&s3, &Table::ALL, None, None))
+            .await
+            .unwrap()
+            .expect("the tables read from the bucket");
+    let column = bucket_tables.samples.column_by_name("source_id").unwrap();
     let ids = column.as_any().downcast_ref::<StringArray>().unwrap();
     let mut rows: BTreeMap<&str, u64> = BTreeMap::new();
     for id in ids.iter() {
@@ -377,6 +378,12 @@ async fn every_format_converts_through_the_handler() {
             "{key}: the bucket's bytes differ from the local run's"
         );
     }
+    // The flame graph folds what the store trait reads, from the bucket or the directory alike.
+    let local_tables = read_tables(&store, &Table::ALL, None, None).unwrap();
+    let filter = FlameFilter::default();
+    let from_bucket = fold(&bucket_tables, &filter).expect("a flame graph from the bucket");
+    assert!(from_bucket.total() > 0 && !from_bucket.lines.is_empty());
+    assert_eq!(from_bucket, fold(&local_tables, &filter).unwrap());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
