@@ -7,13 +7,13 @@
 //!   them;
 //! - aggregated samples are laid out on a timeline ([`super::timeline`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use super::timeline::{timed_samples, PlannedSample, Timing};
 use crate::error::{ErrorKind, Result};
 use crate::ids::derived_id;
 use crate::metadata::{normalize_id, UploadMetadata};
-use crate::model::{ProcessHandle, Profile, SeriesKind, ThreadHandle, Timestamps};
+use crate::model::{ProcessHandle, Profile, SeriesKind, Timestamps};
 
 /// Longest span of one chunk: the SDKs' 60 s (Relay allows 66 s).
 pub const MAX_CHUNK_DURATION_NS: i64 = 60_000_000_000;
@@ -279,14 +279,20 @@ fn coverage(profile: &Profile, chosen: &[bool], plans: &[ChunkPlan<'_>]) -> Vec<
 /// Relay keeps a thread only with two or more samples that have a stack; its samples without
 /// one (idle) go with it.
 fn kept_by_relay(samples: Vec<PlannedSample<'_>>) -> Vec<PlannedSample<'_>> {
-    let mut per_thread: HashMap<ThreadHandle, usize> = HashMap::new();
+    // Counted by thread index: no hashing per sample.
+    let threads = samples
+        .iter()
+        .map(|p| p.sample.thread.index() + 1)
+        .max()
+        .unwrap_or(0);
+    let mut with_stack = vec![0u32; threads];
     for p in &samples {
         if p.sample.stack.is_some() {
-            *per_thread.entry(p.sample.thread).or_default() += 1;
+            with_stack[p.sample.thread.index()] += 1;
         }
     }
     samples
         .into_iter()
-        .filter(|p| per_thread.get(&p.sample.thread).is_some_and(|&n| n >= 2))
+        .filter(|p| with_stack[p.sample.thread.index()] >= 2)
         .collect()
 }
