@@ -57,8 +57,8 @@ pub struct IndexedMapping {
 }
 
 /// The index entries of the frames the tables hold, by key, in key order.
-pub fn build_id_index(
-    plans: &[TableProfilePlan<'_>],
+pub fn build_id_index<'a, 'p: 'a>(
+    plans: impl IntoIterator<Item = &'a TableProfilePlan<'p>>,
     source_key: &str,
     source_id: &str,
     manifest_key: &str,

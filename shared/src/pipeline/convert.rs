@@ -190,8 +190,12 @@ fn convert_inner(
             })
             .collect();
         let tables = write_tables(&table_source, &inputs)?;
-        let all_plans: Vec<TableProfilePlan> = table_plans.iter().flatten().cloned().collect();
-        let index = build_id_index(&all_plans, source_key, &source_id, &manifest_key);
+        let index = build_id_index(
+            table_plans.iter().flatten(),
+            source_key,
+            &source_id,
+            &manifest_key,
+        );
         let parts: Vec<_> = profiles
             .iter()
             .zip(&table_plans)
