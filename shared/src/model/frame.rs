@@ -69,6 +69,8 @@ pub enum FrameAddress {
 pub struct InlinedCall {
     /// Function name.
     pub function: Option<StringHandle>,
+    /// The name as recorded, when it differs from `function` (mangled linker symbol).
+    pub system_name: Option<StringHandle>,
     /// Source file.
     pub file: Option<StringHandle>,
     /// 1-based source line.
@@ -103,6 +105,38 @@ pub struct Frame {
     pub address: Option<FrameAddress>,
     /// Functions this frame's code was inlined into, innermost first. Empty for most frames.
     pub inlined_into: Box<[InlinedCall]>,
+    /// Where the outermost function holding the code starts, in the space of `address`
+    /// (Sentry's `sym_addr`). Set by symbolization.
+    pub function_start: Option<u64>,
+    /// What symbolization made of the frame; `None` when it was not attempted (the input named
+    /// the frame, or it has no image and address).
+    pub symbol_status: Option<SymbolStatus>,
+}
+
+/// What symbolization made of a frame, in symbolicator's words (Sentry's frame `status`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SymbolStatus {
+    /// A debug file named the frame.
+    Symbolicated,
+    /// The image's debug file has no symbol at the address.
+    MissingSymbol,
+    /// No debug file for the image is known (yet).
+    UnknownImage,
+    /// The address cannot be placed in the debug file (outside every mapped segment, or too
+    /// large for the lookup cache).
+    Malformed,
+}
+
+impl SymbolStatus {
+    /// Sentry's name for the status.
+    pub fn name(self) -> &'static str {
+        match self {
+            SymbolStatus::Symbolicated => "symbolicated",
+            SymbolStatus::MissingSymbol => "missing_symbol",
+            SymbolStatus::UnknownImage => "unknown_image",
+            SymbolStatus::Malformed => "malformed",
+        }
+    }
 }
 
 impl Frame {
@@ -119,6 +153,8 @@ impl Frame {
             image: None,
             address: None,
             inlined_into: Box::new([]),
+            function_start: None,
+            symbol_status: None,
         }
     }
 }

@@ -72,6 +72,7 @@ fn toy_profile(processes: &[(i64, i64)]) -> Profile {
         let (outer, a_c) = (Some(p.intern("outer")), Some(p.intern("a.c")));
         let call = |function, file, line, column| InlinedCall {
             function,
+            system_name: None,
             file,
             line,
             column,

@@ -139,8 +139,9 @@ impl Frames {
             frame.column = column;
         }
         frame.inlined_into = calls
-            .map(|(function, _, file, line, column)| InlinedCall {
+            .map(|(function, system_name, file, line, column)| InlinedCall {
                 function,
+                system_name,
                 file,
                 line,
                 column,

@@ -100,6 +100,7 @@ impl Frames {
             .skip(1)
             .map(|(names, line)| InlinedCall {
                 function: names.function,
+                system_name: names.system_name,
                 file: names.file,
                 line: positive(line.line),
                 column: positive(line.column),
