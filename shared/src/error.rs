@@ -102,6 +102,32 @@ pub enum ErrorKind {
         /// The table's key prefix.
         path: String,
     },
+    /// A debug file cannot be used: it is corrupt, or holds nothing to symbolize with.
+    #[error("unusable debug file: {what}")]
+    DebugFile {
+        /// What is wrong.
+        what: String,
+    },
+    /// A debug file has no build ID to file it under.
+    #[error("the {format} file has no build ID (link with -Wl,--build-id)")]
+    NoBuildId {
+        /// The file's format.
+        format: String,
+    },
+    /// A debug file was uploaded under a build ID that is not its own.
+    #[error("the key names build ID {key_build_id} but the file's build ID is {file_build_id}")]
+    BuildIdMismatch {
+        /// The build ID in the key.
+        key_build_id: String,
+        /// The file's own.
+        file_build_id: String,
+    },
+    /// A key under `debuginfo/` that does not name a build ID.
+    #[error("debug files go under debuginfo/<build-id>/<file name>; {key} does not")]
+    DebugFileKey {
+        /// The key.
+        key: String,
+    },
     /// Reading or writing storage failed.
     #[error("storage I/O failed on {key}")]
     Storage {
@@ -133,6 +159,10 @@ impl ErrorKind {
             ErrorKind::KeyConflict { .. } => "key_conflict",
             ErrorKind::TableEncoding { .. } => "table_encoding",
             ErrorKind::NoTables { .. } => "no_tables",
+            ErrorKind::DebugFile { .. } => "bad_debug_file",
+            ErrorKind::NoBuildId { .. } => "no_build_id",
+            ErrorKind::BuildIdMismatch { .. } => "build_id_mismatch",
+            ErrorKind::DebugFileKey { .. } => "debug_file_key",
             ErrorKind::Storage { .. } => "storage",
         }
     }

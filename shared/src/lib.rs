@@ -23,6 +23,7 @@ pub mod sample_v2;
 pub mod store;
 pub mod summary;
 mod symbol_names;
+pub mod symbolize;
 pub mod tables;
 
 pub use calendar::utc_millis;

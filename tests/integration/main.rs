@@ -2,6 +2,7 @@
 
 mod aggregated;
 mod folded;
+mod native;
 mod otlp;
 mod perfetto_difftests;
 mod perfetto_malformed;
@@ -9,5 +10,6 @@ mod perfetto_synthetic;
 mod pprof;
 mod sample_v2;
 mod sentry;
+mod symbolize;
 mod tables;
 mod util;

@@ -115,6 +115,7 @@ mod tests {
             bytes: 100,
             samples: 7,
             objects: 4,
+            frames_symbolized: 0,
             replaced: None,
         }));
         a.record(&Outcome::Quarantined(Quarantine {

@@ -1,7 +1,9 @@
-//! The build-ID index: for every image with frames that have no function name, one small JSON
-//! object under `index/build-id/<build_id>/<source_id>.json`. When a debug file for a build ID
-//! arrives, re-symbolization lists that one prefix to find every upload (and every address)
-//! it can name, without scanning the tables.
+//! The build-ID index: for every image with frames that symbolization works on (native frames
+//! the input left unnamed), one small JSON object under
+//! `index/build-id/<build_id>/<source_id>.json`, whether or not a debug file named them. When a
+//! debug file for a build ID arrives, rehydration lists that one prefix to find every upload
+//! (and every address) it can name, without scanning the tables; `symbolized_with` tells
+//! whether an upload already used that very file.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -10,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::{FrameAddress, FrameHandle, Profile, StackHandle};
 use crate::plan::TableProfilePlan;
 use crate::store::build_id_index_key;
+use crate::symbolize::{image_build_id, SymbolizeReport};
 
 /// Version of the index entry layout.
 pub const BUILD_ID_INDEX_VERSION: u32 = 1;
@@ -31,8 +34,15 @@ pub struct BuildIdIndexEntry {
     pub source_id: String,
     /// Its manifest (present once the conversion is complete).
     pub manifest_key: String,
-    /// Distinct unsymbolized frames of this image.
+    /// Distinct frames of this image still without a name.
     pub frames: u64,
+    /// Distinct frames of this image a debug file named.
+    #[serde(default)]
+    pub symbolized: u64,
+    /// SHA-256 of the debug file the conversion used for this image; `None` when none was
+    /// known. Rehydration skips uploads whose file is the one in use.
+    #[serde(default)]
+    pub symbolized_with: Option<String>,
     /// Where the image was mapped, with the addresses sampled in each mapping.
     pub mappings: Vec<IndexedMapping>,
 }
@@ -62,10 +72,12 @@ pub fn build_id_index<'a, 'p: 'a>(
     source_key: &str,
     source_id: &str,
     manifest_key: &str,
+    symbolization: &SymbolizeReport,
 ) -> Vec<(String, BuildIdIndexEntry)> {
     #[derive(Default)]
     struct Seen {
         frames: u64,
+        symbolized: u64,
         absolute: BTreeSet<u64>,
         relative: BTreeSet<u64>,
     }
@@ -94,14 +106,20 @@ pub fn build_id_index<'a, 'p: 'a>(
         let mut seen_here: BTreeMap<_, Seen> = BTreeMap::new();
         for &h in &frames {
             let frame = profile.frame(h);
-            if frame.function.is_some() {
+            // Frames the input named are the input's; the rest are symbolization's.
+            let named = frame.function.is_some();
+            if named && frame.symbol_status.is_none() {
                 continue;
             }
             let (Some(image), Some(address)) = (frame.image, frame.address) else {
                 continue;
             };
             let seen = seen_here.entry(image).or_default();
-            seen.frames += 1;
+            if named {
+                seen.symbolized += 1;
+            } else {
+                seen.frames += 1;
+            }
             match address {
                 FrameAddress::Absolute(a) => seen.absolute.insert(a),
                 FrameAddress::ImageRelative(a) => seen.relative.insert(a),
@@ -114,14 +132,21 @@ pub fn build_id_index<'a, 'p: 'a>(
         let image = profile.image(handle);
         let code_id = image.code_id.as_ref().map(|c| c.as_str().to_owned());
         let debug_id = image.debug_id.map(|d| d.to_string());
-        let Some(build_id) = code_id.clone().or_else(|| debug_id.clone()) else {
+        let Some(build_id) = image_build_id(image) else {
             continue; // nothing to look a debug file up by
         };
+        let symbolized_with = symbolization
+            .images
+            .iter()
+            .find(|i| i.build_id == build_id)
+            .and_then(|i| i.debug_file_sha256.clone());
         let entry = entries
             .entry(build_id.clone())
             .or_insert_with(|| BuildIdIndexEntry {
                 index_version: BUILD_ID_INDEX_VERSION,
                 build_id,
+                symbolized: 0,
+                symbolized_with,
                 code_id,
                 debug_id,
                 source_key: source_key.into(),
@@ -131,6 +156,7 @@ pub fn build_id_index<'a, 'p: 'a>(
                 mappings: Vec::new(),
             });
         entry.frames += seen.frames;
+        entry.symbolized += seen.symbolized;
         entry.mappings.push(IndexedMapping {
             path: profile.opt_str(image.path).map(str::to_owned),
             start: image.start,

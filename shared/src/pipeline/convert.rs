@@ -14,6 +14,7 @@ use crate::model::{seconds_to_ns, Profile, Timestamps};
 use crate::plan::{plan_sample_v2, plan_tables, SeriesCoverage, TableProfilePlan, Timing};
 use crate::sample_v2::{write_planned_chunk, PassThrough, SampleV2Chunk};
 use crate::store::{manifest_key, source_id, ObjectStore};
+use crate::symbolize::{symbolize, NoSymbols, SymbolSource, SymbolizeReport};
 use crate::tables::{write_tables, TableProfileInput, TableSource};
 
 /// How to convert.
@@ -72,8 +73,19 @@ pub fn convert_upload(
     bytes: &[u8],
     options: &ConvertOptions,
 ) -> Result<Converted> {
+    convert_upload_with(source_key, etag, bytes, options, &NoSymbols)
+}
+
+/// [`convert_upload`] with the symbols `symbols` holds.
+pub fn convert_upload_with(
+    source_key: &str,
+    etag: &str,
+    bytes: &[u8],
+    options: &ConvertOptions,
+    symbols: &dyn SymbolSource,
+) -> Result<Converted> {
     let mut memory = MemoryOutputs::default();
-    let report = convert_into(source_key, etag, bytes, options, &mut memory)?;
+    let report = convert_into(source_key, etag, bytes, options, symbols, &mut memory)?;
     // The manifest is the sink's last object; `Converted` keeps it apart.
     memory.objects.pop();
     Ok(Converted {
@@ -84,16 +96,18 @@ pub fn convert_upload(
     })
 }
 
-/// Converts one upload, handing each object to `sink` as it is produced and the manifest
-/// last. Errors name `source_key`.
+/// Converts one upload, naming its native frames from `symbols`, and hands each object to
+/// `sink` as it is produced and the manifest last. Errors name `source_key`.
 pub fn convert_into(
     source_key: &str,
     etag: &str,
     bytes: &[u8],
     options: &ConvertOptions,
+    symbols: &dyn SymbolSource,
     sink: &mut dyn OutputSink,
 ) -> Result<ConvertReport> {
-    convert_inner(source_key, etag, bytes, options, sink).map_err(|e| e.for_input(source_key))
+    convert_inner(source_key, etag, bytes, options, symbols, sink)
+        .map_err(|e| e.for_input(source_key))
 }
 
 fn convert_inner(
@@ -101,6 +115,7 @@ fn convert_inner(
     etag: &str,
     bytes: &[u8],
     options: &ConvertOptions,
+    symbols: &dyn SymbolSource,
     sink: &mut dyn OutputSink,
 ) -> Result<ConvertReport> {
     options.metadata.validate()?;
@@ -124,8 +139,10 @@ fn convert_inner(
     let manifest_key = manifest_key(&source_id);
     let mut sample_v2 = ManifestSampleV2::default();
     let mut out = Outputs::new(sink);
+    let mut symbolization = SymbolizeReport::default();
     let series = if decoded.chunks.is_empty() {
         let start = place_aggregated(&mut decoded.profile, &metadata, options.received_at_ns);
+        symbolization = symbolize(&mut decoded.profile, symbols)?;
         let profile = &decoded.profile;
         let table_plans = plan_tables(profile, &source_id)?;
         if table_plans.is_empty() {
@@ -160,18 +177,28 @@ fn convert_inner(
         for table in write_tables(&table_source, &inputs)? {
             out.table(table)?;
         }
-        for (key, entry) in build_id_index(&table_plans, source_key, &source_id, &manifest_key) {
+        let index = build_id_index(
+            &table_plans,
+            source_key,
+            &source_id,
+            &manifest_key,
+            &symbolization,
+        );
+        for (key, entry) in index {
             out.index_entry(&key, &entry)?;
         }
         series_of(&[(profile, &table_plans, Some(&plan.series))])
     } else {
         // The input already is Sample v2: validated by the decoder, stored unchanged, and
         // tabulated chunk by chunk, each under its own platform, release and environment.
-        let (profiles, chunks): (Vec<Profile>, Vec<SampleV2Chunk>) =
+        let (mut profiles, chunks): (Vec<Profile>, Vec<SampleV2Chunk>) =
             std::mem::take(&mut decoded.chunks)
                 .into_iter()
                 .map(PassThrough::into_output)
                 .unzip();
+        for profile in &mut profiles {
+            symbolization.merge(symbolize(profile, symbols)?);
+        }
         let mut table_plans: Vec<Vec<TableProfilePlan>> = Vec::with_capacity(chunks.len());
         for (profile, chunk) in profiles.iter().zip(&chunks) {
             let identity = format!("{source_id}/{}", chunk.chunk_id);
@@ -195,6 +222,7 @@ fn convert_inner(
             source_key,
             &source_id,
             &manifest_key,
+            &symbolization,
         );
         let parts: Vec<_> = profiles
             .iter()
@@ -242,6 +270,7 @@ fn convert_inner(
         },
         series,
         sample_v2,
+        symbols: symbolization.images,
         outputs: Vec::new(),
     };
     let manifest = out.finish(&manifest_key, manifest)?;

@@ -26,6 +26,10 @@ pub struct Manifest {
     /// What the Sample v2 chunks hold.
     #[serde(default)]
     pub sample_v2: ManifestSampleV2,
+    /// Per image with frames the input left unnamed: the debug file that named them, if any,
+    /// and how many frames it named.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub symbols: Vec<crate::symbolize::ImageSymbolization>,
     /// Every object written, in write order (the manifest itself excluded).
     pub outputs: Vec<ManifestOutput>,
 }

@@ -7,13 +7,16 @@ mod decode;
 mod manifest;
 mod outputs;
 mod process;
+mod rehydrate;
 mod supersede;
+mod symbols;
 
 pub use build_id_index::{
     build_id_index, BuildIdIndexEntry, IndexedMapping, BUILD_ID_INDEX_VERSION,
 };
 pub use convert::{
-    convert_into, convert_upload, publish, store_upload, ConvertOptions, ConvertReport, Converted,
+    convert_into, convert_upload, convert_upload_with, publish, store_upload, ConvertOptions,
+    ConvertReport, Converted,
 };
 pub use decode::{decode, Decoded};
 pub use manifest::{
@@ -24,4 +27,9 @@ pub use outputs::{MemoryOutputs, OutputSink, StoreOutputs};
 pub use process::{
     process_upload, ConvertedUpload, ErrorReport, Outcome, ProcessOptions, Quarantine, SkipReason,
     DEFAULT_MAX_OBJECT_BYTES, ERROR_REPORT_VERSION,
+};
+pub use rehydrate::{rehydrate, rehydrate_keys, RehydrateOptions, RehydratePage, RehydrateScope};
+pub use symbols::{
+    add_debug_file, current_debug_meta, list_debug_files, DebugFileOutcome, DebugFileReport,
+    StoreSymbols, DEBUG_FILE_REPORT_VERSION, DEFAULT_MAX_DEBUG_FILE_BYTES,
 };

@@ -9,8 +9,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::convert::{convert_into, ConvertOptions};
+use super::manifest::Manifest;
 use super::outputs::StoreOutputs;
 use super::supersede::{settle, Settled};
+use super::symbols::{current_debug_meta, StoreSymbols};
 use crate::error::{error_chain, Error, Result};
 use crate::formats::InputFormat;
 use crate::metadata::UploadMetadata;
@@ -18,6 +20,10 @@ use crate::store::{
     error_report_key, manifest_key, profile_key_of_sidecar, sidecar_key, source_id, ObjectInfo,
     ObjectStore, ERROR_REPORT_SUFFIX,
 };
+
+/// Conversions of one upload in one job: the first, and reruns when debug files for its images
+/// arrived meanwhile.
+const MAX_SYMBOL_ROUNDS: usize = 3;
 
 /// Largest upload converted by default: 256 MiB.
 pub const DEFAULT_MAX_OBJECT_BYTES: u64 = 256 << 20;
@@ -89,6 +95,8 @@ pub struct ConvertedUpload {
     pub samples: u64,
     /// Objects written, the manifest included.
     pub objects: u64,
+    /// Frames a debug file named.
+    pub frames_symbolized: u64,
     /// The earlier conversion of the same key (other content) this one replaced and removed.
     pub replaced: Option<String>,
 }
@@ -222,22 +230,57 @@ fn process_profile(
         Err(e) if e.kind().is_transient() => return Err(e),
         Err(e) => return quarantine(uploads, outputs, key, Some(&info), e),
     };
+    let mut objects = 0;
     let convert_options = ConvertOptions {
         format: options.format,
         metadata,
         received_at_ns: info.last_modified_ns,
     };
-    // Objects go to the store as they are produced, the manifest last.
-    let mut written = StoreOutputs::new(outputs);
-    let converted = match convert_into(key, &info.etag, &bytes, &convert_options, &mut written) {
-        Ok(converted) => converted,
-        Err(e) if e.kind().is_transient() => return Err(e),
-        Err(e) => {
-            // A conversion that failed half-way takes back what it wrote: no manifest lists it.
-            written.discard()?;
-            return quarantine(uploads, outputs, key, Some(&info), e);
+    // What a reconversion must take back: outputs of the previous run it does not write again.
+    let previous_outputs = previous_outputs(outputs, &manifest)?;
+    let symbols = StoreSymbols::new(outputs);
+    let mut converted = None;
+    // A debug file stored while the conversion ran is seen by the check after publishing; the
+    // conversion then runs again with it (at most a few times: each run sees newer symbols).
+    for _ in 0..MAX_SYMBOL_ROUNDS {
+        // Objects go to the store as they are produced, the manifest last.
+        let mut written = StoreOutputs::new(outputs);
+        let report = match convert_into(
+            key,
+            &info.etag,
+            &bytes,
+            &convert_options,
+            &symbols,
+            &mut written,
+        ) {
+            Ok(report) => report,
+            Err(e) if e.kind().is_transient() => return Err(e),
+            Err(e) => {
+                // A conversion that failed half-way takes back what it wrote: no manifest lists it.
+                written.discard()?;
+                return quarantine(uploads, outputs, key, Some(&info), e);
+            }
+        };
+        objects = written.written() as u64;
+        let stale = symbols_changed(outputs, &report.manifest)?;
+        converted = Some(report);
+        if !stale {
+            break;
         }
-    };
+    }
+    let converted = converted.expect("at least one round ran");
+    let now: std::collections::BTreeSet<&str> = converted
+        .manifest
+        .outputs
+        .iter()
+        .map(|o| o.key.as_str())
+        .collect();
+    for old in previous_outputs
+        .iter()
+        .filter(|k| !now.contains(k.as_str()))
+    {
+        outputs.delete(old)?;
+    }
     let replaced = match settle(uploads, outputs, key, &info.etag, true)? {
         Settled::Current { replaced } => replaced,
         Settled::Outdated => return Ok(skipped(key, SkipReason::Overwritten)),
@@ -256,9 +299,31 @@ fn process_profile(
         format: m.source.format.clone(),
         bytes: m.source.bytes,
         samples: m.profile.samples_written,
-        objects: written.written() as u64,
+        objects,
+        frames_symbolized: m.symbols.iter().map(|i| i.symbolicated).sum(),
         replaced,
     }))
+}
+
+/// The outputs the conversion at `manifest_key` lists now (none without a manifest).
+fn previous_outputs(outputs: &dyn ObjectStore, manifest_key: &str) -> Result<Vec<String>> {
+    let Some(json) = outputs.get(manifest_key)? else {
+        return Ok(Vec::new());
+    };
+    Ok(serde_json::from_slice::<Manifest>(&json)
+        .map(|m| m.outputs.into_iter().map(|o| o.key).collect())
+        .unwrap_or_default())
+}
+
+/// Whether an image of a published conversion has symbols now other than those it used.
+fn symbols_changed(outputs: &dyn ObjectStore, manifest: &Manifest) -> Result<bool> {
+    for image in &manifest.symbols {
+        let now = current_debug_meta(outputs, &image.build_id)?.map(|m| m.debug_file_sha256);
+        if now != image.debug_file_sha256 {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// The upload's metadata: its sidecar, overridden by the object's user metadata, overridden by

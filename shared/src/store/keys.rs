@@ -9,6 +9,10 @@
 //! converted/by-key/<key_id>.json                     which conversion is current for an upload key
 //! uploads/<name>.metadata.json                       optional metadata sidecar of uploads/<name>
 //! uploads/<name>.error.json                          error report of an upload that cannot convert
+//! debuginfo/<build-id>/<file name>                   debug files as uploaded (any name but below)
+//! debuginfo/<build-id>/<sha>.symcache               lookup cache built from one debug file
+//! debuginfo/<build-id>/meta.json                     the file in use and its cache; written last
+//! debuginfo/<build-id>/<file name>.error.json        report of a refused debug file
 //! ```
 //!
 //! `source_id` is derived from the upload's key and ETag, so a redelivered notification for the
@@ -74,6 +78,58 @@ pub fn current_conversion_key(source_key: &str) -> String {
         "{CONVERTED_PREFIX}by-key/{}.json",
         derived_id(&["key", source_key])
     )
+}
+
+/// Where debug files go, one folder per build ID (lowercase code id, else debug id).
+pub const DEBUGINFO_PREFIX: &str = "debuginfo/";
+
+/// Key of the lookup cache built from the debug file with SHA-256 `sha256` (hex). Each file's
+/// cache has its own key, so the meta, written last, always names a complete cache of its own
+/// file, whatever other uploads of the build ID do meanwhile.
+pub fn symcache_key(build_id: &str, sha256: &str) -> String {
+    let short = &sha256[..sha256.len().min(16)];
+    format!("{DEBUGINFO_PREFIX}{build_id}/{short}.symcache")
+}
+
+/// Key of the meta of a build ID's debug file, written after its cache.
+pub fn debug_meta_key(build_id: &str) -> String {
+    format!("{DEBUGINFO_PREFIX}{build_id}/meta.json")
+}
+
+/// What a key under `debuginfo/` holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DebugInfoKey<'k> {
+    /// An uploaded debug file, with the build ID its key names.
+    DebugFile {
+        /// The build ID (as in the key).
+        build_id: &'k str,
+    },
+    /// A file proflake derives (cache, meta, error report): no work.
+    Derived,
+    /// Under `debuginfo/` but not `debuginfo/<build-id>/<name>`.
+    Invalid,
+    /// Not under `debuginfo/` at all.
+    Other,
+}
+
+/// Classifies a key of the symbol store.
+pub fn debug_info_key(key: &str) -> DebugInfoKey<'_> {
+    let Some(rest) = key.strip_prefix(DEBUGINFO_PREFIX) else {
+        return DebugInfoKey::Other;
+    };
+    let Some((build_id, name)) = rest.split_once('/') else {
+        return DebugInfoKey::Invalid;
+    };
+    if name.ends_with(".symcache") || name == "meta.json" || name.ends_with(ERROR_REPORT_SUFFIX) {
+        return DebugInfoKey::Derived;
+    }
+    let id_like = |s: &str| {
+        (8..=80).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')
+    };
+    if !id_like(build_id) || name.is_empty() || name.contains('/') {
+        return DebugInfoKey::Invalid;
+    }
+    DebugInfoKey::DebugFile { build_id }
 }
 
 /// Suffix of an upload's error report, written next to it when it cannot be converted.

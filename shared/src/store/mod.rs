@@ -7,10 +7,10 @@ mod prefixed;
 mod s3;
 
 pub use keys::{
-    build_id_index_key, chunk_key, content_etag, current_conversion_key, error_report_key,
-    manifest_key, profile_key_of_sidecar, sidecar_key, source_id, table_key, upload_key,
-    BUILD_ID_INDEX_PREFIX, CONVERTED_PREFIX, ERROR_REPORT_SUFFIX, METADATA_SIDECAR_SUFFIX,
-    TABLES_PREFIX, UPLOADS_PREFIX,
+    build_id_index_key, chunk_key, content_etag, current_conversion_key, debug_info_key,
+    debug_meta_key, error_report_key, manifest_key, profile_key_of_sidecar, sidecar_key, source_id,
+    symcache_key, table_key, upload_key, DebugInfoKey, BUILD_ID_INDEX_PREFIX, CONVERTED_PREFIX,
+    DEBUGINFO_PREFIX, ERROR_REPORT_SUFFIX, METADATA_SIDECAR_SUFFIX, TABLES_PREFIX, UPLOADS_PREFIX,
 };
 pub use local::LocalDirStore;
 pub use prefixed::PrefixedStore;
@@ -55,6 +55,17 @@ pub trait ObjectStore: Send + Sync {
     fn delete(&self, key: &str) -> Result<()>;
     /// Every key that starts with `prefix`, sorted.
     fn list(&self, prefix: &str) -> Result<Vec<String>>;
+    /// At most `limit` keys that start with `prefix` and sort after `after`, sorted: one page
+    /// of a listing too large to hold at once. The default lists everything; the bucket asks
+    /// for one page.
+    fn list_page(&self, prefix: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        Ok(self
+            .list(prefix)?
+            .into_iter()
+            .filter(|k| after.is_none_or(|a| k.as_str() > a))
+            .take(limit)
+            .collect())
+    }
 }
 
 /// The error for an object over the size limit.

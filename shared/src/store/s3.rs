@@ -254,6 +254,37 @@ impl ObjectStore for S3Store {
             Ok(keys)
         })
     }
+
+    fn list_page(&self, prefix: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        self.runtime.block_on(async {
+            let mut keys = Vec::new();
+            let mut token: Option<String> = None;
+            // S3 lists in UTF-8 binary order, which is the order of Rust's `str`.
+            while keys.len() < limit {
+                let want = i32::try_from(limit - keys.len()).unwrap_or(1000).min(1000);
+                let request = self
+                    .client
+                    .list_objects_v2()
+                    .bucket(&self.bucket)
+                    .prefix(prefix)
+                    .max_keys(want)
+                    .set_start_after(after.map(str::to_owned))
+                    .set_continuation_token(token.take());
+                let page = match request.send().await {
+                    Ok(page) => page,
+                    Err(e) => return Err(self.storage_error(prefix, e)),
+                };
+                let page_keys = page.contents().iter().filter_map(|o| o.key());
+                keys.extend(page_keys.map(str::to_owned));
+                match page.next_continuation_token() {
+                    Some(next) if page.is_truncated() == Some(true) => token = Some(next.into()),
+                    _ => break,
+                }
+            }
+            keys.truncate(limit);
+            Ok(keys)
+        })
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,162 @@
+//! Rehydration: converting kept uploads again once debug files for their images exist. It
+//! re-runs the whole conversion of the raw upload with the symbols stored now, so chunks,
+//! tables, index and manifest stay consistent and equal a first conversion done today.
+//!
+//! Work is found through the build-ID index and bounded per call: a page stops after
+//! `max_uploads` conversions (or `max_entries` index entries) and returns the key to continue
+//! after, so a Lambda invocation fits its time limit on a bucket of any size.
+
+use std::collections::BTreeMap;
+
+use super::build_id_index::BuildIdIndexEntry;
+use super::process::{process_upload, Outcome, ProcessOptions};
+use super::symbols::current_debug_meta;
+use crate::error::Result;
+use crate::store::{ObjectStore, BUILD_ID_INDEX_PREFIX};
+
+/// How much one call may do.
+#[derive(Clone, Debug)]
+pub struct RehydrateOptions {
+    /// Options of each conversion (`reconvert` is implied).
+    pub process: ProcessOptions,
+    /// Conversions per page.
+    pub max_uploads: usize,
+    /// Index entries read per page.
+    pub max_entries: usize,
+}
+
+impl Default for RehydrateOptions {
+    fn default() -> Self {
+        RehydrateOptions {
+            process: ProcessOptions::default(),
+            max_uploads: 50,
+            max_entries: 5_000,
+        }
+    }
+}
+
+/// Which index entries to look at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RehydrateScope<'a> {
+    /// Uploads that reference one build ID (a debug file for it was stored).
+    BuildId(&'a str),
+    /// Every indexed upload (the scheduled sweep).
+    Sweep,
+}
+
+/// What one page of rehydration did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RehydratePage {
+    /// Index entries (or keys) looked at.
+    pub looked_at: u64,
+    /// Uploads converted again.
+    pub reconverted: u64,
+    /// Entries whose upload already used the symbols in use.
+    pub up_to_date: u64,
+    /// Frames named by debug files in the conversions of this page.
+    pub frames_symbolized: u64,
+    /// Each conversion's outcome.
+    pub outcomes: Vec<Outcome>,
+    /// Where the next page starts (the last index key looked at), when there is more.
+    pub next: Option<String>,
+}
+
+impl RehydratePage {
+    fn record(&mut self, outcome: Outcome) {
+        self.reconverted += 1;
+        if let Outcome::Converted(c) = &outcome {
+            self.frames_symbolized += c.frames_symbolized;
+        }
+        self.outcomes.push(outcome);
+    }
+
+    /// Adds a later page's counts (the page's `next` is the later one's).
+    pub fn absorb(&mut self, page: RehydratePage) {
+        self.looked_at += page.looked_at;
+        self.reconverted += page.reconverted;
+        self.up_to_date += page.up_to_date;
+        self.frames_symbolized += page.frames_symbolized;
+        self.outcomes.extend(page.outcomes);
+        self.next = page.next;
+    }
+}
+
+fn reconvert_options(options: &RehydrateOptions) -> ProcessOptions {
+    ProcessOptions {
+        reconvert: true,
+        ..options.process.clone()
+    }
+}
+
+/// Converts again every upload in `scope` whose images have symbols other than those its
+/// conversion used, starting after index key `after`. Idempotent: a second run finds every
+/// upload up to date and writes nothing.
+pub fn rehydrate(
+    uploads: &dyn ObjectStore,
+    outputs: &dyn ObjectStore,
+    scope: RehydrateScope<'_>,
+    after: Option<&str>,
+    options: &RehydrateOptions,
+) -> Result<RehydratePage> {
+    let prefix = match scope {
+        RehydrateScope::BuildId(id) => {
+            format!("{BUILD_ID_INDEX_PREFIX}{}/", id.to_ascii_lowercase())
+        }
+        RehydrateScope::Sweep => BUILD_ID_INDEX_PREFIX.to_owned(),
+    };
+    let keys = outputs.list_page(&prefix, after, options.max_entries.max(1))?;
+    let full_page = keys.len() >= options.max_entries.max(1);
+    let process = reconvert_options(options);
+    let mut in_use: BTreeMap<String, Option<String>> = BTreeMap::new();
+    let mut page = RehydratePage::default();
+    for (i, key) in keys.iter().enumerate() {
+        if page.reconverted as usize >= options.max_uploads.max(1) {
+            page.next = Some(keys[i - 1].clone());
+            return Ok(page);
+        }
+        page.looked_at += 1;
+        // Read now, not listed ahead: a conversion earlier in this page may have rewritten it.
+        let Some(json) = outputs.get(key)? else {
+            continue; // removed with its conversion meanwhile
+        };
+        let Ok(entry) = serde_json::from_slice::<BuildIdIndexEntry>(&json) else {
+            tracing::warn!(key, "unreadable build-ID index entry; skipped");
+            continue;
+        };
+        let current = match in_use.get(&entry.build_id) {
+            Some(sha) => sha.clone(),
+            None => {
+                let sha =
+                    current_debug_meta(outputs, &entry.build_id)?.map(|m| m.debug_file_sha256);
+                in_use.insert(entry.build_id.clone(), sha.clone());
+                sha
+            }
+        };
+        if current.is_none() || current == entry.symbolized_with {
+            page.up_to_date += 1;
+            continue;
+        }
+        let outcome = process_upload(uploads, outputs, &entry.source_key, &process)?;
+        page.record(outcome);
+    }
+    if full_page {
+        page.next = keys.last().cloned();
+    }
+    Ok(page)
+}
+
+/// Converts the uploads at `keys` again with the symbols stored now, whatever they used before.
+pub fn rehydrate_keys(
+    uploads: &dyn ObjectStore,
+    outputs: &dyn ObjectStore,
+    keys: &[String],
+    options: &RehydrateOptions,
+) -> Result<RehydratePage> {
+    let process = reconvert_options(options);
+    let mut page = RehydratePage::default();
+    for key in keys {
+        page.looked_at += 1;
+        page.record(process_upload(uploads, outputs, key, &process)?);
+    }
+    Ok(page)
+}

@@ -1,0 +1,256 @@
+//! The symbol store in the bucket: debug files under `debuginfo/<build-id>/`, each build ID
+//! with the lookup cache of its best file and a meta naming it (written last).
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::{error_chain, Error, ErrorKind, Result};
+use crate::store::{debug_info_key, debug_meta_key, error_report_key, DebugInfoKey, ObjectStore};
+use crate::symbolize::{ingest_debug_file, DebugFileMeta, SymbolSource, Symbols};
+
+/// Largest debug file read by default: 2 GiB.
+pub const DEFAULT_MAX_DEBUG_FILE_BYTES: u64 = 2 << 30;
+
+/// Version of the debug-file error report layout.
+pub const DEBUG_FILE_REPORT_VERSION: u32 = 1;
+
+/// Symbols read from a store: the meta of a build ID, then the cache it names.
+pub struct StoreSymbols<'s> {
+    store: &'s dyn ObjectStore,
+}
+
+impl<'s> StoreSymbols<'s> {
+    /// Symbols from `store`'s `debuginfo/`.
+    pub fn new(store: &'s dyn ObjectStore) -> Self {
+        StoreSymbols { store }
+    }
+}
+
+impl SymbolSource for StoreSymbols<'_> {
+    fn symbols(&self, build_id: &str) -> Result<Option<Symbols>> {
+        let Some(json) = self.store.get(&debug_meta_key(build_id))? else {
+            return Ok(None);
+        };
+        let meta = match DebugFileMeta::from_json(&json) {
+            Ok(meta) => meta,
+            Err(e) => {
+                tracing::warn!(build_id, error = %e, "unreadable debug-file meta; ignored");
+                return Ok(None);
+            }
+        };
+        let Some(cache) = self.store.get(&meta.symcache_key)? else {
+            tracing::warn!(
+                build_id,
+                key = meta.symcache_key,
+                "debug-file meta names no cache"
+            );
+            return Ok(None);
+        };
+        match Symbols::new(meta, cache) {
+            Ok(symbols) => Ok(Some(symbols)),
+            Err(e) => {
+                tracing::warn!(build_id, error = %error_chain(&e), "unreadable lookup cache; ignored");
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// The current meta of a build ID, if a usable one is stored.
+pub fn current_debug_meta(
+    store: &dyn ObjectStore,
+    build_id: &str,
+) -> Result<Option<DebugFileMeta>> {
+    Ok(store
+        .get(&debug_meta_key(build_id))?
+        .and_then(|json| DebugFileMeta::from_json(&json).ok()))
+}
+
+/// What adding one debug file did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DebugFileOutcome {
+    /// The file is now the build ID's symbols; profiles that reference it need rehydration.
+    Stored {
+        /// Its key.
+        key: String,
+        /// What it is.
+        meta: Box<DebugFileMeta>,
+        /// The meta of the file it displaced.
+        replaced: Option<Box<DebugFileMeta>>,
+    },
+    /// The file is valid but not better than the one in use (or is that one): nothing changed.
+    Kept {
+        /// Its key.
+        key: String,
+        /// The build ID.
+        build_id: String,
+        /// The file in use.
+        in_use: Box<DebugFileMeta>,
+    },
+    /// The file cannot be used; a report was written next to it and no profile changed.
+    Refused {
+        /// Its key.
+        key: String,
+        /// Where the report is.
+        report_key: String,
+        /// [`ErrorKind::reason`] of the failure.
+        reason: &'static str,
+        /// The error, readable.
+        message: String,
+    },
+    /// Nothing to do for this key.
+    Skipped {
+        /// The key.
+        key: String,
+        /// Why: `derived` (a cache, meta or report), `missing`, `not_debuginfo`.
+        why: &'static str,
+    },
+}
+
+/// The report written next to a refused debug file (`<key>.error.json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DebugFileReport {
+    /// Layout version ([`DEBUG_FILE_REPORT_VERSION`]).
+    pub report_version: u32,
+    /// The converter and its version.
+    pub converter: String,
+    /// The debug file's key.
+    pub key: String,
+    /// Its ETag.
+    pub etag: String,
+    /// Its size.
+    pub bytes: u64,
+    /// [`ErrorKind::reason`].
+    pub reason: String,
+    /// The error and its causes, readable.
+    pub error: String,
+}
+
+/// Validates the debug file at `key`, builds its cache and makes it the build ID's symbols
+/// when it is better than the file in use. Only store failures are errors (transient);
+/// everything about the file itself ends in [`DebugFileOutcome::Refused`]. Safe to repeat.
+pub fn add_debug_file(
+    store: &dyn ObjectStore,
+    key: &str,
+    max_bytes: u64,
+) -> Result<DebugFileOutcome> {
+    let skipped = |why| {
+        Ok(DebugFileOutcome::Skipped {
+            key: key.into(),
+            why,
+        })
+    };
+    let build_id = match debug_info_key(key) {
+        DebugInfoKey::DebugFile { build_id } => build_id.to_ascii_lowercase(),
+        DebugInfoKey::Derived => return skipped("derived"),
+        DebugInfoKey::Other => return skipped("not_debuginfo"),
+        DebugInfoKey::Invalid => {
+            let error = ErrorKind::DebugFileKey { key: key.into() }.into();
+            return refuse(store, key, "", 0, error);
+        }
+    };
+    let (bytes, info) = match store.get_object(key, max_bytes) {
+        Ok(Some(object)) => object,
+        Ok(None) => return skipped("missing"),
+        Err(e) if e.kind().is_transient() => return Err(e),
+        Err(e) => return refuse(store, key, "", 0, e),
+    };
+    let in_use = current_debug_meta(store, &build_id)?;
+    if let Some(in_use) = &in_use {
+        // The file in use, delivered again: nothing to build.
+        if in_use.debug_file_sha256 == hex::encode(Sha256::digest(&bytes)) {
+            clear_report(store, key)?;
+            return Ok(DebugFileOutcome::Kept {
+                key: key.into(),
+                build_id,
+                in_use: Box::new(in_use.clone()),
+            });
+        }
+    }
+    let ingested = match ingest_debug_file(&build_id, key, &bytes) {
+        Ok(ingested) => ingested,
+        Err(e) => return refuse(store, key, &info.etag, info.size, e),
+    };
+    clear_report(store, key)?;
+    if let Some(in_use) = in_use.filter(|m| m.quality >= ingested.meta.quality) {
+        return Ok(DebugFileOutcome::Kept {
+            key: key.into(),
+            build_id,
+            in_use: Box::new(in_use),
+        });
+    }
+    let previous = current_debug_meta(store, &build_id)?;
+    let mut meta = ingested.meta;
+    // A separate debug file has hollow program headers; the binary it replaces had real ones.
+    if meta.segments.is_none() {
+        meta.segments = previous.as_ref().and_then(|p| p.segments.clone());
+    }
+    // The cache first, the meta that names it last: a reader never finds a meta without its
+    // cache.
+    store.put(&meta.symcache_key, &ingested.symcache)?;
+    store.put(&debug_meta_key(&build_id), &meta.to_json())?;
+    if let Some(old) = &previous {
+        if old.symcache_key != meta.symcache_key {
+            store.delete(&old.symcache_key)?;
+        }
+    }
+    Ok(DebugFileOutcome::Stored {
+        key: key.into(),
+        meta: Box::new(meta),
+        replaced: previous.map(Box::new),
+    })
+}
+
+fn clear_report(store: &dyn ObjectStore, key: &str) -> Result<()> {
+    let report = error_report_key(key);
+    if store.exists(&report)? {
+        store.delete(&report)?;
+    }
+    Ok(())
+}
+
+fn refuse(
+    store: &dyn ObjectStore,
+    key: &str,
+    etag: &str,
+    bytes: u64,
+    error: Error,
+) -> Result<DebugFileOutcome> {
+    let error = error.for_input(key);
+    let reason = error.kind().reason();
+    let message = error_chain(&error);
+    let report = DebugFileReport {
+        report_version: DEBUG_FILE_REPORT_VERSION,
+        converter: format!("proflake {}", env!("CARGO_PKG_VERSION")),
+        key: key.into(),
+        etag: etag.into(),
+        bytes,
+        reason: reason.into(),
+        error: message.clone(),
+    };
+    let report_key = error_report_key(key);
+    let json = serde_json::to_vec_pretty(&report).expect("report serializes");
+    store.put(&report_key, &json)?;
+    Ok(DebugFileOutcome::Refused {
+        key: key.into(),
+        report_key,
+        reason,
+        message,
+    })
+}
+
+/// Every build ID with symbols in the store, with its meta, in build-ID order.
+pub fn list_debug_files(store: &dyn ObjectStore) -> Result<Vec<DebugFileMeta>> {
+    let mut metas = Vec::new();
+    for key in store.list(crate::store::DEBUGINFO_PREFIX)? {
+        if !key.ends_with("/meta.json") {
+            continue;
+        }
+        if let Some(json) = store.get(&key)? {
+            if let Ok(meta) = DebugFileMeta::from_json(&json) {
+                metas.push(meta);
+            }
+        }
+    }
+    Ok(metas)
+}

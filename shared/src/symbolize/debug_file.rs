@@ -1,0 +1,133 @@
+//! Validating an uploaded debug file and building its lookup cache.
+
+use sha2::{Digest, Sha256};
+use symbolic_debuginfo::{Object, ParseObjectOptions};
+use symbolic_symcache::{SymCacheConverter, SYMCACHE_VERSION};
+
+use super::meta::{DebugFileMeta, Quality, DEBUG_META_VERSION};
+use super::segments::elf_load_segments;
+use crate::error::{ErrorKind, Result};
+use crate::store::symcache_key;
+
+/// Largest size a compressed ELF debug section may inflate to (1 GiB): a hostile upload cannot
+/// make the function allocate without bound.
+pub const MAX_DECOMPRESSED_SECTION_BYTES: usize = 1 << 30;
+
+/// A validated debug file: its meta and lookup cache, ready to store.
+#[derive(Debug)]
+pub struct IngestedDebugFile {
+    /// What the file is.
+    pub meta: DebugFileMeta,
+    /// The SymCache built from it.
+    pub symcache: Vec<u8>,
+}
+
+/// Validates the debug file stored at `key` under `build_id` and builds its lookup cache.
+///
+/// Refused: bytes that are no debug file `symbolic` can read, a file without a build ID, a file
+/// whose build ID is not `build_id`, and a file with neither symbols nor line information.
+pub fn ingest_debug_file(build_id: &str, key: &str, bytes: &[u8]) -> Result<IngestedDebugFile> {
+    let bad = |what: String| ErrorKind::DebugFile { what };
+    let mut options = ParseObjectOptions::default();
+    options.max_decompressed_section_size = Some(MAX_DECOMPRESSED_SECTION_BYTES);
+    let object = Object::parse_with_opts(bytes, options).map_err(|e| {
+        crate::Error::from(bad("not a debug file symbolic can read".into())).with_source(e)
+    })?;
+    let format = object.file_format().to_string();
+    let code_id = object
+        .code_id()
+        .map(|c| c.as_str().to_ascii_lowercase())
+        .filter(|c| !c.is_empty() && c.bytes().any(|b| b != b'0'));
+    let debug_id = object.debug_id();
+    // ELF without a build-id note gets a debug id hashed from `.text`: nothing a profile names.
+    let ids: Vec<String> = match (&code_id, debug_id.is_nil(), format.as_str()) {
+        (Some(code), _, _) => vec![
+            code.clone(),
+            debug_id.to_string(),
+            debug_id.breakpad().to_string().to_ascii_lowercase(),
+        ],
+        (None, false, f) if f != "elf" => vec![
+            debug_id.to_string(),
+            debug_id.breakpad().to_string().to_ascii_lowercase(),
+        ],
+        _ => return Err(ErrorKind::NoBuildId { format }.into()),
+    };
+    let wanted = build_id.to_ascii_lowercase();
+    if !ids.contains(&wanted) {
+        return Err(ErrorKind::BuildIdMismatch {
+            key_build_id: wanted,
+            file_build_id: ids[0].clone(),
+        }
+        .into());
+    }
+    let has_symbols = object.has_symbols();
+    let has_debug_info = object.has_debug_info();
+    if !has_symbols && !has_debug_info {
+        return Err(bad("the file has neither a symbol table nor line information".into()).into());
+    }
+    let has_inline_info = has_debug_info && has_inlinees(&object)?;
+    let quality = match (has_debug_info, has_inline_info) {
+        (true, true) => Quality::Inlines,
+        (true, false) => Quality::Lines,
+        _ => Quality::Symbols,
+    };
+    let mut converter = SymCacheConverter::new();
+    converter.process_object(&object).map_err(|e| {
+        crate::Error::from(bad("cannot build a lookup cache".into())).with_source(e)
+    })?;
+    let mut symcache = Vec::new();
+    converter
+        .serialize(&mut std::io::Cursor::new(&mut symcache))
+        .map_err(|e| {
+            crate::Error::from(bad("cannot write the lookup cache".into())).with_source(e)
+        })?;
+    let segments = (format == "elf")
+        .then(|| elf_load_segments(bytes))
+        .flatten();
+    let sha256 = hex::encode(Sha256::digest(bytes));
+    let meta = DebugFileMeta {
+        meta_version: DEBUG_META_VERSION,
+        build_id: wanted.clone(),
+        debug_file_key: key.into(),
+        debug_file_bytes: bytes.len() as u64,
+        symcache_key: symcache_key(&wanted, &sha256),
+        debug_file_sha256: sha256,
+        file_format: format,
+        object_kind: object.kind().to_string(),
+        arch: object.arch().to_string(),
+        code_id,
+        debug_id: debug_id.to_string(),
+        has_symbols,
+        has_debug_info,
+        has_inline_info,
+        quality,
+        load_address: object.load_address(),
+        segments,
+        symcache_version: SYMCACHE_VERSION,
+        symcache_bytes: symcache.len() as u64,
+    };
+    Ok(IngestedDebugFile { meta, symcache })
+}
+
+/// Whether any function records inlined calls (stops at the first that does).
+fn has_inlinees(object: &Object<'_>) -> Result<bool> {
+    let session = object.debug_session().map_err(|e| {
+        crate::Error::from(ErrorKind::DebugFile {
+            what: "cannot read the debug information".into(),
+        })
+        .with_source(e)
+    })?;
+    for function in session.functions() {
+        match function {
+            Ok(f) if !f.inlinees.is_empty() => return Ok(true),
+            Ok(_) => {}
+            Err(e) => {
+                return Err(crate::Error::from(ErrorKind::DebugFile {
+                    what: "corrupt debug information".into(),
+                })
+                .with_source(e))
+            }
+        }
+    }
+    Ok(false)
+}

@@ -1,0 +1,591 @@
+//! Symbolization by build ID against binutils: a library built by gcc in the test, profiled
+//! in the Perfetto form (`rel_pc`, ELF virtual addresses) and the OTLP form (absolute
+//! addresses in a mapping), named from its debug file, and compared frame by frame with
+//! `addr2line -f -i -C` on the same addresses.
+
+use std::collections::BTreeMap;
+
+use arrow_array::{
+    Array, Int32Array, Int64Array, ListArray, RecordBatch, StringArray, StructArray,
+};
+use proflake::pipeline::{
+    add_debug_file, rehydrate, DebugFileOutcome, Manifest, RehydrateOptions, RehydrateScope,
+};
+use proflake::symbolize::Quality;
+use proflake::{
+    manifest_key, process_upload, read_tables, source_id, LocalDirStore, ObjectStore, Outcome,
+    ProcessOptions, Table,
+};
+use proflake_proto::perfetto::trace_packet::{Data, OptionalTrustedPacketSequenceId};
+use proflake_proto::perfetto::{
+    Callstack, Frame, InternedData, InternedString, Mapping, PerfSample, Trace, TracePacket,
+};
+use prost::Message;
+use serde_json::json;
+
+use crate::native::{build, Level, NativeLib, LINKED_AT};
+
+/// Where the test pretends the library was loaded: runtime = BASE + virtual address.
+const BASE: u64 = 0x7f55_0000_0000;
+const TRACE_KEY: &str = "uploads/work.pftrace";
+const OTLP_KEY: &str = "uploads/work.otlp.json";
+/// 2026-11-01T00:00:00Z.
+const START_S: u64 = 1_793_491_200;
+
+/// The addresses profiled: every instruction of `work` and `outer`, as leaf frames, and one
+/// stack `outer → work` whose caller frame is a return address.
+struct Addresses {
+    leaves: Vec<u64>,
+    ret: u64,
+    callee: u64,
+}
+
+fn addresses(lib: &NativeLib) -> Addresses {
+    let ret = lib.return_address("outer", "work");
+    let mut leaves = lib.instructions("work");
+    // An absolute address that is both a leaf and a return address is one model frame, looked
+    // up as a return address (the documented rule): the return address is not a leaf here.
+    leaves.extend(lib.instructions("outer").into_iter().filter(|&a| a != ret));
+    Addresses {
+        callee: leaves[0],
+        ret,
+        leaves,
+    }
+}
+
+fn packet() -> TracePacket {
+    TracePacket {
+        optional_trusted_packet_sequence_id: Some(
+            OptionalTrustedPacketSequenceId::TrustedPacketSequenceId(1),
+        ),
+        ..Default::default()
+    }
+}
+
+/// A traced_perf-style trace: one single-frame callstack per leaf address, and one
+/// `outer → work` callstack whose caller `rel_pc` the unwinder already moved into the call
+/// (return address − 1 on x86-64).
+fn perfetto_trace(lib: &NativeLib, a: &Addresses) -> Vec<u8> {
+    let text = lib.text();
+    let s = |iid: u64, v: &[u8]| InternedString {
+        iid: Some(iid),
+        r#str: Some(v.to_vec()),
+    };
+    let raw_build_id = hex::decode(&lib.build_id).unwrap();
+    let mut rel_pcs: Vec<u64> = a.leaves.clone();
+    rel_pcs.push(a.ret - 1);
+    let frames: Vec<Frame> = rel_pcs
+        .iter()
+        .enumerate()
+        .map(|(i, &pc)| Frame {
+            iid: Some(i as u64 + 1),
+            mapping_id: Some(1),
+            rel_pc: Some(pc),
+            ..Default::default()
+        })
+        .collect();
+    let mut callstacks: Vec<Callstack> = (0..a.leaves.len() as u64)
+        .map(|i| Callstack {
+            iid: Some(i + 1),
+            frame_ids: vec![i + 1],
+        })
+        .collect();
+    let callee_frame = a.leaves.iter().position(|&x| x == a.callee).unwrap() as u64 + 1;
+    // Perfetto callstacks are root first.
+    callstacks.push(Callstack {
+        iid: Some(callstacks.len() as u64 + 1),
+        frame_ids: vec![rel_pcs.len() as u64, callee_frame],
+    });
+    let interned = InternedData {
+        build_ids: vec![s(1, &raw_build_id)],
+        mapping_paths: vec![s(1, b"data"), s(2, b"app"), s(3, b"libwork.so")],
+        mappings: vec![Mapping {
+            iid: Some(1),
+            build_id: Some(1),
+            start: Some(BASE + text.vaddr),
+            end: Some(BASE + text.vaddr + text.filesz),
+            exact_offset: Some(text.offset),
+            start_offset: Some(0),
+            load_bias: Some(text.vaddr - text.offset),
+            path_string_ids: vec![1, 2, 3],
+        }],
+        frames,
+        callstacks: callstacks.clone(),
+        ..Default::default()
+    };
+    let mut first = packet();
+    first.sequence_flags = Some(1);
+    first.timestamp = Some(1_000_000);
+    first.interned_data = Some(interned);
+    let mut packets = vec![first];
+    for (i, c) in callstacks.iter().enumerate() {
+        let mut p = packet();
+        p.sequence_flags = Some(2);
+        p.timestamp = Some(1_000_000 + (i as u64 + 1) * 1_000_000);
+        p.data = Some(Data::PerfSample(PerfSample {
+            cpu: Some(0),
+            pid: Some(42),
+            tid: Some(42),
+            cpu_mode: Some(2),
+            callstack_iid: c.iid,
+            ..Default::default()
+        }));
+        packets.push(p);
+    }
+    Trace { packet: packets }.encode_to_vec()
+}
+
+/// An OTLP/JSON request of the eBPF profiler's shape: absolute addresses in a mapping of the
+/// code segment, one leaf location per address and one `outer → work` stack whose caller
+/// location is the return address itself.
+fn otlp_request(lib: &NativeLib, a: &Addresses) -> Vec<u8> {
+    let text = lib.text();
+    let mut locations = vec![json!({})];
+    let mut stacks = vec![json!({})];
+    let mut samples = Vec::new();
+    let mut runtime: Vec<u64> = a.leaves.iter().map(|va| BASE + va).collect();
+    runtime.push(BASE + a.ret);
+    for (i, abs) in runtime.iter().enumerate() {
+        locations
+            .push(json!({"mappingIndex": 1, "address": abs.to_string(), "attributeIndices": [2]}));
+        if i < a.leaves.len() {
+            stacks.push(json!({"locationIndices": [i + 1]}));
+        }
+    }
+    let callee = a.leaves.iter().position(|&x| x == a.callee).unwrap() + 1;
+    // Leaf first, as pprof.
+    stacks.push(json!({"locationIndices": [callee, runtime.len()]}));
+    for s in 1..stacks.len() {
+        let t = (START_S * 1_000_000_000 + s as u64 * 10_000_000).to_string();
+        samples.push(json!({"stackIndex": s, "timestampsUnixNano": [t]}));
+    }
+    let request = json!({
+        "resourceProfiles": [{
+            "resource": {"attributes": [{"key": "process.pid", "value": {"intValue": "42"}}]},
+            "scopeProfiles": [{"profiles": [{
+                "sampleType": {"typeStrindex": 3, "unitStrindex": 4},
+                "samples": samples,
+                "timeUnixNano": (START_S * 1_000_000_000).to_string(),
+                "durationNano": "1000000000",
+                "periodType": {"typeStrindex": 5, "unitStrindex": 6},
+                "period": "10000000"
+            }]}]
+        }],
+        "dictionary": {
+            "mappingTable": [{}, {
+                "memoryStart": (BASE + text.vaddr).to_string(),
+                "memoryLimit": (BASE + text.vaddr + text.filesz).to_string(),
+                "fileOffset": text.offset.to_string(),
+                "filenameStrindex": 7,
+                "attributeIndices": [1]
+            }],
+            "locationTable": locations,
+            "stackTable": stacks,
+            "stringTable": ["", "process.executable.build_id.gnu", "profile.frame.type",
+                            "samples", "count", "cpu", "nanoseconds", "/data/app/libwork.so"],
+            "attributeTable": [{},
+                {"keyStrindex": 1, "value": {"stringValue": lib.build_id}},
+                {"keyStrindex": 2, "value": {"stringValue": "native"}}]
+        }
+    });
+    serde_json::to_vec(&request).unwrap()
+}
+
+/// A bucket directory holding both profiles (and the trace's start time in its sidecar).
+fn bucket_with_profiles(lib: &NativeLib, a: &Addresses) -> (tempfile::TempDir, LocalDirStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalDirStore::new(dir.path());
+    store.put(TRACE_KEY, &perfetto_trace(lib, a)).unwrap();
+    let sidecar = json!({"timestamp": START_S, "platform": "android"});
+    store
+        .put(
+            &format!("{TRACE_KEY}.metadata.json"),
+            &serde_json::to_vec(&sidecar).unwrap(),
+        )
+        .unwrap();
+    store.put(OTLP_KEY, &otlp_request(lib, a)).unwrap();
+    (dir, store)
+}
+
+fn convert(store: &LocalDirStore, key: &str) -> Manifest {
+    match process_upload(store, store, key, &ProcessOptions::default()).unwrap() {
+        Outcome::Converted(c) => {
+            serde_json::from_slice(&store.get(&c.manifest_key).unwrap().unwrap()).unwrap()
+        }
+        other => panic!("{key}: {other:?}"),
+    }
+}
+
+fn manifest(store: &LocalDirStore, key: &str) -> Manifest {
+    let etag = store.head(key).unwrap().unwrap().etag;
+    let json = store
+        .get(&manifest_key(&source_id(key, &etag)))
+        .unwrap()
+        .unwrap();
+    serde_json::from_slice(&json).unwrap()
+}
+
+fn debug_key(lib: &NativeLib, name: &str) -> String {
+    format!("debuginfo/{}/{name}", lib.build_id)
+}
+
+/// Every object of the outputs (everything but the uploads and the symbol store), by key.
+fn outputs(store: &LocalDirStore) -> BTreeMap<String, Vec<u8>> {
+    ["converted/", "tables/", "index/"]
+        .iter()
+        .flat_map(|p| store.list(p).unwrap())
+        .map(|k| {
+            let v = store.get(&k).unwrap().unwrap();
+            (k, v)
+        })
+        .collect()
+}
+
+fn col<'a, T: 'static>(b: &'a RecordBatch, name: &str) -> &'a T {
+    b.column_by_name(name)
+        .unwrap_or_else(|| panic!("column {name}"))
+        .as_any()
+        .downcast_ref::<T>()
+        .unwrap()
+}
+
+fn opt_str(a: &StringArray, i: usize) -> Option<String> {
+    a.is_valid(i).then(|| a.value(i).to_owned())
+}
+
+fn opt_u32(a: &Int32Array, i: usize) -> Option<u32> {
+    a.is_valid(i).then(|| a.value(i) as u32)
+}
+
+/// Each frame of the tables that has an address: (source format, address space, address) →
+/// its inline chain, innermost first, read from `function`/`file`/`line` and `inlined_into`.
+fn table_chains(store: &LocalDirStore) -> BTreeMap<(String, u64), Vec<Level>> {
+    let t = read_tables(store, &[Table::Frames], None, None).unwrap();
+    let f = &t.frames;
+    let (function, file, line) = (
+        col::<StringArray>(f, "function"),
+        col::<StringArray>(f, "file"),
+        col::<Int32Array>(f, "line"),
+    );
+    let (address, space) = (
+        col::<Int64Array>(f, "address"),
+        col::<StringArray>(f, "address_space"),
+    );
+    let inlined = col::<ListArray>(f, "inlined_into");
+    let mut out = BTreeMap::new();
+    for i in 0..f.num_rows() {
+        if !address.is_valid(i) {
+            continue;
+        }
+        let mut chain = Vec::new();
+        if let Some(function) = opt_str(function, i) {
+            chain.push(Level {
+                function,
+                file: opt_str(file, i),
+                line: opt_u32(line, i),
+            });
+        }
+        let calls = inlined.value(i);
+        let calls = calls.as_any().downcast_ref::<StructArray>().unwrap();
+        let (cf, cfile, cline) = (
+            calls
+                .column_by_name("function")
+                .unwrap()
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .unwrap(),
+            calls
+                .column_by_name("file")
+                .unwrap()
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .unwrap(),
+            calls
+                .column_by_name("line")
+                .unwrap()
+                .as_any()
+                .downcast_ref::<Int32Array>()
+                .unwrap(),
+        );
+        for j in 0..calls.len() {
+            chain.push(Level {
+                function: opt_str(cf, j).unwrap_or_default(),
+                file: opt_str(cfile, j),
+                line: opt_u32(cline, j),
+            });
+        }
+        out.insert((space.value(i).to_owned(), address.value(i) as u64), chain);
+    }
+    out
+}
+
+/// Asserts that every profiled address reads in the tables as addr2line reads it: leaf
+/// addresses as they are, the caller at its call instruction (return address − 1).
+fn assert_matches_addr2line(lib: &NativeLib, a: &Addresses, store: &LocalDirStore) {
+    let chains = table_chains(store);
+    let mut lookups: Vec<u64> = a.leaves.clone();
+    lookups.push(a.ret - 1);
+    let expected = lib.addr2line(&lookups);
+    let mut compared = 0;
+    for (i, want) in expected.iter().enumerate() {
+        let va = lookups[i];
+        // Perfetto: the rel_pc is the virtual address (the caller's already adjusted).
+        let perfetto = &chains[&("image_relative".to_owned(), va)];
+        assert_eq!(perfetto, want, "rel_pc {va:#x}");
+        // OTLP: the absolute address; the caller's is the return address itself.
+        let abs = if i == a.leaves.len() {
+            BASE + a.ret
+        } else {
+            BASE + va
+        };
+        let otlp = &chains[&("absolute".to_owned(), abs)];
+        assert_eq!(otlp, want, "absolute {abs:#x} (virtual address {va:#x})");
+        compared += 2;
+    }
+    assert_eq!(compared, 2 * (a.leaves.len() + 1));
+    let inline_levels: usize = expected.iter().map(|c| c.len()).max().unwrap();
+    assert!(
+        inline_levels >= 2,
+        "the library has inlined code at the addresses profiled"
+    );
+}
+
+#[test]
+fn symbols_uploaded_after_the_profiles_name_every_frame_as_addr2line_does() {
+    let lib = build("libwork.so", &[]);
+    let a = addresses(&lib);
+    let (_dir, store) = bucket_with_profiles(&lib, &a);
+    for key in [TRACE_KEY, OTLP_KEY] {
+        let m = convert(&store, key);
+        let image = &m.symbols[0];
+        assert_eq!(image.build_id, lib.build_id);
+        assert_eq!(image.debug_file_key, None, "no debug file yet");
+        assert_eq!(image.symbolicated, 0);
+        assert!(image.frames > 10, "{key}: {image:?}");
+    }
+    let before = outputs(&store);
+
+    let key = debug_key(&lib, "libwork.so");
+    store.put(&key, &lib.bytes()).unwrap();
+    let stored = add_debug_file(&store, &key, u64::MAX).unwrap();
+    let DebugFileOutcome::Stored { meta, replaced, .. } = stored else {
+        panic!("{stored:?}")
+    };
+    assert_eq!(replaced, None);
+    assert_eq!(meta.quality, Quality::Inlines);
+    assert_eq!(meta.load_address, LINKED_AT, "the load bias is not zero");
+    assert_eq!(meta.code_id.as_deref(), Some(lib.build_id.as_str()));
+
+    let page = rehydrate(
+        &store,
+        &store,
+        RehydrateScope::BuildId(&lib.build_id),
+        None,
+        &RehydrateOptions::default(),
+    )
+    .unwrap();
+    assert_eq!((page.looked_at, page.reconverted), (2, 2), "{page:?}");
+    assert_eq!(page.next, None);
+    let frames = a.leaves.len() as u64 + 1;
+    assert_eq!(page.frames_symbolized, 2 * frames);
+    for key in [TRACE_KEY, OTLP_KEY] {
+        let image = &manifest(&store, key).symbols[0];
+        assert_eq!(
+            image.debug_file_key.as_deref(),
+            Some(meta.debug_file_key.as_str())
+        );
+        assert_eq!(
+            (image.symbolicated, image.frames),
+            (frames, frames),
+            "{key}"
+        );
+    }
+    assert_matches_addr2line(&lib, &a, &store);
+    let after = outputs(&store);
+    assert_eq!(
+        before.keys().collect::<Vec<_>>(),
+        after.keys().collect::<Vec<_>>(),
+        "rehydration rewrites the same keys"
+    );
+
+    // Again: every upload already used this file; nothing is written.
+    let again = rehydrate(
+        &store,
+        &store,
+        RehydrateScope::BuildId(&lib.build_id),
+        None,
+        &RehydrateOptions::default(),
+    )
+    .unwrap();
+    assert_eq!((again.reconverted, again.up_to_date), (0, 2));
+    assert_eq!(
+        outputs(&store),
+        after,
+        "a second run leaves the bucket as it was"
+    );
+
+    // Converting the uploads after the symbols arrived gives the very same bytes.
+    let (_fresh_dir, fresh) = bucket_with_profiles(&lib, &a);
+    fresh.put(&key, &lib.bytes()).unwrap();
+    add_debug_file(&fresh, &key, u64::MAX).unwrap();
+    convert(&fresh, TRACE_KEY);
+    convert(&fresh, OTLP_KEY);
+    assert_eq!(
+        outputs(&fresh),
+        after,
+        "rehydrated = converted with the symbols present"
+    );
+}
+
+#[test]
+fn a_separate_debug_file_replaces_the_stripped_library_and_never_the_reverse() {
+    let lib = build("libwork.so", &[]);
+    let a = addresses(&lib);
+    let (_dir, store) = bucket_with_profiles(&lib, &a);
+    let (stripped, debug) = lib.split_debug();
+
+    let exe_key = debug_key(&lib, "libwork.so");
+    store.put(&exe_key, &stripped).unwrap();
+    let DebugFileOutcome::Stored { meta, .. } = add_debug_file(&store, &exe_key, u64::MAX).unwrap()
+    else {
+        panic!("the stripped library has a symbol table")
+    };
+    assert_eq!(meta.quality, Quality::Symbols);
+    // Symbols before the profiles: conversion uses them at once.
+    let m = convert(&store, TRACE_KEY);
+    assert_eq!(m.symbols[0].quality, Some(Quality::Symbols));
+    assert!(m.symbols[0].symbolicated > 0);
+
+    let debug_key_ = debug_key(&lib, "libwork.debug");
+    store.put(&debug_key_, &debug).unwrap();
+    let outcome = add_debug_file(&store, &debug_key_, u64::MAX).unwrap();
+    let DebugFileOutcome::Stored { meta, replaced, .. } = outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(meta.quality, Quality::Inlines);
+    assert_eq!(replaced.map(|r| r.quality), Some(Quality::Symbols));
+    convert(&store, OTLP_KEY);
+    let page = rehydrate(
+        &store,
+        &store,
+        RehydrateScope::Sweep,
+        None,
+        &RehydrateOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        page.reconverted, 1,
+        "only the trace used the worse file: {page:?}"
+    );
+    assert_matches_addr2line(&lib, &a, &store);
+
+    // The stripped library again: valid, but worse than what is in use.
+    let outcome = add_debug_file(&store, &exe_key, u64::MAX).unwrap();
+    assert!(
+        matches!(&outcome, DebugFileOutcome::Kept { in_use, .. } if in_use.quality == Quality::Inlines),
+        "{outcome:?}"
+    );
+}
+
+#[test]
+fn compressed_debug_sections_symbolize_like_plain_ones() {
+    let lib = build("libwork.so", &[]);
+    let a = addresses(&lib);
+    let (_dir, store) = bucket_with_profiles(&lib, &a);
+    let key = debug_key(&lib, "libwork.so.zdebug");
+    store.put(&key, &lib.compressed_debug()).unwrap();
+    let outcome = add_debug_file(&store, &key, u64::MAX).unwrap();
+    assert!(
+        matches!(&outcome, DebugFileOutcome::Stored { meta, .. } if meta.quality == Quality::Inlines),
+        "{outcome:?}"
+    );
+    convert(&store, TRACE_KEY);
+    convert(&store, OTLP_KEY);
+    assert_matches_addr2line(&lib, &a, &store);
+}
+
+#[test]
+fn bad_debug_files_are_refused_with_reports_and_touch_no_profile() {
+    let lib = build("libwork.so", &[]);
+    let other = build("libother.so", &["-DUNUSED=1", "-Wl,--build-id=md5"]);
+    let a = addresses(&lib);
+    let (_dir, store) = bucket_with_profiles(&lib, &a);
+    convert(&store, TRACE_KEY);
+    let before = outputs(&store);
+    let bytes = lib.bytes();
+    let cases: Vec<(String, Vec<u8>, &str)> = vec![
+        (
+            debug_key(&lib, "other.so"),
+            other.bytes(),
+            "build_id_mismatch",
+        ),
+        (
+            debug_key(&lib, "truncated.so"),
+            bytes[..bytes.len() / 3].to_vec(),
+            "bad_debug_file",
+        ),
+        (
+            debug_key(&lib, "random.bin"),
+            (0..4096u32)
+                .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+                .collect(),
+            "bad_debug_file",
+        ),
+        (
+            "debuginfo/libwork.so".into(),
+            bytes.clone(),
+            "debug_file_key",
+        ),
+    ];
+    for (key, content, reason) in cases {
+        store.put(&key, &content).unwrap();
+        let outcome = add_debug_file(&store, &key, u64::MAX).unwrap();
+        let DebugFileOutcome::Refused {
+            report_key,
+            reason: got,
+            message,
+            ..
+        } = &outcome
+        else {
+            panic!("{key}: {outcome:?}")
+        };
+        assert_eq!(*got, reason, "{key}: {message}");
+        assert!(
+            message.contains(&key),
+            "the report names the file: {message}"
+        );
+        let report: serde_json::Value =
+            serde_json::from_slice(&store.get(report_key).unwrap().unwrap()).unwrap();
+        assert_eq!(report["reason"], reason);
+    }
+    // Without a build ID.
+    let no_id = build("libnoid.so", &["-Wl,--build-id=none"]);
+    let key = debug_key(&lib, "noid.so");
+    store.put(&key, &no_id.bytes()).unwrap();
+    let outcome = add_debug_file(&store, &key, u64::MAX).unwrap();
+    assert!(
+        matches!(
+            &outcome,
+            DebugFileOutcome::Refused {
+                reason: "no_build_id",
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+    assert!(store
+        .list(&format!("debuginfo/{}/", lib.build_id))
+        .unwrap()
+        .iter()
+        .all(|k| !k.ends_with("meta.json")));
+    let page = rehydrate(
+        &store,
+        &store,
+        RehydrateScope::Sweep,
+        None,
+        &RehydrateOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(page.reconverted, 0);
+    assert_eq!(outputs(&store), before, "no profile changed");
+}
