@@ -1,6 +1,8 @@
 //! Helpers both test targets (integration/ and e2e/) use: repository files and compression.
 //! Target-specific helpers live beside their tests.
 
+pub mod native;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 

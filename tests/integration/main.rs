@@ -2,7 +2,6 @@
 
 mod aggregated;
 mod folded;
-mod native;
 mod otlp;
 mod perfetto_difftests;
 mod perfetto_malformed;

@@ -23,7 +23,7 @@ use proflake_proto::perfetto::{
 use prost::Message;
 use serde_json::json;
 
-use crate::native::{build, Level, NativeLib, LINKED_AT};
+use proflake_tests::native::{build, Level, NativeLib, LINKED_AT};
 
 /// Where the test pretends the library was loaded: runtime = BASE + virtual address.
 const BASE: u64 = 0x7f55_0000_0000;

@@ -42,6 +42,7 @@ pub struct Load {
 
 /// The built library and what binutils say about it.
 pub struct NativeLib {
+    /// Holds the build directory for as long as the library is used.
     pub _dir: tempfile::TempDir,
     pub path: PathBuf,
     pub build_id: String,
