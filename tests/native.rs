@@ -5,6 +5,13 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use proflake_proto::perfetto::trace_packet::{Data, OptionalTrustedPacketSequenceId};
+use proflake_proto::perfetto::{
+    Callstack, Frame, InternedData, InternedString, Mapping, PerfSample, Trace, TracePacket,
+};
+use prost::Message;
+use serde_json::json;
+
 /// The library's source. `mix` and `fold` are always inlined: `work`'s loop has two inline
 /// levels, `outer` calls `work` (a return address to adjust).
 const SOURCE: &str = r#"
@@ -244,4 +251,173 @@ impl NativeLib {
             .arg(&out));
         std::fs::read(out).unwrap()
     }
+}
+
+// ---- profiles of the library ----------------------------------------------------------
+
+/// Where the test pretends the library was loaded: runtime = BASE + virtual address.
+pub const BASE: u64 = 0x7f55_0000_0000;
+/// 2026-11-01T00:00:00Z.
+pub const START_S: u64 = 1_793_491_200;
+
+/// The addresses profiled: every instruction of `work` and `outer`, as leaf frames, and one
+/// stack `outer → work` whose caller frame is a return address.
+pub struct Addresses {
+    /// Virtual addresses sampled as leaves.
+    pub leaves: Vec<u64>,
+    /// The return address in `outer` after its call to `work`.
+    pub ret: u64,
+    /// The leaf `work` address under `outer`.
+    pub callee: u64,
+}
+
+pub fn addresses(lib: &NativeLib) -> Addresses {
+    let ret = lib.return_address("outer", "work");
+    let mut leaves = lib.instructions("work");
+    // An absolute address that is both a leaf and a return address is one model frame, looked
+    // up as a return address (the documented rule): the return address is not a leaf here.
+    leaves.extend(lib.instructions("outer").into_iter().filter(|&a| a != ret));
+    Addresses {
+        callee: leaves[0],
+        ret,
+        leaves,
+    }
+}
+
+pub(crate) fn packet() -> TracePacket {
+    TracePacket {
+        optional_trusted_packet_sequence_id: Some(
+            OptionalTrustedPacketSequenceId::TrustedPacketSequenceId(1),
+        ),
+        ..Default::default()
+    }
+}
+
+/// A traced_perf-style trace: one single-frame callstack per leaf address, and one
+/// `outer → work` callstack whose caller `rel_pc` the unwinder already moved into the call
+/// (return address − 1 on x86-64).
+pub fn perfetto_trace(lib: &NativeLib, a: &Addresses) -> Vec<u8> {
+    let text = lib.text();
+    let s = |iid: u64, v: &[u8]| InternedString {
+        iid: Some(iid),
+        r#str: Some(v.to_vec()),
+    };
+    let raw_build_id = hex::decode(&lib.build_id).unwrap();
+    let mut rel_pcs: Vec<u64> = a.leaves.clone();
+    rel_pcs.push(a.ret - 1);
+    let frames: Vec<Frame> = rel_pcs
+        .iter()
+        .enumerate()
+        .map(|(i, &pc)| Frame {
+            iid: Some(i as u64 + 1),
+            mapping_id: Some(1),
+            rel_pc: Some(pc),
+            ..Default::default()
+        })
+        .collect();
+    let mut callstacks: Vec<Callstack> = (0..a.leaves.len() as u64)
+        .map(|i| Callstack {
+            iid: Some(i + 1),
+            frame_ids: vec![i + 1],
+        })
+        .collect();
+    let callee_frame = a.leaves.iter().position(|&x| x == a.callee).unwrap() as u64 + 1;
+    // Perfetto callstacks are root first.
+    callstacks.push(Callstack {
+        iid: Some(callstacks.len() as u64 + 1),
+        frame_ids: vec![rel_pcs.len() as u64, callee_frame],
+    });
+    let interned = InternedData {
+        build_ids: vec![s(1, &raw_build_id)],
+        mapping_paths: vec![s(1, b"data"), s(2, b"app"), s(3, b"libwork.so")],
+        mappings: vec![Mapping {
+            iid: Some(1),
+            build_id: Some(1),
+            start: Some(BASE + text.vaddr),
+            end: Some(BASE + text.vaddr + text.filesz),
+            exact_offset: Some(text.offset),
+            start_offset: Some(0),
+            load_bias: Some(text.vaddr - text.offset),
+            path_string_ids: vec![1, 2, 3],
+        }],
+        frames,
+        callstacks: callstacks.clone(),
+        ..Default::default()
+    };
+    let mut first = packet();
+    first.sequence_flags = Some(1);
+    first.timestamp = Some(1_000_000);
+    first.interned_data = Some(interned);
+    let mut packets = vec![first];
+    for (i, c) in callstacks.iter().enumerate() {
+        let mut p = packet();
+        p.sequence_flags = Some(2);
+        p.timestamp = Some(1_000_000 + (i as u64 + 1) * 1_000_000);
+        p.data = Some(Data::PerfSample(PerfSample {
+            cpu: Some(0),
+            pid: Some(42),
+            tid: Some(42),
+            cpu_mode: Some(2),
+            callstack_iid: c.iid,
+            ..Default::default()
+        }));
+        packets.push(p);
+    }
+    Trace { packet: packets }.encode_to_vec()
+}
+
+/// An OTLP/JSON request of the eBPF profiler's shape: absolute addresses in a mapping of the
+/// code segment, one leaf location per address and one `outer → work` stack whose caller
+/// location is the return address itself.
+pub fn otlp_request(lib: &NativeLib, a: &Addresses) -> Vec<u8> {
+    let text = lib.text();
+    let mut locations = vec![json!({})];
+    let mut stacks = vec![json!({})];
+    let mut samples = Vec::new();
+    let mut runtime: Vec<u64> = a.leaves.iter().map(|va| BASE + va).collect();
+    runtime.push(BASE + a.ret);
+    for (i, abs) in runtime.iter().enumerate() {
+        locations
+            .push(json!({"mappingIndex": 1, "address": abs.to_string(), "attributeIndices": [2]}));
+        if i < a.leaves.len() {
+            stacks.push(json!({"locationIndices": [i + 1]}));
+        }
+    }
+    let callee = a.leaves.iter().position(|&x| x == a.callee).unwrap() + 1;
+    // Leaf first, as pprof.
+    stacks.push(json!({"locationIndices": [callee, runtime.len()]}));
+    for s in 1..stacks.len() {
+        let t = (START_S * 1_000_000_000 + s as u64 * 10_000_000).to_string();
+        samples.push(json!({"stackIndex": s, "timestampsUnixNano": [t]}));
+    }
+    let request = json!({
+        "resourceProfiles": [{
+            "resource": {"attributes": [{"key": "process.pid", "value": {"intValue": "42"}}]},
+            "scopeProfiles": [{"profiles": [{
+                "sampleType": {"typeStrindex": 3, "unitStrindex": 4},
+                "samples": samples,
+                "timeUnixNano": (START_S * 1_000_000_000).to_string(),
+                "durationNano": "1000000000",
+                "periodType": {"typeStrindex": 5, "unitStrindex": 6},
+                "period": "10000000"
+            }]}]
+        }],
+        "dictionary": {
+            "mappingTable": [{}, {
+                "memoryStart": (BASE + text.vaddr).to_string(),
+                "memoryLimit": (BASE + text.vaddr + text.filesz).to_string(),
+                "fileOffset": text.offset.to_string(),
+                "filenameStrindex": 7,
+                "attributeIndices": [1]
+            }],
+            "locationTable": locations,
+            "stackTable": stacks,
+            "stringTable": ["", "process.executable.build_id.gnu", "profile.frame.type",
+                            "samples", "count", "cpu", "nanoseconds", "/data/app/libwork.so"],
+            "attributeTable": [{},
+                {"keyStrindex": 1, "value": {"stringValue": lib.build_id}},
+                {"keyStrindex": 2, "value": {"stringValue": "native"}}]
+        }
+    });
+    serde_json::to_vec(&request).unwrap()
 }

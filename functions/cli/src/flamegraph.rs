@@ -18,7 +18,11 @@ use super::{modified_ns, parse_format, MetadataArgs};
 pub(crate) struct FlamegraphArgs {
     /// A directory that mirrors the bucket (with tables/v2/), or a profile file to convert in
     /// memory.
-    input: PathBuf,
+    #[arg(required_unless_present = "store", conflicts_with = "store")]
+    input: Option<PathBuf>,
+    /// A directory that mirrors the bucket (instead of INPUT).
+    #[arg(long)]
+    store: Option<PathBuf>,
     /// Where to write the SVG.
     #[arg(long, short)]
     out: PathBuf,
@@ -78,7 +82,12 @@ pub(crate) fn flamegraph(args: FlamegraphArgs) -> anyhow::Result<ExitCode> {
         sample_type: args.sample_type.clone(),
         count_samples: args.samples,
     };
-    let tables = if args.input.is_dir() {
+    let input = args
+        .store
+        .clone()
+        .or_else(|| args.input.clone())
+        .expect("clap requires INPUT or --store");
+    let tables = if input.is_dir() {
         anyhow::ensure!(
             args.format.is_none() && args.metadata.is_none() && args.start_time.is_none(),
             "--format, --metadata and --start-time apply to a profile file, not to a directory \
@@ -91,9 +100,9 @@ pub(crate) fn flamegraph(args: FlamegraphArgs) -> anyhow::Result<ExitCode> {
             Table::Stacks,
             Table::Frames,
         ];
-        let store = LocalDirStore::new(&args.input);
+        let store = LocalDirStore::new(&input);
         read_tables(&store, &needed, args.from, args.to)
-            .with_context(|| format!("cannot read the stack tables in {}", args.input.display()))?
+            .with_context(|| format!("cannot read the stack tables in {}", input.display()))?
     } else {
         // Only the flags that change what a graph shows: `--service` here is a filter.
         let metadata = MetadataArgs {
@@ -101,12 +110,10 @@ pub(crate) fn flamegraph(args: FlamegraphArgs) -> anyhow::Result<ExitCode> {
             start_time: args.start_time,
             ..MetadataArgs::default()
         };
-        convert_in_memory(&args.input, args.format, metadata)?
+        convert_in_memory(&input, args.format, metadata)?
     };
     let folded = fold(&tables, &filter)?;
-    let title = args
-        .title
-        .unwrap_or_else(|| default_title(&args.input, &filter));
+    let title = args.title.unwrap_or_else(|| default_title(&input, &filter));
     let svg = render_svg(&folded, &title)?;
     std::fs::write(&args.out, svg)
         .with_context(|| format!("cannot write {}", args.out.display()))?;

@@ -3,6 +3,7 @@
 mod flamegraph;
 mod output;
 mod report;
+mod symbols;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -39,6 +40,12 @@ enum Command {
     Inspect(InspectArgs),
     /// Draw an SVG flame graph from a bucket directory's stack tables or one profile file.
     Flamegraph(Box<flamegraph::FlamegraphArgs>),
+    /// Debug files: store them by build ID, list them.
+    #[command(subcommand)]
+    Symbols(symbols::SymbolsCommand),
+    /// Convert kept uploads again with the debug files stored now (those whose images have
+    /// new symbols, every upload with --all, or the given keys).
+    Rehydrate(symbols::RehydrateArgs),
 }
 
 #[derive(Args)]
@@ -47,7 +54,7 @@ struct ConvertArgs {
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
     /// Directory that mirrors the bucket.
-    #[arg(long, short)]
+    #[arg(long, short, visible_alias = "store")]
     out: PathBuf,
     /// Decode as this format instead of detecting it.
     #[arg(long, value_parser = parse_format)]
@@ -92,10 +99,14 @@ struct MetadataArgs {
 
 #[derive(Args)]
 struct ProcessArgs {
-    /// Directory that mirrors the bucket.
-    dir: PathBuf,
+    /// Directory that mirrors the bucket (or give it with --store).
+    #[arg(required_unless_present = "store")]
+    dir: Option<PathBuf>,
     /// Upload keys to process (default: every upload under uploads/).
     keys: Vec<String>,
+    /// Directory that mirrors the bucket; every positional argument is then a key.
+    #[arg(long)]
+    store: Option<PathBuf>,
     /// Convert again even uploads that already have a manifest.
     #[arg(long)]
     reconvert: bool,
@@ -170,6 +181,8 @@ fn main() -> ExitCode {
         Command::Process(args) => process(*args),
         Command::Inspect(args) => inspect(args),
         Command::Flamegraph(args) => flamegraph::flamegraph(*args),
+        Command::Symbols(command) => symbols::symbols(command),
+        Command::Rehydrate(args) => symbols::rehydrate_command(args),
     };
     match result {
         Ok(code) => code,
@@ -289,8 +302,18 @@ fn describe(store: &LocalDirStore, outcome: &Outcome, name: &str) -> anyhow::Res
     }
 }
 
-fn process(args: ProcessArgs) -> anyhow::Result<ExitCode> {
-    let store = LocalDirStore::new(&args.dir);
+fn process(mut args: ProcessArgs) -> anyhow::Result<ExitCode> {
+    let dir = match (args.store, args.dir) {
+        (Some(store), Some(first_key)) => {
+            args.keys
+                .insert(0, first_key.to_str().context("keys are text")?.to_owned());
+            store
+        }
+        (Some(store), None) => store,
+        (None, Some(dir)) => dir,
+        (None, None) => unreachable!("clap requires one"),
+    };
+    let store = LocalDirStore::new(&dir);
     let keys = if args.keys.is_empty() {
         store
             .list(UPLOADS_PREFIX)?

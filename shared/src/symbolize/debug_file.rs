@@ -22,36 +22,61 @@ pub struct IngestedDebugFile {
     pub symcache: Vec<u8>,
 }
 
+/// The build ID a debug file is filed under (lowercase code id; the debug id for formats
+/// without one), read from the file itself.
+pub fn debug_file_build_id(bytes: &[u8]) -> Result<String> {
+    let object = parse(bytes)?;
+    Ok(file_ids(&object)?.swap_remove(0))
+}
+
+fn parse(bytes: &[u8]) -> Result<Object<'_>> {
+    let mut options = ParseObjectOptions::default();
+    options.max_decompressed_section_size = Some(MAX_DECOMPRESSED_SECTION_BYTES);
+    Object::parse_with_opts(bytes, options).map_err(|e| {
+        crate::Error::from(ErrorKind::DebugFile {
+            what: "not a debug file symbolic can read".into(),
+        })
+        .with_source(e)
+    })
+}
+
+/// Every id a file answers to, the one it is filed under first.
+fn file_ids(object: &Object<'_>) -> Result<Vec<String>> {
+    let format = object.file_format().to_string();
+    let code_id = code_id(object);
+    let debug_id = object.debug_id();
+    let debug_ids = || {
+        [
+            debug_id.to_string(),
+            debug_id.breakpad().to_string().to_ascii_lowercase(),
+        ]
+    };
+    // ELF without a build-id note gets a debug id hashed from `.text`: nothing a profile names.
+    Ok(match (code_id, debug_id.is_nil(), format.as_str()) {
+        (Some(code), _, _) => std::iter::once(code).chain(debug_ids()).collect(),
+        (None, false, f) if f != "elf" => debug_ids().into(),
+        _ => return Err(ErrorKind::NoBuildId { format }.into()),
+    })
+}
+
+fn code_id(object: &Object<'_>) -> Option<String> {
+    object
+        .code_id()
+        .map(|c| c.as_str().to_ascii_lowercase())
+        .filter(|c| !c.is_empty() && c.bytes().any(|b| b != b'0'))
+}
+
 /// Validates the debug file stored at `key` under `build_id` and builds its lookup cache.
 ///
 /// Refused: bytes that are no debug file `symbolic` can read, a file without a build ID, a file
 /// whose build ID is not `build_id`, and a file with neither symbols nor line information.
 pub fn ingest_debug_file(build_id: &str, key: &str, bytes: &[u8]) -> Result<IngestedDebugFile> {
     let bad = |what: String| ErrorKind::DebugFile { what };
-    let mut options = ParseObjectOptions::default();
-    options.max_decompressed_section_size = Some(MAX_DECOMPRESSED_SECTION_BYTES);
-    let object = Object::parse_with_opts(bytes, options).map_err(|e| {
-        crate::Error::from(bad("not a debug file symbolic can read".into())).with_source(e)
-    })?;
+    let object = parse(bytes)?;
     let format = object.file_format().to_string();
-    let code_id = object
-        .code_id()
-        .map(|c| c.as_str().to_ascii_lowercase())
-        .filter(|c| !c.is_empty() && c.bytes().any(|b| b != b'0'));
+    let code_id = code_id(&object);
     let debug_id = object.debug_id();
-    // ELF without a build-id note gets a debug id hashed from `.text`: nothing a profile names.
-    let ids: Vec<String> = match (&code_id, debug_id.is_nil(), format.as_str()) {
-        (Some(code), _, _) => vec![
-            code.clone(),
-            debug_id.to_string(),
-            debug_id.breakpad().to_string().to_ascii_lowercase(),
-        ],
-        (None, false, f) if f != "elf" => vec![
-            debug_id.to_string(),
-            debug_id.breakpad().to_string().to_ascii_lowercase(),
-        ],
-        _ => return Err(ErrorKind::NoBuildId { format }.into()),
-    };
+    let ids = file_ids(&object)?;
     let wanted = build_id.to_ascii_lowercase();
     if !ids.contains(&wanted) {
         return Err(ErrorKind::BuildIdMismatch {

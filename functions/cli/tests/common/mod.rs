@@ -1,4 +1,6 @@
 //! What every test of the `proflake` binary needs: repository paths and a way to run it.
+// Each test binary compiles this module and uses only part of it.
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
