@@ -5,6 +5,7 @@ mod folded;
 mod otlp;
 mod perfetto_difftests;
 mod perfetto_malformed;
+mod perfetto_symbols;
 mod perfetto_synthetic;
 mod pprof;
 mod sample_v2;

@@ -16,6 +16,7 @@ use super::limits::{
     MAX_CALLSTACK_DEPTH, MAX_CLOCK_SNAPSHOTS, MAX_INTERNED_ENTRIES, MAX_PATH_COMPONENTS,
     MAX_SAMPLES, MAX_SEQUENCES,
 };
+use super::module_symbols::PendingSymbols;
 use super::sequence::{Generation, Sequence};
 use super::vocab;
 use crate::error::{ErrorKind, Result};
@@ -76,6 +77,8 @@ pub(super) struct Importer {
     interned_entries: u64,
     names: Names,
     perf_series: HashMap<u32, SeriesHandle>,
+    /// `module_symbols` packets, applied once every frame is known.
+    symbols: PendingSymbols,
 }
 
 impl Importer {
@@ -89,12 +92,19 @@ impl Importer {
             interned_entries: 0,
             names: Names::default(),
             perf_series: HashMap::new(),
+            symbols: PendingSymbols::default(),
         }
     }
 
     /// Processes one packet. Order inside a packet follows trace_processor: state reset,
     /// defaults, interned data, timestamp, payload.
-    pub(super) fn packet(&mut self, packet: TracePacket) -> Result<()> {
+    pub(super) fn packet(&mut self, mut packet: TracePacket) -> Result<()> {
+        // Offline symbols belong to no sequence (traceconv writes them without one).
+        if let Some(Data::ModuleSymbols(symbols)) =
+            packet.data.take_if(|d| matches!(d, Data::ModuleSymbols(_)))
+        {
+            return self.symbols.add(symbols);
+        }
         let seq_id = match packet.optional_trusted_packet_sequence_id {
             Some(OptionalTrustedPacketSequenceId::TrustedPacketSequenceId(id)) => id,
             None => 0,
@@ -517,6 +527,8 @@ impl Importer {
             }
         }
         self.profile.sort_samples_by_time();
+        // traceconv appends the symbols after the samples: only now is every frame known.
+        std::mem::take(&mut self.symbols).apply(&mut self.profile);
         self.apply_names();
         self.profile
     }

@@ -22,3 +22,5 @@ pub(super) const MAX_CALLSTACK_DEPTH: usize = 8192;
 pub(super) const MAX_PATH_COMPONENTS: usize = 256;
 /// Most ClockSnapshot packets kept for clock conversion.
 pub(super) const MAX_CLOCK_SNAPSHOTS: usize = 1_000_000;
+/// Most symbol lines kept from `module_symbols` packets until the end of the trace.
+pub(super) const MAX_MODULE_SYMBOL_LINES: u64 = 20_000_000;

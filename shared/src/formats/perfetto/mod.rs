@@ -9,6 +9,7 @@
 mod clocks;
 mod importer;
 mod limits;
+mod module_symbols;
 mod packets;
 mod sequence;
 mod vocab;
@@ -54,8 +55,8 @@ fn starts_packet(body: &[u8]) -> bool {
         return false;
     };
     const PACKET_FIELDS: &[u64] = &[
-        2, 3, 6, 8, 10, 11, 12, 13, 33, 35, 36, 41, 42, 43, 44, 45, 50, 54, 58, 59, 60, 66, 79, 87,
-        133, 135,
+        2, 3, 6, 8, 10, 11, 12, 13, 33, 35, 36, 41, 42, 43, 44, 45, 50, 54, 58, 59, 60, 61, 66, 79,
+        87, 133, 135,
     ];
     let (field, wire_type) = (tag >> 3, tag & 7);
     PACKET_FIELDS.contains(&field) && matches!(wire_type, 0 | 2)
@@ -92,5 +93,11 @@ mod tests {
         assert!(!test(&[0x0a, 0x00, 0x0a, 0x04, 0x08, 0x01, 0x10, 0x02]));
         assert!(!test(&[0x0a, 0x00, 0x0a, 0x00, 0x12, 0x00]));
         assert!(!test(&[0x0a, 0x05]), "cut after the length");
+    }
+
+    #[test]
+    fn module_symbols_can_come_first() {
+        // `traceconv symbolize` output on its own: { module_symbols (61): {} }.
+        assert!(test(&[0x0a, 0x03, 0xea, 0x03, 0x00]));
     }
 }
