@@ -10,12 +10,12 @@ use super::schema::Chunk;
 use super::write::SampleV2Chunk;
 use crate::error::{ErrorKind, Result};
 use crate::model::{
-    seconds_to_ns, Frame, FrameAddress, FrameKind, Image, ImageHandle, Profile, Sample, Series,
-    SeriesKind,
+    seconds_to_ns, Frame, FrameAddress, FrameHandle, FrameKind, Image, ImageHandle, Profile,
+    Sample, Series, SeriesKind, SymbolStatus,
 };
 use crate::plan::Timing;
 
-const FORMAT: &str = "sample-v2";
+pub(super) const FORMAT: &str = "sample-v2";
 
 /// How many violations an error message details.
 const LISTED_VIOLATIONS: usize = 5;
@@ -97,9 +97,17 @@ pub(crate) fn accept(
 
 impl PassThrough {
     /// The chunk on its own, for the tables: its model, and the output it is stored as.
+    ///
+    /// The model holds this chunk alone, so its frames are numbered as [`frame_handles`] says:
+    /// once the model's frames are symbolized (in place, [`Profile::rewrite_frames`], which
+    /// moves no handle), [`SampleV2Chunk::rewrite_frames`] writes them into the chunk.
     pub(crate) fn into_output(self) -> (Profile, SampleV2Chunk) {
         let mut profile = Profile::new(FORMAT);
-        let (start_ns, end_ns, samples) = import(&mut profile, &self.chunk);
+        let Imported {
+            start_ns,
+            end_ns,
+            samples,
+        } = import(&mut profile, &self.chunk);
         profile.sort_samples_by_time();
         let Chunk {
             chunk_id,
@@ -151,10 +159,44 @@ fn frame_kind(profile: &mut Profile, platform: &str) -> FrameKind {
     }
 }
 
-/// Adds a chunk's images, frames, stacks and samples to `profile`; returns the chunk's time
-/// range and sample count. Stack and frame indices out of range are skipped (Relay's rules
-/// reject such chunks before they get here).
-pub(crate) fn import(profile: &mut Profile, chunk: &Chunk) -> (i64, i64, usize) {
+/// What [`import`] added.
+pub(crate) struct Imported {
+    /// The first sample's time, ns since the epoch.
+    pub start_ns: i64,
+    /// The last sample's time.
+    pub end_ns: i64,
+    /// Samples added.
+    pub samples: usize,
+}
+
+/// The model frame handle of each of `chunk`'s frames (by index in `profile.frames`) in a
+/// profile that holds that chunk alone, as [`PassThrough::into_output`] builds it.
+///
+/// The reader adds the chunk's images first, then its frames in index order, one
+/// [`Profile::add_frame`] each, before anything else; `add_frame` deduplicates, so frames
+/// that read as equal model frames (the same function, file, line, address, ... whatever
+/// their unknown keys) share a handle, numbered in order of first appearance. Symbolizing
+/// the model in place keeps every handle, so a symbolized frame is found at the handle of the
+/// chunk frame it was read from.
+pub fn frame_handles(chunk: &Chunk) -> Vec<FrameHandle> {
+    import_frames(&mut Profile::new(FORMAT), chunk)
+}
+
+/// A symbolicator frame status as the model's, `None` for words the model has none for
+/// (`missing`, or anything newer).
+fn symbol_status(status: &str) -> Option<SymbolStatus> {
+    [
+        SymbolStatus::Symbolicated,
+        SymbolStatus::MissingSymbol,
+        SymbolStatus::UnknownImage,
+        SymbolStatus::Malformed,
+    ]
+    .into_iter()
+    .find(|s| s.name() == status)
+}
+
+/// Adds a chunk's images and frames to `profile`; returns each chunk frame's model handle.
+pub(super) fn import_frames(profile: &mut Profile, chunk: &Chunk) -> Vec<FrameHandle> {
     let mut images: HashMap<&str, ImageHandle> = HashMap::new();
     for img in chunk.debug_meta.iter().flat_map(|m| &m.images) {
         // Only images that native frames map into: ProGuard and source maps have no range.
@@ -186,7 +228,7 @@ pub(crate) fn import(profile: &mut Profile, chunk: &Chunk) -> (i64, i64, usize) 
         let handle = profile.add_image(image);
         images.insert(code_file, handle);
     }
-    let frames: Vec<_> = chunk
+    chunk
         .profile
         .frames
         .iter()
@@ -195,11 +237,23 @@ pub(crate) fn import(profile: &mut Profile, chunk: &Chunk) -> (i64, i64, usize) 
             let mut frame = Frame::new(frame_kind(profile, platform));
             frame.function = f.function.as_deref().map(|s| profile.intern(s));
             frame.module = f.module.as_deref().map(|s| profile.intern(s));
-            frame.file = f
-                .filename
+            // Symbolicator splits a symbolicated frame's file into `abs_path` (the full path)
+            // and `filename` (its last component): the full path is the file.
+            let (first, second) = match f.status {
+                Some(_) => (&f.abs_path, &f.filename),
+                None => (&f.filename, &f.abs_path),
+            };
+            frame.file = first
                 .as_deref()
-                .or(f.abs_path.as_deref())
+                .or(second.as_deref())
                 .map(|s| profile.intern(s));
+            frame.symbol_status = f.status.as_deref().and_then(symbol_status);
+            frame.system_name = f
+                .symbol
+                .as_deref()
+                .filter(|&s| Some(s) != f.function.as_deref())
+                .map(|s| profile.intern(s));
+            frame.function_start = f.sym_addr.as_deref().and_then(parse_addr);
             frame.line = f.lineno;
             frame.column = f.colno;
             frame.address = f
@@ -216,7 +270,14 @@ pub(crate) fn import(profile: &mut Profile, chunk: &Chunk) -> (i64, i64, usize) 
             });
             profile.add_frame(frame)
         })
-        .collect();
+        .collect()
+}
+
+/// Adds a chunk's images, frames, stacks and samples to `profile`; returns the chunk's time
+/// range and sample count. Stack and frame indices out of range are skipped
+/// (Relay's rules reject such chunks before they get here).
+pub(crate) fn import(profile: &mut Profile, chunk: &Chunk) -> Imported {
+    let frames = import_frames(profile, chunk);
     let stacks: Vec<_> = chunk
         .profile
         .stacks
@@ -265,5 +326,9 @@ pub(crate) fn import(profile: &mut Profile, chunk: &Chunk) -> (i64, i64, usize) 
         profile.add_sample(sample);
         count += 1;
     }
-    (range.0, range.1, count)
+    Imported {
+        start_ns: range.0,
+        end_ns: range.1,
+        samples: count,
+    }
 }

@@ -329,7 +329,31 @@ pub struct Frame {
         deserialize_with = "present"
     )]
     pub platform: Option<String>,
-    /// Other keys (`symbol`, `data`, ...).
+    /// What symbolication made of the frame (`symbolicated`, `missing_symbol`,
+    /// `unknown_image`, `malformed`, or another word of symbolicator's), on every frame it
+    /// expanded. Relay drops it on ingest; symbolication sets it.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub status: Option<String>,
+    /// Where the function holding the code starts, absolute `0x` hex; only on the outermost
+    /// frame of an inline chain (so an inlined frame is one with `status` and no `sym_addr`).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub sym_addr: Option<String>,
+    /// The raw (mangled) symbol `function` was demangled from.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub symbol: Option<String>,
+    /// Other keys (`data`, `lang`, ...).
     #[serde(flatten)]
     pub other: Other,
 }

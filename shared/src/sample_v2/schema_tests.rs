@@ -56,7 +56,8 @@ fn sdk_chunk() -> Value {
             "stacks": [[1, 0], [0]],
             "frames": [
                 {"function": "main", "instruction_addr": "0x7328f12000",
-                 "package": "/system/lib64/libc.so", "platform": "native", "symbol": "main"},
+                 "package": "/system/lib64/libc.so", "platform": "native", "symbol": "main",
+                 "sym_addr": "0x7328f11f00", "status": "symbolicated", "lang": "c"},
                 {"function": "run", "module": "com.example.Worker", "in_app": true,
                  "platform": "java", "lineno": 12, "data": {"deobfuscated": true}}
             ],
@@ -92,6 +93,12 @@ fn an_sdk_chunk_survives_reading_and_writing() {
     assert_eq!(synthetic.other["origin"], "pprof");
     assert_eq!(chunk.timestamp, Number::from_f64(1700000000.5));
     assert_eq!(chunk.profile.frames[1].in_app, Some(true));
+    // Symbolication's frame keys are typed too; others stay unknown.
+    let native = &chunk.profile.frames[0];
+    assert_eq!(native.symbol.as_deref(), Some("main"));
+    assert_eq!(native.sym_addr.as_deref(), Some("0x7328f11f00"));
+    assert_eq!(native.status.as_deref(), Some("symbolicated"));
+    assert_eq!(native.other.keys().collect::<Vec<_>>(), ["lang"]);
     assert_eq!(
         chunk.profile.samples[1].timestamp,
         Number::from(1700000001u64)
@@ -299,12 +306,24 @@ fn measurement() -> impl Strategy<Value = Measurement> {
 }
 
 fn frame(index: usize) -> impl Strategy<Value = Frame> {
+    let status = prop_oneof![
+        Just("symbolicated"),
+        Just("missing_symbol"),
+        Just("unknown_image"),
+        Just("malformed"),
+        Just("missing"),
+    ];
     (
         (prop::option::of(text()), prop::option::of(any::<u32>())),
         (prop::option::of(text()), prop::option::of(any::<bool>())),
         (prop::option::of(address()), prop::option::of(any::<u32>())),
         (prop::option::of(text()), prop::option::of(text())),
         prop::option::of(prop_oneof![Just("java"), Just("native"), Just("python")]),
+        (
+            prop::option::of(status),
+            prop::option::of(address()),
+            prop::option::of(text()),
+        ),
         other(),
     )
         .prop_map(
@@ -314,6 +333,7 @@ fn frame(index: usize) -> impl Strategy<Value = Frame> {
                 (instruction_addr, lineno),
                 (module, package),
                 platform,
+                (status, sym_addr, symbol),
                 other,
             )| Frame {
                 abs_path,
@@ -327,6 +347,9 @@ fn frame(index: usize) -> impl Strategy<Value = Frame> {
                 module,
                 package,
                 platform: platform.map(str::to_owned),
+                status: status.map(str::to_owned),
+                sym_addr,
+                symbol,
                 other,
             },
         )
@@ -474,5 +497,24 @@ proptest! {
         let read = read_chunk(&written);
         prop_assert!(read.is_ok(), "{:?}", read.err());
         prop_assert_eq!(read.unwrap(), chunk);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// A chunk whose model nobody symbolized is not rewritten: every frame's model frame writes
+    /// as the frame read from the chunk.
+    #[test]
+    fn an_unsymbolized_model_rewrites_nothing(chunk in chunk()) {
+        let json = write_chunk(&chunk);
+        let pass = crate::sample_v2::PassThrough { chunk: chunk.clone(), json: json.clone() };
+        let (profile, mut output) = pass.into_output();
+        let mut same = chunk.clone();
+        let handles = crate::sample_v2::frame_handles(&chunk);
+        prop_assert_eq!(crate::sample_v2::rewrite_frames(&mut same, &profile, &handles).unwrap(), 0);
+        prop_assert_eq!(&same, &chunk);
+        prop_assert_eq!(output.rewrite_frames(&profile).unwrap(), 0);
+        prop_assert_eq!(output.json, json);
     }
 }

@@ -16,7 +16,9 @@ use serde_json::{Map, Number};
 use super::schema::{self, Chunk};
 use crate::error::{ErrorKind, Result};
 use crate::metadata::{Measurement, UploadMetadata};
-use crate::model::{FrameAddress, FrameHandle, FrameKind, ImageHandle, Profile, StringHandle};
+use crate::model::{
+    FrameAddress, FrameHandle, FrameKind, Image, ImageHandle, Profile, StringHandle, SymbolStatus,
+};
 use crate::plan::{plan_chunks, ChunkPlan, Runtimes, Timing};
 
 /// One written chunk.
@@ -50,22 +52,26 @@ const EXPANSION_RULE: &str = "aggregated input: each stack's weight expanded int
      sampling interval apart per thread, from the profile's start time";
 
 /// A frame as the writer deduplicates it, borrowing from the profile; only the distinct ones
-/// become [`schema::Frame`]s.
-#[derive(Clone, PartialEq, Eq, Hash)]
-struct FrameRow<'a> {
-    abs_path: Option<&'a str>,
-    colno: Option<u32>,
-    filename: Option<&'a str>,
-    function: Option<&'a str>,
-    instruction_addr: Option<String>,
-    lineno: Option<u32>,
-    module: Option<&'a str>,
-    package: Option<&'a str>,
-    platform: Option<&'static str>,
+/// become [`schema::Frame`]s. Every field is part of the key, so the inline levels of one
+/// address (same `instruction_addr`, other `function`, `lineno`, `sym_addr`) stay apart.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct FrameRow<'a> {
+    pub abs_path: Option<&'a str>,
+    pub colno: Option<u32>,
+    pub filename: Option<&'a str>,
+    pub function: Option<&'a str>,
+    pub instruction_addr: Option<String>,
+    pub lineno: Option<u32>,
+    pub module: Option<&'a str>,
+    pub package: Option<&'a str>,
+    pub platform: Option<&'static str>,
+    pub status: Option<&'static str>,
+    pub sym_addr: Option<String>,
+    pub symbol: Option<&'a str>,
 }
 
 impl FrameRow<'_> {
-    fn into_schema(self) -> schema::Frame {
+    pub(super) fn into_schema(self) -> schema::Frame {
         let owned = |s: Option<&str>| s.map(str::to_owned);
         schema::Frame {
             abs_path: owned(self.abs_path),
@@ -78,6 +84,9 @@ impl FrameRow<'_> {
             module: owned(self.module),
             package: owned(self.package),
             platform: owned(self.platform),
+            status: owned(self.status),
+            sym_addr: self.sym_addr,
+            symbol: owned(self.symbol),
             other: Map::new(),
         }
     }
@@ -113,11 +122,146 @@ pub fn write_sample_v2(
         .collect()
 }
 
-/// What a frame and the calls inlined into it share: where the code is.
+/// What a frame and the calls inlined into it share: where the code is, and what
+/// symbolization made of it.
 struct NativeParts<'a> {
     instruction_addr: Option<String>,
     package: Option<&'a str>,
     platform: Option<&'static str>,
+    status: Option<&'static str>,
+}
+
+/// The last component of a path, `/` or `\\` separated (symbolicator's `filename` of a
+/// symbolicated frame); the whole path when it ends in a separator.
+fn basename(path: &str) -> &str {
+    path.rsplit(['/', '\\'])
+        .next()
+        .filter(|name| !name.is_empty())
+        .unwrap_or(path)
+}
+
+/// A value in the space of `address` made absolute, as `instruction_addr` and `sym_addr`
+/// are: an image-relative one is moved by the image's start (kept as is without an image).
+fn absolute(address: FrameAddress, value: u64, image: Option<&Image>) -> Option<u64> {
+    match (address, image) {
+        (FrameAddress::ImageRelative(_), Some(img)) => img.start.checked_add(value),
+        _ => Some(value),
+    }
+}
+
+/// One output frame. The file of a symbolized frame is split as symbolicator does (`abs_path`
+/// the full path, `filename` its last component); any other frame's file is its `filename`,
+/// doubling as `abs_path` when it is absolute.
+fn row<'a>(
+    profile: &'a Profile,
+    function: Option<&'a str>,
+    module: Option<&'a str>,
+    symbol: Option<StringHandle>,
+    (file, line, column): (Option<StringHandle>, Option<u32>, Option<u32>),
+    native: &NativeParts<'a>,
+) -> FrameRow<'a> {
+    let file = profile.opt_str(file);
+    let (abs_path, filename) = if native.status.is_some() {
+        (file, file.map(basename))
+    } else {
+        (file.filter(|f| f.starts_with('/')), file)
+    };
+    FrameRow {
+        abs_path,
+        colno: column,
+        filename,
+        function,
+        instruction_addr: native.instruction_addr.clone(),
+        lineno: line,
+        module,
+        package: native.package,
+        platform: native.platform,
+        status: native.status,
+        sym_addr: None,
+        symbol: profile.opt_str(symbol),
+    }
+}
+
+/// The output rows of one model frame, as Sentry stores a symbolicated frame: the frame, then
+/// the functions it was inlined into (leaf first, as stacks are), all at the same
+/// `instruction_addr` and with the frame's `status`, each with its raw `symbol`, and
+/// `sym_addr` (the function start, absolute) only on the last, outermost one. Also the image
+/// `debug_meta` must list for them, if any.
+pub(super) fn model_frame_rows(
+    profile: &Profile,
+    handle: FrameHandle,
+) -> (Vec<FrameRow<'_>>, Option<ImageHandle>) {
+    let frame = profile.frame(handle);
+    let image = frame.image.map(|i| profile.image(i));
+    let jvm = frame.kind == FrameKind::Jvm;
+    let address = if jvm {
+        None
+    } else {
+        frame.address.and_then(|a| match a {
+            FrameAddress::Absolute(a) => Some(a),
+            FrameAddress::ImageRelative(r) => match image {
+                Some(img) => img.start.checked_add(r),
+                None => Some(r),
+            },
+        })
+    };
+    let function_start = match (jvm, frame.address, frame.function_start) {
+        (false, Some(space), Some(start)) => absolute(space, start, image),
+        (false, None, Some(start)) => Some(start),
+        _ => None,
+    };
+    let listed = match (frame.image, jvm, image) {
+        (Some(i), false, Some(img)) if img.debug_id.is_some() => Some(i),
+        _ => None,
+    };
+    let platform = match frame.kind {
+        FrameKind::Jvm => Some("java"),
+        FrameKind::Python => Some("python"),
+        FrameKind::JavaScript => Some("javascript"),
+        _ if address.is_some() => Some("native"),
+        _ => None,
+    };
+    let native = NativeParts {
+        instruction_addr: address.map(hex_addr),
+        package: image.and_then(|img| profile.opt_str(img.path)),
+        platform,
+        status: frame.symbol_status.map(SymbolStatus::name),
+    };
+    let mut rows = Vec::with_capacity(1 + frame.inlined_into.len());
+    let own = row(
+        profile,
+        profile.opt_str(frame.function),
+        profile.opt_str(frame.module),
+        frame.system_name,
+        (frame.file, frame.line, frame.column),
+        &native,
+    );
+    let own = if own.function.is_none() && own.filename.is_none() && own.instruction_addr.is_none()
+    {
+        // Relay wants at least a function, file or address: name the unknown.
+        FrameRow {
+            function: Some("<unknown>"),
+            ..own
+        }
+    } else {
+        own
+    };
+    rows.push(own);
+    for call in frame.inlined_into.iter() {
+        let function = profile.opt_str(call.function).or(Some("<unknown>"));
+        rows.push(row(
+            profile,
+            function,
+            None,
+            call.system_name,
+            (call.file, call.line, call.column),
+            &native,
+        ));
+    }
+    if let Some(outermost) = rows.last_mut() {
+        outermost.sym_addr = function_start.map(hex_addr);
+    }
+    (rows, listed)
 }
 
 /// Per-chunk tables under construction.
@@ -130,100 +274,22 @@ struct ChunkBuilder<'a> {
     runtimes: Runtimes,
 }
 
-impl<'a> ChunkBuilder<'a> {
-    fn s(&self, h: Option<StringHandle>) -> Option<&'a str> {
-        let profile: &'a Profile = self.profile;
-        h.map(|h| profile.str(h))
-    }
-
-    /// One output frame; the file doubles as `abs_path` when it is absolute.
-    fn row(
-        &self,
-        function: Option<&'a str>,
-        module: Option<&'a str>,
-        file: Option<StringHandle>,
-        line: Option<u32>,
-        column: Option<u32>,
-        native: &NativeParts<'a>,
-    ) -> FrameRow<'a> {
-        let file = self.s(file);
-        FrameRow {
-            abs_path: file.filter(|f| f.starts_with('/')),
-            colno: column,
-            filename: file,
-            function,
-            instruction_addr: native.instruction_addr.clone(),
-            lineno: line,
-            module,
-            package: native.package,
-            platform: native.platform,
-        }
-    }
-
-    /// The output rows of one model frame: the frame, then the functions it was inlined into
-    /// (leaf first, as stacks are).
+impl ChunkBuilder<'_> {
+    /// The indices of one model frame's output rows ([`model_frame_rows`]).
     fn frame_rows(&mut self, handle: FrameHandle) -> Vec<usize> {
         if let Some(rows) = self.frame_rows.get(&handle) {
             return rows.clone();
         }
-        let profile: &'a Profile = self.profile;
-        let frame = profile.frame(handle);
-        let image = frame.image.map(|i| profile.image(i));
-        let jvm = frame.kind == FrameKind::Jvm;
-        self.runtimes.saw(frame.kind);
-        let address = if jvm {
-            None
-        } else {
-            frame.address.and_then(|a| match a {
-                FrameAddress::Absolute(a) => Some(a),
-                FrameAddress::ImageRelative(r) => match image {
-                    Some(img) => img.start.checked_add(r),
-                    None => Some(r),
-                },
-            })
-        };
-        if let (Some(i), false, Some(img)) = (frame.image, jvm, image) {
-            if img.debug_id.is_some() {
-                self.images.insert(i);
-            }
+        let profile = self.profile;
+        self.runtimes.saw(profile.frame(handle).kind);
+        let (rows, image) = model_frame_rows(profile, handle);
+        if let Some(i) = image {
+            self.images.insert(i);
         }
-        let platform = match frame.kind {
-            FrameKind::Jvm => Some("java"),
-            FrameKind::Python => Some("python"),
-            FrameKind::JavaScript => Some("javascript"),
-            _ if address.is_some() => Some("native"),
-            _ => None,
-        };
-        let native = NativeParts {
-            instruction_addr: address.map(hex_addr),
-            package: image.and_then(|img| self.s(img.path)),
-            platform,
-        };
-        let mut rows = Vec::with_capacity(1 + frame.inlined_into.len());
-        let own = self.row(
-            self.s(frame.function),
-            self.s(frame.module),
-            frame.file,
-            frame.line,
-            frame.column,
-            &native,
-        );
-        let own =
-            if own.function.is_none() && own.filename.is_none() && own.instruction_addr.is_none() {
-                // Relay wants at least a function, file or address: name the unknown.
-                FrameRow {
-                    function: Some("<unknown>"),
-                    ..own
-                }
-            } else {
-                own
-            };
-        rows.push(self.frames.insert_full(own).0);
-        for call in frame.inlined_into.iter() {
-            let function = self.s(call.function).or(Some("<unknown>"));
-            let row = self.row(function, None, call.file, call.line, call.column, &native);
-            rows.push(self.frames.insert_full(row).0);
-        }
+        let rows: Vec<usize> = rows
+            .into_iter()
+            .map(|row| self.frames.insert_full(row).0)
+            .collect();
         self.frame_rows.insert(handle, rows.clone());
         rows
     }

@@ -134,6 +134,7 @@ pub(super) struct InlinedEntry<'s> {
     pub file: Option<&'s str>,
     pub line: Option<u32>,
     pub column: Option<u32>,
+    pub system_name: Option<&'s str>,
 }
 
 /// The `frames.inlined_into` column: a list per row, never NULL (empty when nothing was
@@ -148,7 +149,8 @@ pub(super) fn inlined_lists(
         strings(table, entries.clone().map(|e| e.function))?,
         strings(table, entries.clone().map(|e| e.file))?,
         int32s(entries.clone().map(|e| e.line)),
-        int32s(entries.map(|e| e.column)),
+        int32s(entries.clone().map(|e| e.column)),
+        strings(table, entries.map(|e| e.system_name))?,
     ];
     let items = StructArray::try_new(inlined_call_fields(), columns, None)
         .map_err(|e| encoding_error(table, e))?;

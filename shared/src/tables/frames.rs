@@ -9,7 +9,7 @@ use super::columns::{
 use super::profiles::TableProfile;
 use super::schema::Table;
 use crate::error::Result;
-use crate::model::{Frame, FrameAddress, Image, Profile};
+use crate::model::{Frame, FrameAddress, Image, Profile, SymbolStatus};
 
 fn address_value(a: FrameAddress) -> u64 {
     match a {
@@ -63,6 +63,7 @@ pub(super) fn frames_batch(source_id: &str, profiles: &[&TableProfile<'_>]) -> R
                     file: r.profile.opt_str(call.file),
                     line: call.line,
                     column: call.column,
+                    system_name: r.profile.opt_str(call.system_name),
                 })
                 .collect()
         })
@@ -110,6 +111,13 @@ pub(super) fn frames_batch(source_id: &str, profiles: &[&TableProfile<'_>]) -> R
             addresses(rows.iter().map(|r| r.image.map(|i| i.file_offset))),
             inlined_lists(T, &list_item_field(&T.schema(), "inlined_into"), &inlined)?,
             booleans(rows.iter().map(|r| Some(r.frame.function.is_some()))),
+            strings(
+                T,
+                rows.iter()
+                    .map(|r| r.frame.symbol_status.map(SymbolStatus::name)),
+            )?,
+            // In the space of `address`, as `address` is written.
+            addresses(rows.iter().map(|r| r.frame.function_start)),
         ],
     )
 }

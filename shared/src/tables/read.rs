@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use arrow_array::{
-    cast::AsArray, new_null_array, types::TimestampMicrosecondType, ArrayRef, RecordBatch,
+    cast::AsArray, new_null_array, types::TimestampMicrosecondType, Array, ArrayRef, ListArray,
+    RecordBatch, StructArray,
 };
 use arrow_schema::{DataType, TimeUnit};
 use bytes::Bytes;
@@ -154,32 +155,18 @@ fn concat(table: Table, batches: &[RecordBatch]) -> Result<RecordBatch> {
 }
 
 /// Puts a batch read from a file into the current schema of its table, by column name, so
-/// files of different writers concatenate: columns are only ever added within a version, so
-/// a column an older file lacks is null (it must be nullable), and columns a newer writer
-/// added are dropped. Timestamps keep their values whatever time zone name the file used
-/// (files written without the Arrow schema say `+00:00`).
+/// files of different writers concatenate: columns (and fields of struct columns, such as
+/// `frames.inlined_into`'s) are only ever added within a version, so a column or field an
+/// older file lacks is null (it must be nullable), and columns a newer writer added are
+/// dropped. Timestamps keep their values whatever time zone name the file used (files written
+/// without the Arrow schema say `+00:00`).
 pub(crate) fn conform(table: Table, batch: &RecordBatch) -> Result<RecordBatch> {
     let schema = table.schema();
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(schema.fields().len());
     for field in schema.fields() {
+        let path = format!("{}.{}", table.name(), field.name());
         let column = match batch.column_by_name(field.name()) {
-            Some(c) if c.data_type() == field.data_type() => c.clone(),
-            Some(c) => match (c.data_type(), field.data_type()) {
-                (
-                    DataType::Timestamp(TimeUnit::Microsecond, _),
-                    DataType::Timestamp(TimeUnit::Microsecond, Some(tz)),
-                ) => {
-                    let values = c.as_primitive::<TimestampMicrosecondType>().clone();
-                    Arc::new(values.with_timezone(tz.clone())) as ArrayRef
-                }
-                (found, expected) => {
-                    return Err(malformed(format!(
-                        "{}.{} is {found}, expected {expected}",
-                        table.name(),
-                        field.name()
-                    )))
-                }
-            },
+            Some(c) => conform_array(&path, c, field.data_type())?,
             None if field.is_nullable() => new_null_array(field.data_type(), batch.num_rows()),
             None => {
                 return Err(malformed(format!(
@@ -192,6 +179,53 @@ pub(crate) fn conform(table: Table, batch: &RecordBatch) -> Result<RecordBatch> 
         columns.push(column);
     }
     RecordBatch::try_new(schema, columns).map_err(|e| malformed(format!("{}: {e}", table.name())))
+}
+
+/// One column (or nested field, at `path`) in the current type `expected`.
+fn conform_array(path: &str, c: &ArrayRef, expected: &DataType) -> Result<ArrayRef> {
+    if c.data_type() == expected {
+        return Ok(c.clone());
+    }
+    let conformed: ArrayRef = match (c.data_type(), expected) {
+        (
+            DataType::Timestamp(TimeUnit::Microsecond, _),
+            DataType::Timestamp(TimeUnit::Microsecond, Some(tz)),
+        ) => {
+            let values = c.as_primitive::<TimestampMicrosecondType>().clone();
+            Arc::new(values.with_timezone(tz.clone()))
+        }
+        (DataType::List(_), DataType::List(item)) => {
+            let list = c.as_list::<i32>();
+            let values = conform_array(path, list.values(), item.data_type())?;
+            let list = ListArray::try_new(
+                item.clone(),
+                list.offsets().clone(),
+                values,
+                list.nulls().cloned(),
+            )
+            .map_err(|e| malformed(format!("{path}: {e}")))?;
+            Arc::new(list)
+        }
+        (DataType::Struct(_), DataType::Struct(fields)) => {
+            let found = c.as_struct();
+            let mut columns = Vec::with_capacity(fields.len());
+            for field in fields {
+                let inner = format!("{path}.{}", field.name());
+                columns.push(match found.column_by_name(field.name()) {
+                    Some(f) => conform_array(&inner, f, field.data_type())?,
+                    None if field.is_nullable() => new_null_array(field.data_type(), found.len()),
+                    None => return Err(malformed(format!("{path} has no field {}", field.name()))),
+                });
+            }
+            let found = StructArray::try_new(fields.clone(), columns, found.nulls().cloned())
+                .map_err(|e| malformed(format!("{path}: {e}")))?;
+            Arc::new(found)
+        }
+        (found, expected) => {
+            return Err(malformed(format!("{path} is {found}, expected {expected}")))
+        }
+    };
+    Ok(conformed)
 }
 
 #[cfg(test)]

@@ -88,13 +88,15 @@ pub fn string_map_type() -> DataType {
     DataType::Map(Arc::new(entries), false)
 }
 
-/// The struct of one `frames.inlined_into` entry.
+/// The struct of one `frames.inlined_into` entry. New fields go at the end, nullable, as
+/// new columns do.
 pub fn inlined_call_fields() -> Fields {
     Fields::from(vec![
         text("function", true),
         text("file", true),
         Field::new("line", DataType::Int32, true),
         Field::new("column", DataType::Int32, true),
+        text("system_name", true),
     ])
 }
 
@@ -197,6 +199,8 @@ static FRAMES: LazyLock<SchemaRef> = LazyLock::new(|| {
             false,
         ),
         Field::new("symbolized", DataType::Boolean, false),
+        text("symbol_status", true),
+        bigint("function_start", true),
     ]))
 });
 

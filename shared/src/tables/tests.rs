@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
+use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type, TimestampMicrosecondType};
@@ -15,7 +16,7 @@ use super::*;
 use crate::metadata::UploadMetadata;
 use crate::model::{
     ids_from_build_id, Frame, FrameAddress, FrameKind, Image, InlinedCall, Label, LabelValue, Link,
-    Profile, Sample, Series, SeriesHandle, SeriesKind, StackHandle, Timestamps,
+    Profile, Sample, Series, SeriesHandle, SeriesKind, StackHandle, SymbolStatus, Timestamps,
 };
 use crate::plan::{left_out, plan_sample_v2, plan_tables, TableProfilePlan};
 use crate::ErrorKind;
@@ -650,6 +651,149 @@ fn high_addresses_keep_their_bits() {
         assert_eq!(bits("image_file_offset"), Some(1 << 63));
         assert_eq!(i64s(f, "image_file_offset")[0], Some(i64::MIN));
     }
+}
+
+/// A profile whose stack is symbolized (by build ID): the leaf with a three-level inline chain,
+/// its function start image-relative, then a frame whose image has no debug file yet, then one
+/// the input named (not attempted).
+fn symbolized_profile() -> Profile {
+    let mut p = Profile::new("test");
+    let path = p.intern("/data/app/lib/arm64/libgame.so");
+    let mut image = Image::new(Some(path), 0x7000_0000, 0x7010_0000);
+    (image.code_id, image.debug_id) = ids_from_build_id(&[0xde, 0xad, 0xbe, 0xef]);
+    let image = p.add_image(image);
+    let mut leaf = Frame::new(FrameKind::Native);
+    leaf.image = Some(image);
+    leaf.address = Some(FrameAddress::ImageRelative(0x1234));
+    leaf.function = Some(p.intern("vec_len"));
+    leaf.system_name = Some(p.intern("_ZN3vec3lenEv"));
+    leaf.file = Some(p.intern("/src/vec.h"));
+    leaf.line = Some(7);
+    let mut call = |function: &str, system_name: Option<&str>, file: &str, line| InlinedCall {
+        function: Some(p.intern(function)),
+        system_name: system_name.map(|s| p.intern(s)),
+        file: Some(p.intern(file)),
+        line: Some(line),
+        column: None,
+    };
+    leaf.inlined_into = Box::new([
+        call("update", Some("_Z6updatev"), "/src/game.cc", 40),
+        call("tick", None, "/src/main.cc", 12),
+    ]);
+    leaf.function_start = Some(0x1200);
+    leaf.symbol_status = Some(SymbolStatus::Symbolicated);
+    let leaf = p.add_frame(leaf);
+    let mut unknown = Frame::new(FrameKind::Native);
+    unknown.image = Some(image);
+    unknown.address = Some(FrameAddress::ImageRelative(0x5678));
+    unknown.symbol_status = Some(SymbolStatus::UnknownImage);
+    let unknown = p.add_frame(unknown);
+    let mut named = Frame::new(FrameKind::Native);
+    named.function = Some(p.intern("main"));
+    let named = p.add_frame(named);
+    let stack = p.add_stack_from_root([named, unknown, leaf]);
+    let cpu = cpu_series(&mut p, "ns");
+    sample(&mut p, (4, 4), stack, (5, cpu), Some(NOON));
+    p
+}
+
+#[test]
+fn symbolization_columns() {
+    let p = symbolized_profile();
+    let t = tables_of(&p);
+    let f = &t.frames;
+    assert_eq!(
+        strs(f, "name"),
+        [s("main"), s("libgame.so!0x5678"), s("vec_len")]
+    );
+    assert_eq!(
+        strs(f, "symbol_status"),
+        [None, s("unknown_image"), s("symbolicated")]
+    );
+    assert_eq!(
+        i64s(f, "function_start"),
+        [None, None, Some(0x1200)],
+        "in the space of address"
+    );
+    assert_eq!(strs(f, "address_space")[2], s("image_relative"));
+    assert_eq!(strs(f, "system_name")[2], s("_ZN3vec3lenEv"));
+    let symbolized = column(f, "symbolized").as_boolean();
+    let symbolized: Vec<bool> = (0..3).map(|i| symbolized.value(i)).collect();
+    assert_eq!(
+        symbolized,
+        [true, false, true],
+        "a function name, however got"
+    );
+    let inlined = column(f, "inlined_into").as_list::<i32>();
+    let calls = inlined.value(2);
+    let calls = calls.as_struct();
+    let field = |name: &str| -> Vec<Option<String>> {
+        let c = calls.column_by_name(name).unwrap().as_string::<i32>();
+        (0..c.len())
+            .map(|i| c.is_valid(i).then(|| c.value(i).to_owned()))
+            .collect()
+    };
+    assert_eq!(field("function"), [s("update"), s("tick")]);
+    assert_eq!(field("system_name"), [s("_Z6updatev"), None]);
+    assert_eq!(field("file"), [s("/src/game.cc"), s("/src/main.cc")]);
+
+    // The rollup counts the inlined callers by their demangled names.
+    let rollup = rollup_of(&t.function_rollup);
+    let names: BTreeSet<&str> = rollup.keys().map(|k| k.3.as_str()).collect();
+    let expected = ["libgame.so!0x5678", "main", "tick", "update", "vec_len"];
+    assert_eq!(names, expected.into_iter().collect());
+
+    // A file of an older writer, without the new columns and struct field, reads as NULLs.
+    let schema = f.schema();
+    let keep: Vec<usize> = (0..schema.fields().len())
+        .filter(|&i| {
+            !["symbol_status", "function_start"].contains(&schema.field(i).name().as_str())
+        })
+        .collect();
+    let mut old = f.project(&keep).unwrap();
+    let at = old.schema().index_of("inlined_into").unwrap();
+    let old_calls = calls_without_system_name(old.column(at));
+    let mut columns = old.columns().to_vec();
+    columns[at] = old_calls;
+    let mut fields: Vec<_> = old.schema().fields().iter().cloned().collect();
+    fields[at] = Arc::new(arrow_schema::Field::new(
+        "inlined_into",
+        columns[at].data_type().clone(),
+        false,
+    ));
+    old = RecordBatch::try_new(Arc::new(arrow_schema::Schema::new(fields)), columns).unwrap();
+    let conformed = read::conform(Table::Frames, &old).unwrap();
+    assert_eq!(conformed.schema(), Table::Frames.schema());
+    assert_eq!(strs(&conformed, "symbol_status"), [None, None, None]);
+    assert_eq!(i64s(&conformed, "function_start"), [None, None, None]);
+    let inlined = column(&conformed, "inlined_into").as_list::<i32>();
+    let calls = inlined.value(2);
+    let calls = calls.as_struct();
+    assert_eq!(calls.column_by_name("system_name").unwrap().null_count(), 2);
+    let functions = calls.column_by_name("function").unwrap().as_string::<i32>();
+    assert_eq!(functions.value(1), "tick");
+}
+
+/// `frames.inlined_into` as written before its struct had `system_name`.
+fn calls_without_system_name(list: &arrow_array::ArrayRef) -> arrow_array::ArrayRef {
+    let list = list.as_list::<i32>();
+    let calls = list.values().as_struct();
+    let (fields, columns): (Vec<_>, Vec<_>) = calls
+        .fields()
+        .iter()
+        .zip(calls.columns())
+        .filter(|(f, _)| f.name() != "system_name")
+        .map(|(f, c)| (f.clone(), c.clone()))
+        .unzip();
+    let calls = arrow_array::StructArray::try_new(fields.into(), columns, None).unwrap();
+    let item = Arc::new(arrow_schema::Field::new(
+        "element",
+        calls.data_type().clone(),
+        false,
+    ));
+    let list = arrow_array::ListArray::try_new(item, list.offsets().clone(), Arc::new(calls), None)
+        .unwrap();
+    Arc::new(list)
 }
 
 #[test]

@@ -1,0 +1,171 @@
+//! Writing symbolized frames into a chunk that is stored as received (a pass-through chunk),
+//! as Sentry rewrites a Sample v2 chunk once symbolicator answers (`profiles/task.py`,
+//! `get_frame_index_map`):
+//! - each frame the symbolizer changed becomes the frames [`write`](super::write_chunk)
+//!   writes for it: one per inline level, innermost first, all at the frame's
+//!   `instruction_addr`, with `status`, the raw `symbol`, and `sym_addr` on the outermost;
+//! - every stack is rebuilt by splicing, in place of each old frame index, that frame's new
+//!   indices (callee to caller, as stacks are leaf first);
+//! - every other key of the chunk, of the samples and of the rewritten frames is kept, and a
+//!   frame the symbolizer left alone is kept whole: it serializes to the same bytes.
+
+use std::collections::HashMap;
+use std::mem;
+
+use super::read::{frame_handles, import_frames, read_chunk, FORMAT};
+use super::rules::canonical_frame;
+use super::schema::{self, Chunk};
+use super::write::{model_frame_rows, write_chunk, SampleV2Chunk};
+use crate::error::{ErrorKind, Result};
+use crate::model::{FrameHandle, Profile};
+
+fn mismatch(what: String) -> crate::error::Error {
+    ErrorKind::Malformed {
+        format: FORMAT,
+        offset: 0,
+        what,
+    }
+    .into()
+}
+
+/// Writes the symbolized model of `chunk` into it. `frames[i]` is the handle, in `profile`,
+/// of the model frame read from `chunk.profile.frames[i]`: for a profile that holds the
+/// chunk alone ([`PassThrough::into_output`](super::PassThrough::into_output)) that is
+/// [`frame_handles`]`(chunk)`.
+///
+/// A frame is rewritten when its model frame would now be written otherwise than the frame
+/// read from the chunk (a symbolizer set its function, file, line, inlined calls, function
+/// start or status); it is replaced by the frames the writer writes for it, each keeping the
+/// old frame's `instruction_addr`, `package`, `platform`, `in_app` and unknown keys, and the
+/// old `module` on the innermost. Frames not rewritten stay as they were; frames of one
+/// handle and new frames that come out equal are written once. Returns how many of the
+/// chunk's frames were rewritten; with none, the chunk is left untouched.
+///
+/// Fails, changing nothing, when `frames` does not fit the chunk (a different count, a handle
+/// `profile` does not have, or a model frame of another kind or address than the chunk frame)
+/// or a stack points past the frames.
+pub fn rewrite_frames(
+    chunk: &mut Chunk,
+    profile: &Profile,
+    frames: &[FrameHandle],
+) -> Result<usize> {
+    let count = chunk.profile.frames.len();
+    if frames.len() != count {
+        return Err(mismatch(format!(
+            "{} frame handles for a chunk of {count} frames",
+            frames.len()
+        )));
+    }
+    let known = profile.frames().len();
+    // The chunk as read, to tell what the symbolizer changed.
+    let mut read = Profile::new(FORMAT);
+    let read_frames = import_frames(&mut read, chunk);
+    let mut changed = Vec::with_capacity(count);
+    for (i, (&h, &r)) in frames.iter().zip(&read_frames).enumerate() {
+        if h.index() >= known {
+            return Err(mismatch(format!(
+                "profile.frames[{i}]: the profile has no frame {}",
+                h.index()
+            )));
+        }
+        let (model, as_read) = (profile.frame(h), read.frame(r));
+        if profile.kind_name(model.kind) != read.kind_name(as_read.kind)
+            || model.address != as_read.address
+        {
+            return Err(mismatch(format!(
+                "profile.frames[{i}]: model frame {} is not the frame read from the chunk",
+                h.index()
+            )));
+        }
+        changed.push(model_frame_rows(profile, h).0 != model_frame_rows(&read, r).0);
+    }
+    let rewritten = changed.iter().filter(|&&c| c).count();
+    if rewritten == 0 {
+        return Ok(0);
+    }
+    if let Some(i) = chunk
+        .profile
+        .stacks
+        .iter()
+        .position(|s| s.iter().any(|&f| f >= count))
+    {
+        // Relay rejects such a chunk, so it is never stored.
+        return Err(mismatch(format!(
+            "profile.stacks[{i}] points past the {count} frames"
+        )));
+    }
+
+    let old = mem::take(&mut chunk.profile.frames);
+    let mut out: Vec<schema::Frame> = Vec::with_capacity(count + rewritten);
+    // New frames by identity, so equal ones are written once.
+    let mut written: HashMap<String, usize> = HashMap::new();
+    let mut index_map: Vec<Vec<usize>> = Vec::with_capacity(count);
+    for (i, frame) in old.into_iter().enumerate() {
+        if !changed[i] {
+            index_map.push(vec![out.len()]);
+            out.push(frame);
+            continue;
+        }
+        let mut indices = Vec::new();
+        let (rows, _) = model_frame_rows(profile, frames[i]);
+        for (level, row) in rows.into_iter().enumerate() {
+            let row = row.into_schema();
+            let new = schema::Frame {
+                abs_path: row.abs_path,
+                colno: row.colno,
+                filename: row.filename,
+                function: row.function,
+                lineno: row.lineno,
+                module: if level == 0 {
+                    frame.module.clone()
+                } else {
+                    None
+                },
+                status: row.status,
+                sym_addr: row.sym_addr,
+                symbol: row.symbol,
+                in_app: frame.in_app,
+                instruction_addr: frame.instruction_addr.clone(),
+                package: frame.package.clone(),
+                platform: frame.platform.clone(),
+                other: frame.other.clone(),
+            };
+            let index = *written.entry(canonical_frame(&new)).or_insert_with(|| {
+                out.push(new);
+                out.len() - 1
+            });
+            indices.push(index);
+        }
+        index_map.push(indices);
+    }
+    for stack in &mut chunk.profile.stacks {
+        *stack = stack
+            .iter()
+            .flat_map(|&i| index_map[i].iter().copied())
+            .collect();
+    }
+    chunk.profile.frames = out;
+    Ok(rewritten)
+}
+
+impl SampleV2Chunk {
+    /// Writes the symbolized model of this chunk into its JSON: `profile` is the model
+    /// [`PassThrough::into_output`](super::PassThrough::into_output) returned with it, whose
+    /// frames a symbolizer has since rewritten in place (handles unchanged), and
+    /// [`frame_handles`] maps the chunk's frames to it. Rewrites the JSON through the typed
+    /// schema ([`rewrite_frames`]) when any frame changed and returns how many did; with none,
+    /// the JSON is left as received.
+    pub fn rewrite_frames(&mut self, profile: &Profile) -> Result<usize> {
+        let mut chunk = read_chunk(&self.json)?;
+        let handles = frame_handles(&chunk);
+        let rewritten = rewrite_frames(&mut chunk, profile, &handles)?;
+        if rewritten > 0 {
+            self.json = write_chunk(&chunk);
+        }
+        Ok(rewritten)
+    }
+}
+
+#[cfg(test)]
+#[path = "rewrite_tests.rs"]
+mod tests;
