@@ -421,3 +421,25 @@ pub fn otlp_request(lib: &NativeLib, a: &Addresses) -> Vec<u8> {
     });
     serde_json::to_vec(&request).unwrap()
 }
+
+/// Where the test tools scripts/test.sh installs live (`dump_syms`).
+pub fn tool(name: &str) -> PathBuf {
+    let local = crate::repo_path(".tools/bin").join(name);
+    if local.is_file() {
+        local
+    } else {
+        PathBuf::from(name)
+    }
+}
+
+impl NativeLib {
+    /// The Breakpad symbol file Mozilla's `dump_syms` writes for the library, with inline
+    /// records.
+    pub fn breakpad(&self) -> Vec<u8> {
+        let out = run(Command::new(tool("dump_syms"))
+            .arg("--inlines")
+            .arg(&self.path));
+        assert!(out.starts_with("MODULE "), "dump_syms wrote a symbol file");
+        out.into_bytes()
+    }
+}

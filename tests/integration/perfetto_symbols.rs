@@ -322,7 +322,9 @@ fn symbolized_trace_converts_to_sample_v2_with_names_and_inline_frames() {
             let f = &frames[i.as_u64().unwrap() as usize];
             (
                 f["function"].as_str(),
-                f["filename"].as_str(),
+                // Symbolized frames follow symbolicator: `filename` is the last component of
+                // the path, which `abs_path` keeps whole.
+                f["abs_path"].as_str().or(f["filename"].as_str()),
                 f["lineno"].as_u64(),
                 f["instruction_addr"].as_str(),
             )

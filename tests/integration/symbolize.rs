@@ -424,3 +424,184 @@ fn bad_debug_files_are_refused_with_reports_and_touch_no_profile() {
     assert_eq!(page.reconverted, 0);
     assert_eq!(outputs(&store), before, "no profile changed");
 }
+
+#[test]
+fn a_breakpad_file_symbolizes_the_addresses_as_the_elf_it_was_dumped_from() {
+    let lib = build("libwork.so", &[]);
+    let a = addresses(&lib);
+    let (_dir, store) = bucket_with_profiles(&lib, &a);
+    let sym = lib.breakpad();
+    assert!(
+        String::from_utf8_lossy(&sym).contains("INLINE "),
+        "dump_syms recorded the inlined calls"
+    );
+    let key = debug_key(&lib, "libwork.so.sym");
+    store.put(&key, &sym).unwrap();
+    let outcome = add_debug_file(&store, &key, u64::MAX).unwrap();
+    let DebugFileOutcome::Stored { meta, .. } = &outcome else {
+        panic!("{outcome:?}")
+    };
+    assert_eq!(meta.file_format, "breakpad");
+    assert_eq!(meta.quality, Quality::Inlines);
+    convert(&store, TRACE_KEY);
+    convert(&store, OTLP_KEY);
+    // The same answers addr2line gives from the ELF itself.
+    assert_matches_addr2line(&lib, &a, &store);
+}
+
+/// A store that runs `hook` once, after the `at`-th read of a debug-file meta: for a
+/// conversion, the moment it has decided which symbols it uses.
+struct RaceStore<'a> {
+    inner: &'a LocalDirStore,
+    at: usize,
+    reads: std::sync::atomic::AtomicUsize,
+    hook: std::sync::Mutex<Option<Box<dyn FnOnce() + Send + 'a>>>,
+}
+
+impl<'a> RaceStore<'a> {
+    fn new(inner: &'a LocalDirStore, at: usize, hook: impl FnOnce() + Send + 'a) -> Self {
+        RaceStore {
+            inner,
+            at,
+            reads: std::sync::atomic::AtomicUsize::new(0),
+            hook: std::sync::Mutex::new(Some(Box::new(hook))),
+        }
+    }
+}
+
+impl ObjectStore for RaceStore<'_> {
+    fn get(&self, key: &str) -> proflake::Result<Option<Vec<u8>>> {
+        let got = self.inner.get(key)?;
+        let meta = key.starts_with("debuginfo/") && key.ends_with("/meta.json");
+        if meta && self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == self.at {
+            let hook = self.hook.lock().unwrap().take();
+            if let Some(hook) = hook {
+                hook();
+            }
+        }
+        Ok(got)
+    }
+    fn get_object(
+        &self,
+        key: &str,
+        max: u64,
+    ) -> proflake::Result<Option<(Vec<u8>, proflake::ObjectInfo)>> {
+        self.inner.get_object(key, max)
+    }
+    fn exists(&self, key: &str) -> proflake::Result<bool> {
+        self.inner.exists(key)
+    }
+    fn head(&self, key: &str) -> proflake::Result<Option<proflake::ObjectInfo>> {
+        self.inner.head(key)
+    }
+    fn put(&self, key: &str, bytes: &[u8]) -> proflake::Result<()> {
+        self.inner.put(key, bytes)
+    }
+    fn delete(&self, key: &str) -> proflake::Result<()> {
+        self.inner.delete(key)
+    }
+    fn list(&self, prefix: &str) -> proflake::Result<Vec<String>> {
+        self.inner.list(prefix)
+    }
+}
+
+#[test]
+fn a_debug_file_arriving_while_an_upload_converts_is_not_lost() {
+    let lib = build("libwork.so", &[]);
+    let a = addresses(&lib);
+    let (_dir, store) = bucket_with_profiles(&lib, &a);
+    let key = debug_key(&lib, "libwork.so");
+    let arrived = std::sync::atomic::AtomicU64::new(u64::MAX);
+    // The conversion has looked for symbols and found none; now the debug file arrives and
+    // its rehydration runs, before the conversion has published anything to find.
+    let racing = RaceStore::new(&store, 1, || {
+        store.put(&key, &lib.bytes()).unwrap();
+        add_debug_file(&store, &key, u64::MAX).unwrap();
+        let page = rehydrate(
+            &store,
+            &store,
+            RehydrateScope::BuildId(&lib.build_id),
+            None,
+            &RehydrateOptions::default(),
+        )
+        .unwrap();
+        arrived.store(page.reconverted, std::sync::atomic::Ordering::SeqCst);
+    });
+    let outcome = process_upload(&store, &racing, OTLP_KEY, &ProcessOptions::default()).unwrap();
+    assert_eq!(
+        arrived.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the rehydration found nothing yet"
+    );
+    let Outcome::Converted(c) = outcome else {
+        panic!("{outcome:?}")
+    };
+    let frames = a.leaves.len() as u64 + 1;
+    assert_eq!(
+        c.frames_symbolized, frames,
+        "the check after publishing converted again"
+    );
+    let image = &manifest(&store, OTLP_KEY).symbols[0];
+    assert_eq!(image.symbolicated, frames);
+
+    // The same bytes as a conversion that started after the symbols arrived.
+    let (_fresh_dir, fresh) = bucket_with_profiles(&lib, &a);
+    fresh.put(&key, &lib.bytes()).unwrap();
+    add_debug_file(&fresh, &key, u64::MAX).unwrap();
+    convert(&fresh, OTLP_KEY);
+    assert_eq!(outputs(&store), outputs(&fresh));
+}
+
+#[test]
+fn a_rehydration_racing_a_replaced_upload_brings_no_old_outputs_back() {
+    let lib = build("libwork.so", &[]);
+    let a = addresses(&lib);
+    let (_dir, store) = bucket_with_profiles(&lib, &a);
+    let old = convert(&store, OTLP_KEY);
+    let key = debug_key(&lib, "libwork.so");
+    store.put(&key, &lib.bytes()).unwrap();
+    add_debug_file(&store, &key, u64::MAX).unwrap();
+    // While the rehydration converts the old content, the key gets new content (only the
+    // leaves of `work`), which converts at once.
+    let mut fewer = addresses(&lib);
+    fewer.leaves.truncate(3);
+    let replacement = otlp_request(&lib, &fewer);
+    // Read 1 is the rehydration's own look at the meta, read 2 the conversion's.
+    let racing = RaceStore::new(&store, 2, || {
+        store.put(OTLP_KEY, &replacement).unwrap();
+        convert(&store, OTLP_KEY);
+    });
+    let page = rehydrate(
+        &store,
+        &racing,
+        RehydrateScope::BuildId(&lib.build_id),
+        None,
+        &RehydrateOptions::default(),
+    )
+    .unwrap();
+    assert!(
+        page.outcomes.iter().any(|o| matches!(
+            o,
+            Outcome::Skipped {
+                why: proflake::SkipReason::Overwritten,
+                ..
+            }
+        )),
+        "{page:?}"
+    );
+    let new = manifest(&store, OTLP_KEY);
+    assert_ne!(new.source.source_id, old.source.source_id);
+    let old_prefix = format!("converted/{}/", old.source.source_id);
+    let left: Vec<String> = outputs(&store)
+        .into_keys()
+        .filter(|k| k.contains(&old.source.source_id))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "outputs of the replaced content: {left:?} ({old_prefix})"
+    );
+    assert_eq!(
+        new.symbols[0].symbolicated, 4,
+        "the new content used the symbols"
+    );
+}

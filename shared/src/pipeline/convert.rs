@@ -191,13 +191,19 @@ fn convert_inner(
     } else {
         // The input already is Sample v2: validated by the decoder, stored unchanged, and
         // tabulated chunk by chunk, each under its own platform, release and environment.
-        let (mut profiles, chunks): (Vec<Profile>, Vec<SampleV2Chunk>) =
+        let (mut profiles, mut chunks): (Vec<Profile>, Vec<SampleV2Chunk>) =
             std::mem::take(&mut decoded.chunks)
                 .into_iter()
                 .map(PassThrough::into_output)
                 .unzip();
-        for profile in &mut profiles {
-            symbolization.merge(symbolize(profile, symbols)?);
+        // Chunks stay as received unless symbols name some of their frames; then they are
+        // written again through the typed schema.
+        for (profile, chunk) in profiles.iter_mut().zip(&mut chunks) {
+            let report = symbolize(profile, symbols)?;
+            if report.symbolicated() > 0 {
+                chunk.rewrite_frames(profile)?;
+            }
+            symbolization.merge(report);
         }
         let mut table_plans: Vec<Vec<TableProfilePlan>> = Vec::with_capacity(chunks.len());
         for (profile, chunk) in profiles.iter().zip(&chunks) {
