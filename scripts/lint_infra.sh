@@ -2,8 +2,11 @@
 # Lints the deployment template (infra/template.yaml):
 # 1. cfn-lint from .venv; any finding fails: errors, warnings and informational ones (which
 #    cfn-lint only checks with `-c I`). cfn-lint validates SAM resources against SAM's schemas.
-# 2. the project's own rules: no Allow statement grants a wildcard action or the resource "*",
-#    and the convert queue's visibility timeout is 6x the function timeout for every choice.
+# 2. the project's own rules: no Allow statement grants a wildcard action or the resource "*";
+#    object ARNs name a key prefix (bucket/prefix/..., never bucket/*); every function has its
+#    own role (no SAM-generated policies) and sends SQS messages only to queues it consumes;
+#    the convert queue's visibility timeout is 6x the function timeout for every choice, and a
+#    queue with a fixed timeout is at least 6x its consumer's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +19,7 @@ fi
 "$venv/cfn-lint" --include-checks I --non-zero-exit-code informational -- "$template"
 
 "$venv/python" - "$template" <<'PY'
+import re
 import sys
 from cfnlint.decode import decode
 
@@ -58,6 +62,55 @@ for name, resource in template.get("Resources", {}).items():
                 failures.append(f"{where} {sid}: resource '*' in an Allow")
         if "NotAction" in statement or "NotResource" in statement:
             failures.append(f"{where} {sid}: NotAction/NotResource in an Allow")
+        for resource_arn in as_list(statement.get("Resource", [])):
+            text = resource_arn.get("Fn::Sub") if isinstance(resource_arn, dict) else resource_arn
+            if isinstance(text, list):
+                text = text[0]
+            # An object ARN must name a key prefix before any wildcard: bucket/prefix/*.
+            if isinstance(text, str) and re.search(r"(\.Arn\}|:::[^/]+)/\*", text):
+                failures.append(f"{where} {sid}: every object of a bucket ({text!r}) in an Allow")
+
+
+def get_att_target(value):
+    """The resource a {"Fn::GetAtt": [name, "Arn"]} (or "name.Arn") names, else None."""
+    if isinstance(value, dict) and "Fn::GetAtt" in value:
+        target = value["Fn::GetAtt"]
+        return target[0] if isinstance(target, list) else str(target).split(".")[0]
+    return None
+
+
+resources = template.get("Resources", {})
+for name, resource in resources.items():
+    if resource.get("Type") != "AWS::Serverless::Function":
+        continue
+    props = resource.get("Properties", {})
+    role = get_att_target(props.get("Role"))
+    if role is None or resources.get(role, {}).get("Type") != "AWS::IAM::Role":
+        failures.append(f"{name}: no role of its own (Role: !GetAtt <AWS::IAM::Role>.Arn)")
+        continue
+    if "Policies" in props:
+        failures.append(f"{name}: SAM Policies instead of its own role's")
+    users = [n for n, r in resources.items()
+             if r.get("Type") == "AWS::Serverless::Function"
+             and get_att_target(r.get("Properties", {}).get("Role")) == role]
+    if users != [name]:
+        failures.append(f"{role}: shared by {users}; each function has its own role")
+    queues = set()
+    for event in props.get("Events", {}).values():
+        if event.get("Type") == "SQS":
+            queue = get_att_target(event.get("Properties", {}).get("Queue"))
+            queues.add(queue)
+            timeout = props.get("Timeout")
+            visibility = resources.get(queue, {}).get("Properties", {}).get("VisibilityTimeout")
+            if isinstance(timeout, int) and isinstance(visibility, int) and visibility < 6 * timeout:
+                failures.append(f"{queue}: visibility timeout {visibility} < 6 x {name}'s timeout {timeout}")
+    for where, statement in statements(resources[role].get("Properties", {}), role):
+        if statement.get("Effect") != "Allow":
+            continue
+        if "sqs:SendMessage" in as_list(statement.get("Action", [])):
+            for target in as_list(statement.get("Resource", [])):
+                if get_att_target(target) not in queues:
+                    failures.append(f"{where}: {name} may send to {target!r}, which it does not consume")
 
 timeouts = template["Parameters"]["FunctionTimeout"]["AllowedValues"]
 visibility = template["Mappings"]["VisibilityTimeout"]

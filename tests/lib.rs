@@ -1,7 +1,9 @@
-//! Helpers both test targets (integration/ and e2e/) use: repository files and compression.
+//! Helpers both test targets (integration/ and e2e/) use: repository files, compression, and
+//! the gcc-built library with its profiles.
 //! Target-specific helpers live beside their tests.
 
 pub mod native;
+pub mod native_profiles;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

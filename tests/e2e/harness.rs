@@ -1,7 +1,9 @@
-//! The local stand-in for production: moto with the two buckets, the convert queue with its
-//! dead-letter queue and redrive policy, and the uploads bucket's notification to the queue
-//! (as infra/template.yaml sets them up). There is no event source mapping locally, so
-//! [`Env::drain`] does its job: receive, call the handler, delete what succeeded.
+//! The local stand-in for production: moto with the two buckets, the convert and rehydrate
+//! queues with their dead-letter queues and redrive policies, the uploads bucket's notification
+//! to the convert queue and the output bucket's (`debuginfo/`) to the rehydrate queue (as
+//! infra/template.yaml sets them up). There is no event source mapping locally, so
+//! [`Env::drain`] and [`Env::rehydrate_batch`] do its job: receive, call the handler, delete
+//! what succeeded.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -27,6 +29,8 @@ pub const UPLOADS_BUCKET: &str = "proflake-uploads";
 pub const OUTPUT_BUCKET: &str = "proflake-outputs";
 pub const QUEUE: &str = "proflake-convert";
 pub const DLQ: &str = "proflake-convert-dlq";
+pub const REHYDRATE_QUEUE: &str = "proflake-rehydrate";
+pub const REHYDRATE_DLQ: &str = "proflake-rehydrate-dlq";
 /// The production redrive policy's maxReceiveCount.
 pub const MAX_RECEIVE_COUNT: u32 = 5;
 
@@ -69,7 +73,7 @@ pub fn impatient_s3_client(endpoint: &str) -> aws_sdk_s3::Client {
     aws_sdk_s3::Client::from_conf(conf)
 }
 
-fn sqs_client(endpoint: &str) -> aws_sdk_sqs::Client {
+pub fn sqs_client(endpoint: &str) -> aws_sdk_sqs::Client {
     let conf = aws_sdk_sqs::Config::builder()
         .behavior_version(aws_sdk_sqs::config::BehaviorVersion::latest())
         .region(aws_sdk_sqs::config::Region::new(REGION))
@@ -91,6 +95,22 @@ pub fn config(concurrency: usize) -> Config {
     Config::from_lookup(|name| vars.get(name).cloned()).expect("handler config")
 }
 
+/// The rehydrate handler's configuration: the two buckets, its own queue at `queue_url`,
+/// `extra` variables on top (an empty value unsets one).
+pub fn rehydrate_config(queue_url: &str, extra: &[(&str, &str)]) -> proflake_rehydrate::Config {
+    let mut vars: HashMap<&str, String> = HashMap::from([
+        ("PROFLAKE_OUTPUT_BUCKET", OUTPUT_BUCKET.to_owned()),
+        ("PROFLAKE_UPLOAD_BUCKET", UPLOADS_BUCKET.to_owned()),
+        ("PROFLAKE_REHYDRATE_QUEUE_URL", queue_url.to_owned()),
+        ("PROFLAKE_LOG", "warn".to_owned()),
+    ]);
+    for (name, value) in extra {
+        vars.insert(*name, (*value).to_owned());
+    }
+    proflake_rehydrate::Config::from_lookup(|name| vars.get(name).cloned())
+        .expect("rehydrate handler config")
+}
+
 /// Moto set up like production.
 pub struct Env {
     pub moto: Moto,
@@ -99,6 +119,9 @@ pub struct Env {
     pub queue_url: String,
     pub queue_arn: String,
     pub dlq_url: String,
+    pub rehydrate_url: String,
+    pub rehydrate_arn: String,
+    pub rehydrate_dlq_url: String,
 }
 
 /// One upload: key, bytes and `x-amz-meta-*` user metadata.
@@ -138,57 +161,19 @@ impl Env {
                 .await
                 .unwrap_or_else(|e| panic!("create bucket {bucket}: {e:?}"));
         }
-        let dlq_url = sqs
-            .create_queue()
-            .queue_name(DLQ)
-            .send()
-            .await
-            .expect("create DLQ")
-            .queue_url
-            .unwrap();
-        let dlq_arn = queue_arn(&sqs, &dlq_url).await;
-        let redrive = format!(
-            r#"{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":"{MAX_RECEIVE_COUNT}"}}"#
-        );
-        let queue_url = sqs
-            .create_queue()
-            .queue_name(QUEUE)
-            .attributes(
-                QueueAttributeName::VisibilityTimeout,
-                visibility_timeout_s.to_string(),
-            )
-            .attributes(QueueAttributeName::RedrivePolicy, redrive)
-            .send()
-            .await
-            .expect("create queue")
-            .queue_url
-            .unwrap();
-        let queue_arn = queue_arn(&sqs, &queue_url).await;
-        let prefix = FilterRule::builder()
-            .name(FilterRuleName::Prefix)
-            .value("uploads/")
-            .build();
-        let notification = QueueConfiguration::builder()
-            .id("convert")
-            .queue_arn(&queue_arn)
-            .events("s3:ObjectCreated:*".into())
-            .filter(
-                NotificationConfigurationFilter::builder()
-                    .key(S3KeyFilter::builder().filter_rules(prefix).build())
-                    .build(),
-            )
-            .build()
-            .unwrap();
-        s3.put_bucket_notification_configuration()
-            .bucket(UPLOADS_BUCKET)
-            .notification_configuration(
-                NotificationConfiguration::builder()
-                    .queue_configurations(notification)
-                    .build(),
-            )
-            .send()
-            .await
-            .expect("notification configuration");
+        let (queue_url, queue_arn, dlq_url) =
+            create_queue_pair(&sqs, QUEUE, DLQ, visibility_timeout_s).await;
+        let (rehydrate_url, rehydrate_arn, rehydrate_dlq_url) =
+            create_queue_pair(&sqs, REHYDRATE_QUEUE, REHYDRATE_DLQ, visibility_timeout_s).await;
+        notify(&s3, UPLOADS_BUCKET, "convert", &queue_arn, "uploads/").await;
+        notify(
+            &s3,
+            OUTPUT_BUCKET,
+            "rehydrate",
+            &rehydrate_arn,
+            "debuginfo/",
+        )
+        .await;
         Env {
             moto,
             s3,
@@ -196,6 +181,9 @@ impl Env {
             queue_url,
             queue_arn,
             dlq_url,
+            rehydrate_url,
+            rehydrate_arn,
+            rehydrate_dlq_url,
         }
     }
 
@@ -213,6 +201,65 @@ impl Env {
         self.delete(&messages).await;
     }
 
+    /// [`Env::consume_test_event`] of the rehydrate queue.
+    pub async fn consume_rehydrate_test_event(&self) {
+        let messages = receive_from(&self.sqs, &self.rehydrate_url, 10, 5).await;
+        assert_eq!(messages.len(), 1, "expected only the s3:TestEvent");
+        assert!(is_test_event(&messages[0]), "{:?}", messages[0].body);
+        delete_messages(&self.sqs, &self.rehydrate_url, &messages).await;
+    }
+
+    /// A rehydrate handler app on moto, continuations to the real rehydrate queue.
+    pub fn rehydrate_app(&self, extra: &[(&str, &str)]) -> proflake_rehydrate::App {
+        proflake_rehydrate::App::new(
+            rehydrate_config(&self.rehydrate_url, extra),
+            s3_client(&self.moto.endpoint),
+            sqs_client(&self.moto.endpoint),
+        )
+    }
+
+    /// Receives up to `max` messages of the rehydrate queue, long-polling up to `wait_s`.
+    pub async fn receive_rehydrate(&self, max: i32, wait_s: i32) -> Vec<Message> {
+        receive_from(&self.sqs, &self.rehydrate_url, max, wait_s).await
+    }
+
+    /// Deletes `messages` from the rehydrate queue.
+    pub async fn delete_rehydrate(&self, messages: &[Message]) {
+        delete_messages(&self.sqs, &self.rehydrate_url, messages).await;
+    }
+
+    /// One rehydrate invocation as the event source mapping makes it: the handler on
+    /// `messages`, then every message not reported failed deleted. Returns the response and
+    /// what the batch counted.
+    pub async fn rehydrate_batch(
+        &self,
+        app: &proflake_rehydrate::App,
+        messages: &[Message],
+    ) -> (SqsBatchResponse, proflake_rehydrate::BatchTally) {
+        let event = sqs_event(&self.rehydrate_arn, messages);
+        let (response, tally) = proflake_rehydrate::handle_batch_tallied(app, event).await;
+        let failed = failed_ids(&response);
+        let done: Vec<Message> = messages
+            .iter()
+            .filter(|m| !failed.iter().any(|id| Some(id.as_str()) == m.message_id()))
+            .cloned()
+            .collect();
+        self.delete_rehydrate(&done).await;
+        (response, tally)
+    }
+
+    /// Puts `bytes` at `key` in the output bucket (a debug file, as an operator uploads it).
+    pub async fn put_output(&self, key: &str, bytes: &[u8]) {
+        self.s3
+            .put_object()
+            .bucket(OUTPUT_BUCKET)
+            .key(key)
+            .body(ByteStream::from(bytes.to_vec()))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("put {key}: {e:?}"));
+    }
+
     /// Uploads `upload` to the uploads bucket.
     pub async fn put(&self, upload: &Upload) {
         put_upload(&self.s3, upload).await;
@@ -220,17 +267,7 @@ impl Env {
 
     /// Receives up to `max` messages, long-polling up to `wait_s` seconds.
     pub async fn receive(&self, max: i32, wait_s: i32) -> Vec<Message> {
-        self.sqs
-            .receive_message()
-            .queue_url(&self.queue_url)
-            .max_number_of_messages(max)
-            .wait_time_seconds(wait_s)
-            .message_system_attribute_names(MessageSystemAttributeName::All)
-            .send()
-            .await
-            .expect("receive")
-            .messages
-            .unwrap_or_default()
+        receive_from(&self.sqs, &self.queue_url, max, wait_s).await
     }
 
     /// Deletes `messages` from the queue.
@@ -366,6 +403,89 @@ impl Env {
                 .expect("delete output");
         }
     }
+}
+
+/// A queue and its dead-letter queue with the production redrive policy: (URL, ARN, DLQ URL).
+async fn create_queue_pair(
+    sqs: &aws_sdk_sqs::Client,
+    name: &str,
+    dlq_name: &str,
+    visibility_timeout_s: u32,
+) -> (String, String, String) {
+    let dlq_url = sqs
+        .create_queue()
+        .queue_name(dlq_name)
+        .send()
+        .await
+        .expect("create DLQ")
+        .queue_url
+        .unwrap();
+    let dlq_arn = queue_arn(sqs, &dlq_url).await;
+    let redrive =
+        format!(r#"{{"deadLetterTargetArn":"{dlq_arn}","maxReceiveCount":"{MAX_RECEIVE_COUNT}"}}"#);
+    let queue_url = sqs
+        .create_queue()
+        .queue_name(name)
+        .attributes(
+            QueueAttributeName::VisibilityTimeout,
+            visibility_timeout_s.to_string(),
+        )
+        .attributes(QueueAttributeName::RedrivePolicy, redrive)
+        .send()
+        .await
+        .expect("create queue")
+        .queue_url
+        .unwrap();
+    let arn = queue_arn(sqs, &queue_url).await;
+    (queue_url, arn, dlq_url)
+}
+
+/// Notifies the queue `queue_arn` of every object created under `prefix` in `bucket`.
+async fn notify(s3: &aws_sdk_s3::Client, bucket: &str, id: &str, queue_arn: &str, prefix: &str) {
+    let prefix = FilterRule::builder()
+        .name(FilterRuleName::Prefix)
+        .value(prefix)
+        .build();
+    let notification = QueueConfiguration::builder()
+        .id(id)
+        .queue_arn(queue_arn)
+        .events("s3:ObjectCreated:*".into())
+        .filter(
+            NotificationConfigurationFilter::builder()
+                .key(S3KeyFilter::builder().filter_rules(prefix).build())
+                .build(),
+        )
+        .build()
+        .unwrap();
+    s3.put_bucket_notification_configuration()
+        .bucket(bucket)
+        .notification_configuration(
+            NotificationConfiguration::builder()
+                .queue_configurations(notification)
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("notification configuration of {bucket}: {e:?}"));
+}
+
+/// Receives up to `max` messages of the queue at `queue_url`, long-polling up to `wait_s`.
+pub async fn receive_from(
+    sqs: &aws_sdk_sqs::Client,
+    queue_url: &str,
+    max: i32,
+    wait_s: i32,
+) -> Vec<Message> {
+    sqs.receive_message()
+        .queue_url(queue_url)
+        .max_number_of_messages(max)
+        .wait_time_seconds(wait_s)
+        .message_system_attribute_names(MessageSystemAttributeName::All)
+        .send()
+        .await
+        .expect("receive")
+        .messages
+        .unwrap_or_default()
 }
 
 async fn queue_arn(sqs: &aws_sdk_sqs::Client, queue_url: &str) -> String {

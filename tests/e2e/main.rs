@@ -1,5 +1,5 @@
-//! The convert Lambda's handler end to end: real uploads to S3, the real S3 → SQS
-//! notifications, the handler called the way Lambda's SQS event source mapping calls it, all
+//! The convert and rehydrate Lambdas' handlers end to end: real uploads to S3, the real S3 →
+//! SQS notifications, the handlers called the way Lambda's SQS event source mapping calls them, all
 //! against a moto server per test (S3 + SQS; `.venv/bin/moto_server`, or
 //! `$PROFLAKE_MOTO_SERVER`). scripts/test.sh installs moto into .venv.
 //!
@@ -11,3 +11,4 @@ mod failures;
 mod fault_proxy;
 mod harness;
 mod moto;
+mod rehydrate;

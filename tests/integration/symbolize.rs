@@ -5,22 +5,18 @@
 
 use std::collections::BTreeMap;
 
-use arrow_array::{
-    Array, Int32Array, Int64Array, ListArray, RecordBatch, StringArray, StructArray,
-};
 use proflake::pipeline::{
     add_debug_file, rehydrate, DebugFileOutcome, Manifest, RehydrateOptions, RehydrateScope,
 };
 use proflake::symbolize::Quality;
 use proflake::{
-    manifest_key, process_upload, read_tables, source_id, LocalDirStore, ObjectStore, Outcome,
-    ProcessOptions, Table,
+    manifest_key, process_upload, source_id, LocalDirStore, ObjectStore, Outcome, ProcessOptions,
 };
 use serde_json::json;
 
-use proflake_tests::native::{
-    addresses, build, otlp_request, perfetto_trace, Addresses, Level, NativeLib, BASE, LINKED_AT,
-    START_S,
+use proflake_tests::native::{build, NativeLib, LINKED_AT};
+use proflake_tests::native_profiles::{
+    addresses, assert_matches_addr2line, otlp_request, perfetto_trace, Addresses, START_S,
 };
 
 const TRACE_KEY: &str = "uploads/work.pftrace";
@@ -74,115 +70,6 @@ fn outputs(store: &LocalDirStore) -> BTreeMap<String, Vec<u8>> {
             (k, v)
         })
         .collect()
-}
-
-fn col<'a, T: 'static>(b: &'a RecordBatch, name: &str) -> &'a T {
-    b.column_by_name(name)
-        .unwrap_or_else(|| panic!("column {name}"))
-        .as_any()
-        .downcast_ref::<T>()
-        .unwrap()
-}
-
-fn opt_str(a: &StringArray, i: usize) -> Option<String> {
-    a.is_valid(i).then(|| a.value(i).to_owned())
-}
-
-fn opt_u32(a: &Int32Array, i: usize) -> Option<u32> {
-    a.is_valid(i).then(|| a.value(i) as u32)
-}
-
-/// Each frame of the tables that has an address: (source format, address space, address) →
-/// its inline chain, innermost first, read from `function`/`file`/`line` and `inlined_into`.
-fn table_chains(store: &LocalDirStore) -> BTreeMap<(String, u64), Vec<Level>> {
-    let t = read_tables(store, &[Table::Frames], None, None).unwrap();
-    let f = &t.frames;
-    let (function, file, line) = (
-        col::<StringArray>(f, "function"),
-        col::<StringArray>(f, "file"),
-        col::<Int32Array>(f, "line"),
-    );
-    let (address, space) = (
-        col::<Int64Array>(f, "address"),
-        col::<StringArray>(f, "address_space"),
-    );
-    let inlined = col::<ListArray>(f, "inlined_into");
-    let mut out = BTreeMap::new();
-    for i in 0..f.num_rows() {
-        if !address.is_valid(i) {
-            continue;
-        }
-        let mut chain = Vec::new();
-        if let Some(function) = opt_str(function, i) {
-            chain.push(Level {
-                function,
-                file: opt_str(file, i),
-                line: opt_u32(line, i),
-            });
-        }
-        let calls = inlined.value(i);
-        let calls = calls.as_any().downcast_ref::<StructArray>().unwrap();
-        let (cf, cfile, cline) = (
-            calls
-                .column_by_name("function")
-                .unwrap()
-                .as_any()
-                .downcast_ref::<StringArray>()
-                .unwrap(),
-            calls
-                .column_by_name("file")
-                .unwrap()
-                .as_any()
-                .downcast_ref::<StringArray>()
-                .unwrap(),
-            calls
-                .column_by_name("line")
-                .unwrap()
-                .as_any()
-                .downcast_ref::<Int32Array>()
-                .unwrap(),
-        );
-        for j in 0..calls.len() {
-            chain.push(Level {
-                function: opt_str(cf, j).unwrap_or_default(),
-                file: opt_str(cfile, j),
-                line: opt_u32(cline, j),
-            });
-        }
-        out.insert((space.value(i).to_owned(), address.value(i) as u64), chain);
-    }
-    out
-}
-
-/// Asserts that every profiled address reads in the tables as addr2line reads it: leaf
-/// addresses as they are, the caller at its call instruction (return address − 1).
-fn assert_matches_addr2line(lib: &NativeLib, a: &Addresses, store: &LocalDirStore) {
-    let chains = table_chains(store);
-    let mut lookups: Vec<u64> = a.leaves.clone();
-    lookups.push(a.ret - 1);
-    let expected = lib.addr2line(&lookups);
-    let mut compared = 0;
-    for (i, want) in expected.iter().enumerate() {
-        let va = lookups[i];
-        // Perfetto: the rel_pc is the virtual address (the caller's already adjusted).
-        let perfetto = &chains[&("image_relative".to_owned(), va)];
-        assert_eq!(perfetto, want, "rel_pc {va:#x}");
-        // OTLP: the absolute address; the caller's is the return address itself.
-        let abs = if i == a.leaves.len() {
-            BASE + a.ret
-        } else {
-            BASE + va
-        };
-        let otlp = &chains[&("absolute".to_owned(), abs)];
-        assert_eq!(otlp, want, "absolute {abs:#x} (virtual address {va:#x})");
-        compared += 2;
-    }
-    assert_eq!(compared, 2 * (a.leaves.len() + 1));
-    let inline_levels: usize = expected.iter().map(|c| c.len()).max().unwrap();
-    assert!(
-        inline_levels >= 2,
-        "the library has inlined code at the addresses profiled"
-    );
 }
 
 #[test]

@@ -3,7 +3,8 @@
 
 use std::fs;
 
-use proflake_tests::native::{addresses, build, otlp_request};
+use proflake_tests::native::build;
+use proflake_tests::native_profiles::{addresses, otlp_request};
 
 mod common;
 

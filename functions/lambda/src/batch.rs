@@ -38,8 +38,23 @@ pub struct MessageOutcome<T> {
 pub async fn handle_batch<T, F, Fut>(
     config: &Config,
     event: SqsEvent,
-    mut handle_message: F,
+    handle_message: F,
 ) -> SqsBatchResponse
+where
+    T: Tally,
+    F: FnMut(SqsMessage) -> Fut,
+    Fut: Future<Output = MessageOutcome<T>> + Send + 'static,
+{
+    handle_batch_tallied(config, event, handle_message).await.0
+}
+
+/// [`handle_batch`], also returning the batch's tally (what its metrics were printed from), for
+/// tests that check what a batch did.
+pub async fn handle_batch_tallied<T, F, Fut>(
+    config: &Config,
+    event: SqsEvent,
+    mut handle_message: F,
+) -> (SqsBatchResponse, T)
 where
     T: Tally,
     F: FnMut(SqsMessage) -> Fut,
@@ -108,7 +123,7 @@ where
             failure
         })
         .collect();
-    response
+    (response, tally)
 }
 
 fn now_ms() -> u64 {

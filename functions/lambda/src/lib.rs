@@ -14,11 +14,11 @@ mod metrics;
 mod stores;
 mod tally;
 
-pub use batch::{handle_batch, MessageOutcome};
+pub use batch::{handle_batch, handle_batch_tallied, MessageOutcome};
 pub use config::{
     Config, ConfigError, LogFormat, Vars, DEFAULT_CONCURRENCY, DEFAULT_METRICS_NAMESPACE,
 };
 pub use logging::init_logging;
 pub use metrics::{emf_documents, print_documents, Metric, MetricsTarget, Unit};
-pub use stores::{s3_client_from_env, StorePair, Stores};
+pub use stores::{aws_config_from_env, s3_client, s3_client_from_env, StorePair, Stores};
 pub use tally::Tally;

@@ -7,19 +7,29 @@ use proflake::{ObjectStore, PrefixedStore, S3Store};
 
 use crate::config::Config;
 
-/// An S3 client from the standard AWS environment (`AWS_REGION`, credentials,
-/// `AWS_ENDPOINT_URL` / `AWS_ENDPOINT_URL_S3` honoured by aws-config); path-style addressing
-/// when either endpoint variable is set, because moto and MinIO cannot resolve `bucket.host`
-/// names.
-pub async fn s3_client_from_env() -> aws_sdk_s3::Client {
-    let shared = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+/// The shared AWS configuration from the standard environment (`AWS_REGION`, credentials,
+/// `AWS_ENDPOINT_URL` and the per-service `AWS_ENDPOINT_URL_<SERVICE>` honoured by aws-config).
+/// Load it once and build each service's client from it.
+pub async fn aws_config_from_env() -> aws_config::SdkConfig {
+    aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await
+}
+
+/// An S3 client from `shared`; path-style addressing when `AWS_ENDPOINT_URL` or
+/// `AWS_ENDPOINT_URL_S3` is set, because moto and MinIO cannot resolve `bucket.host` names.
+pub fn s3_client(shared: &aws_config::SdkConfig) -> aws_sdk_s3::Client {
     let endpoint_set = ["AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"]
         .iter()
         .any(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()));
-    let s3_config = aws_sdk_s3::config::Builder::from(&shared)
+    let s3_config = aws_sdk_s3::config::Builder::from(shared)
         .force_path_style(endpoint_set)
         .build();
     aws_sdk_s3::Client::from_conf(s3_config)
+}
+
+/// An S3 client from the standard AWS environment: [`s3_client`] of
+/// [`aws_config_from_env`].
+pub async fn s3_client_from_env() -> aws_sdk_s3::Client {
+    s3_client(&aws_config_from_env().await)
 }
 
 type StoreFn = dyn Fn(&str) -> Arc<dyn ObjectStore> + Send + Sync;

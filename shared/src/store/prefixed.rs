@@ -61,6 +61,18 @@ impl ObjectStore for PrefixedStore {
             .filter_map(|k| k.strip_prefix(&self.prefix).map(str::to_owned))
             .collect())
     }
+
+    /// The inner store's page (one bucket request, not the default's whole listing).
+    fn list_page(&self, prefix: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        let after = after.map(|a| self.key(a));
+        let keys = self
+            .inner
+            .list_page(&self.key(prefix), after.as_deref(), limit)?;
+        Ok(keys
+            .into_iter()
+            .filter_map(|k| k.strip_prefix(&self.prefix).map(str::to_owned))
+            .collect())
+    }
 }
 
 #[cfg(test)]
@@ -82,6 +94,25 @@ mod tests {
         assert_eq!(store.list("converted/").unwrap(), ["converted/x.json"]);
         store.delete("converted/x.json").unwrap();
         assert_eq!(inner.get("env/a/converted/x.json").unwrap(), None);
+    }
+
+    #[test]
+    fn pages_are_listed_through_the_prefix() {
+        let dir = tempfile::tempdir().unwrap();
+        let inner: Arc<dyn ObjectStore> = Arc::new(LocalDirStore::new(dir.path()));
+        inner.put("index/x", b"0").unwrap();
+        let store = PrefixedStore::wrap(inner.clone(), "p/");
+        for k in ["index/a", "index/b", "index/c"] {
+            store.put(k, b"1").unwrap();
+        }
+        assert_eq!(
+            store.list_page("index/", None, 2).unwrap(),
+            ["index/a", "index/b"]
+        );
+        assert_eq!(
+            store.list_page("index/", Some("index/b"), 2).unwrap(),
+            ["index/c"]
+        );
     }
 
     #[test]

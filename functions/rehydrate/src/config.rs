@@ -1,0 +1,143 @@
+//! The function's settings, read once at cold start from its environment.
+
+use proflake::pipeline::DEFAULT_MAX_DEBUG_FILE_BYTES;
+use proflake_lambda::{ConfigError, Vars};
+
+/// Default of `AWS_LAMBDA_FUNCTION_NAME` when running outside Lambda.
+pub const DEFAULT_FUNCTION_NAME: &str = "proflake-rehydrate";
+
+/// Default of `PROFLAKE_REHYDRATE_MAX_UPLOADS`: conversions per message, so that one
+/// invocation stays well inside its time limit.
+pub const DEFAULT_MAX_UPLOADS: usize = 25;
+
+/// Default of `PROFLAKE_REHYDRATE_MAX_ENTRIES`: build-ID index entries read per message.
+pub const DEFAULT_MAX_ENTRIES: usize = 5_000;
+
+/// Settings of the rehydrate function: the shared ones (see [`proflake_lambda::Config`]), of
+/// which `PROFLAKE_OUTPUT_BUCKET` is required here, and its own:
+///
+/// | variable | meaning | default |
+/// |---|---|---|
+/// | `PROFLAKE_UPLOAD_BUCKET` | the bucket the uploads are in (index entries name keys only) | required |
+/// | `PROFLAKE_REHYDRATE_QUEUE_URL` | the function's own queue, for continuation messages | required |
+/// | `PROFLAKE_REHYDRATE_MAX_UPLOADS` | conversions per message; more goes to a continuation | `25` |
+/// | `PROFLAKE_REHYDRATE_MAX_ENTRIES` | build-ID index entries read per message | `5000` |
+/// | `PROFLAKE_MAX_DEBUG_FILE_BYTES` | larger debug files are refused unread | `2147483648` (2 GiB) |
+///
+/// `AWS_LAMBDA_FUNCTION_NAME` defaults to [`DEFAULT_FUNCTION_NAME`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// The shared settings.
+    pub common: proflake_lambda::Config,
+    /// `PROFLAKE_OUTPUT_BUCKET`: the outputs and the symbol store (`debuginfo/`).
+    pub output_bucket: String,
+    /// `PROFLAKE_UPLOAD_BUCKET`.
+    pub upload_bucket: String,
+    /// `PROFLAKE_REHYDRATE_QUEUE_URL`.
+    pub queue_url: String,
+    /// `PROFLAKE_REHYDRATE_MAX_UPLOADS`.
+    pub max_uploads: usize,
+    /// `PROFLAKE_REHYDRATE_MAX_ENTRIES`.
+    pub max_entries: usize,
+    /// `PROFLAKE_MAX_DEBUG_FILE_BYTES`.
+    pub max_debug_file_bytes: u64,
+}
+
+impl Config {
+    /// The settings from the process environment.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        Config::from_vars(&Vars::from_env())
+    }
+
+    /// The settings from `get`, which returns a variable's value (`None` when unset).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        Config::from_vars(&Vars::from_lookup(get))
+    }
+
+    /// The settings from `vars`.
+    pub fn from_vars(vars: &Vars<'_>) -> Result<Config, ConfigError> {
+        let required = |name: &'static str, what: &str| {
+            vars.get(name)
+                .ok_or_else(|| ConfigError::new(name, "", format!("required: {what}")))
+        };
+        let common = proflake_lambda::Config::from_vars(vars, DEFAULT_FUNCTION_NAME)?;
+        Ok(Config {
+            output_bucket: required("PROFLAKE_OUTPUT_BUCKET", "the output bucket's name")?,
+            upload_bucket: required("PROFLAKE_UPLOAD_BUCKET", "the upload bucket's name")?,
+            queue_url: required(
+                "PROFLAKE_REHYDRATE_QUEUE_URL",
+                "the URL of the function's own queue",
+            )?,
+            max_uploads: vars
+                .positive("PROFLAKE_REHYDRATE_MAX_UPLOADS")?
+                .unwrap_or(DEFAULT_MAX_UPLOADS),
+            max_entries: vars
+                .positive("PROFLAKE_REHYDRATE_MAX_ENTRIES")?
+                .unwrap_or(DEFAULT_MAX_ENTRIES),
+            max_debug_file_bytes: vars
+                .positive("PROFLAKE_MAX_DEBUG_FILE_BYTES")?
+                .unwrap_or(DEFAULT_MAX_DEBUG_FILE_BYTES),
+            common,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const REQUIRED: [(&str, &str); 3] = [
+        ("PROFLAKE_OUTPUT_BUCKET", "out"),
+        ("PROFLAKE_UPLOAD_BUCKET", "up"),
+        ("PROFLAKE_REHYDRATE_QUEUE_URL", "https://sqs.test/1/q"),
+    ];
+
+    fn config(extra: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        Config::from_lookup(|name| {
+            extra
+                .iter()
+                .chain(REQUIRED.iter())
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        })
+    }
+
+    #[test]
+    fn defaults_and_required_variables() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.common.function_name, "proflake-rehydrate");
+        assert_eq!(
+            (
+                c.output_bucket.as_str(),
+                c.upload_bucket.as_str(),
+                c.queue_url.as_str()
+            ),
+            ("out", "up", "https://sqs.test/1/q")
+        );
+        assert_eq!((c.max_uploads, c.max_entries), (25, 5_000));
+        assert_eq!(c.max_debug_file_bytes, 2 << 30);
+        for (name, _) in REQUIRED {
+            let err = config(&[(name, "")]).unwrap_err();
+            assert_eq!(err.variable, name);
+            assert!(err.to_string().contains("required"), "{err}");
+        }
+    }
+
+    #[test]
+    fn own_variables_are_read_and_checked() {
+        let c = config(&[
+            ("PROFLAKE_REHYDRATE_MAX_UPLOADS", "2"),
+            ("PROFLAKE_REHYDRATE_MAX_ENTRIES", "10"),
+            ("PROFLAKE_MAX_DEBUG_FILE_BYTES", "4096"),
+            ("PROFLAKE_CONCURRENCY", "1"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (c.max_uploads, c.max_entries, c.max_debug_file_bytes),
+            (2, 10, 4096)
+        );
+        assert_eq!(c.common.concurrency, 1);
+        let err = config(&[("PROFLAKE_REHYDRATE_MAX_UPLOADS", "0")]).unwrap_err();
+        assert_eq!(err.variable, "PROFLAKE_REHYDRATE_MAX_UPLOADS");
+    }
+}

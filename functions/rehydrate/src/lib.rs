@@ -1,0 +1,33 @@
+//! The rehydrate Lambda: re-symbolization of converted uploads by build ID. Its queue receives
+//! S3 notifications of debug files uploaded under `debuginfo/<build-id>/` in the output bucket,
+//! the scheduled sweep, and the continuations it sends itself.
+//!
+//! - A debug file goes through [`proflake::pipeline::add_debug_file`] (validated, its lookup
+//!   cache built, or refused with a report), then the uploads that reference its build ID are
+//!   converted again by [`proflake::pipeline::rehydrate`].
+//! - The sweep rehydrates every indexed upload whose symbols changed.
+//! - Work is bounded per message (`PROFLAKE_REHYDRATE_MAX_UPLOADS` conversions): when a scope
+//!   has more, the function sends a continuation message to its own queue that resumes after
+//!   the last index key it looked at.
+//!
+//! This crate only parses messages and plumbs them into the library, off the async runtime,
+//! and counts and logs what happened (one line per debug file and per page). Settings,
+//! logging, stores, batches and metrics are `proflake_lambda`'s.
+
+#![warn(missing_docs)]
+
+mod app;
+mod batch;
+mod config;
+mod message;
+mod tally;
+mod work;
+
+pub use app::{App, ContinuationQueue};
+pub use batch::{function_handler, handle_batch, handle_batch_tallied};
+pub use config::{Config, DEFAULT_FUNCTION_NAME, DEFAULT_MAX_ENTRIES, DEFAULT_MAX_UPLOADS};
+pub use message::{
+    parse_request, Continuation, Page, Request, Scope, CONTINUATION_SOURCE, SCHEDULE_SOURCE,
+};
+pub use proflake_lambda::{ConfigError, LogFormat, Tally};
+pub use tally::BatchTally;

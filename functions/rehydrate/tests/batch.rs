@@ -1,0 +1,240 @@
+//! The rehydrate handler on local directories standing in for buckets, continuations to a
+//! queue in memory: message kinds, failures, skips and the continuation of a long scope. (The
+//! whole flow with a real debug file is tests/e2e/rehydrate.rs, against moto.)
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use proflake::pipeline::{BuildIdIndexEntry, BUILD_ID_INDEX_VERSION};
+use proflake::{LocalDirStore, ObjectStore};
+use proflake_rehydrate::{
+    handle_batch_tallied, parse_request, App, BatchTally, Config, ContinuationQueue, Page, Request,
+    Scope,
+};
+use serde_json::json;
+
+const UPLOADS: &str = "up";
+const OUTPUTS: &str = "out";
+
+struct Buckets {
+    dir: tempfile::TempDir,
+}
+
+impl Buckets {
+    fn new() -> Self {
+        Buckets {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn store(&self, bucket: &str) -> LocalDirStore {
+        LocalDirStore::new(self.dir.path().join(bucket))
+    }
+
+    fn app(&self, extra: &[(&str, &str)], queue: ContinuationQueue) -> App {
+        let mut vars: BTreeMap<String, String> = [
+            ("PROFLAKE_OUTPUT_BUCKET", OUTPUTS),
+            ("PROFLAKE_UPLOAD_BUCKET", UPLOADS),
+            ("PROFLAKE_REHYDRATE_QUEUE_URL", "memory"),
+            ("PROFLAKE_LOG", "warn"),
+        ]
+        .iter()
+        .chain(extra)
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        vars.retain(|_, v| !v.is_empty());
+        let config = Config::from_lookup(|name| vars.get(name).cloned()).unwrap();
+        let root = self.dir.path().to_owned();
+        App::with_stores(
+            config,
+            move |bucket| Arc::new(LocalDirStore::new(root.join(bucket))) as Arc<dyn ObjectStore>,
+            queue,
+        )
+    }
+
+    fn files(&self, bucket: &str) -> BTreeMap<String, Vec<u8>> {
+        let store = self.store(bucket);
+        store
+            .list("")
+            .unwrap()
+            .into_iter()
+            .map(|k| {
+                let v = store.get(&k).unwrap().unwrap();
+                (k, v)
+            })
+            .collect()
+    }
+}
+
+fn event(bodies: &[(&str, String)]) -> SqsEvent {
+    let mut event = SqsEvent::default();
+    event.records = bodies
+        .iter()
+        .map(|(id, body)| {
+            let mut m = SqsMessage::default();
+            m.message_id = Some((*id).to_owned());
+            m.body = Some(body.clone());
+            m
+        })
+        .collect();
+    event
+}
+
+fn created(bucket: &str, key: &str) -> String {
+    json!({"Records": [{"eventName": "ObjectCreated:Put",
+        "s3": {"bucket": {"name": bucket}, "object": {"key": key, "size": 1}}}]})
+    .to_string()
+}
+
+fn failed(response: &aws_lambda_events::event::sqs::SqsBatchResponse) -> Vec<&str> {
+    response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.as_str())
+        .collect()
+}
+
+const SWEEP: &str = r#"{"source":"proflake.schedule","action":"sweep"}"#;
+
+#[tokio::test]
+async fn unknown_bodies_fail_alone_and_test_events_and_other_keys_are_skipped() {
+    let b = Buckets::new();
+    let app = b.app(&[], ContinuationQueue::memory());
+    let (response, tally) = handle_batch_tallied(
+        &app,
+        event(&[
+            ("bad", "{\"hello\":1}".into()),
+            ("bad-id", r#"{"source":"proflake.rehydrate","action":"continue","scope":"build_id","build_id":"../x"}"#.into()),
+            ("test", r#"{"Event":"s3:TestEvent","Bucket":"out"}"#.into()),
+            ("derived", created(OUTPUTS, "debuginfo/ab12cd34/meta.json")),
+            ("other-bucket", created("elsewhere", "debuginfo/ab12cd34/lib.so")),
+            ("missing", created(OUTPUTS, "debuginfo/ab12cd34/gone.so")),
+            ("removed", json!({"Records": [{"eventName": "ObjectRemoved:Delete",
+                "s3": {"bucket": {"name": OUTPUTS}, "object": {"key": "debuginfo/ab12cd34/x.so"}}}]}).to_string()),
+        ]),
+    )
+    .await;
+    assert_eq!(failed(&response), ["bad", "bad-id"]);
+    assert_eq!(tally.failures.get("invalid_event"), Some(&2));
+    assert_eq!((tally.skipped, tally.debug_files, tally.pages), (4, 0, 0));
+    assert!(b.files(OUTPUTS).is_empty(), "nothing written");
+}
+
+#[tokio::test]
+async fn a_bad_debug_file_is_refused_with_a_report_and_the_message_succeeds() {
+    let b = Buckets::new();
+    let key = "debuginfo/ab12cd34ef/libx.so";
+    b.store(OUTPUTS).put(key, b"not an object file").unwrap();
+    let app = b.app(&[], ContinuationQueue::memory());
+    let (response, tally) =
+        handle_batch_tallied(&app, event(&[("m", created(OUTPUTS, key))])).await;
+    assert!(failed(&response).is_empty());
+    assert_eq!((tally.debug_files, tally.debug_files_refused), (1, 1));
+    assert_eq!(tally.failures.get("bad_debug_file"), Some(&1));
+    let report: serde_json::Value = serde_json::from_slice(
+        &b.store(OUTPUTS)
+            .get(&format!("{key}.error.json"))
+            .unwrap()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(report["reason"], "bad_debug_file");
+    assert_eq!(tally.pages, 0, "no rehydration for a refused file");
+}
+
+#[tokio::test]
+async fn the_output_prefix_is_stripped_from_notified_keys() {
+    let b = Buckets::new();
+    let key = "env/a/debuginfo/ab12cd34ef/libx.so";
+    b.store(OUTPUTS).put(key, b"junk").unwrap();
+    b.store(OUTPUTS)
+        .put("debuginfo/ab12cd34ef/libx.so", b"junk")
+        .unwrap();
+    let app = b.app(
+        &[("PROFLAKE_OUTPUT_PREFIX", "env/a/")],
+        ContinuationQueue::memory(),
+    );
+    let (_, tally) = handle_batch_tallied(
+        &app,
+        event(&[
+            ("in", created(OUTPUTS, key)),
+            ("out", created(OUTPUTS, "debuginfo/ab12cd34ef/libx.so")),
+        ]),
+    )
+    .await;
+    assert_eq!((tally.debug_files_refused, tally.skipped), (1, 1));
+    assert!(b
+        .store(OUTPUTS)
+        .exists("env/a/debuginfo/ab12cd34ef/libx.so.error.json")
+        .unwrap());
+    assert!(!b
+        .store(OUTPUTS)
+        .exists("debuginfo/ab12cd34ef/libx.so.error.json")
+        .unwrap());
+}
+
+/// An index entry for an upload that needs nothing (no symbols are stored for its image).
+fn entry(build_id: &str, n: usize) -> (String, Vec<u8>) {
+    let source_id = format!("{n:032x}");
+    let entry = BuildIdIndexEntry {
+        index_version: BUILD_ID_INDEX_VERSION,
+        build_id: build_id.into(),
+        code_id: Some(build_id.into()),
+        debug_id: None,
+        source_key: format!("uploads/{n}.pftrace"),
+        source_id: source_id.clone(),
+        manifest_key: format!("converted/{source_id}/manifest.json"),
+        frames: 1,
+        symbolized: 0,
+        symbolized_with: None,
+        mappings: Vec::new(),
+    };
+    (
+        format!("index/build-id/{build_id}/{source_id}.json"),
+        serde_json::to_vec(&entry).unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn a_sweep_longer_than_a_page_continues_through_the_queue_until_done() {
+    let b = Buckets::new();
+    let outputs = b.store(OUTPUTS);
+    let mut keys = Vec::new();
+    for (id, n) in [("aa11aa11", 1), ("aa11aa11", 2), ("bb22bb22", 3)] {
+        let (key, bytes) = entry(id, n);
+        outputs.put(&key, &bytes).unwrap();
+        keys.push(key);
+    }
+    keys.sort();
+    let queue = ContinuationQueue::memory();
+    let app = b.app(&[("PROFLAKE_REHYDRATE_MAX_ENTRIES", "2")], queue.clone());
+    let (response, tally) = handle_batch_tallied(&app, event(&[("s", SWEEP.into())])).await;
+    assert!(failed(&response).is_empty());
+    assert_eq!(
+        (tally.pages, tally.up_to_date, tally.continuations),
+        (1, 2, 1)
+    );
+    let sent = queue.sent();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        parse_request(&sent[0]).unwrap(),
+        Request::Page(Page {
+            scope: Scope::Sweep,
+            after: Some(keys[1].clone())
+        })
+    );
+    let (response, tally): (_, BatchTally) =
+        handle_batch_tallied(&app, event(&[("c", sent[0].clone())])).await;
+    assert!(failed(&response).is_empty());
+    assert_eq!(
+        (tally.pages, tally.up_to_date, tally.continuations),
+        (1, 1, 0)
+    );
+    assert_eq!(queue.sent().len(), 1, "done: no further continuation");
+
+    // A build ID's scope only lists its own entries.
+    let body = r#"{"source":"proflake.rehydrate","action":"continue","scope":"build_id","build_id":"BB22BB22"}"#;
+    let (_, tally) = handle_batch_tallied(&app, event(&[("b", body.into())])).await;
+    assert_eq!((tally.pages, tally.up_to_date), (1, 1));
+}
