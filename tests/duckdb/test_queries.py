@@ -13,7 +13,12 @@ directory, with `<name>.metadata.json` when present) with the proflake CLI, then
   independent computation: the table rows read with plain scans and walked here in Python;
 * checks that ids resolve and the files follow docs/tables.md (columns, types, nullability,
   key-value metadata, partitions, sorting), and that converting twice gives byte-identical
-  Parquet files.
+  Parquet files;
+* symbolization by build ID: builds a C library with gcc (as tests/native.rs does), converts an
+  OTLP/JSON profile of it with bare addresses, checks that the queries name its frames
+  `libwork.so!0x…`, runs `proflake symbols add`, and checks the rollup and the queries against
+  addr2line's inline chains of the same addresses. gcc and binutils are required (a missing
+  tool fails the tests; scripts/test.sh installs them).
 
 Plain Python: `python tests/duckdb/test_queries.py`. The CLI comes from $PROFLAKE_BIN (default
 target/debug/proflake). The last line printed is `duckdb tests: N passed, M failed`.
@@ -1369,6 +1374,427 @@ class DeterminismTest(unittest.TestCase):
         path, meta = sample_inputs()[0]
         convert([path], CTX.main.root, meta)
         self.assertEqual(CTX.main.parquet_files(), before)
+
+
+# ------------------------------------------------------------------------------------------
+# Symbolization by build ID: a native library built here, profiled as bare addresses, named by
+# `proflake symbols add`, and every answer checked against binutils' own reading of it
+
+# tests/native.rs's library. `mix` and `fold` are always inlined: `work`'s loop has two inline
+# levels, `outer` calls `work` (a return address to adjust).
+NATIVE_SOURCE = r"""
+static inline __attribute__((always_inline)) unsigned mix(unsigned x) {
+    return (x * 2654435761u) ^ (x >> 7);
+}
+static inline __attribute__((always_inline)) unsigned fold(unsigned n) {
+    unsigned s = 0;
+    for (unsigned i = 0; i < n; i++)
+        s += mix(i + s);
+    return s;
+}
+__attribute__((noinline)) unsigned work(unsigned n) {
+    return fold(n) + 1;
+}
+__attribute__((noinline)) unsigned outer(unsigned n) {
+    unsigned t = 0;
+    for (unsigned i = 0; i < n; i++)
+        t ^= work(i);
+    return t;
+}
+"""
+# Where the library's first segment starts; where the profile says it was loaded (runtime =
+# NATIVE_BASE + virtual address); when it was profiled (2026-11-01T00:00:00Z). As tests/native.rs.
+NATIVE_LINKED_AT = 0x20_0000
+NATIVE_BASE = 0x7F55_0000_0000
+NATIVE_START_S = 1_793_491_200
+NATIVE_TOOLS = ("gcc", "readelf", "objdump", "addr2line")
+NATIVE_IMAGE = "/data/app/libwork.so"
+# The upload's sidecar (uploads/<name>.metadata.json, kept with the upload, so rehydration
+# converts with it too): the service the flame graph is drawn for and a release to compare.
+NATIVE_SERVICE = "libwork-symbols"
+NATIVE_RELEASE = "libwork@1.0.0"
+# The series the request names (its string table's "samples", "count").
+NATIVE_GROUP = (NATIVE_SERVICE, "samples", "count")
+
+
+def native_tool(*args) -> str:
+    """A tool's standard output. A missing tool fails the test, never skips it: scripts/test.sh
+    installs gcc and binutils."""
+    args = [str(a) for a in args]
+    try:
+        run = subprocess.run(args, capture_output=True, text=True)
+    except FileNotFoundError as e:
+        raise AssertionError(f"cannot run {args[0]} ({e}): scripts/test.sh installs gcc and binutils") from None
+    if run.returncode != 0:
+        raise AssertionError(f"{' '.join(args)} failed ({run.returncode}):\n{run.stderr}")
+    return run.stdout
+
+
+class NativeLib:
+    """The library, built by gcc as tests/native.rs builds it, and what binutils say about it."""
+
+    def __init__(self, directory: Path):
+        src = directory / "work.c"
+        src.write_text(NATIVE_SOURCE)
+        self.path = directory / "libwork.so"
+        native_tool("gcc", "-O2", "-g", "-fPIC", "-shared", "-Wl,--build-id=sha1",
+                    f"-Wl,-Ttext-segment={NATIVE_LINKED_AT:#x}", "-o", self.path, src)
+        notes = native_tool("readelf", "-n", self.path)
+        (self.build_id,) = [l.split("Build ID: ", 1)[1].strip() for l in notes.splitlines() if "Build ID: " in l]
+        self.loads = []
+        for line in native_tool("readelf", "-lW", self.path).splitlines():
+            f = line.split()
+            if f and f[0] == "LOAD":
+                self.loads.append({"offset": int(f[1], 16), "vaddr": int(f[2], 16), "filesz": int(f[4], 16),
+                                   "executable": "E" in f[6:-1]})
+        assert self.loads[0]["vaddr"] == NATIVE_LINKED_AT, "linked where asked"
+        self.symbols = native_tool("readelf", "-sW", self.path)
+        self.listing = native_tool("objdump", "-d", "--no-show-raw-insn", self.path).splitlines()
+
+    def text(self) -> dict:
+        """The executable segment."""
+        (load,) = [l for l in self.loads if l["executable"]]
+        return load
+
+    def function_lines(self, function: str) -> list[str]:
+        """objdump's lines of `function`, after its header, up to the blank line that ends it."""
+        header = f"<{function}>:"
+        start = next(i for i, l in enumerate(self.listing) if l.endswith(header)) + 1
+        out = []
+        for line in self.listing[start:]:
+            if ":" not in line:
+                break
+            out.append(line)
+        return out
+
+    def instructions(self, function: str) -> list[int]:
+        """Every instruction address of `function`, within its symbol's size (the alignment
+        padding after it is never executed)."""
+        ((start, size),) = {
+            (int(f[1], 16), int(f[2]))
+            for f in (l.split() for l in self.symbols.splitlines())
+            if len(f) >= 8 and f[3] == "FUNC" and f[7] == function
+        }
+        out = []
+        for line in self.function_lines(function):
+            address = int(line.strip().split(":", 1)[0], 16)
+            if address >= start + size:
+                break
+            out.append(address)
+        assert out, f"objdump lists {function}"
+        return out
+
+    def return_address(self, caller: str, callee: str) -> int:
+        """The instruction after `caller`'s call to `callee` (through the PLT: `<work@plt>`)."""
+        lines = self.function_lines(caller)
+        for line, after in zip(lines, lines[1:]):
+            if "call" in line and (f"<{callee}>" in line or f"<{callee}@plt>" in line):
+                return int(after.strip().split(":", 1)[0], 16)
+        raise AssertionError(f"{caller} calls {callee}")
+
+    def addr2line(self, addresses: list[int]) -> list[list[str]]:
+        """addr2line's inline chain of each virtual address: function names, innermost first."""
+        out = native_tool("addr2line", "-a", "-f", "-i", "-C", "-e", self.path, *(f"{a:#x}" for a in addresses))
+        chains: list[list[str]] = []
+        lines = iter(out.splitlines())
+        for line in lines:
+            if line.startswith("0x"):
+                chains.append([])
+            else:
+                next(lines)  # file:line
+                chains[-1].append(line)
+        assert len(chains) == len(addresses)
+        return chains
+
+
+def native_request(lib: NativeLib, leaves: list[int], ret: int, callee: int) -> dict:
+    """tests/native.rs's `otlp_request`: an eBPF-profiler-shaped OTLP/JSON request with absolute
+    addresses in a mapping of the code segment, one timed sample per leaf address and one
+    `outer → work` stack whose caller location is the return address itself."""
+    text = lib.text()
+    runtime = [NATIVE_BASE + va for va in leaves] + [NATIVE_BASE + ret]
+    locations = [{}] + [{"mappingIndex": 1, "address": str(a), "attributeIndices": [2]} for a in runtime]
+    stacks = [{}] + [{"locationIndices": [i + 1]} for i in range(len(leaves))]
+    # Leaf first, as pprof.
+    stacks.append({"locationIndices": [leaves.index(callee) + 1, len(runtime)]})
+    samples = [
+        {"stackIndex": s, "timestampsUnixNano": [str(NATIVE_START_S * 1_000_000_000 + s * 10_000_000)]}
+        for s in range(1, len(stacks))
+    ]
+    return {
+        "resourceProfiles": [{
+            "resource": {"attributes": [{"key": "process.pid", "value": {"intValue": "42"}}]},
+            "scopeProfiles": [{"profiles": [{
+                "sampleType": {"typeStrindex": 3, "unitStrindex": 4},
+                "samples": samples,
+                "timeUnixNano": str(NATIVE_START_S * 1_000_000_000),
+                "durationNano": "1000000000",
+                "periodType": {"typeStrindex": 5, "unitStrindex": 6},
+                "period": "10000000",
+            }]}],
+        }],
+        "dictionary": {
+            "mappingTable": [{}, {
+                "memoryStart": str(NATIVE_BASE + text["vaddr"]),
+                "memoryLimit": str(NATIVE_BASE + text["vaddr"] + text["filesz"]),
+                "fileOffset": str(text["offset"]),
+                "filenameStrindex": 7,
+                "attributeIndices": [1],
+            }],
+            "locationTable": locations,
+            "stackTable": stacks,
+            "stringTable": ["", "process.executable.build_id.gnu", "profile.frame.type",
+                            "samples", "count", "cpu", "nanoseconds", NATIVE_IMAGE],
+            "attributeTable": [{},
+                               {"keyStrindex": 1, "value": {"stringValue": lib.build_id}},
+                               {"keyStrindex": 2, "value": {"stringValue": "native"}}],
+        },
+    }
+
+
+def cli(*args) -> str:
+    run = subprocess.run([str(BIN), *map(str, args)], capture_output=True, text=True)
+    if run.returncode != 0:
+        raise AssertionError(f"proflake {' '.join(map(str, args))} failed ({run.returncode}):\n{run.stderr}")
+    return run.stdout
+
+
+class SymbolizedQueriesTest(unittest.TestCase):
+    """The rollup and every query in docs/queries.sql see the names `proflake symbols add`
+    gives native frames that arrived as bare addresses, as addr2line reads those addresses."""
+
+    maxDiff = None
+
+    @classmethod
+    def setUpClass(cls):
+        missing = [t for t in NATIVE_TOOLS if shutil.which(t) is None]
+        if missing:
+            raise AssertionError(f"missing {', '.join(missing)}: scripts/test.sh installs gcc and binutils")
+        tmp = Path(tempfile.mkdtemp(prefix="proflake-duckdb-symbols-"))
+        cls.addClassCleanup(shutil.rmtree, tmp, True)
+        (tmp / "lib").mkdir()
+        lib = cls.lib = NativeLib(tmp / "lib")
+
+        # The addresses profiled: every instruction of `work` and `outer` as leaves (the return
+        # address excepted: an address both leaf and return address is looked up as a return
+        # address), and `outer → work` with the leaf at `work`'s first instruction.
+        cls.ret = lib.return_address("outer", "work")
+        cls.leaves = lib.instructions("work") + [a for a in lib.instructions("outer") if a != cls.ret]
+        cls.callee = cls.leaves[0]
+        # Each sample's frames, leaf first: (virtual address, whether it is a return address).
+        cls.stacks = [[(va, False)] for va in cls.leaves] + [[(cls.callee, False), (cls.ret, True)]]
+        # addr2line's chain per frame: at the address, or for a caller at its call instruction.
+        lookups = sorted({va - 1 if is_ret else va for stack in cls.stacks for va, is_ret in stack})
+        cls.chains = dict(zip(lookups, lib.addr2line(lookups)))
+
+        profile = tmp / "work.otlp.json"
+        profile.write_text(json.dumps(native_request(lib, cls.leaves, cls.ret, cls.callee)))
+        store = cls.store = tmp / "bucket"
+        # The sidecar, uploaded before the profile.
+        (store / "uploads").mkdir(parents=True)
+        (store / "uploads" / f"{profile.name}.metadata.json").write_text(
+            json.dumps({"service": NATIVE_SERVICE, "release": NATIVE_RELEASE})
+        )
+        cli("convert", profile, "--store", store)
+        # The tables as they were before any debug file: a copy to query.
+        cls.before = tmp / "before"
+        shutil.copytree(store, cls.before)
+        cls.added = cli("symbols", "add", lib.path, "--store", store)
+
+    # ---- the independent answers: the request's samples and addr2line's chains ------------
+
+    def chain(self, va: int, is_ret: bool) -> list[str]:
+        """Function names of a frame, innermost first."""
+        return self.chains[va - 1 if is_ret else va]
+
+    def address_name(self, va: int, is_ret: bool) -> str:
+        """`frames.name` of the frame before symbols: image file name and the absolute address
+        as recorded (the return address itself for the caller)."""
+        return f"{os.path.basename(NATIVE_IMAGE)}!0x{NATIVE_BASE + va:x}"
+
+    def expected(self, names) -> dict[str, dict]:
+        """Per function, [value, rows] as self (leaf), total (anywhere on the stack, once per
+        sample) and per folded stack (root first, inlined callers expanded), with `names(va,
+        is_ret)` giving a frame's names innermost first. Every sample counts 1: one timestamp of
+        a counting sampler."""
+        self_ = collections.defaultdict(lambda: [0, 0])
+        total = collections.defaultdict(lambda: [0, 0])
+        folded = collections.defaultdict(lambda: [0, 0])
+        for stack in self.stacks:
+            frames = [names(va, is_ret) for va, is_ret in stack]
+            for acc in [self_[frames[0][0]]] + [total[n] for n in {n for f in frames for n in f}]:
+                acc[0] += 1
+                acc[1] += 1
+            path = [n for f in reversed(frames) for n in reversed(f)]
+            acc = folded[";".join(path)]
+            acc[0] += 1
+            acc[1] += 1
+        return {"self": dict(self_), "total": dict(total), "folded": dict(folded)}
+
+    def symbolized(self) -> dict[str, dict]:
+        return self.expected(self.chain)
+
+    def unsymbolized(self) -> dict[str, dict]:
+        return self.expected(lambda va, is_ret: [self.address_name(va, is_ret)])
+
+    # ---- the answers of the queries --------------------------------------------------------
+
+    def answers(self, root: Path) -> dict[str, dict]:
+        """top_self_functions, top_total_functions, top_functions_rollup (self and total) and
+        flame_graph_folded, as {function or folded stack: [value, rows]}; each answers for the
+        library's one group only."""
+        out = {}
+        rows = run_query(root, "top_self_functions", top_n=HUGE)
+        self.assertEqual({tuple(r[c] for c in GROUP) for r in rows}, {NATIVE_GROUP})
+        out["self"] = {r["function"]: [r["self_value"], r["self_rows"]] for r in rows}
+        self.assertEqual(len(out["self"]), len(rows), "a function twice")
+        self.assertAlmostEqual(float(sum(r["self_pct"] for r in rows)), 100.0, delta=0.01 * len(rows) + 0.01)
+
+        rows = run_query(root, "top_total_functions", top_n=HUGE)
+        self.assertEqual({tuple(r[c] for c in GROUP) for r in rows}, {NATIVE_GROUP})
+        out["total"] = {r["function"]: [r["total_value"], r["total_rows"]] for r in rows}
+        self.assertEqual(len(out["total"]), len(rows), "a function twice")
+        for r in rows:
+            self.assertEqual(float(r["total_pct"]), round(100.0 * r["total_value"] / len(self.stacks), 2), r)
+
+        rows = run_query(root, "top_functions_rollup", top_n=HUGE)
+        self.assertEqual({tuple(r[c] for c in GROUP) for r in rows}, {NATIVE_GROUP})
+        out["rollup_self"] = {r["function"]: [r["self_value"], r["self_rows"]] for r in rows if r["self_rows"]}
+        out["rollup_total"] = {r["function"]: [r["total_value"], r["total_rows"]] for r in rows}
+        self.assertEqual(len(out["rollup_total"]), len(rows), "a function twice")
+
+        rows = run_query(root, "flame_graph_folded", service=NATIVE_SERVICE)
+        self.assertEqual({(r["sample_type"], r["sample_unit"]) for r in rows}, {NATIVE_GROUP[1:]})
+        out["folded"] = {}
+        for r in rows:
+            path, value = r["folded"].rsplit(" ", 1)
+            self.assertNotIn(path, out["folded"], "a stack folded twice")
+            out["folded"][path] = [int(value), r["rows"]]
+        return out
+
+    def check_answers(self, root: Path, expected: dict[str, dict]):
+        got = self.answers(root)
+        for query, answer, want in [
+            ("top_self_functions", "self", "self"),
+            ("top_total_functions", "total", "total"),
+            ("top_functions_rollup (self)", "rollup_self", "self"),
+            ("top_functions_rollup (total)", "rollup_total", "total"),
+            ("flame_graph_folded", "folded", "folded"),
+        ]:
+            with self.subTest(query=query):
+                self.assertEqual(got[answer], expected[want])
+
+    # ---- tests -----------------------------------------------------------------------------
+
+    def test_the_library_has_inlined_code_at_the_addresses_profiled(self):
+        # What the other tests rely on: addr2line reads two inline levels (fold, mix) under
+        # `work`, and the caller frame is `outer`.
+        self.assertRegex(self.lib.build_id, r"^[0-9a-f]{40}$")
+        self.assertGreaterEqual(max(len(c) for c in self.chains.values()), 3)
+        self.assertEqual(self.chain(self.ret, True), ["outer"])
+        self.assertEqual(self.chain(self.callee, False)[-1], "work")
+        self.assertIn("fold", {n for c in self.chains.values() for n in c})
+        for va in self.leaves:
+            self.assertIn(self.chain(va, False)[-1], ("work", "outer"), f"{va:#x}")
+
+    def test_before_symbols_the_queries_name_frames_by_address(self):
+        expected = self.unsymbolized()
+        self.check_answers(self.before, expected)
+        # Nothing but addresses: one name per address profiled.
+        self.assertEqual(len(expected["total"]), len(self.leaves) + 1)
+        for name in expected["total"]:
+            self.assertRegex(name, r"^libwork\.so!0x[0-9a-f]+$")
+        t = Tables(self.before)
+        self.assertEqual({f["symbol_status"] for f in t.frames.values()}, {"unknown_image"})
+        self.assertEqual({f["build_id"] for f in t.frames.values()}, {self.lib.build_id})
+        # The image is what a symbolization pass should fetch: every address, every row.
+        rows = run_query(self.before, "unsymbolized_frames_by_build_id")
+        self.assertEqual(
+            [(r["build_id"], r["image_path"], r["addresses"], r["frames"], r["rows"]) for r in rows],
+            [(self.lib.build_id, NATIVE_IMAGE, len(self.leaves) + 1, len(self.leaves) + 1, len(self.stacks))],
+        )
+
+    def test_symbols_add_reconverts_the_upload(self):
+        self.assertIn(self.lib.build_id, self.added)
+        self.assertIn("Inlines", self.added)
+        self.assertIn(
+            f"1 upload(s) looked at, 1 reconverted, 0 up to date, {len(self.leaves) + 1} frame(s) symbolized",
+            self.added,
+        )
+        self.assertTrue((self.store / "debuginfo" / self.lib.build_id / "libwork.so").is_file())
+        t = Tables(self.store)
+        self.assertEqual({f["symbol_status"] for f in t.frames.values()}, {"symbolicated"})
+        self.assertTrue(all(f["symbolized"] for f in t.frames.values()))
+        # The tables' own inline chains are addr2line's, frame by frame.
+        for f in t.frames.values():
+            with self.subTest(address=f"{unsigned(f['address']):#x}"):
+                va = unsigned(f["address"]) - NATIVE_BASE
+                is_ret = va == self.ret
+                self.assertEqual([f["function"]] + [c["function"] for c in f["inlined_into"]], self.chain(va, is_ret))
+                self.assertEqual(f["name"], self.chain(va, is_ret)[0])
+
+    def test_after_symbols_the_queries_see_the_new_names(self):
+        expected = self.symbolized()
+        self.check_answers(self.store, expected)
+        # The inlined functions are in the answers, in their order on the stack.
+        inlined = {n for c in self.chains.values() for n in c[:-1]}
+        self.assertIn("fold", inlined)
+        for name in inlined | {"work", "outer"}:
+            self.assertIn(name, expected["total"])
+        deepest = max(self.chains.values(), key=len)
+        self.assertTrue(any(";".join(reversed(deepest)) in path for path in expected["folded"]))
+        self.assertIn(";".join(["outer"] + list(reversed(self.chain(self.callee, False)))), expected["folded"])
+
+    def test_after_symbols_the_rollup_table_sums_the_new_names(self):
+        # The function_rollup rows themselves (one hour here), summed per function.
+        t = Tables(self.store)
+        self.assertEqual({(r["service"], r["release"], r["sample_type"], r["sample_unit"]) for r in t.rollup},
+                         {(NATIVE_SERVICE, NATIVE_RELEASE, *NATIVE_GROUP[1:])})
+        self_ = collections.defaultdict(lambda: [0, 0])
+        total = collections.defaultdict(lambda: [0, 0])
+        for r in t.rollup:
+            self_[r["function"]][0] += r["self_value"]
+            self_[r["function"]][1] += r["self_rows"]
+            total[r["function"]][0] += r["total_value"]
+            total[r["function"]][1] += r["total_rows"]
+        expected = self.symbolized()
+        self.assertEqual({k: v for k, v in self_.items() if v[1]}, expected["self"])
+        self.assertEqual(dict(total), expected["total"])
+
+    def test_after_symbols_release_comparison_sees_the_new_names(self):
+        # The release the sidecar gives is kept by the rehydration: its leaf functions' shares.
+        expected = self.symbolized()["self"]
+        rows = run_query(self.store, "release_comparison", release_a=NATIVE_RELEASE, release_b="never-released")
+        self.assertEqual({r["function"]: r["self_value_a"] for r in rows}, {k: v for k, (v, _) in expected.items()})
+        for r in rows:
+            self.assertEqual(float(r["self_pct_a"]), round(100.0 * expected[r["function"]][0] / len(self.stacks), 4))
+            self.assertEqual(r["self_value_b"], 0)
+
+    def test_after_symbols_no_frame_is_left_to_symbolize(self):
+        self.assertEqual(run_query(self.store, "unsymbolized_frames_by_build_id"), [])
+
+    def test_no_query_answers_with_an_address_after_symbols(self):
+        # Every query, with parameters that select the library's profile: no answer names a
+        # frame by its address any more, while before the symbols those answering with names did.
+        params = dict(service=NATIVE_SERVICE, release_a=NATIVE_RELEASE, release_b="never-released", top_n=HUGE,
+                      time_from=dt.datetime.fromtimestamp(NATIVE_START_S, dt.timezone.utc),
+                      time_to=dt.datetime.fromtimestamp(NATIVE_START_S + 60, dt.timezone.utc))
+        address = re.compile(r"!0x[0-9a-f]+")
+        named_before = set()
+        for name in QUERIES:
+            with self.subTest(query=name):
+                before = run_query(self.before, name, **params)
+                after = run_query(self.store, name, **params)
+                if name != "unsymbolized_frames_by_build_id":
+                    self.assertTrue(after, f"{name} returned no rows")
+                strings = lambda rows: [v for r in rows for v in r.values() if isinstance(v, str)]  # noqa: E731
+                if any(address.search(v) for v in strings(before)):
+                    named_before.add(name)
+                self.assertEqual([v for v in strings(after) if address.search(v)], [])
+        self.assertLessEqual(
+            {"top_self_functions", "top_total_functions", "top_functions_rollup", "flame_graph_folded", "release_comparison"},
+            named_before,
+        )
 
 
 def main() -> int:
