@@ -4,3 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo bench -p proflake --bench convert "$@"
+# Symbolization: lookup-cache size, frames/s, rehydration against conversion (needs gcc).
+cargo bench -p proflake --bench symbolize

@@ -13,8 +13,8 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use output::Stdout;
 use proflake::{
-    process_upload, store_upload, upload_key, ClientSdk, InputFormat, LocalDirStore, Manifest,
-    ObjectStore, Outcome, ProcessOptions, UploadMetadata, ERROR_REPORT_SUFFIX,
+    process_upload, sidecar_key, store_upload, upload_key, ClientSdk, InputFormat, LocalDirStore,
+    Manifest, ObjectStore, Outcome, ProcessOptions, UploadMetadata, ERROR_REPORT_SUFFIX,
     METADATA_SIDECAR_SUFFIX, UPLOADS_PREFIX,
 };
 
@@ -138,6 +138,42 @@ fn parse_format(name: &str) -> Result<InputFormat, String> {
 }
 
 impl MetadataArgs {
+    /// The metadata as a sidecar object: the metadata file's JSON with the flags set over it,
+    /// `None` when nothing was given.
+    fn sidecar(&self) -> anyhow::Result<Option<serde_json::Value>> {
+        let mut doc = match &self.metadata {
+            Some(path) => {
+                let bytes = std::fs::read(path)
+                    .with_context(|| format!("cannot read metadata file {}", path.display()))?;
+                serde_json::from_slice(&bytes)
+                    .with_context(|| format!("metadata file {}", path.display()))?
+            }
+            None => serde_json::json!({}),
+        };
+        let object = doc
+            .as_object_mut()
+            .context("the metadata file holds no JSON object")?;
+        let mut set = |name: &str, value: Option<serde_json::Value>| {
+            if let Some(value) = value {
+                object.insert(name.into(), value);
+            }
+        };
+        set("platform", self.platform.clone().map(Into::into));
+        set("release", self.release.clone().map(Into::into));
+        set("environment", self.environment.clone().map(Into::into));
+        set("service", self.service.clone().map(Into::into));
+        set("profiler_id", self.profiler_id.clone().map(Into::into));
+        set("timestamp", self.start_time.map(Into::into));
+        set(
+            "client_sdk",
+            self.sdk_name
+                .clone()
+                .zip(self.sdk_version.clone())
+                .map(|(name, version)| serde_json::json!({"name": name, "version": version})),
+        );
+        Ok((!object.is_empty()).then_some(doc))
+    }
+
     fn resolve(self) -> anyhow::Result<UploadMetadata> {
         let base = match &self.metadata {
             Some(path) => {
@@ -194,10 +230,13 @@ fn main() -> ExitCode {
 }
 
 fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
-    // The user asked for these files now: convert them even if converted before.
+    // The metadata goes beside each upload as its sidecar, as an SDK would put it, so that
+    // every later conversion of the upload (`process --reconvert`, rehydration) uses it too.
+    let sidecar = args.metadata.sidecar()?;
+    args.metadata.resolve()?; // refused here, before anything is written
+                              // The user asked for these files now: convert them even if converted before.
     let options = ProcessOptions {
         format: args.format,
-        metadata: args.metadata.resolve()?,
         reconvert: true,
         ..ProcessOptions::default()
     };
@@ -214,7 +253,7 @@ fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
     let mut stdout = Stdout::default();
     for input in &args.inputs {
         bar.set_message(input.display().to_string());
-        match convert_one(&store, input, &options) {
+        match convert_one(&store, input, sidecar.as_ref(), &options) {
             // suspend() prints above a visible bar and still prints when the bar is hidden.
             Ok(line) => bar.suspend(|| stdout.line(&line))?,
             Err(e) => {
@@ -248,11 +287,15 @@ fn read_input(input: &Path) -> anyhow::Result<(Vec<u8>, &str)> {
 fn convert_one(
     store: &LocalDirStore,
     input: &Path,
+    sidecar: Option<&serde_json::Value>,
     options: &ProcessOptions,
 ) -> anyhow::Result<String> {
     let (bytes, name) = read_input(input)?;
     let key = upload_key(name);
     store_upload(store, &key, &bytes)?;
+    if let Some(sidecar) = sidecar {
+        store.put(&sidecar_key(&key), &serde_json::to_vec_pretty(sidecar)?)?;
+    }
     // The object keeps the file's modification time, as the bucket's last-modified time: the
     // start of last resort for aggregated inputs with no time of their own.
     if let Ok(modified) = std::fs::metadata(input).and_then(|m| m.modified()) {

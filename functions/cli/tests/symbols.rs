@@ -21,7 +21,14 @@ fn symbols_add_names_the_frames_of_converted_uploads_and_rehydrate_is_idempotent
     let store_arg = store.to_str().unwrap();
 
     // `--store` and `--out` name the same directory for convert.
-    let out = proflake(&["convert", profile.to_str().unwrap(), "--store", store_arg]);
+    let out = proflake(&[
+        "convert",
+        profile.to_str().unwrap(),
+        "--store",
+        store_arg,
+        "--release",
+        "work@1.0",
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let svg_before = dir.path().join("before.svg");
     let out = proflake(&[
@@ -56,6 +63,26 @@ fn symbols_add_names_the_frames_of_converted_uploads_and_rehydrate_is_idempotent
     assert!(store
         .join(format!("debuginfo/{}/libwork.so", lib.build_id))
         .is_file());
+
+    // The rehydration kept the metadata given to convert (it is the upload's sidecar now).
+    let chunks = fs::read_dir(store.join("converted"))
+        .unwrap()
+        .flat_map(|d| {
+            fs::read_dir(d.unwrap().path().join("sample-v2"))
+                .into_iter()
+                .flatten()
+        })
+        .map(|f| fs::read(f.unwrap().path()).unwrap())
+        .collect::<Vec<_>>();
+    assert!(!chunks.is_empty());
+    for chunk in chunks {
+        let doc: serde_json::Value = serde_json::from_slice(&chunk).unwrap();
+        assert_eq!(doc["release"], "work@1.0");
+        assert!(
+            doc.to_string().contains("\"function\":\"fold\""),
+            "named frames"
+        );
+    }
 
     let out = proflake(&["symbols", "list", "--store", store_arg]);
     assert!(out.status.success());
