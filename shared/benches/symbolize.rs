@@ -136,9 +136,9 @@ struct Memory {
 
 impl SymbolSource for Memory {
     fn symbols(&self, build_id: &str) -> proflake::Result<Option<Symbols>> {
-        Ok((build_id == self.meta.build_id)
+        (build_id == self.meta.build_id)
             .then(|| Symbols::new(self.meta.clone(), self.cache.clone()))
-            .transpose()?)
+            .transpose()
     }
 }
 
