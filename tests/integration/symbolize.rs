@@ -16,7 +16,7 @@ use serde_json::json;
 
 use proflake_tests::native::{build, NativeLib, LINKED_AT};
 use proflake_tests::native_profiles::{
-    addresses, assert_matches_addr2line, otlp_request, perfetto_trace, Addresses, START_S,
+    addresses, assert_matches_addr2line, otlp_request, perfetto_trace, Addresses, BASE, START_S,
 };
 
 const TRACE_KEY: &str = "uploads/work.pftrace";
@@ -491,4 +491,127 @@ fn a_rehydration_racing_a_replaced_upload_brings_no_old_outputs_back() {
         new.symbols[0].symbolicated, 4,
         "the new content used the symbols"
     );
+}
+
+/// A Sample v2 chunk as an SDK sends it: native frames of the library by absolute address,
+/// its debug image with code id and load address, a named frame and a key of the SDK's own.
+fn sample_v2_chunk(lib: &NativeLib, a: &Addresses) -> Vec<u8> {
+    let (_, debug_id) = proflake::model::ids_from_build_id(&hex::decode(&lib.build_id).unwrap());
+    let mut frames: Vec<serde_json::Value> = a
+        .leaves
+        .iter()
+        .map(|va| {
+            json!({"instruction_addr": format!("{:#x}", BASE + va),
+                   "package": "/data/app/libwork.so", "platform": "native"})
+        })
+        .collect();
+    frames
+        .push(json!({"function": "main", "filename": "main.c", "lineno": 3, "platform": "native"}));
+    let root = frames.len() - 1;
+    let stacks: Vec<serde_json::Value> = (0..a.leaves.len()).map(|i| json!([i, root])).collect();
+    let samples: Vec<serde_json::Value> = (0..a.leaves.len())
+        .map(|i| {
+            json!({"timestamp": START_S as f64 + i as f64 * 0.01, "stack_id": i, "thread_id": "7"})
+        })
+        .collect();
+    let rest = serde_json::to_string(&json!({
+        "chunk_id": "0123456789abcdef0123456789abcdef",
+        "profiler_id": "fedcba9876543210fedcba9876543210",
+        "platform": "native",
+        "release": "work@1.0",
+        "client_sdk": {"name": "sentry.native", "version": "0.7.0"},
+        "sdk_extra": {"kept": true},
+        "debug_meta": {"images": [{
+            "type": "symbolic",
+            "code_file": "/data/app/libwork.so",
+            "code_id": lib.build_id,
+            "debug_id": debug_id.unwrap().to_string(),
+            "image_addr": format!("{:#x}", BASE + LINKED_AT),
+            "image_vmaddr": format!("{LINKED_AT:#x}"),
+        }]},
+        "profile": {"samples": samples, "stacks": stacks, "frames": frames,
+                    "thread_metadata": {"7": {"name": "main"}}}
+    }))
+    .unwrap();
+    // SDKs write `version` first; the format is told by its first bytes.
+    format!("{{\"version\":\"2\",{}", &rest[1..]).into_bytes()
+}
+
+#[test]
+fn a_sample_v2_upload_is_rewritten_with_the_names_when_its_symbols_arrive() {
+    let lib = build("libwork.so", &[]);
+    let a = addresses(&lib);
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalDirStore::new(dir.path());
+    let key = "uploads/work.chunk.json";
+    let sent = sample_v2_chunk(&lib, &a);
+    store.put(key, &sent).unwrap();
+    let m = convert(&store, key);
+    let chunk_key = &m
+        .outputs
+        .iter()
+        .find(|o| o.kind == "sample_v2")
+        .unwrap()
+        .key;
+    assert_eq!(
+        store.get(chunk_key).unwrap().unwrap(),
+        sent,
+        "stored unchanged before symbols"
+    );
+
+    let debug = debug_key(&lib, "libwork.so");
+    store.put(&debug, &lib.bytes()).unwrap();
+    add_debug_file(&store, &debug, u64::MAX).unwrap();
+    let page = rehydrate(
+        &store,
+        &store,
+        RehydrateScope::BuildId(&lib.build_id),
+        None,
+        &RehydrateOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(page.reconverted, 1, "{page:?}");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&store.get(chunk_key).unwrap().unwrap()).unwrap();
+    assert_eq!(doc["sdk_extra"], json!({"kept": true}), "other keys kept");
+    assert_eq!(
+        proflake::check_sample_v2(&serde_json::to_vec(&doc).unwrap()),
+        vec![]
+    );
+    let frames = doc["profile"]["frames"].as_array().unwrap();
+    let stacks = doc["profile"]["stacks"].as_array().unwrap();
+    let expected = lib.addr2line(&a.leaves);
+    for (i, want) in expected.iter().enumerate() {
+        // Each stack: the inline levels of the leaf, innermost first, then `main`.
+        let rows: Vec<&serde_json::Value> = stacks[i]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| &frames[f.as_u64().unwrap() as usize])
+            .collect();
+        assert_eq!(rows.len(), want.len() + 1, "stack {i}");
+        for (row, level) in rows.iter().zip(want) {
+            assert_eq!(row["function"], level.function.as_str());
+            assert_eq!(row["abs_path"].as_str(), level.file.as_deref());
+            assert_eq!(row["lineno"].as_u64(), level.line.map(u64::from));
+            assert_eq!(row["status"], "symbolicated");
+            assert_eq!(
+                row["instruction_addr"],
+                format!("{:#x}", BASE + a.leaves[i])
+            );
+        }
+        let outermost = rows[want.len() - 1];
+        assert!(
+            outermost["sym_addr"].is_string(),
+            "sym_addr on the outermost level"
+        );
+        assert!(rows[..want.len() - 1]
+            .iter()
+            .all(|r| r.get("sym_addr").is_none()));
+        assert_eq!(
+            rows[want.len()]["function"],
+            "main",
+            "the named frame is unchanged"
+        );
+    }
 }

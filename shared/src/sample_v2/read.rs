@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use debugid::DebugId;
+use debugid::{CodeId, DebugId};
 
 use super::rules::{check_chunk, parse, Violation};
 use super::schema::Chunk;
@@ -216,6 +216,11 @@ pub(super) fn import_frames(profile: &mut Profile, chunk: &Chunk) -> Vec<FrameHa
             start,
             img.image_size.map_or(0, |s| start.saturating_add(s)),
         );
+        image.code_id = img
+            .code_id
+            .as_deref()
+            .map(|c| CodeId::new(c.to_ascii_lowercase()))
+            .filter(|c| !c.is_nil());
         image.debug_id = img
             .debug_id
             .as_deref()

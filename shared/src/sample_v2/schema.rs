@@ -149,6 +149,13 @@ pub struct DebugImage {
         deserialize_with = "present"
     )]
     pub code_file: Option<String>,
+    /// The code id: the GNU build ID for ELF, lowercase hex. What debug files are stored by.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
+    pub code_id: Option<String>,
     /// The debug id, hyphenated lowercase.
     #[serde(
         default,

@@ -240,7 +240,7 @@ fn uuid() -> impl Strategy<Value = String> {
 fn image() -> impl Strategy<Value = DebugImage> {
     let native = (
         prop_oneof![Just("symbolic"), Just("macho")],
-        text(),
+        (text(), prop::option::of("[0-9a-f]{40}")),
         uuid(),
         address(),
         prop::option::of(address()),
@@ -248,8 +248,17 @@ fn image() -> impl Strategy<Value = DebugImage> {
         other(),
     )
         .prop_map(
-            |(kind, code_file, debug_id, image_addr, image_vmaddr, image_size, other)| DebugImage {
+            |(
+                kind,
+                (code_file, code_id),
+                debug_id,
+                image_addr,
+                image_vmaddr,
+                image_size,
+                other,
+            )| DebugImage {
                 code_file: Some(code_file),
+                code_id,
                 debug_id: Some(debug_id),
                 kind: Some(kind.to_owned()),
                 image_addr: Some(image_addr),

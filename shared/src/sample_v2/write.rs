@@ -359,6 +359,7 @@ pub fn write_planned_chunk(meta: &UploadMetadata, plan: &ChunkPlan<'_>) -> Resul
             .unwrap_or("<unknown>");
         images.push(schema::DebugImage {
             code_file: Some(code_file.to_owned()),
+            code_id: img.code_id.as_ref().map(|c| c.as_str().to_owned()),
             debug_id: Some(debug_id.to_string()),
             kind: Some("symbolic".to_owned()),
             image_addr: Some(hex_addr(img.start)),
