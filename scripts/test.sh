@@ -8,23 +8,21 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n== %s\n' "$*"; }
 
-# With CI=true in the environment, cargo's rustc target-information probe (`rustc - --print=cfg
-# ...`, the first thing cargo runs in a fresh target directory) was seen to fail on this machine,
-# compiling text it was never given; without it, the same command passes. Nothing here reads
-# CI, so it is cleared for the steps below.
-unset CI
-
 step "python tools (.venv)"
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r tests/requirements.txt
 
-step "native tools: gcc and binutils (symbol tests)"
+step "native tools: gcc and binutils (symbol tests), dump_syms (.tools)"
 # The symbol tests build a C library and check every frame against addr2line.
 if ! command -v gcc >/dev/null || ! command -v addr2line >/dev/null || ! command -v objcopy >/dev/null; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq && $sudo apt-get install -y -qq gcc binutils
+fi
+# Mozilla's dump_syms writes the Breakpad files the Breakpad test compares with the ELF.
+if [ ! -x .tools/bin/dump_syms ]; then
+  cargo install --quiet --locked dump_syms --version 2.3.9 --root .tools
 fi
 
 step "sample traces are reproducible"
@@ -48,14 +46,6 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "benchmarks compile"
 cargo bench --workspace --locked --no-run
-
-step "dump_syms (.tools), for the Breakpad test"
-# Mozilla's dump_syms writes the Breakpad files the Breakpad test compares with the ELF. It is
-# installed after clippy and the bench build: a fresh target directory's first rustc probe,
-# right after a `cargo install`, was seen to fail here; by now the probe's answers are cached.
-if [ ! -x .tools/bin/dump_syms ]; then
-  cargo install --quiet --locked dump_syms --version 2.3.9 --root .tools
-fi
 
 step "cargo test"
 cargo test --workspace --locked 2>&1 | tee "$tmp/test.log"
