@@ -30,6 +30,6 @@ pub use process::{
 };
 pub use rehydrate::{rehydrate, rehydrate_keys, RehydrateOptions, RehydratePage, RehydrateScope};
 pub use symbols::{
-    add_debug_file, current_debug_meta, list_debug_files, DebugFileOutcome, DebugFileReport,
-    StoreSymbols, DEBUG_FILE_REPORT_VERSION, DEFAULT_MAX_DEBUG_FILE_BYTES,
+    add_debug_file, current_debug_meta, list_debug_files, DebugFileOutcome, StoreSymbols,
+    DEFAULT_MAX_DEBUG_FILE_BYTES,
 };

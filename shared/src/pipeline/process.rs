@@ -305,6 +305,33 @@ fn process_profile(
     }))
 }
 
+/// Writes the error report of the object at `key` (an upload, or a debug file) next to it;
+/// returns where it went, the reason and the readable error.
+pub(crate) fn write_error_report(
+    store: &dyn ObjectStore,
+    key: &str,
+    etag: &str,
+    bytes: u64,
+    error: Error,
+) -> Result<(String, &'static str, String)> {
+    let error = error.for_input(key);
+    let reason = error.kind().reason();
+    let message = error_chain(&error);
+    let report = ErrorReport {
+        report_version: ERROR_REPORT_VERSION,
+        converter: format!("proflake {}", env!("CARGO_PKG_VERSION")),
+        key: key.into(),
+        etag: etag.into(),
+        bytes,
+        reason: reason.into(),
+        error: message.clone(),
+    };
+    let report_key = error_report_key(key);
+    let json = serde_json::to_vec_pretty(&report).expect("error report serializes");
+    store.put(&report_key, &json)?;
+    Ok((report_key, reason, message))
+}
+
 /// The outputs the conversion at `manifest_key` lists now (none without a manifest).
 fn previous_outputs(outputs: &dyn ObjectStore, manifest_key: &str) -> Result<Vec<String>> {
     let Some(json) = outputs.get(manifest_key)? else {
@@ -362,21 +389,7 @@ fn quarantine(
     error: Error,
 ) -> Result<Outcome> {
     let (etag, bytes) = info.map_or(("", 0), |i| (i.etag.as_str(), i.size));
-    let error = error.for_input(key);
-    let reason = error.kind().reason();
-    let message = error_chain(&error);
-    let report = ErrorReport {
-        report_version: ERROR_REPORT_VERSION,
-        converter: format!("proflake {}", env!("CARGO_PKG_VERSION")),
-        key: key.into(),
-        etag: etag.into(),
-        bytes,
-        reason: reason.into(),
-        error: message.clone(),
-    };
-    let report_key = error_report_key(key);
-    let json = serde_json::to_vec_pretty(&report).expect("error report serializes");
-    uploads.put(&report_key, &json)?;
+    let (report_key, reason, message) = write_error_report(uploads, key, etag, bytes, error)?;
     if info.is_some() {
         settle(uploads, outputs, key, etag, false)?;
     }

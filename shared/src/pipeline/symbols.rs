@@ -1,18 +1,15 @@
 //! The symbol store in the bucket: debug files under `debuginfo/<build-id>/`, each build ID
 //! with the lookup cache of its best file and a meta naming it (written last).
 
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::process::write_error_report;
 use crate::error::{error_chain, Error, ErrorKind, Result};
 use crate::store::{debug_info_key, debug_meta_key, error_report_key, DebugInfoKey, ObjectStore};
 use crate::symbolize::{ingest_debug_file, DebugFileMeta, SymbolSource, Symbols};
 
 /// Largest debug file read by default: 2 GiB.
 pub const DEFAULT_MAX_DEBUG_FILE_BYTES: u64 = 2 << 30;
-
-/// Version of the debug-file error report layout.
-pub const DEBUG_FILE_REPORT_VERSION: u32 = 1;
 
 /// Symbols read from a store: the meta of a build ID, then the cache it names.
 pub struct StoreSymbols<'s> {
@@ -107,25 +104,6 @@ pub enum DebugFileOutcome {
     },
 }
 
-/// The report written next to a refused debug file (`<key>.error.json`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct DebugFileReport {
-    /// Layout version ([`DEBUG_FILE_REPORT_VERSION`]).
-    pub report_version: u32,
-    /// The converter and its version.
-    pub converter: String,
-    /// The debug file's key.
-    pub key: String,
-    /// Its ETag.
-    pub etag: String,
-    /// Its size.
-    pub bytes: u64,
-    /// [`ErrorKind::reason`].
-    pub reason: String,
-    /// The error and its causes, readable.
-    pub error: String,
-}
-
 /// Validates the debug file at `key`, builds its cache and makes it the build ID's symbols
 /// when it is better than the file in use. Only store failures are errors (transient);
 /// everything about the file itself ends in [`DebugFileOutcome::Refused`]. Safe to repeat.
@@ -172,14 +150,17 @@ pub fn add_debug_file(
         Err(e) => return refuse(store, key, &info.etag, info.size, e),
     };
     clear_report(store, key)?;
-    if let Some(in_use) = in_use.filter(|m| m.quality >= ingested.meta.quality) {
+    if let Some(in_use) = in_use
+        .as_ref()
+        .filter(|m| m.quality >= ingested.meta.quality)
+    {
         return Ok(DebugFileOutcome::Kept {
             key: key.into(),
             build_id,
-            in_use: Box::new(in_use),
+            in_use: Box::new(in_use.clone()),
         });
     }
-    let previous = current_debug_meta(store, &build_id)?;
+    let previous = in_use;
     let mut meta = ingested.meta;
     // A separate debug file has hollow program headers; the binary it replaces had real ones.
     if meta.segments.is_none() {
@@ -216,21 +197,7 @@ fn refuse(
     bytes: u64,
     error: Error,
 ) -> Result<DebugFileOutcome> {
-    let error = error.for_input(key);
-    let reason = error.kind().reason();
-    let message = error_chain(&error);
-    let report = DebugFileReport {
-        report_version: DEBUG_FILE_REPORT_VERSION,
-        converter: format!("proflake {}", env!("CARGO_PKG_VERSION")),
-        key: key.into(),
-        etag: etag.into(),
-        bytes,
-        reason: reason.into(),
-        error: message.clone(),
-    };
-    let report_key = error_report_key(key);
-    let json = serde_json::to_vec_pretty(&report).expect("report serializes");
-    store.put(&report_key, &json)?;
+    let (report_key, reason, message) = write_error_report(store, key, etag, bytes, error)?;
     Ok(DebugFileOutcome::Refused {
         key: key.into(),
         report_key,
