@@ -8,6 +8,18 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n== %s\n' "$*"; }
 
+step "machine: /dev/null is the null device"
+# Cargo probes rustc with a program read from stdin, and build scripts send their probes' errors
+# to /dev/null. Where /dev/null is a plain file, one build's errors become the next build's
+# program and every later cargo command fails, so repair it before anything is built.
+if [ ! -c /dev/null ]; then
+  echo "/dev/null is not a character device ($(stat -c %F /dev/null 2>&1)); recreating it"
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo rm -f /dev/null
+  $sudo mknod -m 666 /dev/null c 1 3
+fi
+[ -c /dev/null ] || { echo "error: /dev/null is still not a character device" >&2; exit 1; }
+
 step "python tools (.venv)"
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
