@@ -1,6 +1,8 @@
 //! A human-sized summary of a profile: what `proflake inspect` shows.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
 
 use serde::Serialize;
 
@@ -135,14 +137,16 @@ pub fn frame_label(profile: &Profile, handle: FrameHandle) -> String {
 }
 
 /// Summarizes a profile.
+///
+/// Samples are tallied by index (series, thread, leaf stack); frames are only walked once per
+/// distinct stack afterwards, so the cost per sample is a few array increments.
 pub fn summarize(profile: &Profile) -> ProfileSummary {
     let samples = profile.samples();
-    let mut per_series: HashMap<usize, u64> = HashMap::new();
-    let mut weights: HashMap<usize, i64> = HashMap::new();
-    let mut per_thread: HashMap<usize, u64> = HashMap::new();
-    let mut self_counts: HashMap<String, u64> = HashMap::new();
-    let mut total_counts: HashMap<String, u64> = HashMap::new();
-    let mut label_cache: HashMap<FrameHandle, String> = HashMap::new();
+    let series_count = profile.all_series().len();
+    let mut per_series = vec![0u64; series_count];
+    let mut weights = vec![0i64; series_count];
+    let mut per_thread = vec![0u64; profile.threads().len()];
+    let mut stack_weight = vec![0u64; profile.stacks().len()];
     let mut with_stack = 0;
     let ranked = [SeriesKind::CpuTime, SeriesKind::WallTime]
         .iter()
@@ -150,37 +154,62 @@ pub fn summarize(profile: &Profile) -> ProfileSummary {
         .or_else(|| profile.all_series().next())
         .map(|(h, _)| h);
     for s in samples {
-        *per_series.entry(s.series.index()).or_default() += 1;
-        let w = weights.entry(s.series.index()).or_default();
+        per_series[s.series.index()] += 1;
+        let w = &mut weights[s.series.index()];
         *w = w.saturating_add(s.weight);
-        *per_thread.entry(s.thread.index()).or_default() += 1;
+        per_thread[s.thread.index()] += 1;
         let Some(leaf) = s.stack else { continue };
         with_stack += 1;
-        if Some(s.series) != ranked {
+        if Some(s.series) == ranked {
+            let w = &mut stack_weight[leaf.index()];
+            *w = w.saturating_add(u64::try_from(s.weight).unwrap_or(0));
+        }
+    }
+
+    // Frames that print alike (the same function in two images, say) count as one function.
+    let mut label_of_frame: Vec<Option<u32>> = vec![None; profile.frames().len()];
+    let mut label_ids: FxHashMap<String, u32> = FxHashMap::default();
+    let mut labels: Vec<String> = Vec::new();
+    let mut self_counts: Vec<u64> = Vec::new();
+    let mut total_counts: Vec<u64> = Vec::new();
+    // The last stack each label was counted for, so a recursive function counts once a stack.
+    let mut counted_in: Vec<usize> = Vec::new();
+    for ((leaf, _), &weight) in profile.stacks().zip(&stack_weight) {
+        if weight == 0 {
             continue;
         }
-        let weight = u64::try_from(s.weight).unwrap_or(0);
-        let mut seen = HashSet::new();
+        let stack = leaf.index();
         for (depth, f) in profile.stack_frames(leaf).enumerate() {
-            let label = label_cache
-                .entry(f)
-                .or_insert_with(|| frame_label(profile, f))
-                .clone();
+            let label = *label_of_frame[f.index()].get_or_insert_with(|| {
+                let text = frame_label(profile, f);
+                let next = labels.len() as u32;
+                *label_ids.entry(text).or_insert_with_key(|text| {
+                    labels.push(text.clone());
+                    self_counts.push(0);
+                    total_counts.push(0);
+                    counted_in.push(usize::MAX);
+                    next
+                })
+            }) as usize;
             if depth == 0 {
-                *self_counts.entry(label.clone()).or_default() += weight;
+                self_counts[label] += weight;
             }
-            if seen.insert(label.clone()) {
-                *total_counts.entry(label).or_default() += weight;
+            if counted_in[label] != stack {
+                counted_in[label] = stack;
+                total_counts[label] += weight;
             }
         }
     }
-    let mut top: Vec<FunctionSummary> = total_counts
+    let mut top: Vec<FunctionSummary> = labels
         .into_iter()
-        .map(|(function, total)| FunctionSummary {
-            self_samples: self_counts.get(&function).copied().unwrap_or(0),
-            total_samples: total,
-            function,
-        })
+        .zip(self_counts.into_iter().zip(total_counts))
+        .map(
+            |(function, (self_samples, total_samples))| FunctionSummary {
+                function,
+                self_samples,
+                total_samples,
+            },
+        )
         .collect();
     top.sort_by(|a, b| {
         (b.self_samples, b.total_samples, &a.function).cmp(&(
@@ -197,7 +226,7 @@ pub fn summarize(profile: &Profile) -> ProfileSummary {
             pid: profile.process(t.process).pid,
             tid: t.tid,
             name: profile.opt_str(t.name).map(str::to_owned),
-            samples: per_thread.get(&h.index()).copied().unwrap_or(0),
+            samples: per_thread[h.index()],
         })
         .collect();
     threads.sort_by(|a, b| (b.samples, a.pid, a.tid).cmp(&(a.samples, b.pid, b.tid)));
@@ -215,7 +244,7 @@ pub fn summarize(profile: &Profile) -> ProfileSummary {
         .collect();
     processes.sort_by(|a, b| (b.samples, a.pid).cmp(&(a.samples, b.pid)));
 
-    let mut image_frames: HashMap<usize, (u64, u64)> = HashMap::new();
+    let mut image_frames: FxHashMap<usize, (u64, u64)> = FxHashMap::default();
     for (_, f) in profile.frames() {
         if let Some(i) = f.image {
             let e = image_frames.entry(i.index()).or_default();
@@ -258,8 +287,8 @@ pub fn summarize(profile: &Profile) -> ProfileSummary {
                 kind: s.kind.name(),
                 unit: profile.str(s.unit).to_owned(),
                 source: profile.opt_str(s.source).map(str::to_owned),
-                samples: per_series.get(&h.index()).copied().unwrap_or(0),
-                total_weight: weights.get(&h.index()).copied().unwrap_or(0),
+                samples: per_series[h.index()],
+                total_weight: weights[h.index()],
                 period: s.period,
                 frequency_hz: s.frequency_hz,
             })
@@ -310,5 +339,66 @@ mod tests {
         java.module = Some(p.intern("com.example.Worker"));
         let java = p.add_frame(java);
         assert_eq!(frame_label(&p, java), "com.example.Worker.run");
+    }
+
+    /// Ranking tallies stacks, not samples: it must agree with counting every sample's frames
+    /// one by one (a recursive function once per sample, the other series left out).
+    #[test]
+    fn top_functions_count_each_sample_once_per_function() {
+        use crate::model::{Sample, Series, SeriesKind};
+        let mut p = Profile::new("test");
+        let process = p.add_process(Some(1));
+        let thread = p.add_thread(process, Some(1));
+        let series = |p: &mut Profile, kind, name: &str| {
+            let (name, unit) = (p.intern(name), p.intern("ns"));
+            p.add_series(Series {
+                kind,
+                name,
+                unit,
+                source: None,
+                frequency_hz: None,
+                period: None,
+            })
+        };
+        let other = series(&mut p, SeriesKind::Other, "faults");
+        let cpu = series(&mut p, SeriesKind::CpuTime, "cpu");
+        let frame = |p: &mut Profile, name: &str| {
+            let mut f = Frame::new(FrameKind::Native);
+            f.function = Some(p.intern(name));
+            p.add_frame(f)
+        };
+        let (main, work, leaf) = (
+            frame(&mut p, "main"),
+            frame(&mut p, "work"),
+            frame(&mut p, "leaf"),
+        );
+        let recursive = p.add_stack_from_root(vec![main, work, work, leaf]).unwrap();
+        let shallow = p.add_stack_from_root(vec![main, work]).unwrap();
+        let runs = [
+            (recursive, 3, cpu),
+            (shallow, 5, cpu),
+            (recursive, 7, cpu),
+            (shallow, 100, other),
+        ];
+        for (stack, weight, series) in runs {
+            p.add_sample(Sample::new(thread, Some(stack), weight, series));
+        }
+
+        let summary = summarize(&p);
+        let row = |name: &str| {
+            let f = summary
+                .top_functions
+                .iter()
+                .find(|f| f.function == name)
+                .unwrap();
+            (f.self_samples, f.total_samples)
+        };
+        assert_eq!(summary.top_functions_series.as_deref(), Some("cpu (ns)"));
+        assert_eq!(row("leaf"), (10, 10));
+        assert_eq!(row("work"), (5, 15));
+        assert_eq!(row("main"), (0, 15));
+        assert_eq!(summary.series[0].total_weight, 100);
+        assert_eq!(summary.series[1].samples, 3);
+        assert_eq!(summary.threads[0].samples, 4);
     }
 }

@@ -2,7 +2,8 @@
 //! every flame graph tool. A graph draws one series: values of different series (CPU time,
 //! bytes allocated, events) do not add up.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::BTreeSet;
 use std::fmt;
 
 use arrow_array::Array;
@@ -125,7 +126,7 @@ impl Folded {
 /// The `profiles` rows a filter keeps.
 struct Profiles<'a> {
     ids: Vec<&'a str>,
-    index: HashMap<&'a str, usize>,
+    index: FxHashMap<&'a str, usize>,
     sample_types: Vec<&'a str>,
     units: Vec<&'a str>,
     /// `start_time`, µs: the time of the profile's aggregated samples, which have none.
@@ -167,7 +168,7 @@ fn select_profiles<'a>(tables: &'a TableBatches, filter: &FlameFilter) -> Result
     let n = p.num_rows();
     let mut out = Profiles {
         ids: Vec::with_capacity(n),
-        index: HashMap::with_capacity(n),
+        index: FxHashMap::with_capacity_and_hasher(n, Default::default()),
         sample_types: Vec::with_capacity(n),
         units: Vec::with_capacity(n),
         starts: Vec::with_capacity(n),
@@ -353,7 +354,7 @@ pub fn fold(tables: &TableBatches, filter: &FlameFilter) -> Result<Folded> {
         return Err(no_samples(why));
     }
 
-    let used: HashSet<usize> = matched.iter().map(|&(_, p, _)| p).collect();
+    let used: FxHashSet<usize> = matched.iter().map(|&(_, p, _)| p).collect();
     let units: BTreeSet<&str> = used.iter().map(|&p| profiles.units[p]).collect();
     let weigh = if filter.count_samples {
         Weigh::Count

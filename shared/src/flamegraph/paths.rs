@@ -1,11 +1,10 @@
 //! From a sample's `stack_id` to its folded path `root;…;leaf`, through the `stacks` prefix
 //! tree and `frames` names of its profile.
 
-use std::collections::{HashMap, HashSet};
-
 use super::columns::{self, opt_i32, required};
 use crate::error::Result;
 use crate::tables::TableBatches;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// A frame name as one folded-stack field. Folded lines are `a;b;c <count>`, and inferno
 /// reads them back with a few rules a name must not trip:
@@ -48,16 +47,16 @@ pub const NO_STACK: &str = "<no stack>";
 /// One profile's call tree: node → (parent, frame), frame → display name.
 #[derive(Default)]
 struct Tree {
-    nodes: HashMap<i32, (Option<i32>, i32)>,
-    names: HashMap<i32, String>,
+    nodes: FxHashMap<i32, (Option<i32>, i32)>,
+    names: FxHashMap<i32, String>,
 }
 
 /// Resolves stacks to interned folded paths, each stack once.
 pub(super) struct Paths<'a> {
     profile_ids: &'a [&'a str],
-    trees: HashMap<usize, Tree>,
-    memo: HashMap<(usize, i32), usize>,
-    index: HashMap<String, usize>,
+    trees: FxHashMap<usize, Tree>,
+    memo: FxHashMap<(usize, i32), usize>,
+    index: FxHashMap<String, usize>,
     /// The distinct paths, in order of first use.
     pub paths: Vec<String>,
 }
@@ -68,10 +67,10 @@ impl<'a> Paths<'a> {
     pub fn load(
         tables: &TableBatches,
         profile_ids: &'a [&'a str],
-        index: &HashMap<&str, usize>,
-        wanted: &HashSet<usize>,
+        index: &FxHashMap<&str, usize>,
+        wanted: &FxHashSet<usize>,
     ) -> Result<Self> {
-        let mut trees: HashMap<usize, Tree> =
+        let mut trees: FxHashMap<usize, Tree> =
             wanted.iter().map(|&p| (p, Tree::default())).collect();
         let s = &tables.stacks;
         let (ids, stack, parent, frame) = (
@@ -107,8 +106,8 @@ impl<'a> Paths<'a> {
         Ok(Paths {
             profile_ids,
             trees,
-            memo: HashMap::new(),
-            index: HashMap::new(),
+            memo: FxHashMap::default(),
+            index: FxHashMap::default(),
             paths: Vec::new(),
         })
     }

@@ -1,6 +1,7 @@
 //! The profile: the one mutable entry point to the model.
 
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
 
 use indexmap::IndexSet;
 
@@ -60,7 +61,7 @@ pub struct Profile {
     /// By handle. Kept apart from the dedup map so frames can be rewritten in place (by
     /// symbolization) without moving any handle, even when two become equal.
     frames: Vec<Frame>,
-    frame_ids: HashMap<Frame, FrameHandle>,
+    frame_ids: FxHashMap<Frame, FrameHandle>,
     stacks: IndexSet<(Option<StackHandle>, FrameHandle)>,
     depths: Vec<u32>,
     process_ids: IndexSet<Option<i64>>,

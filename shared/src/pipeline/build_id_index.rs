@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{FrameAddress, FrameHandle, Profile, StackHandle};
+use crate::model::{FrameAddress, Profile};
 use crate::plan::TableProfilePlan;
 use crate::store::build_id_index_key;
 use crate::symbolize::{image_build_id, SymbolizeReport};
@@ -82,30 +82,46 @@ pub fn build_id_index<'a, 'p: 'a>(
         relative: BTreeSet<u64>,
     }
     // Plans of one upload share a profile, except pass-through chunks (one profile each);
-    // profiles are told apart by address, images by (profile, handle).
-    let mut reached: BTreeMap<*const Profile, (&Profile, BTreeSet<FrameHandle>)> = BTreeMap::new();
+    // profiles are told apart by address, images by (profile, handle). Per profile: which
+    // stack nodes were walked already and which frames they reach, indexed by handle, so a
+    // sample costs one lookup once its stack has been seen.
+    let mut reached: Vec<(&Profile, Vec<bool>, Vec<bool>)> = Vec::new();
     for plan in plans {
-        let (_, frames) = reached
-            .entry(plan.profile as *const Profile)
-            .or_insert_with(|| (plan.profile, BTreeSet::new()));
-        let mut done: BTreeSet<StackHandle> = BTreeSet::new();
+        let at = match reached
+            .iter()
+            .position(|(p, _, _)| std::ptr::eq(*p, plan.profile))
+        {
+            Some(at) => at,
+            None => {
+                let p = plan.profile;
+                reached.push((
+                    p,
+                    vec![false; p.stacks().len()],
+                    vec![false; p.frames().len()],
+                ));
+                reached.len() - 1
+            }
+        };
+        let (_, done, frames) = &mut reached[at];
         for sample in &plan.samples {
             let mut node = sample.stack;
             while let Some(stack) = node {
-                if !done.insert(stack) {
+                if std::mem::replace(&mut done[stack.index()], true) {
                     break; // its ancestors are in too
                 }
                 let n = plan.profile.stack(stack);
-                frames.insert(n.frame);
+                frames[n.frame.index()] = true;
                 node = n.parent;
             }
         }
     }
     let mut by_image = Vec::new();
-    for (profile, frames) in reached.into_values() {
+    for (profile, _, frames) in reached {
         let mut seen_here: BTreeMap<_, Seen> = BTreeMap::new();
-        for &h in &frames {
-            let frame = profile.frame(h);
+        for (h, frame) in profile.frames() {
+            if !frames[h.index()] {
+                continue;
+            }
             // Frames the input named are the input's; the rest are symbolization's.
             let named = frame.function.is_some();
             if named && frame.symbol_status.is_none() {

@@ -26,10 +26,9 @@
 //! ones are written: their times are real, and laying synthetic ones beside them would
 //! double-count the same threads.
 
-use std::collections::HashMap;
-
 use crate::error::{ErrorKind, Result};
 use crate::model::{count_unit_scale, time_unit_ns, Profile, Sample, ThreadHandle};
+use rustc_hash::FxHashMap;
 
 /// Spacing of expanded samples when the input names no period or frequency: 10 ms (100 Hz).
 pub const DEFAULT_INTERVAL_NS: i64 = 10_000_000;
@@ -163,7 +162,7 @@ pub(crate) fn timed_samples<'p>(
         sum.saturating_add(repetitions(profile, s, expansion_interval_ns(profile, s)))
     });
     let scale = (total > MAX_EXPANDED_SAMPLES).then(|| MAX_EXPANDED_SAMPLES as f64 / total as f64);
-    let mut clocks: HashMap<ThreadHandle, i64> = HashMap::new();
+    let mut clocks: FxHashMap<ThreadHandle, i64> = FxHashMap::default();
     let mut out = Vec::new();
     let mut smallest: Option<i64> = None;
     for (index, s) in aggregated() {

@@ -1,7 +1,8 @@
 //! Reading Sample v2 chunks: bytes into the typed [`Chunk`], checked against Relay's rules,
 //! then into the model so that a chunk an input already holds can be tabulated.
 
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
 
 use debugid::{CodeId, DebugId};
 
@@ -197,7 +198,7 @@ fn symbol_status(status: &str) -> Option<SymbolStatus> {
 
 /// Adds a chunk's images and frames to `profile`; returns each chunk frame's model handle.
 pub(super) fn import_frames(profile: &mut Profile, chunk: &Chunk) -> Vec<FrameHandle> {
-    let mut images: HashMap<&str, ImageHandle> = HashMap::new();
+    let mut images: FxHashMap<&str, ImageHandle> = FxHashMap::default();
     for img in chunk.debug_meta.iter().flat_map(|m| &m.images) {
         // Only images that native frames map into: ProGuard and source maps have no range.
         if !matches!(

@@ -9,7 +9,7 @@
 //! - every other key of the chunk, of the samples and of the rewritten frames is kept, and a
 //!   frame the symbolizer left alone is kept whole: it serializes to the same bytes.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::mem;
 
 use super::read::{frame_handles, import_frames, read_chunk, FORMAT};
@@ -98,7 +98,7 @@ pub fn rewrite_frames(
     let old = mem::take(&mut chunk.profile.frames);
     let mut out: Vec<schema::Frame> = Vec::with_capacity(count + rewritten);
     // New frames by identity, so equal ones are written once.
-    let mut written: HashMap<String, usize> = HashMap::new();
+    let mut written: FxHashMap<String, usize> = FxHashMap::default();
     let mut index_map: Vec<Vec<usize>> = Vec::with_capacity(count);
     for (i, frame) in old.into_iter().enumerate() {
         if !changed[i] {

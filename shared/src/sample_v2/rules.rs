@@ -15,8 +15,8 @@
 //! unconfirmed), `content_type` and the SDK's top-level `timestamp` (Relay drops it
 //! harmlessly). Not checked at all: the payload size limit.
 
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet};
 use std::fmt::{self, Display, Write};
 use std::str::FromStr;
 
@@ -428,7 +428,8 @@ impl Checker {
     }
 
     fn check_frames(&mut self, frames: &[Frame]) {
-        let mut seen: HashMap<String, usize> = HashMap::with_capacity(frames.len());
+        let mut seen: FxHashMap<String, usize> =
+            FxHashMap::with_capacity_and_hasher(frames.len(), Default::default());
         for (i, frame) in frames.iter().enumerate() {
             self.check_frame(i, frame);
             match seen.entry(canonical_frame(frame)) {
@@ -469,7 +470,8 @@ impl Checker {
     }
 
     fn check_stacks(&mut self, stacks: &[Vec<usize>], frame_count: usize) {
-        let mut seen: HashMap<&[usize], usize> = HashMap::with_capacity(stacks.len());
+        let mut seen: FxHashMap<&[usize], usize> =
+            FxHashMap::with_capacity_and_hasher(stacks.len(), Default::default());
         for (i, stack) in stacks.iter().enumerate() {
             for (j, &index) in stack.iter().enumerate() {
                 if index >= frame_count {
@@ -570,7 +572,7 @@ impl Checker {
         }
         // Vec + index map keeps reports in first-appearance order, so output is deterministic.
         let mut threads: Vec<(&str, usize)> = Vec::new();
-        let mut position: HashMap<&str, usize> = HashMap::new();
+        let mut position: FxHashMap<&str, usize> = FxHashMap::default();
         for (sample, stack_id) in profile.samples.iter().zip(stack_ids) {
             let thread = sample.thread_id.as_str();
             let slot = *position.entry(thread).or_insert_with(|| {
@@ -605,7 +607,7 @@ impl Checker {
         let Some(entries) = &profile.thread_metadata else {
             return;
         };
-        let referenced: HashSet<&str> = profile
+        let referenced: FxHashSet<&str> = profile
             .samples
             .iter()
             .map(|s| s.thread_id.as_str())

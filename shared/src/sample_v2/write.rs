@@ -7,7 +7,8 @@
 //! - ids are derived from the input's identity unless given, so converting the same input
 //!   twice gives byte-identical chunks.
 
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
 
 use indexmap::IndexSet;
 use serde::Deserialize;
@@ -270,7 +271,7 @@ struct ChunkBuilder<'a> {
     frames: IndexSet<FrameRow<'a>>,
     stacks: IndexSet<Vec<usize>>,
     images: IndexSet<ImageHandle>,
-    frame_rows: HashMap<FrameHandle, Vec<usize>>,
+    frame_rows: FxHashMap<FrameHandle, Vec<usize>>,
     runtimes: Runtimes,
 }
 
@@ -305,12 +306,12 @@ pub fn write_planned_chunk(meta: &UploadMetadata, plan: &ChunkPlan<'_>) -> Resul
         frames: IndexSet::new(),
         stacks: IndexSet::new(),
         images: IndexSet::new(),
-        frame_rows: HashMap::new(),
+        frame_rows: FxHashMap::default(),
         runtimes: Runtimes::default(),
     };
     let mut samples = Vec::with_capacity(kept.len());
     let mut thread_metadata = BTreeMap::new();
-    let mut stack_rows: HashMap<crate::model::StackHandle, usize> = HashMap::new();
+    let mut stack_rows: FxHashMap<crate::model::StackHandle, usize> = FxHashMap::default();
     for p in kept {
         let (t, s) = (p.time, p.sample);
         let stack_id = match s.stack {

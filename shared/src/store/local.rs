@@ -2,8 +2,13 @@
 
 use std::fs;
 use std::io::{self, Read, Write};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use md5::{Digest, Md5};
+use rustc_hash::FxHashMap;
 
 use super::{too_large, ObjectInfo, ObjectStore};
 use crate::error::{Error, ErrorKind, Result};
@@ -12,12 +17,37 @@ use crate::error::{Error, ErrorKind, Result};
 #[derive(Clone, Debug)]
 pub struct LocalDirStore {
     root: PathBuf,
+    /// ETags already hashed, by file. A conversion reads its upload and then checks (HEAD) it
+    /// is unchanged; without this, a large upload would be read and hashed twice.
+    etags: Arc<Mutex<FxHashMap<PathBuf, (FileVersion, String)>>>,
+}
+
+/// What tells one content of a file from the next: `put` renames a new file into place, so
+/// a rewrite changes the inode as well as the time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileVersion {
+    inode: u64,
+    len: u64,
+    modified_ns: i64,
+}
+
+impl FileVersion {
+    fn of(meta: &fs::Metadata) -> Self {
+        FileVersion {
+            inode: meta.ino(),
+            len: meta.len(),
+            modified_ns: meta.mtime().saturating_mul(1_000_000_000) + meta.mtime_nsec(),
+        }
+    }
 }
 
 impl LocalDirStore {
     /// A store rooted at `root` (created on first write).
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        LocalDirStore { root: root.into() }
+        LocalDirStore {
+            root: root.into(),
+            etags: Arc::default(),
+        }
     }
 
     /// The file that holds `key`. Keys that would leave the root are refused.
@@ -40,6 +70,35 @@ impl LocalDirStore {
             .open(&path)
             .map_err(|e| storage(key, e))?;
         file.set_modified(time).map_err(|e| storage(key, e))
+    }
+}
+
+impl LocalDirStore {
+    fn remembered_etag(&self, path: &Path, version: FileVersion) -> Option<String> {
+        let etags = self.etags.lock().unwrap_or_else(|e| e.into_inner());
+        etags
+            .get(path)
+            .filter(|(v, _)| *v == version)
+            .map(|(_, etag)| etag.clone())
+    }
+
+    fn remember_etag(&self, path: &Path, version: FileVersion, etag: &str) {
+        let mut etags = self.etags.lock().unwrap_or_else(|e| e.into_inner());
+        etags.insert(path.to_owned(), (version, etag.to_owned()));
+    }
+}
+
+fn info_of(meta: &fs::Metadata, etag: String) -> ObjectInfo {
+    let last_modified_ns = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .and_then(|d| i64::try_from(d.as_nanos()).ok());
+    ObjectInfo {
+        etag,
+        size: meta.len(),
+        last_modified_ns,
+        user_metadata: Vec::new(),
     }
 }
 
@@ -75,18 +134,34 @@ impl ObjectStore for LocalDirStore {
         if bytes.len() as u64 > max_bytes {
             return Err(too_large(max_bytes));
         }
-        let last_modified_ns = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .and_then(|d| i64::try_from(d.as_nanos()).ok());
-        let info = ObjectInfo {
-            etag: super::content_etag(&bytes),
-            size: bytes.len() as u64,
-            last_modified_ns,
-            user_metadata: Vec::new(),
-        };
+        let version = FileVersion::of(&meta);
+        let etag = self.remembered_etag(&path, version).unwrap_or_else(|| {
+            let etag = super::content_etag(&bytes);
+            self.remember_etag(&path, version, &etag);
+            etag
+        });
+        let mut info = info_of(&meta, etag);
+        info.size = bytes.len() as u64;
         Ok(Some((bytes, info)))
+    }
+
+    fn head(&self, key: &str) -> Result<Option<ObjectInfo>> {
+        let path = self.path(key)?;
+        let mut file = match fs::File::open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(storage(key, e)),
+        };
+        let meta = file.metadata().map_err(|e| storage(key, e))?;
+        let version = FileVersion::of(&meta);
+        if let Some(etag) = self.remembered_etag(&path, version) {
+            return Ok(Some(info_of(&meta, etag)));
+        }
+        let mut md5 = Md5::new();
+        io::copy(&mut file, &mut md5).map_err(|e| storage(key, e))?;
+        let etag = hex::encode(md5.finalize());
+        self.remember_etag(&path, version, &etag);
+        Ok(Some(info_of(&meta, etag)))
     }
 
     fn exists(&self, key: &str) -> Result<bool> {
@@ -226,6 +301,16 @@ mod tests {
             ErrorKind::LimitExceeded { max: 2, .. }
         ));
         assert_eq!(store.get_object("uploads/none", 9).unwrap(), None);
+        // HEAD hashes without reading the object into memory, and a rewrite is seen even
+        // at the same size within the same clock tick.
+        assert_eq!(store.head("uploads/a.bin").unwrap().unwrap(), info);
+        store.put("uploads/a.bin", b"abd").unwrap();
+        let fresh = LocalDirStore::new(dir.path())
+            .head("uploads/a.bin")
+            .unwrap();
+        assert_eq!(store.head("uploads/a.bin").unwrap(), fresh);
+        assert_ne!(fresh.unwrap().etag, info.etag);
+        assert_eq!(store.head("uploads/none").unwrap(), None);
         assert_eq!(
             store.list("uploads/").unwrap(),
             ["uploads/a.bin", "uploads/sub/b.bin"]

@@ -5,9 +5,8 @@
 //! so a parent always has a smaller id than its children and a reader can build the tree in
 //! one pass.
 
-use std::collections::HashMap;
-
 use arrow_array::RecordBatch;
+use rustc_hash::FxHashMap;
 
 use super::columns::{batch, int32s, strings};
 use super::profiles::TableProfile;
@@ -26,12 +25,12 @@ pub(super) struct StackRow {
 /// A table profile's call tree.
 #[derive(Debug, Default)]
 pub(super) struct CallTree {
-    ids: HashMap<StackHandle, u32>,
+    ids: FxHashMap<StackHandle, u32>,
     /// By stack id.
     pub stacks: Vec<StackRow>,
     /// The model frame of each frame id.
     pub frames: Vec<FrameHandle>,
-    frame_ids: HashMap<FrameHandle, u32>,
+    frame_ids: FxHashMap<FrameHandle, u32>,
 }
 
 /// Ids count rows of a model table whose handles are `u32`, so they always fit.

@@ -3,7 +3,8 @@
 //! Samples are first summed per (hour, stack) within a profile, so each distinct stack is
 //! walked once per hour rather than once per sample.
 
-use std::collections::{BTreeMap, HashMap};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
 
 use arrow_array::RecordBatch;
 
@@ -56,9 +57,9 @@ pub(super) fn rollup<'a>(
     profiles: &'a [TableProfile<'a>],
     samples: &[SampleRow<'_>],
 ) -> BTreeMap<RollupKey<'a>, RollupSums> {
-    // (profile, hour, leaf stack id) → (weight, samples). Ordered so the final sums do not
-    // depend on hashing.
-    let mut per_stack: BTreeMap<(usize, i64, u32), (i128, i128)> = BTreeMap::new();
+    // (profile, hour, leaf stack id) → (weight, samples). The sums below are exact integer
+    // additions into an ordered map, so the order this map is drained in cannot show.
+    let mut per_stack: FxHashMap<(usize, i64, u32), (i128, i128)> = FxHashMap::default();
     for row in samples {
         let p = &profiles[row.profile];
         let Some(stack) = row.sample.stack.and_then(|s| p.tree.stack_id(s)) else {
@@ -70,7 +71,7 @@ pub(super) fn rollup<'a>(
         sums.1 += 1;
     }
     let mut out: BTreeMap<RollupKey<'a>, RollupSums> = BTreeMap::new();
-    let mut distinct: HashMap<(usize, u32), Vec<&'a str>> = HashMap::new();
+    let mut distinct: FxHashMap<(usize, u32), Vec<&'a str>> = FxHashMap::default();
     for ((i, hour_us, stack), (weight, count)) in per_stack {
         let p = &profiles[i];
         let key = |function: &'a str| RollupKey {

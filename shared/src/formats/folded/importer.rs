@@ -1,7 +1,5 @@
 //! Turns folded lines into the model: one aggregated sample per line, weight = the count.
 
-use std::collections::HashMap;
-
 use super::dialect::Dialect;
 use super::frame_syntax::{
     austin_frame, austin_process, austin_thread, generic_frame, pyspy_frame, pyspy_process,
@@ -13,6 +11,7 @@ use crate::model::{
     Frame, FrameAddress, FrameHandle, Image, Profile, Sample, Series, SeriesHandle, SeriesKind,
     StackHandle, ThreadHandle,
 };
+use rustc_hash::FxHashMap;
 
 /// The root frames that name where a stack ran, as text (empty when absent).
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -34,8 +33,8 @@ pub(super) struct Importer<'a> {
     profile: Profile,
     dialect: Dialect,
     series: SeriesHandle,
-    frames: HashMap<&'a str, FrameHandle>,
-    threads: HashMap<Context<'a>, ThreadHandle>,
+    frames: FxHashMap<&'a str, FrameHandle>,
+    threads: FxHashMap<Context<'a>, ThreadHandle>,
     total: i64,
 }
 
@@ -58,8 +57,8 @@ impl<'a> Importer<'a> {
             profile,
             dialect,
             series,
-            frames: HashMap::new(),
-            threads: HashMap::new(),
+            frames: FxHashMap::default(),
+            threads: FxHashMap::default(),
             total: 0,
         }
     }

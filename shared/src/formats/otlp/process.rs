@@ -6,10 +6,9 @@
 //! a sample's own process attributes win over the resource's; the resource's other attributes
 //! (`container.id`, `service.name`, `host.name`) describe every process of the resource.
 
-use std::collections::HashSet;
-
 use super::dict::Scalar;
 use crate::model::{ProcessHandle, Profile};
+use rustc_hash::FxHashSet;
 
 const PID: &str = "process.pid";
 const EXECUTABLE_NAME: &str = "process.executable.name";
@@ -85,7 +84,7 @@ pub(super) struct ResourceProcesses {
     /// The resource's attributes in input order, each marked whether it is about the process
     /// itself (`process.pid`, ...) rather than where it ran.
     attributes: Vec<(String, String, bool)>,
-    known: HashSet<ProcessHandle>,
+    known: FxHashSet<ProcessHandle>,
 }
 
 impl ResourceProcesses {
@@ -103,7 +102,7 @@ impl ResourceProcesses {
         ResourceProcesses {
             info,
             attributes,
-            known: HashSet::new(),
+            known: FxHashSet::default(),
         }
     }
 

@@ -15,12 +15,11 @@
 //! Not checked: UCUM validity of units (needs the UCUM grammar; producers write
 //! `nanoseconds` and `count`, which are not UCUM, so it would only produce noise).
 
-use std::collections::{HashMap, HashSet};
-
 use proflake_proto::otlp::common::{any_value, AnyValue, KeyValue};
 use proflake_proto::otlp::profiles::{
     Link, Location, Mapping, Profile, ProfilesData, ProfilesDictionary, Sample, ValueType,
 };
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// Which rules run. The defaults are profcheck's CLI defaults with the lenient time range.
 #[derive(Clone, Copy, Debug)]
@@ -165,7 +164,7 @@ impl Checker<'_> {
     /// Attribute index lists: in range, keys in range, keys unique by their text.
     fn attribute_indices(&self, indices: &[i32], path: &str, out: &mut Findings) {
         let table = &self.dict.attribute_table;
-        let mut seen: HashMap<&[u8], usize> = HashMap::new();
+        let mut seen: FxHashMap<&[u8], usize> = FxHashMap::default();
         for (pos, &i) in indices.iter().enumerate() {
             if !self.index(i, table.len(), || format!("{path}[{pos}]"), out) {
                 continue;
@@ -276,7 +275,7 @@ impl Checker<'_> {
             });
         }
         let mut expected = None;
-        let mut identities: HashMap<(i32, Vec<i32>, i32), usize> = HashMap::new();
+        let mut identities: FxHashMap<(i32, Vec<i32>, i32), usize> = FxHashMap::default();
         for (si, s) in p.samples.iter().enumerate() {
             let spath = format!("{path}: sample[{si}]");
             self.sample(p, s, &spath, &mut expected, out);
@@ -482,7 +481,7 @@ impl Checker<'_> {
                 });
             }
         }
-        let mut seen: HashMap<&[u8], usize> = HashMap::new();
+        let mut seen: FxHashMap<&[u8], usize> = FxHashMap::default();
         for (i, s) in d.string_table.iter().enumerate() {
             if std::str::from_utf8(s).is_err() {
                 out.add(|| format!("{p}: string_table[{i}]: not valid UTF-8"));
@@ -530,7 +529,7 @@ impl Checker<'_> {
 
     fn mappings(&self, out: &mut Findings) {
         let p = "dictionary: mapping_table";
-        let mut seen = HashSet::new();
+        let mut seen = FxHashSet::default();
         for (i, m) in self.dict.mapping_table.iter().enumerate().skip(1) {
             self.index(
                 m.filename_strindex,
@@ -642,14 +641,14 @@ fn zero_entry<T: std::fmt::Debug>(
 /// reference-based keys and values of resource and scope attributes, and
 /// `string_value_strindex` inside attribute table values.
 fn orphans(data: &ProfilesData, d: &ProfilesDictionary, out: &mut Findings) {
-    let mut strings = HashSet::from([0]);
-    let mut attrs = HashSet::from([0]);
-    let mut mappings = HashSet::from([0]);
-    let mut functions = HashSet::from([0]);
-    let mut locations = HashSet::from([0]);
-    let mut stacks = HashSet::from([0]);
-    let mut links = HashSet::from([0]);
-    fn value_refs(v: &AnyValue, strings: &mut HashSet<i32>) {
+    let mut strings = FxHashSet::from_iter([0]);
+    let mut attrs = FxHashSet::from_iter([0]);
+    let mut mappings = FxHashSet::from_iter([0]);
+    let mut functions = FxHashSet::from_iter([0]);
+    let mut locations = FxHashSet::from_iter([0]);
+    let mut stacks = FxHashSet::from_iter([0]);
+    let mut links = FxHashSet::from_iter([0]);
+    fn value_refs(v: &AnyValue, strings: &mut FxHashSet<i32>) {
         match &v.value {
             Some(any_value::Value::StringValueStrindex(i)) => {
                 strings.insert(*i);
@@ -661,7 +660,7 @@ fn orphans(data: &ProfilesData, d: &ProfilesDictionary, out: &mut Findings) {
             _ => {}
         }
     }
-    fn kv_refs(list: &[KeyValue], strings: &mut HashSet<i32>) {
+    fn kv_refs(list: &[KeyValue], strings: &mut FxHashSet<i32>) {
         for kv in list {
             strings.insert(kv.key_strindex);
             if let Some(v) = &kv.value {
@@ -711,7 +710,7 @@ fn orphans(data: &ProfilesData, d: &ProfilesDictionary, out: &mut Findings) {
             value_refs(v, &mut strings);
         }
     }
-    let tables: [(&str, usize, &HashSet<i32>); 7] = [
+    let tables: [(&str, usize, &FxHashSet<i32>); 7] = [
         ("string_table", d.string_table.len(), &strings),
         ("attribute_table", d.attribute_table.len(), &attrs),
         ("mapping_table", d.mapping_table.len(), &mappings),

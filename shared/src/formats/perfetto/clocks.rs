@@ -5,7 +5,11 @@
 //! links (breadth-first), and each hop uses the latest snapshot holding both clocks whose
 //! source reading is not after the timestamp (the first one if all are).
 
-use std::collections::{HashMap, VecDeque};
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use rustc_hash::FxHashMap;
 
 use proflake_proto::perfetto::ClockSnapshot;
 
@@ -49,10 +53,35 @@ pub(super) fn clock_name(id: u32) -> String {
 #[derive(Default)]
 pub(super) struct ClockTracker {
     /// Per snapshot: clock -> reading in ns.
-    snapshots: Vec<HashMap<ClockKey, i64>>,
+    snapshots: Vec<FxHashMap<ClockKey, i64>>,
     primary: Option<u32>,
     /// Units per clock, in ns (1 unless the snapshot said otherwise).
-    multipliers: HashMap<ClockKey, i64>,
+    multipliers: FxHashMap<ClockKey, i64>,
+    /// Conversions worked out so far: every sample of a trace converts between the same few
+    /// clocks, so the path search and each hop's snapshot list are done once per pair.
+    routes: RefCell<FxHashMap<(ClockKey, ClockKey), Option<Route>>>,
+}
+
+/// The hops from one clock to another; `None` in the cache when no path links them.
+type Route = Rc<[Hop]>;
+
+/// One link of a conversion path: the readings (from, to) of every snapshot holding both
+/// clocks, sorted by the source reading (snapshot order among equal readings).
+struct Hop {
+    readings: Vec<(i64, i64)>,
+    /// The first snapshot's pair, used for times before every snapshot.
+    first: (i64, i64),
+}
+
+impl Hop {
+    /// The latest snapshot whose source reading is not after `ts` (the later one of equals).
+    fn apply(&self, ts: i64) -> Option<i64> {
+        let after = self.readings.partition_point(|&(a, _)| a <= ts);
+        let (a, b) = after
+            .checked_sub(1)
+            .map_or(self.first, |i| self.readings[i]);
+        ts.checked_sub(a)?.checked_add(b)
+    }
 }
 
 impl ClockTracker {
@@ -61,7 +90,7 @@ impl ClockTracker {
     }
 
     pub(super) fn add_snapshot(&mut self, snapshot: &ClockSnapshot, sequence: u32) {
-        let mut readings = HashMap::new();
+        let mut readings = FxHashMap::default();
         for clock in &snapshot.clocks {
             let (Some(id), Some(ts)) = (clock.clock_id, clock.timestamp) else {
                 continue;
@@ -83,6 +112,7 @@ impl ClockTracker {
         }
         if !readings.is_empty() {
             self.snapshots.push(readings);
+            self.routes.get_mut().clear();
         }
     }
 
@@ -112,32 +142,35 @@ impl ClockTracker {
         if from == to {
             return Some(ts);
         }
-        let path = self.path(from, to)?;
-        let mut value = ts;
-        for pair in path.windows(2) {
-            value = self.hop(pair[0], pair[1], value)?;
-        }
-        Some(value)
+        let route = self
+            .routes
+            .borrow_mut()
+            .entry((from, to))
+            .or_insert_with(|| self.route(from, to))
+            .clone()?;
+        route.iter().try_fold(ts, |value, hop| hop.apply(value))
     }
 
-    fn hop(&self, from: ClockKey, to: ClockKey, ts: i64) -> Option<i64> {
-        let mut best: Option<(i64, i64)> = None;
-        let mut first: Option<(i64, i64)> = None;
-        for s in &self.snapshots {
-            let (Some(&a), Some(&b)) = (s.get(&from), s.get(&to)) else {
-                continue;
-            };
-            first.get_or_insert((a, b));
-            if a <= ts && best.is_none_or(|(ba, _)| a >= ba) {
-                best = Some((a, b));
-            }
-        }
-        let (a, b) = best.or(first)?;
-        ts.checked_sub(a)?.checked_add(b)
+    fn route(&self, from: ClockKey, to: ClockKey) -> Option<Route> {
+        let path = self.path(from, to)?;
+        path.windows(2)
+            .map(|pair| {
+                let (from, to) = (pair[0], pair[1]);
+                let readings: Vec<(i64, i64)> = self
+                    .snapshots
+                    .iter()
+                    .filter_map(|s| Some((*s.get(&from)?, *s.get(&to)?)))
+                    .collect();
+                let first = *readings.first()?;
+                let mut readings = readings;
+                readings.sort_by_key(|&(a, _)| a);
+                Some(Hop { readings, first })
+            })
+            .collect()
     }
 
     fn path(&self, from: ClockKey, to: ClockKey) -> Option<Vec<ClockKey>> {
-        let mut previous: HashMap<ClockKey, ClockKey> = HashMap::new();
+        let mut previous: FxHashMap<ClockKey, ClockKey> = FxHashMap::default();
         let mut queue = VecDeque::from([from]);
         previous.insert(from, from);
         while let Some(clock) = queue.pop_front() {

@@ -1,7 +1,5 @@
 //! Turns trace packets into the model, with trace_processor's import semantics.
 
-use std::collections::HashMap;
-
 use proflake_proto::perfetto::{
     stack_sample::{
         CallstackField, ExecutionContextField, PrimaryDescriptorField, TaskContextField,
@@ -10,6 +8,7 @@ use proflake_proto::perfetto::{
     Frame as PfFrame, InlineCallstack, Mapping, PerfSample, ProcessTree, StackSample,
     StreamingProfilePacket, ThreadDescriptor, TracePacket,
 };
+use rustc_hash::FxHashMap;
 
 use super::clocks::{clock_name, ClockKey, ClockTracker, MONOTONIC};
 use super::limits::{
@@ -40,8 +39,8 @@ struct RawTime {
 /// (they may come before or after the samples).
 #[derive(Default)]
 struct Names {
-    processes: HashMap<i64, (Option<String>, Option<String>)>,
-    threads: HashMap<i64, (Option<i64>, String)>,
+    processes: FxHashMap<i64, (Option<String>, Option<String>)>,
+    threads: FxHashMap<i64, (Option<i64>, String)>,
 }
 
 impl Names {
@@ -70,13 +69,13 @@ impl Names {
 
 pub(super) struct Importer {
     profile: Profile,
-    sequences: HashMap<u32, Sequence>,
+    sequences: FxHashMap<u32, Sequence>,
     clocks: ClockTracker,
     pending: Vec<(Sample, RawTime)>,
     last_time: Option<RawTime>,
     interned_entries: u64,
     names: Names,
-    perf_series: HashMap<u32, SeriesHandle>,
+    perf_series: FxHashMap<u32, SeriesHandle>,
     /// `module_symbols` packets, applied once every frame is known.
     symbols: PendingSymbols,
 }
@@ -85,13 +84,13 @@ impl Importer {
     pub(super) fn new() -> Self {
         Importer {
             profile: Profile::new("perfetto"),
-            sequences: HashMap::new(),
+            sequences: FxHashMap::default(),
             clocks: ClockTracker::default(),
             pending: Vec::new(),
             last_time: None,
             interned_entries: 0,
             names: Names::default(),
-            perf_series: HashMap::new(),
+            perf_series: FxHashMap::default(),
             symbols: PendingSymbols::default(),
         }
     }
@@ -610,7 +609,7 @@ fn resolve_callstack(
 }
 
 fn lookup_string(
-    table: &HashMap<u64, Vec<u8>>,
+    table: &FxHashMap<u64, Vec<u8>>,
     iid: Option<u64>,
 ) -> Result<Option<String>, &'static str> {
     match iid {

@@ -5,10 +5,9 @@
 //! frames by exact equality of `address` with the frame's `rel_pc`. The packets usually come
 //! after the samples, so they are kept until every frame is known and applied at the end.
 
-use std::collections::{HashMap, HashSet};
-
 use debugid::CodeId;
 use proflake_proto::perfetto::{Line, ModuleSymbols};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::limits::MAX_MODULE_SYMBOL_LINES;
 use crate::error::{ErrorKind, Result};
@@ -73,7 +72,7 @@ impl PendingSymbols {
         if self.packets.is_empty() {
             return;
         }
-        let mut images: HashMap<MappingKey, Vec<ImageHandle>> = HashMap::new();
+        let mut images: FxHashMap<MappingKey, Vec<ImageHandle>> = FxHashMap::default();
         for (h, image) in profile.images() {
             let name = profile.opt_str(image.path).unwrap_or("").to_owned();
             images
@@ -84,7 +83,7 @@ impl PendingSymbols {
 
         // Which entry names each (image, address); entries remember their keys so that
         // those naming no frame can be counted.
-        let mut by_address: HashMap<(ImageHandle, u64), usize> = HashMap::new();
+        let mut by_address: FxHashMap<(ImageHandle, u64), usize> = FxHashMap::default();
         let mut entries: Vec<(&[Line], &[ImageHandle], u64)> = Vec::new();
         for packet in &self.packets {
             let key = (
@@ -106,7 +105,7 @@ impl PendingSymbols {
         }
 
         let mut named: Vec<(FrameHandle, usize)> = Vec::new();
-        let mut hit: HashSet<(ImageHandle, u64)> = HashSet::new();
+        let mut hit: FxHashSet<(ImageHandle, u64)> = FxHashSet::default();
         for (h, frame) in profile.frames() {
             let (Some(image), Some(address)) = (frame.image, rel_pc(frame)) else {
                 continue;
@@ -123,7 +122,8 @@ impl PendingSymbols {
             }
         }
 
-        let mut rewritten: HashMap<FrameHandle, Frame> = HashMap::with_capacity(named.len());
+        let mut rewritten: FxHashMap<FrameHandle, Frame> =
+            FxHashMap::with_capacity_and_hasher(named.len(), Default::default());
         for &(h, entry) in &named {
             let frame = symbolicated(profile, profile.frame(h).clone(), entries[entry].0);
             rewritten.insert(h, frame);

@@ -1,11 +1,10 @@
 //! Per-sequence incremental state: the interned data of the current generation, the packet
 //! defaults, and the thread a Chrome-style sequence writes for.
 
-use std::collections::HashMap;
-
 use proflake_proto::perfetto::{
     stack_sample, Frame as PfFrame, InternedData, InternedString, Mapping, TracePacketDefaults,
 };
+use rustc_hash::FxHashMap;
 
 use crate::model::{FrameHandle, StackHandle};
 
@@ -13,23 +12,23 @@ use crate::model::{FrameHandle, StackHandle};
 /// the first definition of an iid wins.
 #[derive(Default)]
 pub(super) struct Generation {
-    pub(super) function_names: HashMap<u64, Vec<u8>>,
-    pub(super) build_ids: HashMap<u64, Vec<u8>>,
-    pub(super) mapping_paths: HashMap<u64, Vec<u8>>,
-    pub(super) source_paths: HashMap<u64, Vec<u8>>,
-    pub(super) mappings: HashMap<u64, Mapping>,
-    pub(super) frames: HashMap<u64, PfFrame>,
-    pub(super) callstacks: HashMap<u64, Vec<u64>>,
-    pub(super) task_contexts: HashMap<u64, stack_sample::TaskContext>,
-    pub(super) execution_contexts: HashMap<u64, stack_sample::ExecutionContext>,
-    pub(super) counter_descriptors: HashMap<u64, stack_sample::CounterDescriptor>,
+    pub(super) function_names: FxHashMap<u64, Vec<u8>>,
+    pub(super) build_ids: FxHashMap<u64, Vec<u8>>,
+    pub(super) mapping_paths: FxHashMap<u64, Vec<u8>>,
+    pub(super) source_paths: FxHashMap<u64, Vec<u8>>,
+    pub(super) mappings: FxHashMap<u64, Mapping>,
+    pub(super) frames: FxHashMap<u64, PfFrame>,
+    pub(super) callstacks: FxHashMap<u64, Vec<u64>>,
+    pub(super) task_contexts: FxHashMap<u64, stack_sample::TaskContext>,
+    pub(super) execution_contexts: FxHashMap<u64, stack_sample::ExecutionContext>,
+    pub(super) counter_descriptors: FxHashMap<u64, stack_sample::CounterDescriptor>,
     /// Resolved frames of this generation (`None`: the frame failed to resolve).
-    pub(super) frame_cache: HashMap<u64, Option<FrameHandle>>,
+    pub(super) frame_cache: FxHashMap<u64, Option<FrameHandle>>,
     /// Resolved callstacks of this generation.
-    pub(super) stack_cache: HashMap<u64, Option<StackHandle>>,
+    pub(super) stack_cache: FxHashMap<u64, Option<StackHandle>>,
 }
 
-fn intern_strings(table: &mut HashMap<u64, Vec<u8>>, entries: Vec<InternedString>) -> u64 {
+fn intern_strings(table: &mut FxHashMap<u64, Vec<u8>>, entries: Vec<InternedString>) -> u64 {
     let mut added = 0;
     for e in entries {
         if let Some(iid) = e.iid {
@@ -42,7 +41,11 @@ fn intern_strings(table: &mut HashMap<u64, Vec<u8>>, entries: Vec<InternedString
     added
 }
 
-fn intern<T>(table: &mut HashMap<u64, T>, entries: Vec<T>, iid: impl Fn(&T) -> Option<u64>) -> u64 {
+fn intern<T>(
+    table: &mut FxHashMap<u64, T>,
+    entries: Vec<T>,
+    iid: impl Fn(&T) -> Option<u64>,
+) -> u64 {
     let mut added = 0;
     for e in entries {
         if let Some(id) = iid(&e) {

@@ -6,7 +6,8 @@
 //! dangling one, and a bad file fails the same way whether or not a sample reaches the bad
 //! entry.
 
-use std::collections::hash_map::{Entry, HashMap};
+use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
 
 use proflake_proto::pprof;
 
@@ -27,9 +28,9 @@ const STRING_ZERO_NOT_EMPTY: &str = "pprof_string_table_0_not_empty";
 /// Lookup tables over a decoded `Profile`.
 pub(super) struct Tables {
     strings: Vec<String>,
-    mappings: HashMap<u64, usize>,
-    locations: HashMap<u64, usize>,
-    functions: HashMap<u64, usize>,
+    mappings: FxHashMap<u64, usize>,
+    locations: FxHashMap<u64, usize>,
+    functions: FxHashMap<u64, usize>,
     /// Counters for the profile's stats.
     pub stats: Vec<&'static str>,
 }
@@ -171,8 +172,11 @@ impl Tables {
     }
 }
 
-fn index_ids(ids: impl Iterator<Item = u64>, stats: &mut Vec<&'static str>) -> HashMap<u64, usize> {
-    let mut index = HashMap::new();
+fn index_ids(
+    ids: impl Iterator<Item = u64>,
+    stats: &mut Vec<&'static str>,
+) -> FxHashMap<u64, usize> {
+    let mut index = FxHashMap::default();
     for (i, id) in ids.enumerate() {
         if id == 0 {
             stats.push(ZERO_ID);
