@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# Conversion throughput benchmarks (release build). PROFLAKE_BENCH_SAMPLES sets the size of the
-# generated trace (default 400000 samples).
+# Every row of BENCHMARKS.md (release builds). PROFLAKE_BENCH_SAMPLES sets the size of the
+# in-process bench's generated trace (default 400000 samples); BENCH_RUNS the runs per row of
+# the large-input table (default 5). Arguments go to the in-process convert bench.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Throughput in process: every sample and fixture, decode and each writer apart.
 cargo bench -p proflake --bench convert "$@"
 # Symbolization: lookup-cache size, frames/s, rehydration against conversion (needs gcc).
 cargo bench -p proflake --bench symbolize
+# Large generated inputs as whole commands beside protobuf's upb parser (needs .venv: the
+# README's test command makes it).
+cargo build --release --locked -q -p proflake-cli -p proflake-tests --bin proflake --bin proflake-gen-inputs
+target_dir="${CARGO_TARGET_DIR:-target}"
+.venv/bin/python scripts/bench_big.py --proflake "$target_dir/release/proflake" \
+  --gen "$target_dir/release/proflake-gen-inputs" --runs "${BENCH_RUNS:-5}" \
+  --work "$target_dir/bench-inputs"

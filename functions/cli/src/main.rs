@@ -128,6 +128,10 @@ struct InspectArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
+    /// Only decode: print the format and the number of samples, no summary. What is left of
+    /// `inspect`'s time is the decoder's (BENCHMARKS.md times the two against each other).
+    #[arg(long)]
+    decode_only: bool,
 }
 
 fn parse_format(name: &str) -> Result<InputFormat, String> {
@@ -417,6 +421,17 @@ fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(1));
         }
     };
+    if args.decode_only {
+        let line = format!(
+            "{}: {} ({}), {} samples",
+            args.input.display(),
+            decoded.format.name(),
+            decoded.container.name(),
+            decoded.profile.samples().len()
+        );
+        Stdout::default().line(&line)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let summary = proflake::summarize(&decoded.profile);
     if args.json {
         let doc = serde_json::json!({

@@ -349,6 +349,22 @@ fn inspect_summarizes_the_sample() {
         "{out}"
     );
 
+    let decode_only = proflake(&["inspect", repo(SAMPLE).to_str().unwrap(), "--decode-only"]);
+    assert!(
+        decode_only.status.success(),
+        "{}",
+        text(&decode_only.stderr)
+    );
+    let expected = format!(
+        "perfetto (plain), {} samples",
+        decoded.profile.samples().len()
+    );
+    assert!(
+        text(&decode_only.stdout).trim_end().ends_with(&expected),
+        "{}",
+        text(&decode_only.stdout)
+    );
+
     let bad = proflake(&["inspect", repo("README.md").to_str().unwrap()]);
     assert_eq!(bad.status.code(), Some(1));
     assert!(text(&bad.stderr).contains("unsupported input format"));

@@ -223,6 +223,11 @@ impl Profile {
         self.samples.push(sample);
     }
 
+    /// Keeps the samples `keep` returns true for, in order; `keep` may change them.
+    pub fn retain_samples(&mut self, keep: impl FnMut(&mut Sample) -> bool) {
+        self.samples.retain_mut(keep);
+    }
+
     /// Counts one occurrence of something skipped or unresolved.
     pub fn count(&mut self, stat: &'static str) {
         *self.stats.entry(stat).or_default() += 1;
@@ -230,6 +235,11 @@ impl Profile {
 
     /// Orders samples by time (stable: samples with equal or no time keep input order).
     pub fn sort_samples_by_time(&mut self) {
+        // Most inputs are in time order already; the stable sort would still allocate half
+        // the sample table as scratch.
+        if self.samples.is_sorted_by_key(|s| s.time) {
+            return;
+        }
         self.samples.sort_by_key(|s| s.time);
     }
 

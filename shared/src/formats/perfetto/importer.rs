@@ -71,7 +71,11 @@ pub(super) struct Importer {
     profile: Profile,
     sequences: FxHashMap<u32, Sequence>,
     clocks: ClockTracker,
-    pending: Vec<(Sample, RawTime)>,
+    /// The clock each run of samples is on, by index of the run's first sample: samples go
+    /// straight into the profile with their raw time and are converted in place at the end,
+    /// since the snapshots needed may come after them. A trace rarely changes clocks, so this
+    /// costs a few entries rather than one per sample.
+    clock_runs: Vec<(usize, Option<ClockKey>)>,
     last_time: Option<RawTime>,
     interned_entries: u64,
     names: Names,
@@ -86,7 +90,7 @@ impl Importer {
             profile: Profile::new("perfetto"),
             sequences: FxHashMap::default(),
             clocks: ClockTracker::default(),
-            pending: Vec::new(),
+            clock_runs: Vec::new(),
             last_time: None,
             interned_entries: 0,
             names: Names::default(),
@@ -218,11 +222,16 @@ impl Importer {
         }
     }
 
-    fn push(&mut self, sample: Sample, time: RawTime) -> Result<()> {
-        if self.pending.len() as u64 >= MAX_SAMPLES {
+    fn push(&mut self, mut sample: Sample, time: RawTime) -> Result<()> {
+        let index = self.profile.samples().len();
+        if index as u64 >= MAX_SAMPLES {
             return Err(limit("sample count", MAX_SAMPLES));
         }
-        self.pending.push((sample, time));
+        if self.clock_runs.last().is_none_or(|&(_, c)| c != time.clock) {
+            self.clock_runs.push((index, time.clock));
+        }
+        sample.time = Some(time.ts);
+        self.profile.add_sample(sample);
         Ok(())
     }
 
@@ -506,24 +515,32 @@ impl Importer {
                 .attributes
                 .insert("perfetto.trace_clock".into(), clock_name(default));
         }
-        let pending = std::mem::take(&mut self.pending);
-        for (mut sample, raw) in pending {
-            let from = raw.clock.or(default_clock.map(|c| ClockKey::new(c, 0)));
+        let runs = std::mem::take(&mut self.clock_runs);
+        let clocks = &self.clocks;
+        let mut run = 0;
+        let mut failed = 0u64;
+        let mut index = 0;
+        self.profile.retain_samples(|sample| {
+            while runs.get(run + 1).is_some_and(|&(start, _)| start <= index) {
+                run += 1;
+            }
+            index += 1;
+            let raw = sample.time.unwrap_or_default();
+            let from = runs[run].1.or(default_clock.map(|c| ClockKey::new(c, 0)));
             let time = match (from, target) {
-                (Some(from), Some(to)) => self.clocks.convert(from, raw.ts, ClockKey::new(to, 0)),
-                (None, None) => Some(raw.ts),
+                (Some(from), Some(to)) => clocks.convert(from, raw, ClockKey::new(to, 0)),
+                (None, None) => Some(raw),
                 // A clock id with nothing to convert to: trace_processor keeps such values as
                 // trace time.
-                (Some(_), None) => Some(raw.ts),
+                (Some(_), None) => Some(raw),
                 (None, Some(_)) => None,
             };
-            match time {
-                Some(t) => {
-                    sample.time = Some(t);
-                    self.profile.add_sample(sample);
-                }
-                None => self.profile.count("clock_conversion_failed"),
-            }
+            sample.time = time;
+            failed += u64::from(time.is_none());
+            time.is_some()
+        });
+        for _ in 0..failed {
+            self.profile.count("clock_conversion_failed");
         }
         self.profile.sort_samples_by_time();
         // traceconv appends the symbols after the samples: only now is every frame known.
