@@ -297,6 +297,9 @@ fn convert_one(
     let (bytes, name) = read_input(input)?;
     let key = upload_key(name);
     store_upload(store, &key, &bytes)?;
+    // Conversion reads the upload back as the bucket holds it; a second copy would only add
+    // to the peak.
+    drop(bytes);
     if let Some(sidecar) = sidecar {
         store.put(&sidecar_key(&key), &serde_json::to_vec_pretty(sidecar)?)?;
     }

@@ -106,6 +106,29 @@ struct Tabulation<'a> {
 }
 
 impl<'a> Tabulation<'a> {
+    /// The Parquet file of `table`'s rows on `day`. The samples table, the one as long as the
+    /// input, is built one row group at a time.
+    fn encode(
+        &self,
+        rollup: &BTreeMap<RollupKey<'_>, RollupSums>,
+        table: Table,
+        day: i64,
+    ) -> Result<(Vec<u8>, u64)> {
+        if table != Table::Samples {
+            let batch = self.batch(rollup, table, Some(day))?;
+            return parquet_file::encode(table, &batch).map(|b| (b, batch.num_rows() as u64));
+        }
+        let rows: Vec<&SampleRow<'_>> = self
+            .samples
+            .iter()
+            .filter(|r| self.profiles[r.profile].day == day)
+            .collect();
+        let batches = rows
+            .chunks(parquet_file::MAX_ROW_GROUP_ROWS)
+            .map(|group| samples_batch(self.source.source_id, &self.profiles, group));
+        parquet_file::encode_batches(table, batches)
+    }
+
     fn new(source: &'a TableSource<'a>, inputs: &'a [TableProfileInput<'a, 'a>]) -> Self {
         let profiles: Vec<TableProfile<'a>> = inputs
             .iter()
@@ -201,7 +224,7 @@ pub fn write_tables(
             _ => &profile_days,
         };
         for &day in days {
-            let batch = tab.batch(&rollup, table, Some(day))?;
+            let (bytes, rows) = tab.encode(&rollup, table, day)?;
             objects.push(TableObject {
                 table,
                 key: table_key(
@@ -210,8 +233,8 @@ pub fn write_tables(
                     &dt(day),
                     source.source_id,
                 ),
-                rows: batch.num_rows() as u64,
-                bytes: parquet_file::encode(table, &batch)?,
+                rows,
+                bytes,
             });
         }
     }

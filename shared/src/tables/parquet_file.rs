@@ -84,9 +84,25 @@ pub(super) fn properties(table: Table) -> Result<WriterProperties> {
 /// The Parquet bytes of `batch`, a batch of `table`. Nothing in them depends on when or
 /// where they were written, so the same rows always give the same bytes.
 pub(super) fn encode(table: Table, batch: &RecordBatch) -> Result<Vec<u8>> {
+    encode_batches(table, std::iter::once(Ok(batch.clone()))).map(|(bytes, _)| bytes)
+}
+
+/// The Parquet bytes of the rows of `batches`, in order, and how many there were. Batches
+/// are built as they are written, so only one is held at a time; batches of
+/// [`MAX_ROW_GROUP_ROWS`] rows give the same bytes as one batch of them all.
+pub(super) fn encode_batches(
+    table: Table,
+    batches: impl Iterator<Item = Result<RecordBatch>>,
+) -> Result<(Vec<u8>, u64)> {
     let props = properties(table)?;
     let mut writer = ArrowWriter::try_new(Vec::new(), table.schema(), Some(props))
         .map_err(|e| encoding_error(table, e))?;
-    writer.write(batch).map_err(|e| encoding_error(table, e))?;
-    writer.into_inner().map_err(|e| encoding_error(table, e))
+    let mut rows = 0;
+    for batch in batches {
+        let batch = batch?;
+        rows += batch.num_rows() as u64;
+        writer.write(&batch).map_err(|e| encoding_error(table, e))?;
+    }
+    let bytes = writer.into_inner().map_err(|e| encoding_error(table, e))?;
+    Ok((bytes, rows))
 }
