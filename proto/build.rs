@@ -17,6 +17,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("cargo:rerun-if-changed={f}");
     }
     let descriptors = protox::compile(files, ["."])?;
+    write_descriptors("perfetto_pprof.binpb", &descriptors)?;
     prost_build::Config::new().compile_fds(descriptors)?;
 
     // A separate compilation: with both `.` and `otlp` as include roots every OTLP file would
@@ -25,6 +26,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("cargo:rerun-if-changed=otlp/{f}");
     }
     let descriptors = protox::compile(OTLP_FILES, ["otlp"])?;
+    write_descriptors("otlp.binpb", &descriptors)?;
     prost_build::Config::new().compile_fds(descriptors)?;
+    Ok(())
+}
+
+/// The compiled schema as a serialized `FileDescriptorSet`, for tools outside Rust (the
+/// benchmarks parse the same messages with protobuf's own Python parser).
+fn write_descriptors(
+    name: &str,
+    descriptors: &prost_types::FileDescriptorSet,
+) -> Result<(), Box<dyn std::error::Error>> {
+    use prost::Message;
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR")?).join(name);
+    std::fs::write(out, descriptors.encode_to_vec())?;
     Ok(())
 }

@@ -15,3 +15,7 @@ target_dir="${CARGO_TARGET_DIR:-target}"
 .venv/bin/python scripts/bench_big.py --proflake "$target_dir/release/proflake" \
   --gen "$target_dir/release/proflake-gen-inputs" --runs "${BENCH_RUNS:-5}" \
   --work "$target_dir/bench-inputs"
+# Cold start of the convert function, and the size of each release binary.
+cargo build --release --locked -q -p proflake-convert -p proflake-rehydrate
+.venv/bin/python scripts/cold_start.py "$target_dir/release/convert" --runs 20
+ls -l "$target_dir"/release/{convert,rehydrate,proflake} | awk '{printf "%-40s %6.1f MB\n", $9, $5 / 1e6}'

@@ -49,10 +49,11 @@ def run(argv: list[str], stdout=subprocess.DEVNULL) -> Run:
     return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
 
 
-def upb_seconds(kind: str, path: Path) -> tuple[float, float]:
+def upb_seconds(kind: str, path: Path, descriptors: Path) -> tuple[float, float]:
     """The parse time upb_parse.py measured in-process, and its process's peak RSS."""
+    script = str(ROOT / "scripts/upb_parse.py")
     out = subprocess.run(
-        [sys.executable, str(ROOT / "scripts/upb_parse.py"), kind, str(path), "--runs", "1"],
+        [sys.executable, script, kind, str(path), "--runs", "1", "--descriptors", str(descriptors)],
         check=True,
         capture_output=True,
         text=True,
@@ -77,10 +78,14 @@ def main() -> None:
     inputs = {
         "perfetto 60 s": (work / "trace60.pftrace", ["perfetto", "60", "16"], "perfetto"),
         "perfetto 240 s": (work / "trace240.pftrace", ["perfetto", "240", "16"], "perfetto"),
+        "otlp 100k samples": (work / "otlp100k.pb", ["otlp", "100000"], "otlp"),
+        "pprof 50 MB": (work / "pprof50.pb", ["pprof", "50"], "pprof"),
     }
     for path, gen_args, _ in inputs.values():
         if not path.exists():
             subprocess.run([args.gen, gen_args[0], str(path), *gen_args[1:]], check=True)
+    descriptors = work / "descriptors"
+    subprocess.run([args.gen, "descriptors", str(descriptors)], check=True)
     gz = work / "trace60.pftrace.gz"
     if not gz.exists():
         with open(gz, "wb") as out:
@@ -105,7 +110,7 @@ def main() -> None:
     upb: dict[str, list[tuple[float, float]]] = {name: [] for name in inputs}
     for _ in range(args.runs):
         for name, (path, _, kind) in inputs.items():
-            upb[name].append(upb_seconds(kind, path))
+            upb[name].append(upb_seconds(kind, path, descriptors))
         for key, command in commands.items():
             results[key].append(command())
 

@@ -1,6 +1,13 @@
 //! Generated protobuf types. Only the format decoders in the `proflake` crate use them;
 //! nothing generated appears in that crate's public API.
 
+/// The Perfetto and pprof schemas above, as a serialized `google.protobuf.FileDescriptorSet`.
+pub const PERFETTO_PPROF_DESCRIPTORS: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/perfetto_pprof.binpb"));
+
+/// The OTLP schemas, as a serialized `google.protobuf.FileDescriptorSet`.
+pub const OTLP_DESCRIPTORS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/otlp.binpb"));
+
 /// Perfetto trace packets: the subset proflake reads (`perfetto.protos`).
 #[allow(missing_docs, clippy::all)]
 pub mod perfetto {

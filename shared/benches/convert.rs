@@ -324,6 +324,40 @@ const EXTRA_INPUTS: &[&str] = &[
     "tests/fixtures/otlp/sig-profiling_k8s_1.v1_10.pb",
 ];
 
+/// Many small uploads in one process, one thread: the committed samples (one per format,
+/// each a few KB) converted round-robin for about two seconds, every output encoded.
+fn tiny_uploads(inputs: &[(String, Vec<u8>, UploadMetadata)]) {
+    let samples: Vec<_> = inputs
+        .iter()
+        .filter(|(label, _, _)| label.starts_with("samples/"))
+        .map(|(_, bytes, metadata)| {
+            let options = ConvertOptions {
+                metadata: metadata.clone(),
+                ..ConvertOptions::default()
+            };
+            (bytes, options)
+        })
+        .collect();
+    let start = Instant::now();
+    let mut uploads = 0u64;
+    let mut bytes_in = 0usize;
+    while start.elapsed() < Duration::from_secs(2) {
+        for (bytes, options) in &samples {
+            black_box(convert_upload("uploads/tiny", "etag", bytes, options).expect("converts"));
+            uploads += 1;
+            bytes_in += bytes.len();
+        }
+    }
+    let t = start.elapsed().as_secs_f64();
+    println!(
+        "tiny uploads: {} samples round-robin, {uploads} uploads in {t:.2} s: {:.0} uploads/s on \
+         one core ({:.0} KB average)",
+        samples.len(),
+        uploads as f64 / t,
+        bytes_in as f64 / uploads as f64 / 1e3
+    );
+}
+
 fn main() {
     let decode_only = |b: &[u8]| {
         decode(b, None)
@@ -337,19 +371,22 @@ fn main() {
         let c = convert_upload("uploads/bench", "etag", b, &options).expect("bench input converts");
         c.manifest.profile.samples_written as usize
     };
-    for (label, bytes, metadata) in sample_inputs() {
+    let inputs = sample_inputs();
+    for (label, bytes, metadata) in &inputs {
         let options = ConvertOptions {
-            metadata,
+            metadata: metadata.clone(),
             ..ConvertOptions::default()
         };
         let full = |b: &[u8]| {
             let c = convert_upload("uploads/bench", "etag", b, &options).expect("sample converts");
             c.manifest.profile.samples as usize
         };
-        measure(&format!("decode       {label}"), &bytes, 15, decode_only);
-        measure(&format!("decode+write {label}"), &bytes, 15, full);
-        writers(&label, &bytes, 15);
+        measure(&format!("decode       {label}"), bytes, 15, decode_only);
+        measure(&format!("decode+write {label}"), bytes, 15, full);
+        writers(label, bytes, 15);
     }
+
+    tiny_uploads(&inputs);
 
     let n = std::env::var("PROFLAKE_BENCH_SAMPLES")
         .ok()

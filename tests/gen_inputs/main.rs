@@ -2,10 +2,15 @@
 //! always write the same bytes.
 //!
 //! ```text
-//! proflake-gen-inputs perfetto OUT [SECONDS] [THREADS]   traced_perf-style, 1 kHz per thread
+//! proflake-gen-inputs perfetto OUT [SECONDS=60] [THREADS=16]  traced_perf-style, 1 kHz a thread
+//! proflake-gen-inputs otlp OUT [SAMPLES=100000]                OTLP v1.10 request, binary
+//! proflake-gen-inputs pprof OUT [MB=50]                        uncompressed pprof, Go-style
+//! proflake-gen-inputs descriptors DIR                          the schemas, for other parsers
 //! ```
 
+mod otlp;
 mod perfetto;
+mod pprof;
 
 use std::process::ExitCode;
 
@@ -21,38 +26,62 @@ impl Rng {
     }
 }
 
-fn usage() -> ExitCode {
-    eprintln!("usage: proflake-gen-inputs perfetto OUT [SECONDS=60] [THREADS=16]");
-    ExitCode::from(2)
+const USAGE: &str = "usage: proflake-gen-inputs perfetto OUT [SECONDS=60] [THREADS=16]
+       proflake-gen-inputs otlp OUT [SAMPLES=100000]
+       proflake-gen-inputs pprof OUT [MB=50]
+       proflake-gen-inputs descriptors DIR";
+
+fn number(arg: Option<&String>, default: u64) -> Result<u64, String> {
+    arg.map_or(Ok(default), |a| {
+        a.parse().map_err(|_| format!("not a number: {a}"))
+    })
 }
 
-fn number(arg: Option<&String>, default: u64) -> Option<u64> {
-    arg.map_or(Some(default), |a| a.parse().ok())
+fn write(path: &str, bytes: &[u8]) -> Result<(), String> {
+    std::fs::write(path, bytes).map_err(|e| format!("cannot write {path}: {e}"))?;
+    eprintln!("{path}: {} bytes", bytes.len());
+    Ok(())
+}
+
+fn run(args: &[String]) -> Result<(), String> {
+    let (Some(kind), Some(path)) = (args.first(), args.get(1)) else {
+        return Err(USAGE.into());
+    };
+    let mut out = Vec::new();
+    match kind.as_str() {
+        "perfetto" => {
+            let shape = perfetto::Shape {
+                seconds: number(args.get(2), 60)?,
+                hz: 1000,
+                threads: number(args.get(3), 16)?,
+            };
+            perfetto::trace(&shape, &mut out);
+        }
+        "otlp" => otlp::request(number(args.get(2), 100_000)?, &mut out),
+        "pprof" => pprof::profile(number(args.get(2), 50)? as usize * 1_000_000, &mut out),
+        "descriptors" => {
+            std::fs::create_dir_all(path).map_err(|e| format!("cannot create {path}: {e}"))?;
+            write(
+                &format!("{path}/perfetto_pprof.binpb"),
+                proflake_proto::PERFETTO_PPROF_DESCRIPTORS,
+            )?;
+            return write(
+                &format!("{path}/otlp.binpb"),
+                proflake_proto::OTLP_DESCRIPTORS,
+            );
+        }
+        _ => return Err(USAGE.into()),
+    }
+    write(path, &out)
 }
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut out = Vec::new();
-    let path = match (args.first().map(String::as_str), args.get(1)) {
-        (Some("perfetto"), Some(path)) => {
-            let (Some(seconds), Some(threads)) = (number(args.get(2), 60), number(args.get(3), 16))
-            else {
-                return usage();
-            };
-            let shape = perfetto::Shape {
-                seconds,
-                hz: 1000,
-                threads,
-            };
-            perfetto::trace(&shape, &mut out);
-            path
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(2)
         }
-        _ => return usage(),
-    };
-    if let Err(e) = std::fs::write(path, &out) {
-        eprintln!("error: cannot write {path}: {e}");
-        return ExitCode::FAILURE;
     }
-    eprintln!("{path}: {} bytes", out.len());
-    ExitCode::SUCCESS
 }
