@@ -3,7 +3,6 @@
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
-
 use serde::Serialize;
 
 use crate::model::{FrameHandle, Profile, SeriesKind, Timestamps};

@@ -2,11 +2,11 @@
 //! every flame graph tool. A graph draws one series: values of different series (CPU time,
 //! bytes allocated, events) do not add up.
 
-use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeSet;
 use std::fmt;
 
 use arrow_array::Array;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::columns::{self, opt_i32, opt_i64, opt_str, opt_time, required};
 use super::paths::Paths;

@@ -1,10 +1,11 @@
 //! From a sample's `stack_id` to its folded path `root;…;leaf`, through the `stacks` prefix
 //! tree and `frames` names of its profile.
 
+use rustc_hash::{FxHashMap, FxHashSet};
+
 use super::columns::{self, opt_i32, required};
 use crate::error::Result;
 use crate::tables::TableBatches;
-use rustc_hash::{FxHashMap, FxHashSet};
 
 /// A frame name as one folded-stack field. Folded lines are `a;b;c <count>`, and inferno
 /// reads them back with a few rules a name must not trip:

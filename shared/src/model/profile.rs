@@ -1,9 +1,9 @@
 //! The profile: the one mutable entry point to the model.
 
-use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
 use indexmap::IndexSet;
+use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use super::{
     Frame, FrameHandle, FrameKind, Image, ImageHandle, Label, LabelSetHandle, Link, LinkHandle,
@@ -56,22 +56,22 @@ pub struct Profile {
     /// Findings of the input's own conformance rules (OTLP profcheck) that did not stop
     /// decoding, each with the path of the offending element.
     pub findings: Vec<String>,
-    strings: IndexSet<Box<str>>,
-    images: IndexSet<Image>,
+    strings: IndexSet<Box<str>, FxBuildHasher>,
+    images: IndexSet<Image, FxBuildHasher>,
     /// By handle. Kept apart from the dedup map so frames can be rewritten in place (by
     /// symbolization) without moving any handle, even when two become equal.
     frames: Vec<Frame>,
     frame_ids: FxHashMap<Frame, FrameHandle>,
-    stacks: IndexSet<(Option<StackHandle>, FrameHandle)>,
+    stacks: IndexSet<(Option<StackHandle>, FrameHandle), FxBuildHasher>,
     depths: Vec<u32>,
-    process_ids: IndexSet<Option<i64>>,
+    process_ids: IndexSet<Option<i64>, FxBuildHasher>,
     processes: Vec<Process>,
-    threads: IndexSet<(ProcessHandle, Option<i64>)>,
+    threads: IndexSet<(ProcessHandle, Option<i64>), FxBuildHasher>,
     thread_names: Vec<Option<StringHandle>>,
     series: Vec<Series>,
     samples: Vec<Sample>,
-    label_sets: IndexSet<Box<[Label]>>,
-    links: IndexSet<Link>,
+    label_sets: IndexSet<Box<[Label]>, FxBuildHasher>,
+    links: IndexSet<Link, FxBuildHasher>,
 }
 
 fn handle(index: usize) -> u32 {

@@ -26,9 +26,10 @@
 //! ones are written: their times are real, and laying synthetic ones beside them would
 //! double-count the same threads.
 
+use rustc_hash::FxHashMap;
+
 use crate::error::{ErrorKind, Result};
 use crate::model::{count_unit_scale, time_unit_ns, Profile, Sample, ThreadHandle};
-use rustc_hash::FxHashMap;
 
 /// Spacing of expanded samples when the input names no period or frequency: 10 ms (100 Hz).
 pub const DEFAULT_INTERVAL_NS: i64 = 10_000_000;

@@ -1,10 +1,10 @@
 //! Reading Sample v2 chunks: bytes into the typed [`Chunk`], checked against Relay's rules,
 //! then into the model so that a chunk an input already holds can be tabulated.
 
-use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
 use debugid::{CodeId, DebugId};
+use rustc_hash::FxHashMap;
 
 use super::rules::{check_chunk, parse, Violation};
 use super::schema::Chunk;

@@ -9,8 +9,9 @@
 //! - every other key of the chunk, of the samples and of the rewritten frames is kept, and a
 //!   frame the symbolizer left alone is kept whole: it serializes to the same bytes.
 
-use rustc_hash::FxHashMap;
 use std::mem;
+
+use rustc_hash::FxHashMap;
 
 use super::read::{frame_handles, import_frames, read_chunk, FORMAT};
 use super::rules::canonical_frame;

@@ -15,11 +15,11 @@
 //! unconfirmed), `content_type` and the SDK's top-level `timestamp` (Relay drops it
 //! harmlessly). Not checked at all: the payload size limit.
 
-use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::hash_map::Entry;
 use std::fmt::{self, Display, Write};
 use std::str::FromStr;
 
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::de::IgnoredAny;
 use serde_json::error::Category;
 use serde_json::{Map, Value};

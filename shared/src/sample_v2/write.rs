@@ -7,10 +7,10 @@
 //! - ids are derived from the input's identity unless given, so converting the same input
 //!   twice gives byte-identical chunks.
 
-use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
 use indexmap::IndexSet;
+use rustc_hash::{FxBuildHasher, FxHashMap};
 use serde::Deserialize;
 use serde_json::{Map, Number};
 
@@ -268,9 +268,9 @@ pub(super) fn model_frame_rows(
 /// Per-chunk tables under construction.
 struct ChunkBuilder<'a> {
     profile: &'a Profile,
-    frames: IndexSet<FrameRow<'a>>,
-    stacks: IndexSet<Vec<usize>>,
-    images: IndexSet<ImageHandle>,
+    frames: IndexSet<FrameRow<'a>, FxBuildHasher>,
+    stacks: IndexSet<Vec<usize>, FxBuildHasher>,
+    images: IndexSet<ImageHandle, FxBuildHasher>,
     frame_rows: FxHashMap<FrameHandle, Vec<usize>>,
     runtimes: Runtimes,
 }
@@ -303,9 +303,9 @@ pub fn write_planned_chunk(meta: &UploadMetadata, plan: &ChunkPlan<'_>) -> Resul
     let kept = &plan.samples;
     let mut b = ChunkBuilder {
         profile,
-        frames: IndexSet::new(),
-        stacks: IndexSet::new(),
-        images: IndexSet::new(),
+        frames: IndexSet::default(),
+        stacks: IndexSet::default(),
+        images: IndexSet::default(),
         frame_rows: FxHashMap::default(),
         runtimes: Runtimes::default(),
     };

@@ -3,10 +3,10 @@
 //! Samples are first summed per (hour, stack) within a profile, so each distinct stack is
 //! walked once per hour rather than once per sample.
 
-use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 
 use arrow_array::RecordBatch;
+use rustc_hash::FxHashMap;
 
 use super::columns::{batch, int64s, strings, timestamps};
 use super::profiles::{clamp, TableProfile};

@@ -1,5 +1,7 @@
 //! Turns folded lines into the model: one aggregated sample per line, weight = the count.
 
+use rustc_hash::FxHashMap;
+
 use super::dialect::Dialect;
 use super::frame_syntax::{
     austin_frame, austin_process, austin_thread, generic_frame, pyspy_frame, pyspy_process,
@@ -11,7 +13,6 @@ use crate::model::{
     Frame, FrameAddress, FrameHandle, Image, Profile, Sample, Series, SeriesHandle, SeriesKind,
     StackHandle, ThreadHandle,
 };
-use rustc_hash::FxHashMap;
 
 /// The root frames that name where a stack ran, as text (empty when absent).
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]

@@ -6,9 +6,10 @@
 //! a sample's own process attributes win over the resource's; the resource's other attributes
 //! (`container.id`, `service.name`, `host.name`) describe every process of the resource.
 
+use rustc_hash::FxHashSet;
+
 use super::dict::Scalar;
 use crate::model::{ProcessHandle, Profile};
-use rustc_hash::FxHashSet;
 
 const PID: &str = "process.pid";
 const EXECUTABLE_NAME: &str = "process.executable.name";

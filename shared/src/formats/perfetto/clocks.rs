@@ -9,9 +9,8 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-use rustc_hash::FxHashMap;
-
 use proflake_proto::perfetto::ClockSnapshot;
+use rustc_hash::FxHashMap;
 
 /// Builtin clock ids (`perfetto.protos.BuiltinClock`).
 pub(super) const REALTIME: u32 = 1;

@@ -6,10 +6,10 @@
 //! dangling one, and a bad file fails the same way whether or not a sample reaches the bad
 //! entry.
 
-use rustc_hash::FxHashMap;
 use std::collections::hash_map::Entry;
 
 use proflake_proto::pprof;
+use rustc_hash::FxHashMap;
 
 use super::malformed;
 use super::offsets::Offsets;
