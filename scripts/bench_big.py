@@ -81,15 +81,14 @@ def main() -> None:
         "otlp 100k samples": (work / "otlp100k.pb", ["otlp", "100000"], "otlp"),
         "pprof 50 MB": (work / "pprof50.pb", ["pprof", "50"], "pprof"),
     }
+    # Always generated afresh: a stale input from an older generator would measure something else.
     for path, gen_args, _ in inputs.values():
-        if not path.exists():
-            subprocess.run([args.gen, gen_args[0], str(path), *gen_args[1:]], check=True)
+        subprocess.run([args.gen, gen_args[0], str(path), *gen_args[1:]], check=True)
     descriptors = work / "descriptors"
     subprocess.run([args.gen, "descriptors", str(descriptors)], check=True)
     gz = work / "trace60.pftrace.gz"
-    if not gz.exists():
-        with open(gz, "wb") as out:
-            subprocess.run(["gzip", "-6", "-c", str(inputs["perfetto 60 s"][0])], stdout=out, check=True)
+    with open(gz, "wb") as out:
+        subprocess.run(["gzip", "-6", "-c", str(inputs["perfetto 60 s"][0])], stdout=out, check=True)
 
     def convert(path: Path) -> Run:
         out = work / "out"

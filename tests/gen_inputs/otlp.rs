@@ -100,25 +100,33 @@ pub fn request(samples: u64, out: &mut Vec<u8>) {
         let at = dictionary.attribute_table.len() as i32;
         thread_attributes.push(vec![at - 2, at - 1]);
     }
+    // Samples of one identity (stack, thread) are one `Sample` with a timestamp and a value
+    // per observation, as OTLP requires since v1.10; they are kept in order of first use.
     let start_ns = 1_700_000_000_000_000_000u64;
     let ticks = samples.div_ceil(THREADS);
-    let samples: Vec<Sample> = (0..samples)
-        .map(|i| {
-            let (tick, thread) = (i / THREADS, i % THREADS);
-            let stack = if rng.next().is_multiple_of(4) {
-                rng.next() % STACKS
-            } else {
-                (thread * 149 + rng.next() % 24) % STACKS
-            };
-            Sample {
+    let mut identities: rustc_hash::FxHashMap<(u64, u64), usize> = Default::default();
+    let mut merged: Vec<Sample> = Vec::new();
+    for i in 0..samples {
+        let (tick, thread) = (i / THREADS, i % THREADS);
+        let stack = if rng.next().is_multiple_of(4) {
+            rng.next() % STACKS
+        } else {
+            (thread * 149 + rng.next() % 24) % STACKS
+        };
+        let at = *identities.entry((stack, thread)).or_insert_with(|| {
+            merged.push(Sample {
                 stack_index: stack as i32 + 1,
                 attribute_indices: thread_attributes[thread as usize].clone(),
-                values: vec![PERIOD_NS],
-                timestamps_unix_nano: vec![start_ns + tick * PERIOD_NS as u64 + thread * 1_000],
                 ..Default::default()
-            }
-        })
-        .collect();
+            });
+            merged.len() - 1
+        });
+        merged[at].values.push(PERIOD_NS);
+        merged[at]
+            .timestamps_unix_nano
+            .push(start_ns + tick * PERIOD_NS as u64 + thread * 1_000);
+    }
+    let samples = merged;
     let profile = Profile {
         sample_type: Some(ValueType {
             type_strindex: cpu,

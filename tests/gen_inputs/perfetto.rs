@@ -126,7 +126,13 @@ fn function_name(f: u64, library: &Library) -> String {
         let class = PACKAGES[(f % PACKAGES.len() as u64) as usize];
         return format!("{class}$Inner{}.method{f}", f % 7);
     }
-    format!("_ZN7example6module{}8functionILi{f}EEvv", f % 97)
+    let module = format!("module{}", f % 97);
+    let function = format!("function{f}");
+    format!(
+        "_ZN7example{}{module}{}{function}Ev",
+        module.len(),
+        function.len()
+    )
 }
 
 /// Writes the trace into `out`.

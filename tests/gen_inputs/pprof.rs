@@ -86,7 +86,8 @@ pub fn profile(bytes: usize, out: &mut Vec<u8>) {
             (0..depth).map(|_| rng.next() % LOCATIONS + 1).collect()
         })
         .collect();
-    // Encode as we go: the message is only ever one sample larger than the last check.
+    p.string_table = strings;
+    // Count as we go: the message is only ever one sample larger than the last check.
     let header = p.encoded_len();
     let mut size = header;
     let mut n = 0u64;
@@ -108,6 +109,5 @@ pub fn profile(bytes: usize, out: &mut Vec<u8>) {
         p.sample.push(sample);
         n += 1;
     }
-    p.string_table = strings;
     p.encode(out).expect("vec grows");
 }

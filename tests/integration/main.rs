@@ -2,6 +2,7 @@
 
 mod aggregated;
 mod folded;
+mod gen_inputs;
 mod otlp;
 mod perfetto_difftests;
 mod perfetto_malformed;
