@@ -38,9 +38,13 @@ pub enum ErrorKind {
         container: &'static str,
     },
     /// A safety limit was reached; the input is too large or too deeply nested to convert.
-    #[error("{limit} exceeds the limit of {max}")]
+    #[error(
+        "the input exceeds the limit {limit} = {max}{}",
+        crate::limits::variable_hint(limit)
+    )]
     LimitExceeded {
-        /// Name of the limit.
+        /// Name of the limit: a [`Limits`](crate::Limits) field, for the limits that can be
+        /// set.
         limit: &'static str,
         /// The limit.
         max: u64,
@@ -211,6 +215,15 @@ impl Error {
                 *offset = offset.saturating_add(by);
             }
             _ => {}
+        }
+        self
+    }
+
+    /// Renames the limit of a [`ErrorKind::LimitExceeded`] error: a store refuses an object
+    /// over the size it is given, and only the caller knows which limit that size was.
+    pub(crate) fn name_limit(mut self, name: &'static str) -> Self {
+        if let ErrorKind::LimitExceeded { limit, .. } = &mut self.kind {
+            *limit = name;
         }
         self
     }

@@ -15,6 +15,7 @@ pub mod formats;
 pub mod ids;
 #[cfg(test)]
 mod layering_tests;
+pub mod limits;
 pub mod metadata;
 pub mod model;
 pub mod pipeline;
@@ -30,7 +31,8 @@ pub use calendar::utc_millis;
 pub use error::{error_chain, Error, ErrorKind, Result};
 pub use events::{parse_notification, Notification, ObjectChange, ObjectEvent};
 pub use flamegraph::{fold, parse_time_ns, render_svg, FlameFilter, Folded, IdOrName};
-pub use formats::{sniff, Container, InputFormat, MAX_DECOMPRESSED_BYTES};
+pub use formats::{sniff, Container, InputFormat};
+pub use limits::{Limits, LimitsError};
 
 pub use metadata::{ClientSdk, UploadMetadata};
 pub use model::{
@@ -38,9 +40,9 @@ pub use model::{
     Profile, Sample, Series, SeriesKind, StackHandle, Thread, Timestamps,
 };
 pub use pipeline::{
-    build_id_index, convert_upload, decode, process_upload, store_upload, BuildIdIndexEntry,
-    ConvertOptions, Converted, ConvertedUpload, Decoded, ErrorReport, Manifest, Outcome,
-    ProcessOptions, Quarantine, SkipReason, DEFAULT_MAX_OBJECT_BYTES,
+    build_id_index, convert_upload, decode, decode_with_limits, process_upload, store_upload,
+    BuildIdIndexEntry, ConvertOptions, Converted, ConvertedUpload, Decoded, ErrorReport, Manifest,
+    Outcome, ProcessOptions, Quarantine, SkipReason,
 };
 pub use plan::{
     left_out, plan_chunks, plan_tables, Timing, DEFAULT_INTERVAL_NS, MAX_CHUNK_DURATION_NS,

@@ -754,7 +754,7 @@ fn endless_line_hits_the_line_limit() {
     assert_eq!(
         kind,
         ErrorKind::LimitExceeded {
-            limit: "folded line length",
+            limit: "max_line_bytes",
             max: 1 << 20,
         }
     );

@@ -9,7 +9,7 @@
 use std::io::Write;
 
 use flate2::{Compress, Compression, Crc, FlushCompress, Status};
-use proflake::ErrorKind;
+use proflake::{ErrorKind, Limits};
 use proflake_proto::perfetto::{
     trace_packet::{Data, OptionalTrustedPacketSequenceId},
     Callstack, Frame, InternedData, InternedString, Mapping, PerfSample, StreamingProfilePacket,
@@ -21,15 +21,39 @@ use crate::util::{fixture, record, record_spans, samples, stat, varint};
 
 const MIB: u64 = 1 << 20;
 
-/// The decoder's limits (shared/src/formats/perfetto/limits.rs and formats/mod.rs).
+/// The decoder's default limits, which these tests hold to ([`Limits`]).
 const MAX_PACKET_BYTES: u64 = 64 * MIB;
 const MAX_INFLATED_PACKET_BYTES: u64 = 256 * MIB;
 const MAX_COMPRESSION_DEPTH: u64 = 4;
-const MAX_DECOMPRESSED_BYTES: u64 = proflake::MAX_DECOMPRESSED_BYTES;
+const MAX_DECOMPRESSED_BYTES: u64 = 4096 * MIB;
+
+#[test]
+fn the_limits_held_to_are_the_defaults() {
+    let limits = Limits::default();
+    assert_eq!(
+        (
+            limits.max_packet_bytes,
+            limits.max_inflated_packet_bytes,
+            limits.max_packet_nesting,
+            limits.max_decompressed_bytes
+        ),
+        (
+            MAX_PACKET_BYTES,
+            MAX_INFLATED_PACKET_BYTES,
+            MAX_COMPRESSION_DEPTH,
+            MAX_DECOMPRESSED_BYTES
+        )
+    );
+}
 
 /// The error kind of a decode that must fail.
 fn error_kind(bytes: &[u8]) -> ErrorKind {
-    match proflake::decode(bytes, None) {
+    error_kind_within(bytes, &Limits::default())
+}
+
+/// The error kind of a decode within `limits` that must fail.
+fn error_kind_within(bytes: &[u8], limits: &Limits) -> ErrorKind {
+    match proflake::decode_with_limits(bytes, None, limits) {
         Ok(d) => panic!(
             "expected an error, got {} samples",
             d.profile.samples().len()
@@ -556,7 +580,7 @@ fn compressed_packets_nested_beyond_the_limit() {
     match error_kind(&trace) {
         ErrorKind::LimitExceeded { limit, max } => {
             assert_eq!(max, MAX_COMPRESSION_DEPTH);
-            assert!(limit.contains("nesting"), "{limit}");
+            assert_eq!(limit, "max_packet_nesting");
         }
         other => panic!("{other:?}"),
     }
@@ -628,7 +652,9 @@ fn compressed_packets_bomb() {
     );
 
     match error_kind(&compressed_record(z)) {
-        ErrorKind::LimitExceeded { max, .. } => assert_eq!(max, MAX_PACKET_BYTES),
+        ErrorKind::LimitExceeded { limit, max } => {
+            assert_eq!((limit, max), ("max_packet_bytes", MAX_PACKET_BYTES));
+        }
         other => panic!("{other:?}"),
     }
 }
@@ -670,8 +696,8 @@ impl ZstdFrame {
 }
 
 /// `zstd_compressed_packets` inflating to 280 MiB in ~10 KB: 70 valid packets of 4 MiB each
-/// (a timestamp and an unknown field of zeros). The inflated-size limit (256 MiB) must stop
-/// the decoder.
+/// (a timestamp and an unknown field of zeros). The ratio limit stops the decoder after a few
+/// MiB; without it, the inflated-size limit (256 MiB) must.
 #[test]
 fn zstd_compressed_packets_bomb() {
     const PACKET_PAYLOAD: u64 = 4 * MIB;
@@ -698,12 +724,26 @@ fn zstd_compressed_packets_bomb() {
         data: Some(Data::ZstdCompressedPackets(z)),
         ..Default::default()
     };
-    match error_kind(&record(&p.encode_to_vec())) {
-        ErrorKind::LimitExceeded { limit, max } => {
-            assert_eq!(max, MAX_INFLATED_PACKET_BYTES, "{limit}");
+    let bomb = record(&p.encode_to_vec());
+    let defaults = Limits::default();
+    assert_eq!(
+        error_kind(&bomb),
+        ErrorKind::LimitExceeded {
+            limit: "max_decompression_ratio",
+            max: defaults.max_decompression_ratio
         }
-        other => panic!("{other:?}"),
-    }
+    );
+    let without_ratio = Limits {
+        max_decompression_ratio: u64::MAX,
+        ..defaults
+    };
+    assert_eq!(
+        error_kind_within(&bomb, &without_ratio),
+        ErrorKind::LimitExceeded {
+            limit: "max_inflated_packet_bytes",
+            max: MAX_INFLATED_PACKET_BYTES
+        }
+    );
 }
 
 #[test]
@@ -713,7 +753,9 @@ fn packet_larger_than_the_limit() {
     bytes.extend(varint(MAX_PACKET_BYTES + 1));
     bytes.extend([0x40, 0x01, 0x50, 0x01]);
     match error_kind(&bytes) {
-        ErrorKind::LimitExceeded { max, .. } => assert_eq!(max, MAX_PACKET_BYTES),
+        ErrorKind::LimitExceeded { limit, max } => {
+            assert_eq!((limit, max), ("max_packet_bytes", MAX_PACKET_BYTES));
+        }
         other => panic!("{other:?}"),
     }
 }

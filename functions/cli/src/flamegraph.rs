@@ -149,6 +149,7 @@ fn convert_in_memory(
         format,
         metadata: metadata.resolve()?,
         received_at_ns: modified_ns(input),
+        limits: crate::limits()?,
     };
     let converted = convert_upload(&upload_key(name), &content_etag(&bytes), &bytes, &options)?;
     let objects = converted

@@ -13,9 +13,9 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use output::Stdout;
 use proflake::{
-    process_upload, sidecar_key, store_upload, upload_key, ClientSdk, InputFormat, LocalDirStore,
-    Manifest, ObjectStore, Outcome, ProcessOptions, UploadMetadata, ERROR_REPORT_SUFFIX,
-    METADATA_SIDECAR_SUFFIX, UPLOADS_PREFIX,
+    process_upload, sidecar_key, store_upload, upload_key, ClientSdk, InputFormat, Limits,
+    LocalDirStore, Manifest, ObjectStore, Outcome, ProcessOptions, UploadMetadata,
+    ERROR_REPORT_SUFFIX, METADATA_SIDECAR_SUFFIX, UPLOADS_PREFIX,
 };
 
 #[derive(Parser)]
@@ -113,9 +113,10 @@ struct ProcessArgs {
     /// Decode as this format instead of detecting it.
     #[arg(long, value_parser = parse_format)]
     format: Option<InputFormat>,
-    /// Uploads larger than this many bytes are quarantined unread.
-    #[arg(long, default_value_t = proflake::DEFAULT_MAX_OBJECT_BYTES)]
-    max_object_bytes: u64,
+    /// Uploads larger than this many bytes are quarantined unread (default:
+    /// PROFLAKE_LIMIT_MAX_OBJECT_BYTES, else 256 MiB).
+    #[arg(long)]
+    max_object_bytes: Option<u64>,
 }
 
 #[derive(Args)]
@@ -207,6 +208,11 @@ impl MetadataArgs {
     }
 }
 
+/// The limits, with the overrides the functions read from `PROFLAKE_LIMIT_*` variables.
+pub(crate) fn limits() -> anyhow::Result<Limits> {
+    Ok(Limits::from_env()?)
+}
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -242,6 +248,7 @@ fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
     let options = ProcessOptions {
         format: args.format,
         reconvert: true,
+        limits: limits()?,
         ..ProcessOptions::default()
     };
     let store = LocalDirStore::new(&args.out);
@@ -374,9 +381,13 @@ fn process(mut args: ProcessArgs) -> anyhow::Result<ExitCode> {
     } else {
         args.keys
     };
+    let mut limits = limits()?;
+    if let Some(max) = args.max_object_bytes {
+        limits.max_object_bytes = max;
+    }
     let options = ProcessOptions {
         format: args.format,
-        max_object_bytes: args.max_object_bytes,
+        limits,
         reconvert: args.reconvert,
         ..ProcessOptions::default()
     };
@@ -414,7 +425,7 @@ fn modified_ns(path: &Path) -> Option<i64> {
 fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
     let bytes = std::fs::read(&args.input)
         .with_context(|| format!("cannot read {}", args.input.display()))?;
-    let decoded = match proflake::decode(&bytes, args.format) {
+    let decoded = match proflake::decode_with_limits(&bytes, args.format, &limits()?) {
         Ok(d) => d,
         Err(e) => {
             eprintln!(

@@ -9,12 +9,12 @@ use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use proflake::pipeline::{
     add_debug_file, list_debug_files, rehydrate, rehydrate_keys, DebugFileOutcome,
-    RehydrateOptions, RehydratePage, RehydrateScope, DEFAULT_MAX_DEBUG_FILE_BYTES,
+    RehydrateOptions, RehydratePage, RehydrateScope,
 };
 use proflake::symbolize::debug_file_build_id;
 use proflake::{
-    LocalDirStore, ObjectStore, Outcome, ERROR_REPORT_SUFFIX, METADATA_SIDECAR_SUFFIX,
-    UPLOADS_PREFIX,
+    LocalDirStore, ObjectStore, Outcome, ProcessOptions, ERROR_REPORT_SUFFIX,
+    METADATA_SIDECAR_SUFFIX, UPLOADS_PREFIX,
 };
 
 use super::output::Stdout;
@@ -70,6 +70,7 @@ pub(crate) fn symbols(command: SymbolsCommand) -> anyhow::Result<ExitCode> {
 }
 
 fn add(args: AddArgs) -> anyhow::Result<ExitCode> {
+    let max_debug_file_bytes = crate::limits()?.max_debug_file_bytes;
     let store = LocalDirStore::new(&args.store);
     let mut stdout = Stdout::default();
     let (mut refused, mut stored_ids) = (0usize, Vec::new());
@@ -93,7 +94,7 @@ fn add(args: AddArgs) -> anyhow::Result<ExitCode> {
         };
         let key = format!("debuginfo/{build_id}/{name}");
         store.put(&key, &bytes)?;
-        let line = match add_debug_file(&store, &key, DEFAULT_MAX_DEBUG_FILE_BYTES)? {
+        let line = match add_debug_file(&store, &key, max_debug_file_bytes)? {
             DebugFileOutcome::Stored { meta, replaced, .. } => {
                 stored_ids.push(build_id.clone());
                 let replaced = replaced
@@ -153,7 +154,7 @@ fn pages(store: &LocalDirStore, scope: RehydrateScope<'_>) -> anyhow::Result<Reh
         ProgressStyle::with_template("{spinner} {pos} reconverted {wide_msg}")
             .expect("static template"),
     );
-    let options = RehydrateOptions::default();
+    let options = rehydrate_options()?;
     let mut total = RehydratePage::default();
     let mut after: Option<String> = None;
     loop {
@@ -208,6 +209,17 @@ fn list(args: ListArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Reconversions within the limits `convert` uses.
+fn rehydrate_options() -> anyhow::Result<RehydrateOptions> {
+    Ok(RehydrateOptions {
+        process: ProcessOptions {
+            limits: crate::limits()?,
+            ..ProcessOptions::default()
+        },
+        ..RehydrateOptions::default()
+    })
+}
+
 pub(crate) fn rehydrate_command(args: RehydrateArgs) -> anyhow::Result<ExitCode> {
     let store = LocalDirStore::new(&args.store);
     let mut stdout = Stdout::default();
@@ -235,7 +247,7 @@ pub(crate) fn rehydrate_command(args: RehydrateArgs) -> anyhow::Result<ExitCode>
                 &store,
                 &store,
                 std::slice::from_ref(key),
-                &RehydrateOptions::default(),
+                &rehydrate_options()?,
             )?;
             total.absorb(page);
             bar.inc(1);

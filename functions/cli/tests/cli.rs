@@ -371,6 +371,49 @@ fn inspect_summarizes_the_sample() {
 }
 
 #[test]
+fn limits_come_from_the_environment() {
+    let inspect = |variable: &str, value: &str| {
+        Command::new(env!("CARGO_BIN_EXE_proflake"))
+            .args(["inspect", repo(SAMPLE).to_str().unwrap()])
+            .env(variable, value)
+            .output()
+            .expect("proflake runs")
+    };
+    let tripped = inspect("PROFLAKE_LIMIT_MAX_SAMPLES", "10");
+    assert_eq!(tripped.status.code(), Some(1));
+    let stderr = text(&tripped.stderr);
+    assert!(
+        stderr
+            .contains("the input exceeds the limit max_samples = 10 (PROFLAKE_LIMIT_MAX_SAMPLES)"),
+        "{stderr}"
+    );
+    let bad = inspect("PROFLAKE_LIMIT_MAX_SAMPLES", "ten");
+    assert_eq!(bad.status.code(), Some(2));
+    let stderr = text(&bad.stderr);
+    assert!(
+        stderr.contains("PROFLAKE_LIMIT_MAX_SAMPLES=\"ten\" is invalid"),
+        "{stderr}"
+    );
+    // `process --max-object-bytes` overrides the variable.
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir_all(dir.path().join("uploads")).unwrap();
+    fs::write(dir.path().join("uploads/a.folded"), "main;work 1\n").unwrap();
+    let process = Command::new(env!("CARGO_BIN_EXE_proflake"))
+        .args([
+            "process",
+            dir.path().to_str().unwrap(),
+            "--max-object-bytes",
+            "4",
+        ])
+        .env("PROFLAKE_LIMIT_MAX_OBJECT_BYTES", "1000")
+        .output()
+        .expect("proflake runs");
+    assert_eq!(process.status.code(), Some(1));
+    let stderr = text(&process.stderr);
+    assert!(stderr.contains("max_object_bytes = 4"), "{stderr}");
+}
+
+#[test]
 fn inspect_reports_findings_of_a_passed_through_chunk() {
     let chunk = repo("tests/fixtures/sentry/vroomrs_sample_v2_valid_android.json");
     let run = proflake(&["inspect", chunk.to_str().unwrap(), "--json"]);

@@ -64,4 +64,24 @@ mod tests {
         let err = Config::from_lookup(|name| (name == "PROFLAKE_CONCURRENCY").then(|| "0".into()));
         assert_eq!(err.unwrap_err().variable, "PROFLAKE_CONCURRENCY");
     }
+
+    #[test]
+    fn limits_are_read_and_a_bad_one_fails_init() {
+        let limit = |value: &'static str| {
+            Config::from_lookup(move |name| {
+                (name == "PROFLAKE_LIMIT_MAX_SAMPLES").then(|| value.into())
+            })
+        };
+        let c = limit("1000").unwrap();
+        assert_eq!(c.common.limits.max_samples, 1000);
+        assert_eq!(
+            c.common.limits.max_threads,
+            proflake::Limits::default().max_threads
+        );
+        // main prints this and exits before the runtime starts.
+        assert_eq!(
+            limit("lots").unwrap_err().to_string(),
+            "PROFLAKE_LIMIT_MAX_SAMPLES=\"lots\" is invalid: expected a whole number of at least 1"
+        );
+    }
 }

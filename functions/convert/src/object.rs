@@ -36,7 +36,7 @@ pub(crate) async fn handle_object(
     }
     let stores = app.stores_for(bucket);
     let options = ProcessOptions {
-        max_object_bytes: app.config().common.max_object_bytes,
+        limits: app.config().common.limits.clone(),
         ..ProcessOptions::default()
     };
     let started = Instant::now();

@@ -19,7 +19,7 @@ pub enum LogFormat {
 /// |---|---|---|
 /// | `PROFLAKE_OUTPUT_BUCKET` | bucket the outputs are written to | the bucket the event names |
 /// | `PROFLAKE_OUTPUT_PREFIX` | prepended to every output key | empty, so keys equal the local CLI's |
-/// | `PROFLAKE_MAX_OBJECT_BYTES` | larger uploads are quarantined unread | `268435456` (256 MiB) |
+/// | `PROFLAKE_LIMIT_*` | the [`proflake::Limits`], one variable per limit | [`proflake::Limits::default`] |
 /// | `PROFLAKE_CONCURRENCY` | messages handled at once per invocation, ≥ 1 | `2` |
 /// | `PROFLAKE_METRICS_NAMESPACE` | CloudWatch namespace of the EMF metrics | `proflake` |
 /// | `PROFLAKE_LOG` | tracing filter (`info`, `proflake=debug,info`, ...) | `AWS_LAMBDA_LOG_LEVEL` lowercased if set, else `info` |
@@ -35,8 +35,8 @@ pub struct Config {
     pub output_bucket: Option<String>,
     /// `PROFLAKE_OUTPUT_PREFIX`.
     pub output_prefix: String,
-    /// `PROFLAKE_MAX_OBJECT_BYTES`.
-    pub max_object_bytes: u64,
+    /// `PROFLAKE_LIMIT_*`: what an input may make the function do.
+    pub limits: proflake::Limits,
     /// `PROFLAKE_CONCURRENCY`.
     pub concurrency: usize,
     /// `PROFLAKE_METRICS_NAMESPACE`.
@@ -78,6 +78,19 @@ pub const DEFAULT_CONCURRENCY: usize = 2;
 
 /// Default of `PROFLAKE_METRICS_NAMESPACE`.
 pub const DEFAULT_METRICS_NAMESPACE: &str = "proflake";
+
+/// Variables that became limits: refused rather than ignored, so a deployment that still sets
+/// one does not silently run with the default.
+const RENAMED: [(&str, &str); 2] = [
+    (
+        "PROFLAKE_MAX_OBJECT_BYTES",
+        "PROFLAKE_LIMIT_MAX_OBJECT_BYTES",
+    ),
+    (
+        "PROFLAKE_MAX_DEBUG_FILE_BYTES",
+        "PROFLAKE_LIMIT_MAX_DEBUG_FILE_BYTES",
+    ),
+];
 
 /// Where a function's settings come from: the process environment, or a lookup (tests). A set
 /// but empty variable reads as unset, because deployment templates tend to pass "" for "not
@@ -137,12 +150,17 @@ impl Config {
             (None, Some(level)) => lambda_log_level(&level)?,
             (None, None) => "info".to_owned(),
         };
+        for (old, new) in RENAMED {
+            if let Some(value) = vars.get(old) {
+                return Err(ConfigError::new(old, &value, format!("renamed: set {new}")));
+            }
+        }
+        let limits = proflake::Limits::from_vars(|name| vars.get(name))
+            .map_err(|e| ConfigError::new(e.variable, &e.value, e.expected))?;
         Ok(Config {
             output_bucket: vars.get("PROFLAKE_OUTPUT_BUCKET"),
             output_prefix: vars.get("PROFLAKE_OUTPUT_PREFIX").unwrap_or_default(),
-            max_object_bytes: vars
-                .positive("PROFLAKE_MAX_OBJECT_BYTES")?
-                .unwrap_or(proflake::DEFAULT_MAX_OBJECT_BYTES),
+            limits,
             concurrency: vars
                 .positive("PROFLAKE_CONCURRENCY")?
                 .unwrap_or(DEFAULT_CONCURRENCY),
@@ -240,7 +258,7 @@ mod tests {
             Config {
                 output_bucket: None,
                 output_prefix: String::new(),
-                max_object_bytes: 268_435_456,
+                limits: proflake::Limits::default(),
                 concurrency: 2,
                 metrics_namespace: "proflake".into(),
                 function_name: "proflake-fn".into(),
@@ -257,7 +275,8 @@ mod tests {
         let c = config(&[
             ("PROFLAKE_OUTPUT_BUCKET", "out"),
             ("PROFLAKE_OUTPUT_PREFIX", "p/"),
-            ("PROFLAKE_MAX_OBJECT_BYTES", "1024"),
+            ("PROFLAKE_LIMIT_MAX_OBJECT_BYTES", "1024"),
+            ("PROFLAKE_LIMIT_MAX_SAMPLES", "5000"),
             ("PROFLAKE_CONCURRENCY", "8"),
             ("PROFLAKE_METRICS_NAMESPACE", "ns"),
             ("AWS_LAMBDA_FUNCTION_NAME", "fn"),
@@ -268,7 +287,14 @@ mod tests {
         assert_eq!(c.output_bucket.as_deref(), Some("out"));
         assert_eq!(c.output_bucket("uploads"), "out");
         assert_eq!(c.output_prefix, "p/");
-        assert_eq!(c.max_object_bytes, 1024);
+        assert_eq!(
+            c.limits,
+            proflake::Limits {
+                max_object_bytes: 1024,
+                max_samples: 5000,
+                ..proflake::Limits::default()
+            }
+        );
         assert_eq!(c.concurrency, 8);
         assert_eq!(c.metrics_namespace, "ns");
         assert_eq!(c.function_name, "fn");
@@ -292,8 +318,11 @@ mod tests {
             ("PROFLAKE_CONCURRENCY", "0"),
             ("PROFLAKE_CONCURRENCY", "-1"),
             ("PROFLAKE_CONCURRENCY", "two"),
-            ("PROFLAKE_MAX_OBJECT_BYTES", "1e6"),
-            ("PROFLAKE_MAX_OBJECT_BYTES", "0"),
+            ("PROFLAKE_LIMIT_MAX_OBJECT_BYTES", "1e6"),
+            ("PROFLAKE_LIMIT_MAX_OBJECT_BYTES", "0"),
+            ("PROFLAKE_LIMIT_MAX_JSON_DEPTH", "500"),
+            ("PROFLAKE_MAX_OBJECT_BYTES", "1024"),
+            ("PROFLAKE_MAX_DEBUG_FILE_BYTES", "1024"),
             ("PROFLAKE_LOG_FORMAT", "yaml"),
             ("PROFLAKE_LOG", "proflake=loud"),
         ] {
@@ -305,6 +334,13 @@ mod tests {
                 "{text}"
             );
         }
+        let renamed = config(&[("PROFLAKE_MAX_OBJECT_BYTES", "1024")]).unwrap_err();
+        assert!(
+            renamed
+                .to_string()
+                .ends_with("renamed: set PROFLAKE_LIMIT_MAX_OBJECT_BYTES"),
+            "{renamed}"
+        );
     }
 
     #[test]

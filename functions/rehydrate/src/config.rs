@@ -1,6 +1,5 @@
 //! The function's settings, read once at cold start from its environment.
 
-use proflake::pipeline::DEFAULT_MAX_DEBUG_FILE_BYTES;
 use proflake_lambda::{ConfigError, Vars};
 
 /// Default of `AWS_LAMBDA_FUNCTION_NAME` when running outside Lambda.
@@ -22,9 +21,9 @@ pub const DEFAULT_MAX_ENTRIES: usize = 5_000;
 /// | `PROFLAKE_REHYDRATE_QUEUE_URL` | the function's own queue, for continuation messages | required |
 /// | `PROFLAKE_REHYDRATE_MAX_UPLOADS` | conversions per message; more goes to a continuation | `25` |
 /// | `PROFLAKE_REHYDRATE_MAX_ENTRIES` | build-ID index entries read per message | `5000` |
-/// | `PROFLAKE_MAX_DEBUG_FILE_BYTES` | larger debug files are refused unread | `2147483648` (2 GiB) |
 ///
-/// `AWS_LAMBDA_FUNCTION_NAME` defaults to [`DEFAULT_FUNCTION_NAME`].
+/// Debug files larger than `PROFLAKE_LIMIT_MAX_DEBUG_FILE_BYTES` (one of the shared limits) are
+/// refused unread. `AWS_LAMBDA_FUNCTION_NAME` defaults to [`DEFAULT_FUNCTION_NAME`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
     /// The shared settings.
@@ -39,8 +38,6 @@ pub struct Config {
     pub max_uploads: usize,
     /// `PROFLAKE_REHYDRATE_MAX_ENTRIES`.
     pub max_entries: usize,
-    /// `PROFLAKE_MAX_DEBUG_FILE_BYTES`.
-    pub max_debug_file_bytes: u64,
 }
 
 impl Config {
@@ -74,9 +71,6 @@ impl Config {
             max_entries: vars
                 .positive("PROFLAKE_REHYDRATE_MAX_ENTRIES")?
                 .unwrap_or(DEFAULT_MAX_ENTRIES),
-            max_debug_file_bytes: vars
-                .positive("PROFLAKE_MAX_DEBUG_FILE_BYTES")?
-                .unwrap_or(DEFAULT_MAX_DEBUG_FILE_BYTES),
             common,
         })
     }
@@ -115,7 +109,7 @@ mod tests {
             ("out", "up", "https://sqs.test/1/q")
         );
         assert_eq!((c.max_uploads, c.max_entries), (25, 5_000));
-        assert_eq!(c.max_debug_file_bytes, 2 << 30);
+        assert_eq!(c.common.limits.max_debug_file_bytes, 2 << 30);
         for (name, _) in REQUIRED {
             let err = config(&[(name, "")]).unwrap_err();
             assert_eq!(err.variable, name);
@@ -128,12 +122,16 @@ mod tests {
         let c = config(&[
             ("PROFLAKE_REHYDRATE_MAX_UPLOADS", "2"),
             ("PROFLAKE_REHYDRATE_MAX_ENTRIES", "10"),
-            ("PROFLAKE_MAX_DEBUG_FILE_BYTES", "4096"),
+            ("PROFLAKE_LIMIT_MAX_DEBUG_FILE_BYTES", "4096"),
             ("PROFLAKE_CONCURRENCY", "1"),
         ])
         .unwrap();
         assert_eq!(
-            (c.max_uploads, c.max_entries, c.max_debug_file_bytes),
+            (
+                c.max_uploads,
+                c.max_entries,
+                c.common.limits.max_debug_file_bytes
+            ),
             (2, 10, 4096)
         );
         assert_eq!(c.common.concurrency, 1);

@@ -59,7 +59,7 @@ pub(crate) async fn handle_object(
     };
     let key = key.to_owned();
     let stores = app.stores();
-    let max_bytes = config.max_debug_file_bytes;
+    let max_bytes = config.common.limits.max_debug_file_bytes;
     let started = Instant::now();
     let span = tracing::Span::current();
     let job_key = key.clone();
@@ -184,7 +184,7 @@ pub(crate) async fn run_page(
     let stores = app.stores();
     let options = RehydrateOptions {
         process: ProcessOptions {
-            max_object_bytes: config.common.max_object_bytes,
+            limits: config.common.limits.clone(),
             ..ProcessOptions::default()
         },
         max_uploads: config.max_uploads,

@@ -2,6 +2,8 @@
 
 use std::io::{self, Read};
 
+use crate::limits::{Cap, Limits};
+
 /// How the input bytes are wrapped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Container {
@@ -51,7 +53,7 @@ impl std::fmt::Display for LimitHit {
 
 impl std::error::Error for LimitHit {}
 
-/// A reader that fails with [`LimitHit`] once more than `max` bytes came through: the guard
+/// A reader that fails with [`LimitHit`] once more than its cap came through: the guard
 /// against decompression bombs.
 pub(crate) struct CappedReader<R> {
     inner: R,
@@ -61,12 +63,12 @@ pub(crate) struct CappedReader<R> {
 }
 
 impl<R: Read> CappedReader<R> {
-    pub(crate) fn new(inner: R, limit: &'static str, max: u64) -> Self {
+    pub(crate) fn new(inner: R, cap: Cap) -> Self {
         CappedReader {
             inner,
-            remaining: max,
-            limit,
-            max,
+            remaining: cap.bytes,
+            limit: cap.limit,
+            max: cap.max,
         }
     }
 }
@@ -93,25 +95,26 @@ impl<R: Read> Read for CappedReader<R> {
     }
 }
 
-/// Opens `bytes` for streaming reads, undoing its container, with at most `max_output`
-/// decompressed bytes.
-pub(crate) fn open(
-    bytes: &[u8],
+/// Opens `bytes` for streaming reads, undoing its container, within the decompressed size
+/// and ratio limits.
+pub(crate) fn open<'a>(
+    bytes: &'a [u8],
     container: Container,
-    max_output: u64,
-) -> io::Result<Box<dyn Read + '_>> {
-    const LIMIT: &str = "decompressed input size";
+    limits: &Limits,
+) -> io::Result<Box<dyn Read + 'a>> {
+    let cap = limits.inflate_cap(
+        bytes.len(),
+        ("max_decompressed_bytes", limits.max_decompressed_bytes),
+    );
     Ok(match container {
         Container::Plain => Box::new(bytes),
         Container::Gzip => Box::new(CappedReader::new(
             flate2::read::MultiGzDecoder::new(bytes),
-            LIMIT,
-            max_output,
+            cap,
         )),
         Container::Zstd => Box::new(CappedReader::new(
             zstd::stream::read::Decoder::with_buffer(bytes)?,
-            LIMIT,
-            max_output,
+            cap,
         )),
     })
 }

@@ -19,12 +19,9 @@ pub use container::Container;
 pub(crate) use container::LimitHit;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::limits::Limits;
 use crate::metadata::UploadMetadata;
 use crate::model::Profile;
-
-/// Upper bound on decompressed input, whatever the container: the guard against
-/// decompression bombs.
-pub const MAX_DECOMPRESSED_BYTES: u64 = 4 << 30;
 
 /// How many leading bytes the sniffers look at.
 const SNIFF_LEN: usize = 4096;
@@ -136,10 +133,15 @@ pub fn sniff(prefix: &[u8]) -> Option<InputFormat> {
     InputFormat::ALL.iter().copied().find(|f| f.sniffs(prefix))
 }
 
-/// Decodes `bytes` (compressed or not) into a profile. `format` overrides detection.
-pub(crate) fn decode(bytes: &[u8], format: Option<InputFormat>) -> Result<DecodedInput> {
+/// Decodes `bytes` (compressed or not) into a profile within `limits`. `format` overrides
+/// detection.
+pub(crate) fn decode(
+    bytes: &[u8],
+    format: Option<InputFormat>,
+    limits: &Limits,
+) -> Result<DecodedInput> {
     let container = Container::sniff(bytes);
-    let mut reader = container::open(bytes, container, MAX_DECOMPRESSED_BYTES)
+    let mut reader = container::open(bytes, container, limits)
         .map_err(|e| io_error(e, container.name(), 0, "container header"))?;
     let mut prefix = Vec::with_capacity(SNIFF_LEN);
     (&mut reader)
@@ -159,7 +161,7 @@ pub(crate) fn decode(bytes: &[u8], format: Option<InputFormat>) -> Result<Decode
     let mut stream = io::Cursor::new(prefix).chain(reader);
     if format == InputFormat::Perfetto {
         return Ok(DecodedInput {
-            profile: perfetto::decode(stream, container.name())?,
+            profile: perfetto::decode(stream, container.name(), limits)?,
             format,
             container,
             metadata: None,
@@ -174,11 +176,11 @@ pub(crate) fn decode(bytes: &[u8], format: Option<InputFormat>) -> Result<Decode
         .map_err(|e| io_error(e, container.name(), 0, "input"))?;
     let (profile, extras) = match format {
         InputFormat::Perfetto => unreachable!("streamed above"),
-        InputFormat::Otlp => (otlp::decode(&whole)?, Extras::default()),
-        InputFormat::OtlpJson => (otlp::decode_json(&whole)?, Extras::default()),
-        InputFormat::Pprof => (pprof::decode(&whole)?, Extras::default()),
-        InputFormat::Folded => (folded::decode(&whole)?, Extras::default()),
-        InputFormat::SentryEnvelope => sentry::decode_envelope(&whole)?,
+        InputFormat::Otlp => (otlp::decode(&whole, limits)?, Extras::default()),
+        InputFormat::OtlpJson => (otlp::decode_json(&whole, limits)?, Extras::default()),
+        InputFormat::Pprof => (pprof::decode(&whole, limits)?, Extras::default()),
+        InputFormat::Folded => (folded::decode(&whole, limits)?, Extras::default()),
+        InputFormat::SentryEnvelope => sentry::decode_envelope(&whole, limits)?,
         InputFormat::SampleV2 => sentry::decode_chunk(whole),
     };
     Ok(DecodedInput {

@@ -266,6 +266,11 @@ impl Profile {
         &self.strings[s.index()]
     }
 
+    /// Every interned string, in handle order.
+    pub fn strings(&self) -> impl ExactSizeIterator<Item = &str> {
+        self.strings.iter().map(|s| &**s)
+    }
+
     /// The text of an optional interned string.
     pub fn opt_str(&self, s: Option<StringHandle>) -> Option<&str> {
         s.map(|s| self.str(s))

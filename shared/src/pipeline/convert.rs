@@ -1,7 +1,7 @@
 //! The convert job: one upload in, Sample v2 chunks and a manifest out.
 
 use super::build_id_index::build_id_index;
-use super::decode::{decode, Decoded};
+use super::decode::{decode_with_limits, Decoded};
 use super::manifest::{
     Manifest, ManifestExpansion, ManifestProfile, ManifestSampleV2, ManifestSeries, ManifestSource,
     MANIFEST_VERSION,
@@ -9,6 +9,7 @@ use super::manifest::{
 use super::outputs::{MemoryOutputs, OutputSink, Outputs};
 use crate::error::{ErrorKind, Result};
 use crate::formats::InputFormat;
+use crate::limits::Limits;
 use crate::metadata::UploadMetadata;
 use crate::model::{seconds_to_ns, Profile, Timestamps};
 use crate::plan::{plan_sample_v2, plan_tables, SeriesCoverage, TableProfilePlan, Timing};
@@ -27,6 +28,8 @@ pub struct ConvertOptions {
     /// When the upload arrived, ns since the Unix epoch (the object's last-modified time):
     /// the start time of last resort for aggregated inputs that record none.
     pub received_at_ns: Option<i64>,
+    /// What the input may make the conversion do.
+    pub limits: Limits,
 }
 
 /// The outputs of one conversion, not yet stored.
@@ -119,7 +122,7 @@ fn convert_inner(
     sink: &mut dyn OutputSink,
 ) -> Result<ConvertReport> {
     options.metadata.validate()?;
-    let mut decoded = decode(bytes, options.format)?;
+    let mut decoded = decode_with_limits(bytes, options.format, &options.limits)?;
     let metadata = match decoded.metadata.take() {
         Some(embedded) => embedded.merge(options.metadata.clone()),
         None => options.metadata.clone(),

@@ -4,6 +4,7 @@
 
 use crate::error::Result;
 use crate::formats::{self, Container, InputFormat};
+use crate::limits::Limits;
 use crate::metadata::UploadMetadata;
 use crate::model::Profile;
 use crate::sample_v2::{self, PassThrough};
@@ -25,12 +26,23 @@ pub struct Decoded {
     pub chunks: Vec<PassThrough>,
 }
 
-/// Decodes `bytes` (compressed or not) into a profile. `format` overrides detection.
+/// Decodes `bytes` (compressed or not) into a profile within the default [`Limits`].
+/// `format` overrides detection.
 pub fn decode(bytes: &[u8], format: Option<InputFormat>) -> Result<Decoded> {
-    let input = formats::decode(bytes, format)?;
+    decode_with_limits(bytes, format, &Limits::default())
+}
+
+/// [`decode`] within `limits`.
+pub fn decode_with_limits(
+    bytes: &[u8],
+    format: Option<InputFormat>,
+    limits: &Limits,
+) -> Result<Decoded> {
+    let input = formats::decode(bytes, format, limits)?;
     let mut profile = input.profile;
     let mut chunks = Vec::with_capacity(input.sample_v2.len());
     for item in input.sample_v2 {
+        limits.check_json_depth(&item.json)?;
         let (chunk, repairs) = sample_v2::accept(item.json, item.offset, item.platform.as_deref())?;
         // What Relay would repair is passed through as sent, and said.
         profile.findings.extend(
@@ -44,6 +56,7 @@ pub fn decode(bytes: &[u8], format: Option<InputFormat>) -> Result<Decoded> {
     if !chunks.is_empty() {
         profile.sort_samples_by_time();
     }
+    limits.check_profile(&profile)?;
     Ok(Decoded {
         profile,
         format: input.format,

@@ -18,7 +18,7 @@ pub use convert::{
     convert_into, convert_upload, convert_upload_with, publish, store_upload, ConvertOptions,
     ConvertReport, Converted,
 };
-pub use decode::{decode, Decoded};
+pub use decode::{decode, decode_with_limits, Decoded};
 pub use manifest::{
     Manifest, ManifestExpansion, ManifestOutput, ManifestProfile, ManifestSampleV2, ManifestSeries,
     ManifestSource, MANIFEST_VERSION,
@@ -26,10 +26,9 @@ pub use manifest::{
 pub use outputs::{MemoryOutputs, OutputSink, StoreOutputs};
 pub use process::{
     process_upload, ConvertedUpload, ErrorReport, Outcome, ProcessOptions, Quarantine, SkipReason,
-    DEFAULT_MAX_OBJECT_BYTES, ERROR_REPORT_VERSION,
+    ERROR_REPORT_VERSION,
 };
 pub use rehydrate::{rehydrate, rehydrate_keys, RehydrateOptions, RehydratePage, RehydrateScope};
 pub use symbols::{
     add_debug_file, current_debug_meta, list_debug_files, DebugFileOutcome, StoreSymbols,
-    DEFAULT_MAX_DEBUG_FILE_BYTES,
 };

@@ -15,6 +15,7 @@ use super::supersede::{settle, Settled};
 use super::symbols::{current_debug_meta, StoreSymbols};
 use crate::error::{error_chain, Error, Result};
 use crate::formats::InputFormat;
+use crate::limits::Limits;
 use crate::metadata::UploadMetadata;
 use crate::store::{
     error_report_key, manifest_key, profile_key_of_sidecar, sidecar_key, source_id, ObjectInfo,
@@ -25,34 +26,21 @@ use crate::store::{
 /// arrived meanwhile.
 const MAX_SYMBOL_ROUNDS: usize = 3;
 
-/// Largest upload converted by default: 256 MiB.
-pub const DEFAULT_MAX_OBJECT_BYTES: u64 = 256 << 20;
-
 /// Version of the error report layout.
 pub const ERROR_REPORT_VERSION: u32 = 1;
 
 /// How to process uploads.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct ProcessOptions {
     /// Decode as this format instead of detecting it.
     pub format: Option<InputFormat>,
     /// Metadata that overrides the sidecar's and the object's own (command-line flags).
     pub metadata: UploadMetadata,
-    /// Uploads larger than this are quarantined unread.
-    pub max_object_bytes: u64,
+    /// What an upload may make the job do; one larger than `limits.max_object_bytes` is
+    /// quarantined unread.
+    pub limits: Limits,
     /// Convert again even when the upload's manifest already exists.
     pub reconvert: bool,
-}
-
-impl Default for ProcessOptions {
-    fn default() -> Self {
-        ProcessOptions {
-            format: None,
-            metadata: UploadMetadata::default(),
-            max_object_bytes: DEFAULT_MAX_OBJECT_BYTES,
-            reconvert: false,
-        }
-    }
 }
 
 /// What processing one key did.
@@ -208,11 +196,15 @@ fn process_profile(
     key: &str,
     options: &ProcessOptions,
 ) -> Result<Outcome> {
-    let (bytes, info) = match uploads.get_object(key, options.max_object_bytes) {
+    let max_bytes = options.limits.max_object_bytes;
+    let (bytes, info) = match uploads.get_object(key, max_bytes) {
         Ok(Some(object)) => object,
         Ok(None) => return Ok(skipped(key, SkipReason::Missing)),
         Err(e) if e.kind().is_transient() => return Err(e),
-        Err(e) => return quarantine(uploads, outputs, key, None, e.for_input(key)),
+        Err(e) => {
+            let e = e.name_limit("max_object_bytes").for_input(key);
+            return quarantine(uploads, outputs, key, None, e);
+        }
     };
     let manifest = manifest_key(&source_id(key, &info.etag));
     if !options.reconvert && outputs.exists(&manifest)? {
@@ -235,6 +227,7 @@ fn process_profile(
         format: options.format,
         metadata,
         received_at_ns: info.last_modified_ns,
+        limits: options.limits.clone(),
     };
     // What a reconversion must take back: outputs of the previous run it does not write again.
     let previous_outputs = previous_outputs(outputs, &manifest)?;
@@ -362,8 +355,16 @@ fn upload_metadata(
     options: &ProcessOptions,
 ) -> Result<UploadMetadata> {
     let sidecar_key = sidecar_key(key);
-    let sidecar = match uploads.get(&sidecar_key)? {
-        Some(json) => UploadMetadata::from_json(&json).map_err(|e| e.for_input(&sidecar_key))?,
+    // The sidecar comes from outside like the upload: held to the same size.
+    let sidecar = uploads
+        .get_object(&sidecar_key, options.limits.max_object_bytes)
+        .map_err(|e| e.name_limit("max_object_bytes").for_input(&sidecar_key))?;
+    let sidecar = match sidecar {
+        Some((json, _)) => options
+            .limits
+            .check_json_depth(&json)
+            .and_then(|()| UploadMetadata::from_json(&json))
+            .map_err(|e| e.for_input(&sidecar_key))?,
         None => UploadMetadata::default(),
     };
     let object = UploadMetadata::from_object_metadata(

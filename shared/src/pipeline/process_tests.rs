@@ -102,7 +102,10 @@ fn oversized_upload_is_quarantined_unread() {
     let (_dir, store) = local();
     store.put("uploads/big.folded", FOLDED).unwrap();
     let opts = ProcessOptions {
-        max_object_bytes: 8,
+        limits: crate::Limits {
+            max_object_bytes: 8,
+            ..crate::Limits::default()
+        },
         ..ProcessOptions::default()
     };
     let Outcome::Quarantined(q) =
@@ -112,7 +115,7 @@ fn oversized_upload_is_quarantined_unread() {
     };
     assert_eq!(q.reason, "limit_exceeded");
     assert_eq!(q.bytes, 0);
-    assert!(q.message.contains("object size"), "{}", q.message);
+    assert!(q.message.contains("max_object_bytes = 8"), "{}", q.message);
 }
 
 #[test]

@@ -8,9 +8,6 @@ use crate::error::{error_chain, Error, ErrorKind, Result};
 use crate::store::{debug_info_key, debug_meta_key, error_report_key, DebugInfoKey, ObjectStore};
 use crate::symbolize::{ingest_debug_file, DebugFileMeta, SymbolSource, Symbols};
 
-/// Largest debug file read by default: 2 GiB.
-pub const DEFAULT_MAX_DEBUG_FILE_BYTES: u64 = 2 << 30;
-
 /// Symbols read from a store: the meta of a build ID, then the cache it names.
 pub struct StoreSymbols<'s> {
     store: &'s dyn ObjectStore,
@@ -107,6 +104,8 @@ pub enum DebugFileOutcome {
 /// Validates the debug file at `key`, builds its cache and makes it the build ID's symbols
 /// when it is better than the file in use. Only store failures are errors (transient);
 /// everything about the file itself ends in [`DebugFileOutcome::Refused`]. Safe to repeat.
+/// `max_bytes` is [`Limits::max_debug_file_bytes`](crate::Limits::max_debug_file_bytes): a
+/// larger file is refused unread.
 pub fn add_debug_file(
     store: &dyn ObjectStore,
     key: &str,
@@ -131,7 +130,7 @@ pub fn add_debug_file(
         Ok(Some(object)) => object,
         Ok(None) => return skipped("missing"),
         Err(e) if e.kind().is_transient() => return Err(e),
-        Err(e) => return refuse(store, key, "", 0, e),
+        Err(e) => return refuse(store, key, "", 0, e.name_limit("max_debug_file_bytes")),
     };
     let in_use = current_debug_meta(store, &build_id)?;
     if let Some(in_use) = &in_use {

@@ -224,7 +224,8 @@ fn table(t: &TableBatches, table: Table) -> &RecordBatch {
 fn pprof_fixture() -> Profile {
     let path = "../samples/pprof/google-pprof_report_sample.cpu.pb.gz";
     let bytes = std::fs::read(path).expect("pprof sample");
-    let decoded = crate::formats::decode(&bytes, None).expect("pprof decodes");
+    let decoded =
+        crate::formats::decode(&bytes, None, &crate::Limits::default()).expect("pprof decodes");
     let profile = decoded.profile;
     assert!(profile.start_time.is_some(), "the file records its time");
     profile

@@ -7,8 +7,8 @@ use super::frame_syntax::{
     austin_frame, austin_process, austin_thread, generic_frame, pyspy_frame, pyspy_process,
     pyspy_thread, sampling_frame, sampling_thread, thread_id, FrameText,
 };
-use super::limits::{MAX_SAMPLES, MAX_STACK_DEPTH, MAX_STACK_NODES};
 use crate::error::{ErrorKind, Result};
+use crate::limits::{exceeded, Limits};
 use crate::model::{
     Frame, FrameAddress, FrameHandle, Image, Profile, Sample, Series, SeriesHandle, SeriesKind,
     StackHandle, ThreadHandle,
@@ -37,10 +37,14 @@ pub(super) struct Importer<'a> {
     frames: FxHashMap<&'a str, FrameHandle>,
     threads: FxHashMap<Context<'a>, ThreadHandle>,
     total: i64,
+    max_samples: u64,
+    /// Deeper stacks are kept as samples without frames, and counted.
+    max_stack_depth: u64,
+    max_stack_nodes: u64,
 }
 
 impl<'a> Importer<'a> {
-    pub(super) fn new(dialect: Dialect, series: SeriesSpec) -> Self {
+    pub(super) fn new(dialect: Dialect, series: SeriesSpec, limits: &Limits) -> Self {
         let mut profile = Profile::new("folded");
         profile
             .attributes
@@ -61,6 +65,9 @@ impl<'a> Importer<'a> {
             frames: FxHashMap::default(),
             threads: FxHashMap::default(),
             total: 0,
+            max_samples: limits.max_samples,
+            max_stack_depth: limits.max_stack_depth,
+            max_stack_nodes: limits.max_stack_nodes,
         }
     }
 
@@ -71,8 +78,8 @@ impl<'a> Importer<'a> {
             self.profile.count("folded_zero_count_line");
             return Ok(());
         }
-        if self.profile.samples().len() as u64 >= MAX_SAMPLES {
-            return Err(limit("folded sample count", MAX_SAMPLES));
+        if self.profile.samples().len() as u64 >= self.max_samples {
+            return Err(exceeded("max_samples", self.max_samples));
         }
         self.total = self
             .total
@@ -111,7 +118,8 @@ impl<'a> Importer<'a> {
             Dialect::Generic => {}
         }
         let thread = self.thread(context);
-        let stack_handle = if stack.bytes().filter(|&b| b == b';').count() >= MAX_STACK_DEPTH {
+        let separators = stack.bytes().filter(|&b| b == b';').count() as u64;
+        let stack_handle = if separators >= self.max_stack_depth {
             // Keep the count, so totals still match the producer's.
             self.profile.count("folded_stack_too_deep");
             None
@@ -133,8 +141,8 @@ impl<'a> Importer<'a> {
             let frame = self.frame(text);
             stack = Some(self.profile.add_stack(stack, frame));
         }
-        if self.profile.stacks().len() > MAX_STACK_NODES {
-            return Err(limit("folded stack node count", MAX_STACK_NODES as u64));
+        if self.profile.stacks().len() as u64 > self.max_stack_nodes {
+            return Err(exceeded("max_stack_nodes", self.max_stack_nodes));
         }
         Ok(stack)
     }

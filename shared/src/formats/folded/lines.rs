@@ -2,8 +2,8 @@
 //! the first bytes. Errors name the 1-based line number (blank lines counted) and carry the
 //! byte offset where the line starts.
 
-use super::limits::MAX_LINE_BYTES;
 use crate::error::{Error, ErrorKind, Result};
+use crate::limits::exceeded;
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
@@ -197,18 +197,21 @@ pub(super) fn looks_folded(prefix: &[u8], whole: bool) -> bool {
 /// The lines of an input that are not blank or comments. Stops after the first error.
 pub(super) struct Lines<'a> {
     rest: &'a [u8],
+    max_line_bytes: usize,
     offset: u64,
     number: u64,
 }
 
 impl<'a> Lines<'a> {
-    pub(super) fn new(input: &'a [u8]) -> Self {
+    /// The lines of `input`, each at most `max_line_bytes` long.
+    pub(super) fn new(input: &'a [u8], max_line_bytes: u64) -> Self {
         let (rest, offset) = match input.strip_prefix(BOM) {
             Some(rest) => (rest, BOM.len() as u64),
             None => (input, 0),
         };
         Lines {
             rest,
+            max_line_bytes: usize::try_from(max_line_bytes).unwrap_or(usize::MAX),
             offset,
             number: 0,
         }
@@ -219,11 +222,12 @@ impl<'a> Lines<'a> {
         if self.rest.is_empty() {
             return None;
         }
-        // Look no further than the limit, so one endless line costs at most 1 MiB of scanning.
-        let window = &self.rest[..self.rest.len().min(MAX_LINE_BYTES + 1)];
+        // Look no further than the limit, so one endless line costs at most the limit's scanning.
+        let max = self.max_line_bytes;
+        let window = &self.rest[..self.rest.len().min(max.saturating_add(1))];
         let (len, advance) = match window.iter().position(|&b| b == b'\n') {
             Some(i) => (i, i + 1),
-            None if self.rest.len() > MAX_LINE_BYTES => (window.len(), window.len()),
+            None if self.rest.len() > max => (window.len(), window.len()),
             None => (self.rest.len(), self.rest.len()),
         };
         let raw = &self.rest[..len];
@@ -231,13 +235,9 @@ impl<'a> Lines<'a> {
         self.rest = &self.rest[advance..];
         self.offset += advance as u64;
         self.number += 1;
-        if len > MAX_LINE_BYTES {
+        if len > max {
             self.rest = &[];
-            return Some(Err(ErrorKind::LimitExceeded {
-                limit: "folded line length",
-                max: MAX_LINE_BYTES as u64,
-            }
-            .into()));
+            return Some(Err(exceeded("max_line_bytes", max as u64)));
         }
         Some(Ok((raw.strip_suffix(b"\r").unwrap_or(raw), offset)))
     }
@@ -357,7 +357,7 @@ mod tests {
     #[test]
     fn lines_skip_blanks_and_comments_and_errors_locate_the_line() {
         let input = b"\xEF\xBB\xBFa;b 2\r\n\r\n  \n#c 3\nd x\n";
-        let mut lines = Lines::new(input);
+        let mut lines = Lines::new(input, 1 << 20);
         let first = lines.next().unwrap().unwrap();
         assert_eq!((first.stack, first.weight(0).unwrap()), ("a;b", 2));
         assert_eq!((first.number, first.offset), (1, 3));

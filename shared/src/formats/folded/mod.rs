@@ -14,13 +14,13 @@ mod austin;
 mod dialect;
 mod frame_syntax;
 mod importer;
-mod limits;
 mod lines;
 
 use self::dialect::Dialect;
 use self::importer::{Importer, SeriesSpec};
 use self::lines::{looks_folded, Lines};
 use crate::error::{ErrorKind, Result};
+use crate::limits::Limits;
 use crate::model::{scaled_count_unit, Profile, SeriesKind};
 
 /// Whether decompressed content looks like folded stacks (see `lines::looks_folded`).
@@ -29,24 +29,25 @@ pub(crate) fn test(prefix: &[u8]) -> bool {
     looks_folded(prefix, prefix.len() < super::SNIFF_LEN)
 }
 
-/// Decodes a whole (decompressed) folded file.
-pub(crate) fn decode(bytes: &[u8]) -> Result<Profile> {
+/// Decodes a whole (decompressed) folded file within `limits`.
+pub(crate) fn decode(bytes: &[u8], limits: &Limits) -> Result<Profile> {
+    let lines = || Lines::new(bytes, limits.max_line_bytes);
     let header = austin::header(bytes);
     // These passes may stop at a malformed line; the decoding pass below reports it.
     let dialect = match header {
         Some(_) => Dialect::Austin,
-        None => Dialect::detect(Lines::new(bytes).map_while(|l| l.ok()).map(|l| l.stack)),
+        None => Dialect::detect(lines().map_while(|l| l.ok()).map(|l| l.stack)),
     };
     // Weights are integers: a file with fractional counts keeps them exact by scaling all of
     // them alike.
-    let decimals = Lines::new(bytes)
+    let decimals = lines()
         .map_while(|l| l.ok())
         .map(|l| l.count.decimals())
         .max()
         .unwrap_or(0);
-    let series = series(bytes, dialect, header.unwrap_or_default(), decimals)?;
-    let mut importer = Importer::new(dialect, series);
-    for line in Lines::new(bytes) {
+    let series = series(lines, dialect, header.unwrap_or_default(), decimals)?;
+    let mut importer = Importer::new(dialect, series, limits);
+    for line in lines() {
         let line = line?;
         importer.line(line.stack, line.weight(decimals)?)?;
     }
@@ -55,8 +56,8 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Profile> {
 
 /// What the counts measure. austin's are microseconds of wall or CPU time, as its header
 /// says; everyone else's count samples.
-fn series(
-    bytes: &[u8],
+fn series<'a>(
+    lines: impl Fn() -> Lines<'a>,
     dialect: Dialect,
     header: austin::Header,
     decimals: usize,
@@ -86,7 +87,7 @@ fn series(
             .into());
         }
     };
-    let fractional = Lines::new(bytes)
+    let fractional = lines()
         .map_while(|l| l.ok())
         .find(|l| l.count.decimals() > 0);
     if let Some(line) = fractional {

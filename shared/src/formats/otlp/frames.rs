@@ -15,24 +15,30 @@ const FRAME_TYPE: &str = "profile.frame.type";
 /// Mapping attribute holding the GNU build id as hex.
 const BUILD_ID_GNU: &str = "process.executable.build_id.gnu";
 
+/// Stat: samples whose stack has more than `max_stack_depth` locations, kept without a stack.
+const STACK_TOO_DEEP: &str = "otlp_stack_too_deep";
+
 /// Per-request caches, by dictionary index.
 pub(super) struct Frames {
     stacks: Vec<Option<Option<StackHandle>>>,
     locations: Vec<Option<FrameHandle>>,
     images: Vec<Option<ImageHandle>>,
+    max_depth: u64,
 }
 
 impl Frames {
-    pub(super) fn new(dict: &Dict) -> Self {
+    pub(super) fn new(dict: &Dict, max_depth: u64) -> Self {
         let t = dict.tables;
         Frames {
             stacks: vec![None; t.stack_table.len()],
             locations: vec![None; t.location_table.len()],
             images: vec![None; t.mapping_table.len()],
+            max_depth,
         }
     }
 
-    /// The model stack of `stack_table[index]`; `None` for an empty stack.
+    /// The model stack of `stack_table[index]`; `None` for an empty stack, and for one deeper
+    /// than the limit (counted).
     pub(super) fn stack(
         &mut self,
         dict: &Dict,
@@ -42,10 +48,15 @@ impl Frames {
     ) -> Result<Option<StackHandle>> {
         let table = &dict.tables.stack_table;
         let si = dict.index(index, table.len(), "stack_table", path)?;
+        let locations = &table[si].location_indices;
+        // Counted per sample, as the other decoders count theirs, so before the cache.
+        if locations.len() as u64 > self.max_depth {
+            profile.count(STACK_TOO_DEEP);
+            return Ok(None);
+        }
         if let Some(done) = self.stacks[si] {
             return Ok(done);
         }
-        let locations = &table[si].location_indices;
         let mut frames = Vec::with_capacity(locations.len());
         for (k, &li) in locations.iter().enumerate() {
             frames.push(self.location(dict, profile, li, &|| {

@@ -6,8 +6,9 @@ use proflake_proto::otlp::profiles::{Profile as OtlpProfile, ProfilesData, Sampl
 use super::dict::{Attr, Ctx, Dict, PathFn, Scalar};
 use super::frames::Frames;
 use super::process::{ProcessInfo, ResourceProcesses};
-use crate::error::{ErrorKind, Result};
+use crate::error::Result;
 use crate::formats::value_types::{classify, ValueType};
+use crate::limits::{exceeded, Limits};
 use crate::model::{
     time_unit_ns, Label, LabelValue, LinkHandle, Profile, Sample, Series, SeriesHandle, SeriesKind,
     StringHandle, ThreadHandle,
@@ -23,17 +24,20 @@ pub(super) struct Importer {
     profile: Profile,
     samples: u64,
     max_samples: u64,
+    /// Deeper stacks are kept as samples without frames, and counted.
+    max_stack_depth: u64,
     start: Option<u64>,
     end: Option<u64>,
 }
 
 impl Importer {
-    /// An importer for `source_format`, stopping at `max_samples` model samples.
-    pub(super) fn new(source_format: &str, max_samples: u64) -> Self {
+    /// An importer for `source_format`, within `limits`.
+    pub(super) fn new(source_format: &str, limits: &Limits) -> Self {
         Importer {
             profile: Profile::new(source_format),
             samples: 0,
-            max_samples,
+            max_samples: limits.max_samples,
+            max_stack_depth: limits.max_stack_depth,
             start: None,
             end: None,
         }
@@ -50,7 +54,7 @@ impl Importer {
         let tables = data.dictionary.as_ref().unwrap_or(&empty);
         let dict = Dict::new(tables, ctx);
         let mut req = Request {
-            frames: Frames::new(&dict),
+            frames: Frames::new(&dict, self.max_stack_depth),
             dict: &dict,
             imp: self,
         };
@@ -254,11 +258,7 @@ impl Request<'_, '_> {
         };
         self.imp.samples += n as u64;
         if self.imp.samples > self.imp.max_samples {
-            return Err(ErrorKind::LimitExceeded {
-                limit: "OTLP samples (one per timestamp or value)",
-                max: self.imp.max_samples,
-            }
-            .into());
+            return Err(exceeded("max_samples", self.imp.max_samples));
         }
         for i in 0..n {
             let time = match times.get(i) {

@@ -24,6 +24,7 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::formats::protowire::{Field, Fields, Value, WireError};
+use crate::limits::{exceeded, Limits};
 
 /// A supported numbering.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +56,8 @@ struct Evidence {
     sample_old_weak: Option<u64>,
     profile_v1_8: Option<u64>,
     profile_v1_9: Option<u64>,
+    /// Sample records seen: checked against `max_samples` before prost decodes them.
+    samples: u64,
 }
 
 fn note(slot: &mut Option<u64>, offset: u64) {
@@ -106,10 +109,14 @@ fn payload<'a>(field: &Field<'a>, message: &str) -> Result<&'a [u8]> {
 }
 
 /// Decides the layout of one request (`bytes`, starting at `base` in the input). Also
-/// reports a request cut short as `Truncated`.
-pub(super) fn detect(bytes: &[u8], base: u64) -> Result<Layout> {
+/// reports a request cut short as `Truncated`, and one whose dictionary tables or samples
+/// exceed `limits` before prost turns each few bytes into a struct.
+pub(super) fn detect(bytes: &[u8], base: u64, limits: &Limits) -> Result<Layout> {
     let mut resources = Vec::new();
     let mut attribute_entries = 0usize;
+    // Entries by table (field number, 1 to 7) over every `dictionary` field: prost merges
+    // repeated ones into one dictionary.
+    let mut tables = [0u64; 8];
     let mut top = Fields::new(bytes, base);
     while let Some(field) = top.next() {
         let field = field.map_err(|e| match e {
@@ -126,7 +133,7 @@ pub(super) fn detect(bytes: &[u8], base: u64) -> Result<Layout> {
             }
             2 => {
                 let body = payload(&field, "ExportProfilesServiceRequest")?;
-                attribute_entries += dictionary(body, top.base_of(body))?;
+                attribute_entries += dictionary(body, top.base_of(body), &mut tables, limits)?;
             }
             3..=8 => {
                 return Err(too_old(
@@ -142,16 +149,29 @@ pub(super) fn detect(bytes: &[u8], base: u64) -> Result<Layout> {
     for (body, at) in resources {
         walk_resource(body, at, attribute_entries, &mut ev)?;
     }
+    if ev.samples > limits.max_samples {
+        return Err(exceeded("max_samples", limits.max_samples));
+    }
     decide(&ev)
 }
 
-/// Counts the attribute table entries of a dictionary and rejects the pre-v1.8 `KeyValue`
-/// shape (a string key in field 1 instead of `key_strindex`).
-fn dictionary(body: &[u8], base: u64) -> Result<usize> {
+/// Counts the attribute table entries of a dictionary, counts every table's entries into
+/// `tables` (by field number) and holds them to `max_table_entries`, and rejects the pre-v1.8
+/// `KeyValue` shape (a string key in field 1 instead of `key_strindex`).
+fn dictionary(body: &[u8], base: u64, tables: &mut [u64; 8], limits: &Limits) -> Result<usize> {
     let mut entries = 0;
     let mut fields = Fields::new(body, base);
     while let Some(f) = fields.next() {
         let f = f.map_err(|e| nested(e, "ProfilesDictionary"))?;
+        if let Some(count) = usize::try_from(f.number)
+            .ok()
+            .and_then(|n| tables.get_mut(n))
+        {
+            *count += 1;
+            if *count > limits.max_table_entries {
+                return Err(exceeded("max_table_entries", limits.max_table_entries));
+            }
+        }
         if f.number != 6 {
             continue;
         }
@@ -208,6 +228,7 @@ fn walk_profile(body: &[u8], base: u64, attrs: usize, ev: &mut Evidence) -> Resu
                 }
             }
             (2, 2) => {
+                ev.samples += 1;
                 let sample = payload(&f, "Profile")?;
                 walk_sample(sample, fields.base_of(sample), attrs, ev)?;
             }

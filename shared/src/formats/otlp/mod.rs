@@ -12,7 +12,6 @@ mod import;
 mod json;
 mod layout;
 mod legacy;
-mod limits;
 mod process;
 mod profcheck;
 mod sniff;
@@ -24,10 +23,15 @@ use prost::Message;
 use self::dict::Ctx;
 use self::import::Importer;
 use self::layout::Layout;
-use self::limits::{MAX_FINDINGS, MAX_SAMPLES, MAX_STREAM_MESSAGES};
 use self::profcheck::{Findings, Options};
 use crate::error::{Error, ErrorKind, Result};
+use crate::limits::{exceeded, Limits};
 use crate::model::Profile;
+
+/// Most profcheck findings kept as text; the rest are only counted, so a capture with a bad
+/// time range on every timestamp cannot fill memory with messages. A bound on what is
+/// reported, not on the input, so not one of the [`Limits`].
+const MAX_FINDINGS: usize = 1000;
 
 /// Whether decompressed content starts a binary OTLP profiles request (or a length-prefixed
 /// stream of them). Strict enough not to claim pprof or Perfetto, which also start with 0x0a.
@@ -42,12 +46,8 @@ pub(crate) fn test_json(prefix: &[u8]) -> bool {
 
 /// Decodes a binary request, or a stream of requests each behind a 4-byte big-endian length
 /// (as sig-profiling's `otlp-bench` stores them), into one profile.
-pub(crate) fn decode(bytes: &[u8]) -> Result<Profile> {
-    decode_with(bytes, MAX_SAMPLES)
-}
-
-fn decode_with(bytes: &[u8], max_samples: u64) -> Result<Profile> {
-    let mut run = Run::new("otlp", max_samples);
+pub(crate) fn decode(bytes: &[u8], limits: &Limits) -> Result<Profile> {
+    let mut run = Run::new("otlp", limits);
     // A message never starts with 0x00 (field 0); a big-endian length below 16 MiB does.
     if bytes.first() != Some(&0) {
         run.binary(bytes, 0, None)?;
@@ -72,12 +72,8 @@ fn decode_with(bytes: &[u8], max_samples: u64) -> Result<Profile> {
             }
             .into());
         };
-        if index == MAX_STREAM_MESSAGES {
-            return Err(ErrorKind::LimitExceeded {
-                limit: "OTLP stream messages",
-                max: MAX_STREAM_MESSAGES as u64,
-            }
-            .into());
+        if index as u64 == limits.max_stream_messages {
+            return Err(exceeded("max_stream_messages", limits.max_stream_messages));
         }
         run.binary(body, start as u64, Some(index))?;
         at = start + len;
@@ -88,8 +84,9 @@ fn decode_with(bytes: &[u8], max_samples: u64) -> Result<Profile> {
 
 /// Decodes OTLP/JSON: one request object, or several separated by whitespace (JSON lines, as
 /// the Collector's file exporter writes them).
-pub(crate) fn decode_json(bytes: &[u8]) -> Result<Profile> {
-    let mut run = Run::new("otlp-json", MAX_SAMPLES);
+pub(crate) fn decode_json(bytes: &[u8], limits: &Limits) -> Result<Profile> {
+    limits.check_json_depth(bytes)?;
+    let mut run = Run::new("otlp-json", limits);
     let mut docs = serde_json::Deserializer::from_slice(bytes).into_iter::<serde_json::Value>();
     let mut index = 0usize;
     loop {
@@ -134,24 +131,26 @@ fn json_syntax(e: serde_json::Error, len: usize) -> Error {
 }
 
 /// One decode: the importer and the profcheck findings of every request.
-struct Run {
+struct Run<'l> {
     format: &'static str,
     importer: Importer,
     findings: Findings,
+    limits: &'l Limits,
 }
 
-impl Run {
-    fn new(format: &'static str, max_samples: u64) -> Self {
+impl<'l> Run<'l> {
+    fn new(format: &'static str, limits: &'l Limits) -> Self {
         Run {
             format,
-            importer: Importer::new(format, max_samples),
+            importer: Importer::new(format, limits),
             findings: Findings::new(MAX_FINDINGS),
+            limits,
         }
     }
 
     /// Decodes one binary request in the layout its bytes use.
     fn binary(&mut self, bytes: &[u8], offset: u64, index: Option<usize>) -> Result<()> {
-        let layout = layout::detect(bytes, offset)?;
+        let layout = layout::detect(bytes, offset, self.limits)?;
         let invalid = |e: prost::DecodeError| {
             Error::new(ErrorKind::Malformed {
                 format: "otlp",

@@ -12,8 +12,21 @@ use prost::Message;
 
 use super::layout::{self, Layout};
 use super::profcheck::{self, Findings, Options};
-use super::{decode, decode_json, decode_with};
-use crate::error::ErrorKind;
+use crate::error::{ErrorKind, Result};
+use crate::limits::Limits;
+use crate::model::Profile;
+
+fn decode(bytes: &[u8]) -> Result<Profile> {
+    super::decode(bytes, &Limits::default())
+}
+
+fn decode_json(bytes: &[u8]) -> Result<Profile> {
+    super::decode_json(bytes, &Limits::default())
+}
+
+fn detect(bytes: &[u8]) -> Result<Layout> {
+    layout::detect(bytes, 0, &Limits::default())
+}
 
 fn fixture(name: &str) -> Vec<u8> {
     let path = format!(
@@ -43,7 +56,7 @@ fn fixture_layouts() {
         ("synthetic_edge_cases.v1_9.pb", Layout::V1_9),
     ];
     for (name, want) in cases {
-        assert_eq!(layout::detect(&fixture(name), 0).unwrap(), want, "{name}");
+        assert_eq!(detect(&fixture(name)).unwrap(), want, "{name}");
     }
 }
 
@@ -264,13 +277,83 @@ fn out_of_range_references_are_errors_with_paths() {
 
 #[test]
 fn sample_limit() {
+    // One sample record with two timestamps: two model samples.
     let bytes = request().encode_to_vec();
-    assert!(decode_with(&bytes, 2).is_ok());
-    let e = decode_with(&bytes, 1).unwrap_err();
-    assert!(
-        matches!(e.kind(), ErrorKind::LimitExceeded { max: 1, .. }),
+    let limits = |max_samples| Limits {
+        max_samples,
+        ..Limits::default()
+    };
+    assert!(super::decode(&bytes, &limits(2)).is_ok());
+    let e = super::decode(&bytes, &limits(1)).unwrap_err();
+    assert_eq!(
+        e.kind(),
+        &ErrorKind::LimitExceeded {
+            limit: "max_samples",
+            max: 1
+        },
         "{e}"
     );
+    // Sample records are held to the limit on the wire, before prost decodes them.
+    let mut two = request();
+    let first = two.resource_profiles[0].scope_profiles[0].profiles[0].samples[0].clone();
+    two.resource_profiles[0].scope_profiles[0].profiles[0]
+        .samples
+        .push(first);
+    let e = layout::detect(&two.encode_to_vec(), 0, &limits(1)).unwrap_err();
+    assert_eq!(
+        e.kind(),
+        &ErrorKind::LimitExceeded {
+            limit: "max_samples",
+            max: 1
+        }
+    );
+}
+
+#[test]
+fn dictionary_tables_are_held_to_the_limit_on_the_wire() {
+    let bytes = request().encode_to_vec();
+    let strings = request().dictionary.unwrap().string_table.len() as u64;
+    let limits = |max_table_entries| Limits {
+        max_table_entries,
+        ..Limits::default()
+    };
+    // The string table is the largest.
+    assert!(layout::detect(&bytes, 0, &limits(strings)).is_ok());
+    let e = layout::detect(&bytes, 0, &limits(strings - 1)).unwrap_err();
+    assert_eq!(
+        e.kind(),
+        &ErrorKind::LimitExceeded {
+            limit: "max_table_entries",
+            max: strings - 1
+        }
+    );
+}
+
+#[test]
+fn stacks_deeper_than_the_limit_are_kept_without_frames() {
+    let data = request();
+    let dict = data.dictionary.as_ref().unwrap();
+    let depth = dict
+        .stack_table
+        .iter()
+        .map(|s| s.location_indices.len())
+        .max()
+        .unwrap() as u64;
+    assert!(depth > 1, "the request has a stack to cut");
+    let limits = Limits {
+        max_stack_depth: depth - 1,
+        ..Limits::default()
+    };
+    let full = decode(&data.encode_to_vec()).unwrap();
+    let cut = super::decode(&data.encode_to_vec(), &limits).unwrap();
+    assert_eq!(
+        cut.samples().len(),
+        full.samples().len(),
+        "samples are kept"
+    );
+    assert!(cut.stats.get("otlp_stack_too_deep").copied().unwrap_or(0) > 0);
+    assert!(cut.samples().iter().any(|s| s.stack.is_none()));
+    assert!(!full.stats.contains_key("otlp_stack_too_deep"));
 }
 
 #[test]
@@ -341,7 +424,7 @@ fn v1_9_values_are_not_taken_for_attribute_indices() {
         dictionary: data.dictionary.clone(),
     };
     let bytes = legacy.encode_to_vec();
-    assert_eq!(layout::detect(&bytes, 0).unwrap(), Layout::V1_9);
+    assert_eq!(detect(&bytes).unwrap(), Layout::V1_9);
     let p = decode(&bytes).unwrap();
     let weights: Vec<_> = p.samples().iter().map(|s| (s.time, s.weight)).collect();
     assert_eq!(

@@ -11,14 +11,11 @@ use proflake_proto::perfetto::{
 use rustc_hash::FxHashMap;
 
 use super::clocks::{clock_name, ClockKey, ClockTracker, MONOTONIC};
-use super::limits::{
-    MAX_CALLSTACK_DEPTH, MAX_CLOCK_SNAPSHOTS, MAX_INTERNED_ENTRIES, MAX_PATH_COMPONENTS,
-    MAX_SAMPLES, MAX_SEQUENCES,
-};
 use super::module_symbols::PendingSymbols;
 use super::sequence::{Generation, Sequence};
 use super::vocab;
-use crate::error::{ErrorKind, Result};
+use crate::error::Result;
+use crate::limits::{exceeded, Limits};
 use crate::model::{
     ids_from_build_id, Frame, FrameAddress, FrameHandle, FrameKind, Image, Profile, Sample, Series,
     SeriesHandle, SeriesKind, StackHandle, ThreadHandle, Timestamps,
@@ -27,6 +24,10 @@ use crate::symbol_names::demangle;
 
 const SEQ_INCREMENTAL_STATE_CLEARED: u32 = 1;
 const SEQ_NEEDS_INCREMENTAL_STATE: u32 = 2;
+
+/// Most path components joined into one mapping name; the rest are left off. Not a limit of
+/// its own: the joined name is held to `max_string_bytes`.
+const MAX_PATH_COMPONENTS: usize = 256;
 
 /// A timestamp as the packet carried it: on `clock`, or on the trace's default clock.
 #[derive(Clone, Copy)]
@@ -82,10 +83,11 @@ pub(super) struct Importer {
     perf_series: FxHashMap<u32, SeriesHandle>,
     /// `module_symbols` packets, applied once every frame is known.
     symbols: PendingSymbols,
+    limits: Limits,
 }
 
 impl Importer {
-    pub(super) fn new() -> Self {
+    pub(super) fn new(limits: &Limits) -> Self {
         Importer {
             profile: Profile::new("perfetto"),
             sequences: FxHashMap::default(),
@@ -95,7 +97,8 @@ impl Importer {
             interned_entries: 0,
             names: Names::default(),
             perf_series: FxHashMap::default(),
-            symbols: PendingSymbols::default(),
+            symbols: PendingSymbols::with_limit(limits.max_module_symbol_lines),
+            limits: limits.clone(),
         }
     }
 
@@ -114,8 +117,9 @@ impl Importer {
         };
         match &packet.data {
             Some(Data::ClockSnapshot(snapshot)) => {
-                if self.clocks.snapshot_count() >= MAX_CLOCK_SNAPSHOTS {
-                    return Err(limit("clock snapshot count", MAX_CLOCK_SNAPSHOTS as u64));
+                let max = self.limits.max_clock_snapshots;
+                if self.clocks.snapshot_count() as u64 >= max {
+                    return Err(exceeded("max_clock_snapshots", max));
                 }
                 self.clocks.add_snapshot(snapshot, seq_id);
                 return Ok(());
@@ -127,8 +131,9 @@ impl Importer {
             _ => {}
         }
 
-        if !self.sequences.contains_key(&seq_id) && self.sequences.len() >= MAX_SEQUENCES {
-            return Err(limit("packet sequence count", MAX_SEQUENCES as u64));
+        let max = self.limits.max_sequences;
+        if !self.sequences.contains_key(&seq_id) && self.sequences.len() as u64 >= max {
+            return Err(exceeded("max_sequences", max));
         }
         let seq = self.sequences.entry(seq_id).or_default();
         let flags = packet.sequence_flags.unwrap_or(0);
@@ -149,8 +154,9 @@ impl Importer {
         if let Some(data) = packet.interned_data {
             if seq.valid {
                 self.interned_entries += seq.generation.merge(data);
-                if self.interned_entries > MAX_INTERNED_ENTRIES {
-                    return Err(limit("interned entry count", MAX_INTERNED_ENTRIES));
+                let max = self.limits.max_interned_entries;
+                if self.interned_entries > max {
+                    return Err(exceeded("max_interned_entries", max));
                 }
             } else {
                 self.profile
@@ -224,8 +230,8 @@ impl Importer {
 
     fn push(&mut self, mut sample: Sample, time: RawTime) -> Result<()> {
         let index = self.profile.samples().len();
-        if index as u64 >= MAX_SAMPLES {
-            return Err(limit("sample count", MAX_SAMPLES));
+        if index as u64 >= self.limits.max_samples {
+            return Err(exceeded("max_samples", self.limits.max_samples));
         }
         if self.clock_runs.last().is_none_or(|&(_, c)| c != time.clock) {
             self.clock_runs.push((index, time.clock));
@@ -247,7 +253,8 @@ impl Importer {
             self.profile.count("stackprofile_invalid_callstack_id");
             return None;
         }
-        match resolve_callstack(&mut self.profile, &mut seq.generation, iid) {
+        let max_depth = self.limits.max_stack_depth;
+        match resolve_callstack(&mut self.profile, &mut seq.generation, iid, max_depth) {
             Ok(stack) => stack,
             Err(stat) => {
                 self.profile.count(stat);
@@ -467,7 +474,7 @@ impl Importer {
     }
 
     fn inline_callstack(&mut self, callstack: &InlineCallstack) -> Option<StackHandle> {
-        if callstack.frames.len() > MAX_CALLSTACK_DEPTH {
+        if callstack.frames.len() as u64 > self.limits.max_stack_depth {
             self.profile.count("callstack_too_deep");
             return None;
         }
@@ -587,10 +594,6 @@ fn advance(now: i64, delta_us: i64) -> i64 {
         .unwrap_or(i64::MIN)
 }
 
-fn limit(what: &'static str, max: u64) -> crate::error::Error {
-    ErrorKind::LimitExceeded { limit: what, max }.into()
-}
-
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -601,6 +604,7 @@ fn resolve_callstack(
     profile: &mut Profile,
     generation: &mut Generation,
     iid: u64,
+    max_depth: u64,
 ) -> Result<Option<StackHandle>, &'static str> {
     if let Some(&cached) = generation.stack_cache.get(&iid) {
         return Ok(cached);
@@ -613,7 +617,7 @@ fn resolve_callstack(
     if frame_ids.is_empty() {
         return Err("stackprofile_empty_callstack");
     }
-    if frame_ids.len() > MAX_CALLSTACK_DEPTH {
+    if frame_ids.len() as u64 > max_depth {
         return Err("callstack_too_deep");
     }
     let mut frames = Vec::with_capacity(frame_ids.len());

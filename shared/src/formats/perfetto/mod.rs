@@ -8,7 +8,6 @@
 
 mod clocks;
 mod importer;
-mod limits;
 mod module_symbols;
 mod packets;
 mod sequence;
@@ -18,6 +17,7 @@ use std::io::Read;
 
 use super::protowire;
 use crate::error::Result;
+use crate::limits::Limits;
 use crate::model::Profile;
 
 /// Whether decompressed content looks like a Perfetto trace: a first `Trace.packet` record
@@ -67,11 +67,11 @@ fn read_varint(bytes: &[u8]) -> Option<(u64, &[u8])> {
     Some((value, &bytes[len..]))
 }
 
-/// Decodes a (decompressed) trace stream. `codec` names the whole-file compression, for
-/// error messages.
-pub(crate) fn decode(input: impl Read, codec: &'static str) -> Result<Profile> {
-    let mut importer = importer::Importer::new();
-    packets::PacketWalker::new().walk(input, codec, &mut |packet| importer.packet(packet))?;
+/// Decodes a (decompressed) trace stream within `limits`. `codec` names the whole-file
+/// compression, for error messages.
+pub(crate) fn decode(input: impl Read, codec: &'static str, limits: &Limits) -> Result<Profile> {
+    let mut importer = importer::Importer::new(limits);
+    packets::PacketWalker::new(limits).walk(input, codec, &mut |packet| importer.packet(packet))?;
     Ok(importer.finish())
 }
 

@@ -9,8 +9,8 @@ use debugid::CodeId;
 use proflake_proto::perfetto::{Line, ModuleSymbols};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::limits::MAX_MODULE_SYMBOL_LINES;
-use crate::error::{ErrorKind, Result};
+use crate::error::Result;
+use crate::limits::{exceeded, Limits};
 use crate::model::{
     ids_from_build_id, Frame, FrameAddress, FrameHandle, ImageHandle, InlinedCall, Profile,
     StringHandle, SymbolStatus,
@@ -30,12 +30,12 @@ pub(super) struct PendingSymbols {
 
 impl Default for PendingSymbols {
     fn default() -> Self {
-        PendingSymbols::with_limit(MAX_MODULE_SYMBOL_LINES)
+        PendingSymbols::with_limit(Limits::default().max_module_symbol_lines)
     }
 }
 
 impl PendingSymbols {
-    fn with_limit(max_lines: u64) -> Self {
+    pub(super) fn with_limit(max_lines: u64) -> Self {
         PendingSymbols {
             packets: Vec::new(),
             lines: 0,
@@ -50,11 +50,7 @@ impl PendingSymbols {
         let lines: usize = packet.address_symbols.iter().map(|a| a.lines.len()).sum();
         self.lines += lines as u64;
         if self.lines > self.max_lines {
-            return Err(ErrorKind::LimitExceeded {
-                limit: "module symbol line count",
-                max: self.max_lines,
-            }
-            .into());
+            return Err(exceeded("max_module_symbol_lines", self.max_lines));
         }
         self.packets.push(packet);
         Ok(())
@@ -211,6 +207,7 @@ fn symbolicated(profile: &mut Profile, mut frame: Frame, lines: &[Line]) -> Fram
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorKind;
     use crate::model::{FrameKind, Image};
     use proflake_proto::perfetto::AddressSymbols;
 
@@ -398,7 +395,13 @@ mod tests {
             .add(packet("/x", BUILD_ID, vec![(3, lines())]))
             .unwrap_err();
         assert!(
-            matches!(err.kind(), ErrorKind::LimitExceeded { max: 3, .. }),
+            matches!(
+                err.kind(),
+                ErrorKind::LimitExceeded {
+                    limit: "max_module_symbol_lines",
+                    max: 3
+                }
+            ),
             "{err}"
         );
     }

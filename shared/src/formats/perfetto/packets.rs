@@ -9,12 +9,10 @@ use std::io::{self, BufRead, BufReader, Read};
 use proflake_proto::perfetto::{trace_packet::Data, TracePacket};
 use prost::Message;
 
-use super::limits::{
-    MAX_COMPRESSION_DEPTH, MAX_INFLATED_PACKET_BYTES, MAX_PACKETS, MAX_PACKET_BYTES,
-};
 use crate::error::{Error, ErrorKind, Result};
 use crate::formats::container::CappedReader;
 use crate::formats::io_error;
+use crate::limits::{exceeded, Limits};
 
 const FORMAT: &str = "perfetto";
 
@@ -23,6 +21,7 @@ struct RecordReader<R> {
     inner: R,
     offset: u64,
     codec: &'static str,
+    max_packet_bytes: u64,
 }
 
 enum Record {
@@ -105,12 +104,8 @@ impl<R: BufRead> RecordReader<R> {
                         offset: at,
                         what: "packet length",
                     })?;
-                if len > MAX_PACKET_BYTES {
-                    return Err(ErrorKind::LimitExceeded {
-                        limit: "trace packet size",
-                        max: MAX_PACKET_BYTES,
-                    }
-                    .into());
+                if len > self.max_packet_bytes {
+                    return Err(exceeded("max_packet_bytes", self.max_packet_bytes));
                 }
                 buf.clear();
                 let read = (&mut self.inner)
@@ -158,13 +153,14 @@ impl<R: BufRead> RecordReader<R> {
 }
 
 /// Walks every packet of a trace, calling `sink` for each in order.
-pub(super) struct PacketWalker {
+pub(super) struct PacketWalker<'l> {
     packets: u64,
+    limits: &'l Limits,
 }
 
-impl PacketWalker {
-    pub(super) fn new() -> Self {
-        PacketWalker { packets: 0 }
+impl<'l> PacketWalker<'l> {
+    pub(super) fn new(limits: &'l Limits) -> Self {
+        PacketWalker { packets: 0, limits }
     }
 
     pub(super) fn walk<R: Read>(
@@ -187,16 +183,13 @@ impl PacketWalker {
             inner: input,
             offset: 0,
             codec,
+            max_packet_bytes: self.limits.max_packet_bytes,
         };
         let mut buf = Vec::new();
         while let Some((record, at)) = reader.next(&mut buf, depth > 0)? {
             self.packets += 1;
-            if self.packets > MAX_PACKETS {
-                return Err(ErrorKind::LimitExceeded {
-                    limit: "trace packet count",
-                    max: MAX_PACKETS,
-                }
-                .into());
+            if self.packets > self.limits.max_packets {
+                return Err(exceeded("max_packets", self.limits.max_packets));
             }
             if matches!(record, Record::Skipped) || buf.is_empty() {
                 continue;
@@ -225,20 +218,23 @@ impl PacketWalker {
         depth: u32,
         sink: &mut dyn FnMut(TracePacket) -> Result<()>,
     ) -> Result<()> {
-        if depth + 1 > MAX_COMPRESSION_DEPTH {
-            return Err(ErrorKind::LimitExceeded {
-                limit: "compressed packet nesting depth",
-                max: u64::from(MAX_COMPRESSION_DEPTH),
-            }
-            .into());
+        let limits = self.limits;
+        if u64::from(depth) + 1 > limits.max_packet_nesting {
+            return Err(exceeded("max_packet_nesting", limits.max_packet_nesting));
         }
-        const LIMIT: &str = "inflated compressed_packets size";
+        let cap = limits.inflate_cap(
+            data.len(),
+            (
+                "max_inflated_packet_bytes",
+                limits.max_inflated_packet_bytes,
+            ),
+        );
         match codec {
             "zstd" => {
                 let decoder = zstd::stream::read::Decoder::with_buffer(data).map_err(|e| {
                     Error::new(ErrorKind::Decompression { container: "zstd" }).with_source(e)
                 })?;
-                let capped = CappedReader::new(decoder, LIMIT, MAX_INFLATED_PACKET_BYTES);
+                let capped = CappedReader::new(decoder, cap);
                 self.walk_records(BufReader::new(capped), "zstd", depth + 1, sink)
             }
             _ => {
@@ -248,7 +244,7 @@ impl PacketWalker {
                 } else {
                     Box::new(flate2::read::ZlibDecoder::new(data))
                 };
-                let capped = CappedReader::new(reader, LIMIT, MAX_INFLATED_PACKET_BYTES);
+                let capped = CappedReader::new(reader, cap);
                 self.walk_records(BufReader::new(capped), "zlib", depth + 1, sink)
             }
         }

@@ -6,21 +6,17 @@ use super::frames::Frames;
 use super::offsets::Offsets;
 use super::tables::Tables;
 use super::{labels, malformed, FORMAT};
-use crate::error::{ErrorKind, Result};
+use crate::error::Result;
 use crate::formats::value_types::{self, ValueType};
+use crate::limits::{exceeded, Limits};
 use crate::model::{time_unit_ns, Profile, Sample, Series, SeriesHandle};
-
-/// Most model samples (non-zero values) in one profile.
-const MAX_SAMPLES: u64 = 20_000_000;
-/// Most locations in one sample; deeper stacks are counted and left out.
-const MAX_STACK_DEPTH: usize = 65_536;
 
 /// Stat: sample values of 0, which stand for nothing and are not kept.
 const ZERO_VALUE: &str = "pprof_zero_value";
-/// Stat: samples whose stack exceeds [`MAX_STACK_DEPTH`], kept without a stack.
+/// Stat: samples whose stack exceeds `max_stack_depth`, kept without a stack.
 const STACK_TOO_DEEP: &str = "pprof_stack_too_deep";
 
-pub(super) fn import(mut p: pprof::Profile, offsets: &Offsets) -> Result<Profile> {
+pub(super) fn import(mut p: pprof::Profile, offsets: &Offsets, limits: &Limits) -> Result<Profile> {
     let tables = Tables::new(&mut p, offsets)?;
     let mut profile = Profile::new(FORMAT);
     for &stat in &tables.stats {
@@ -55,7 +51,7 @@ pub(super) fn import(mut p: pprof::Profile, offsets: &Offsets) -> Result<Profile
             };
             leaf_first.push(frame);
         }
-        let stack = if leaf_first.len() > MAX_STACK_DEPTH {
+        let stack = if leaf_first.len() as u64 > limits.max_stack_depth {
             profile.count(STACK_TOO_DEEP);
             None
         } else {
@@ -68,12 +64,8 @@ pub(super) fn import(mut p: pprof::Profile, offsets: &Offsets) -> Result<Profile
                 continue;
             }
             kept += 1;
-            if kept > MAX_SAMPLES {
-                return Err(ErrorKind::LimitExceeded {
-                    limit: "pprof sample values",
-                    max: MAX_SAMPLES,
-                }
-                .into());
+            if kept > limits.max_samples {
+                return Err(exceeded("max_samples", limits.max_samples));
             }
             let mut sample = Sample::new(tagged.thread, stack, value, series);
             sample.labels = tagged.labels;

@@ -27,15 +27,16 @@ use proflake_proto::pprof;
 use prost::Message;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::limits::Limits;
 use crate::model::Profile;
 
 pub(crate) use sniff::test;
 
 const FORMAT: &str = "pprof";
 
-/// Decodes a (decompressed) pprof profile.
-pub(crate) fn decode(bytes: &[u8]) -> Result<Profile> {
-    let offsets = offsets::Offsets::scan(bytes)?;
+/// Decodes a (decompressed) pprof profile within `limits`.
+pub(crate) fn decode(bytes: &[u8], limits: &Limits) -> Result<Profile> {
+    let offsets = offsets::Offsets::scan(bytes, limits)?;
     let profile = pprof::Profile::decode(bytes).map_err(|e| {
         Error::new(ErrorKind::Malformed {
             format: FORMAT,
@@ -44,7 +45,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Profile> {
         })
         .with_source(e)
     })?;
-    import::import(profile, &offsets)
+    import::import(profile, &offsets, limits)
 }
 
 fn malformed(offset: u64, what: String) -> Error {

@@ -5,6 +5,7 @@
 use super::malformed;
 use crate::error::{ErrorKind, Result};
 use crate::formats::protowire::{Step, Steps};
+use crate::limits::{exceeded, Limits};
 
 /// Byte offsets of the repeated top-level records, by position.
 #[derive(Debug, Default)]
@@ -22,20 +23,33 @@ fn at(offsets: &[u64], i: usize) -> u64 {
 
 impl Offsets {
     /// Walks the top-level fields of `bytes`: a field running past the end is a truncated
-    /// file, bytes no encoder writes are a malformed one.
-    pub(super) fn scan(bytes: &[u8]) -> Result<Offsets> {
+    /// file, bytes no encoder writes are a malformed one. The tables and samples are held to
+    /// `limits` here, before prost turns each few bytes of them into a struct.
+    pub(super) fn scan(bytes: &[u8], limits: &Limits) -> Result<Offsets> {
         let mut offsets = Offsets::default();
+        let mut strings = 0u64;
+        let tables = ("max_table_entries", limits.max_table_entries);
         for step in Steps::new(bytes) {
             match step {
                 Step::Field { number, offset, .. } => {
-                    let table = match number {
-                        1 => &mut offsets.sample_types,
-                        2 => &mut offsets.samples,
-                        3 => &mut offsets.mappings,
-                        4 => &mut offsets.locations,
-                        5 => &mut offsets.functions,
+                    let (table, (limit, max)) = match number {
+                        1 => (&mut offsets.sample_types, tables),
+                        2 => (&mut offsets.samples, ("max_samples", limits.max_samples)),
+                        3 => (&mut offsets.mappings, tables),
+                        4 => (&mut offsets.locations, tables),
+                        5 => (&mut offsets.functions, tables),
+                        6 => {
+                            strings += 1;
+                            if strings > limits.max_table_entries {
+                                return Err(exceeded(tables.0, tables.1));
+                            }
+                            continue;
+                        }
                         _ => continue,
                     };
+                    if table.len() as u64 >= max {
+                        return Err(exceeded(limit, max));
+                    }
                     table.push(offset as u64);
                 }
                 Step::End => {}

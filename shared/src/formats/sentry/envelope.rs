@@ -12,6 +12,7 @@ use serde::Deserialize;
 
 use crate::error::{ErrorKind, Result};
 use crate::formats::{perfetto, Extras, SampleV2Item};
+use crate::limits::Limits;
 use crate::metadata::UploadMetadata;
 use crate::model::Profile;
 
@@ -44,7 +45,7 @@ fn malformed(offset: u64, what: impl Into<String>) -> crate::error::Error {
 }
 
 /// Splits an envelope into items.
-fn items(bytes: &[u8]) -> Result<Vec<Item<'_>>> {
+fn items<'a>(bytes: &'a [u8], limits: &Limits) -> Result<Vec<Item<'a>>> {
     let line_end = |from: usize| {
         bytes[from..]
             .iter()
@@ -52,6 +53,7 @@ fn items(bytes: &[u8]) -> Result<Vec<Item<'_>>> {
             .map_or(bytes.len(), |i| from + i)
     };
     let header_end = line_end(0);
+    limits.check_json_depth(&bytes[..header_end])?;
     serde_json::from_slice::<serde_json::Map<String, serde_json::Value>>(&bytes[..header_end])
         .map_err(|e| malformed(0, format!("envelope header is not a JSON object: {e}")))?;
     let mut items = Vec::new();
@@ -63,6 +65,7 @@ fn items(bytes: &[u8]) -> Result<Vec<Item<'_>>> {
             pos = end + 1;
             continue;
         }
+        limits.check_json_depth(line)?;
         let header: ItemHeader = serde_json::from_slice(line).map_err(|e| {
             malformed(
                 pos as u64,
@@ -96,11 +99,11 @@ fn items(bytes: &[u8]) -> Result<Vec<Item<'_>>> {
 }
 
 /// Decodes an envelope's profile chunks.
-pub(crate) fn decode_envelope(bytes: &[u8]) -> Result<(Profile, Extras)> {
+pub(crate) fn decode_envelope(bytes: &[u8], limits: &Limits) -> Result<(Profile, Extras)> {
     let mut json_items = Vec::new();
     let mut perfetto_items = Vec::new();
     let mut skipped = 0u64;
-    for item in items(bytes)? {
+    for item in items(bytes, limits)? {
         match (item.header.kind.as_str(), item.header.meta_length) {
             ("profile_chunk", Some(_)) => perfetto_items.push(item),
             ("profile_chunk", None) => json_items.push(item),
@@ -129,7 +132,7 @@ pub(crate) fn decode_envelope(bytes: &[u8]) -> Result<(Profile, Extras)> {
             };
             (Profile::new(FORMAT), extras)
         }
-        (1, true) => perfetto_item(&perfetto_items[0])?,
+        (1, true) => perfetto_item(&perfetto_items[0], limits)?,
         (n, _) => {
             // SDKs send one chunk per envelope; mixing would make one upload two profiles.
             return Err(malformed(
@@ -149,7 +152,7 @@ pub(crate) fn decode_envelope(bytes: &[u8]) -> Result<(Profile, Extras)> {
 }
 
 /// Splits a compound item into metadata and trace, and decodes both.
-fn perfetto_item(item: &Item<'_>) -> Result<(Profile, Extras)> {
+fn perfetto_item(item: &Item<'_>, limits: &Limits) -> Result<(Profile, Extras)> {
     let header = &item.header;
     let meta_length = header.meta_length.unwrap_or(0);
     let platform = header.platform.as_deref().ok_or_else(|| {
@@ -180,6 +183,7 @@ fn perfetto_item(item: &Item<'_>) -> Result<(Profile, Extras)> {
         }
     }
     let (meta_bytes, trace) = item.payload.split_at(split);
+    limits.check_json_depth(meta_bytes)?;
     let metadata = UploadMetadata::from_json(meta_bytes)?;
     if let Some(p) = metadata.platform.as_deref().filter(|&p| p != platform) {
         return Err(malformed(
@@ -198,8 +202,8 @@ fn perfetto_item(item: &Item<'_>) -> Result<(Profile, Extras)> {
         ));
     }
     let trace_offset = item.offset + split as u64;
-    let profile =
-        perfetto::decode(Cursor::new(trace), "plain").map_err(|e| e.offset_by(trace_offset))?;
+    let profile = perfetto::decode(Cursor::new(trace), "plain", limits)
+        .map_err(|e| e.offset_by(trace_offset))?;
     let metadata = UploadMetadata {
         platform: Some(platform.to_owned()),
         ..metadata
