@@ -1,6 +1,7 @@
 //! A decoded pprof `Profile` into the model: header, one series per sample type, samples.
 
 use proflake_proto::pprof;
+use rustc_hash::FxHashMap;
 
 use super::frames::Frames;
 use super::offsets::Offsets;
@@ -9,7 +10,7 @@ use super::{labels, malformed, FORMAT};
 use crate::error::Result;
 use crate::formats::value_types::{self, ValueType};
 use crate::limits::{exceeded, Limits};
-use crate::model::{time_unit_ns, Profile, Sample, Series, SeriesHandle};
+use crate::model::{time_unit_ns, Profile, Sample, Series, SeriesHandle, StackHandle};
 
 /// Stat: sample values of 0, which stand for nothing and are not kept.
 const ZERO_VALUE: &str = "pprof_zero_value";
@@ -26,6 +27,7 @@ pub(super) fn import(mut p: pprof::Profile, offsets: &Offsets, limits: &Limits) 
     let series = series(&mut profile, &tables, &p);
     let mut frames = Frames::new(&mut profile, &tables, &p);
     let mut leaf_first = Vec::new();
+    let mut stacks: FxHashMap<&[u64], (Option<StackHandle>, bool)> = FxHashMap::default();
     let mut kept = 0u64;
     for (i, s) in p.sample.iter().enumerate() {
         if s.value.len() != series.len() {
@@ -38,24 +40,39 @@ pub(super) fn import(mut p: pprof::Profile, offsets: &Offsets, limits: &Limits) 
                 ),
             ));
         }
-        leaf_first.clear();
-        for &id in &s.location_id {
-            let frame = tables
-                .location(id)
-                .and_then(|index| frames.frame(&mut profile, &tables, &p, index));
-            let Some(frame) = frame else {
-                return Err(malformed(
-                    offsets.sample(i),
-                    format!("sample[{i}].location_id {id} not in location table"),
-                ));
-            };
-            leaf_first.push(frame);
-        }
-        let stack = if leaf_first.len() as u64 > limits.max_stack_depth {
-            profile.count(STACK_TOO_DEEP);
-            None
-        } else {
-            profile.add_stack_from_root(leaf_first.iter().rev().copied())
+        // Samples repeat stacks (with other labels or values): each distinct location list is
+        // resolved once. The flag says the stack was too deep to keep.
+        let stack = match stacks.get(s.location_id.as_slice()) {
+            Some(&(stack, too_deep)) => {
+                if too_deep {
+                    profile.count(STACK_TOO_DEEP);
+                }
+                stack
+            }
+            None => {
+                leaf_first.clear();
+                for &id in &s.location_id {
+                    let frame = tables
+                        .location(id)
+                        .and_then(|index| frames.frame(&mut profile, &tables, &p, index));
+                    let Some(frame) = frame else {
+                        return Err(malformed(
+                            offsets.sample(i),
+                            format!("sample[{i}].location_id {id} not in location table"),
+                        ));
+                    };
+                    leaf_first.push(frame);
+                }
+                let too_deep = leaf_first.len() as u64 > limits.max_stack_depth;
+                let stack = if too_deep {
+                    profile.count(STACK_TOO_DEEP);
+                    None
+                } else {
+                    profile.add_stack_from_root(leaf_first.iter().rev().copied())
+                };
+                stacks.insert(s.location_id.as_slice(), (stack, too_deep));
+                stack
+            }
         };
         let tagged = labels::tag(&mut profile, &tables, &s.label);
         for (&value, &series) in s.value.iter().zip(&series) {
