@@ -546,8 +546,12 @@ impl Importer {
             failed += u64::from(time.is_none());
             time.is_some()
         });
-        for _ in 0..failed {
-            self.profile.count("clock_conversion_failed");
+        if failed > 0 {
+            *self
+                .profile
+                .stats
+                .entry("clock_conversion_failed")
+                .or_default() += failed;
         }
         self.profile.sort_samples_by_time();
         // traceconv appends the symbols after the samples: only now is every frame known.
