@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of every entry point that reads untrusted bytes (tests/fuzz), on the
+# stable toolchain: cargo-fuzz without a sanitizer (`-s none`), since sanitizers need nightly.
+#
+#   scripts/fuzz.sh [TARGET...]    every target (or those named), FUZZ_SECONDS each (default 20)
+#
+# Each target starts from seeds assembled here from samples/ and tests/fixtures (by format),
+# the small hand-written seeds in tests/fuzz/seeds/ and the regression inputs in
+# tests/fuzz/regressions/, plus what earlier runs on this checkout found (tests/fuzz/work/, not
+# committed). An input that panics, runs longer than FUZZ_TIMEOUT seconds or needs more than
+# FUZZ_RSS_MB of memory fails the run, which then prints the input's path and how to reproduce it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=${FUZZ_SECONDS:-20}
+timeout=${FUZZ_TIMEOUT:-10}
+rss_mb=${FUZZ_RSS_MB:-2048}
+max_len=${FUZZ_MAX_LEN:-1048576}
+fuzz_dir=tests/fuzz
+work=$fuzz_dir/work
+
+# The pinned cargo-fuzz goes into .tools like the other tools the checks install.
+if [ ! -x .tools/bin/cargo-fuzz ]; then
+  cargo install --quiet --locked cargo-fuzz --version 0.13.2 --root .tools
+fi
+export PATH="$PWD/.tools/bin:$PATH"
+
+all_targets=(decode decode_perfetto decode_otlp decode_otlp_json decode_pprof decode_folded
+  decode_sentry_envelope sample_v2 convert notification debug_file)
+if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
+
+mkdir -p "$work/logs"
+# cargo fuzz has no --locked: this fails first if tests/fuzz/Cargo.lock is not up to date.
+metadata=$(cargo metadata --locked --format-version 1 --no-deps --manifest-path "$fuzz_dir/Cargo.toml")
+target_dir=$(printf '%s' "$metadata" | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+bin_dir=$target_dir/$(rustc -vV | sed -n 's/^host: //p')/release
+build_start=$SECONDS
+if ! cargo fuzz build -s none --fuzz-dir "$fuzz_dir" >"$work/logs/build.log" 2>&1; then
+  tail -n 60 "$work/logs/build.log"
+  echo "error: building the fuzz targets failed" >&2
+  exit 1
+fi
+echo "fuzz targets built in $((SECONDS - build_start)) s"
+
+# Seeds: copies named after their source path, so one file can seed several targets.
+add_seed() { # TARGET FILE...
+  local dir=$work/seeds/$1 file
+  shift
+  mkdir -p "$dir"
+  for file in "$@"; do
+    [ -f "$file" ] || continue
+    if [ "$(stat -c %s "$file")" -le "$max_len" ]; then
+      cp "$file" "$dir/${file//\//_}"
+    fi
+    # Mutations of a gzip member fail its CRC, so the plain content is a seed too.
+    case "$file" in
+      *.gz)
+        # (head stops gzip early on content longer than max_len)
+        gzip -dc "$file" 2>/dev/null | head -c "$max_len" >"$dir/${file//\//_}.plain" || true
+        ;;
+    esac
+  done
+}
+rm -rf "$work/seeds"
+mkdir -p "$work/seeds"
+shopt -s nullglob globstar
+perfetto=(samples/perfetto/*.pftrace tests/fixtures/perfetto/**/*.pftrace tests/fixtures/perfetto/**/*.pftrace.gz)
+otlp=(samples/otlp/*.pb tests/fixtures/otlp/*.pb tests/fixtures/otlp/*.otlp tests/fixtures/pprof/not_pprof/*)
+otlp_json=(tests/fixtures/otlp/*.json)
+pprof=(samples/pprof/*.pb.gz tests/fixtures/pprof/*.pb.gz)
+folded=(samples/folded/*.folded tests/fixtures/folded/*.folded tests/fixtures/folded/*.collapsed)
+envelope=(samples/sentry/*.envelope tests/fixtures/sentry/*.jsonl)
+chunks=(tests/fixtures/sentry/*.json samples/*/*.expected/[0-9a-f]*.json)
+add_seed decode_perfetto "${perfetto[@]}"
+add_seed decode_otlp "${otlp[@]}"
+add_seed decode_otlp_json "${otlp_json[@]}"
+add_seed decode_pprof "${pprof[@]}"
+add_seed decode_folded "${folded[@]}"
+add_seed decode_sentry_envelope "${envelope[@]}"
+add_seed sample_v2 "${chunks[@]}"
+for t in decode convert; do
+  add_seed "$t" "${perfetto[@]}" "${otlp[@]}" "${otlp_json[@]}" "${pprof[@]}" "${folded[@]}" \
+    "${envelope[@]}" "${chunks[@]}"
+done
+# Debug files: a small gcc-built library with inlined calls (DWARF with inlinees), the same
+# without DWARF (symbols only), and its Breakpad file when dump_syms is installed.
+mkdir -p "$work/seeds/debug_file"
+if command -v gcc >/dev/null; then
+  cat >"$work/lib.c" <<'C'
+static inline int square(int x) { return x * x; }
+__attribute__((noinline)) int leaf(int x) { return square(x) + 1; }
+int root(int x) { return leaf(x) * 2; }
+C
+  gcc -shared -fPIC -g -O2 -Wl,--build-id -o "$work/seeds/debug_file/lib.so" "$work/lib.c"
+  objcopy --strip-debug "$work/seeds/debug_file/lib.so" "$work/seeds/debug_file/lib.stripped.so"
+  if [ -x .tools/bin/dump_syms ]; then
+    .tools/bin/dump_syms "$work/seeds/debug_file/lib.so" >"$work/seeds/debug_file/lib.sym" 2>/dev/null ||
+      rm -f "$work/seeds/debug_file/lib.sym"
+  fi
+fi
+for dir in "$fuzz_dir"/seeds/* "$fuzz_dir"/regressions/*; do
+  [ -d "$dir" ] && add_seed "$(basename "$dir")" "$dir"/*
+done
+
+failed=()
+for target in "${targets[@]}"; do
+  corpus=$work/corpus/$target
+  artifacts=$work/artifacts/$target
+  log=$work/logs/$target.log
+  mkdir -p "$corpus" "$artifacts" "$work/seeds/$target" "$work/logs"
+  # New inputs go to the first directory, the kept corpus; the seeds are only read.
+  status=0
+  "$bin_dir/$target" "$corpus" "$work/seeds/$target" \
+    -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb="$rss_mb" -max_len="$max_len" \
+    -artifact_prefix="$artifacts/" -print_final_stats=1 >"$log" 2>&1 || status=$?
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 || true)
+  printf '%-24s %s: %s runs, %s/s, %s, corpus %s inputs\n' "$target" \
+    "$([ "$status" -eq 0 ] && echo ok || echo FAILED)" "${execs:-?}" "${rate:-?}" "${cov:-cov: ?}" \
+    "$(find "$corpus" -type f | wc -l)"
+  if [ "$status" -ne 0 ]; then
+    failed+=("$target")
+    grep -A 40 -m 1 -E '^==[0-9]+== ERROR|panicked at|^thread .* panicked' "$log" | head -n 60 || tail -n 40 "$log"
+    input=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
+    echo "  input: ${input:-(none written; see $log)}"
+    echo "  reproduce: PATH=\"\$PWD/.tools/bin:\$PATH\" cargo fuzz run -s none --fuzz-dir $fuzz_dir $target ${input:-INPUT}"
+    echo "  minimize:  PATH=\"\$PWD/.tools/bin:\$PATH\" cargo fuzz tmin -s none --fuzz-dir $fuzz_dir $target ${input:-INPUT}"
+  fi
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzzing found failures in: ${failed[*]}" >&2
+  exit 1
+fi
+echo "fuzzing: ${#targets[@]} targets, ${seconds} s each, no failure"

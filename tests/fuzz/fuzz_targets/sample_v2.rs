@@ -1,0 +1,15 @@
+//! The Sample v2 reader: the chunk's JSON shape, Relay's rules on it, writing it back, and
+//! taking a chunk into the model as an upload of its own.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use proflake::InputFormat;
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(chunk) = proflake::read_chunk(data) {
+        let _ = proflake::sample_v2::check_chunk(&chunk);
+        let _ = proflake::write_chunk(&chunk);
+    }
+    let _ = proflake::check_sample_v2(data);
+    let _ = proflake::decode(data, Some(InputFormat::SampleV2));
+});
