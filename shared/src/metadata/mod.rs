@@ -16,6 +16,7 @@ pub use measurements::{Measurement, MeasurementUnit, MeasurementValue};
 pub use object_metadata::OBJECT_METADATA_FIELDS;
 
 use crate::error::{ErrorKind, Result};
+use crate::model::checked_seconds_to_ns;
 
 /// The SDK that produced a profile.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
@@ -113,9 +114,10 @@ impl UploadMetadata {
             }
         }
         if let Some(t) = self.timestamp {
-            if !t.is_finite() || t < 0.0 {
+            // Times become i64 ns since the epoch; a later one would overflow.
+            if !t.is_finite() || t < 0.0 || checked_seconds_to_ns(t).is_none() {
                 return Err(ErrorKind::InvalidMetadata {
-                    what: format!("timestamp {t} is not a Unix time in seconds"),
+                    what: format!("timestamp {t:?} is not a Unix time in seconds before 2262"),
                 }
                 .into());
             }
@@ -191,6 +193,23 @@ mod tests {
         let m = base.merge(over);
         assert_eq!(m.release.as_deref(), Some("b"));
         assert_eq!(m.platform.as_deref(), Some("native"));
+    }
+
+    /// A start time past 2262 overflowed the conversion to ns (an envelope's chunk metadata).
+    #[test]
+    fn rejects_timestamps_past_what_ns_hold() {
+        for json in [
+            &br#"{"timestamp":1e300}"#[..],
+            br#"{"timestamp":9300000000}"#,
+        ] {
+            let err = UploadMetadata::from_json(json).unwrap_err();
+            assert!(
+                matches!(err.kind(), ErrorKind::InvalidMetadata { what } if what.contains("2262")),
+                "{err}"
+            );
+        }
+        let latest = UploadMetadata::from_json(br#"{"timestamp":9200000000}"#).unwrap();
+        assert_eq!(latest.timestamp, Some(9.2e9));
     }
 }
 

@@ -21,6 +21,8 @@ pub use handles::{
 };
 pub use labels::{Label, LabelValue, Link};
 pub use profile::{Profile, StackNode, Timestamps};
-pub(crate) use sample::{count_unit_scale, scaled_count_unit, seconds_to_ns};
+pub(crate) use sample::{
+    checked_seconds_to_ns, count_unit_scale, scaled_count_unit, seconds_to_ns,
+};
 pub use sample::{time_unit_ns, CpuMode, Sample, Series, SeriesKind};
 pub use thread::{Process, Thread};

@@ -132,7 +132,20 @@ impl Sample {
 /// Unix seconds as SDKs send them (f64) to ns since the epoch. f64 seconds carry ~0.2 µs at
 /// today's epoch, so the result is rounded to whole microseconds.
 pub(crate) fn seconds_to_ns(seconds: f64) -> i64 {
-    (seconds * 1e6).round() as i64 * 1000
+    // Inputs are checked with `checked_seconds_to_ns`; saturating keeps a time that slipped
+    // past a check from overflowing.
+    ((seconds * 1e6).round() as i64).saturating_mul(1000)
+}
+
+/// [`seconds_to_ns`], or `None` for a time that is not finite or that ns since the epoch in
+/// an `i64` cannot hold (before 1677 or after 2262): the check for times read from an input.
+pub(crate) fn checked_seconds_to_ns(seconds: f64) -> Option<i64> {
+    let micros = (seconds * 1e6).round();
+    // `as` saturates, so a time far out of range ends in the overflow of the multiplication.
+    micros
+        .is_finite()
+        .then(|| (micros as i64).checked_mul(1000))
+        .flatten()
 }
 
 /// The unit of counts scaled by 10^`decimals` to keep fractional counts exact in integer

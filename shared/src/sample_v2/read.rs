@@ -11,8 +11,8 @@ use super::schema::Chunk;
 use super::write::SampleV2Chunk;
 use crate::error::{ErrorKind, Result};
 use crate::model::{
-    seconds_to_ns, Frame, FrameAddress, FrameHandle, FrameKind, Image, ImageHandle, Profile,
-    Sample, Series, SeriesKind, SymbolStatus,
+    checked_seconds_to_ns, seconds_to_ns, Frame, FrameAddress, FrameHandle, FrameKind, Image,
+    ImageHandle, Profile, Sample, Series, SeriesKind, SymbolStatus,
 };
 use crate::plan::Timing;
 
@@ -83,6 +83,19 @@ pub(crate) fn accept(
         .partition(|v| v.rule.relay_rejects());
     if !rejects.is_empty() {
         return Err(rejected(offset, &rejects));
+    }
+    // Relay takes any finite time, but the model's are i64 ns since the epoch.
+    let out_of_range = (chunk.profile.samples.iter().enumerate())
+        .find(|(_, s)| checked_seconds_to_ns(s.seconds()).is_none());
+    if let Some((i, sample)) = out_of_range {
+        return Err(malformed(
+            offset,
+            format!(
+                "profile.samples[{i}].timestamp {:?} is outside the Unix times proflake holds \
+                 (1677 to 2262)",
+                sample.seconds()
+            ),
+        ));
     }
     if let Some(header) = platform.filter(|&h| h != chunk.platform) {
         return Err(malformed(
@@ -336,5 +349,27 @@ pub(crate) fn import(profile: &mut Profile, chunk: &Chunk) -> Imported {
         start_ns: range.0,
         end_ns: range.1,
         samples: count,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{ErrorKind, InputFormat};
+
+    /// A chunk Relay accepts (finite times) whose times overflowed the conversion to ns.
+    #[test]
+    fn times_past_2262_are_malformed() {
+        let json =
+            include_bytes!("../../../tests/fuzz/regressions/sample_v2/timestamp_past_2262.json");
+        let err = crate::decode(json, Some(InputFormat::SampleV2)).unwrap_err();
+        assert!(
+            matches!(err.kind(), ErrorKind::Malformed { format: "sample-v2", what, .. }
+                if what.starts_with("profile.samples[0].timestamp 1e300 is outside")),
+            "{err}"
+        );
+        let in_range = String::from_utf8_lossy(json).replace("1e+300", "9200000000");
+        let decoded = crate::decode(in_range.as_bytes(), Some(InputFormat::SampleV2)).unwrap();
+        let times: Vec<_> = decoded.profile.samples().iter().map(|s| s.time).collect();
+        assert_eq!(times, [Some(9_200_000_000_000_000_000); 2]);
     }
 }

@@ -216,3 +216,23 @@ fn perfetto_item(item: &Item<'_>, limits: &Limits) -> Result<(Profile, Extras)> 
         },
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{ConvertOptions, ErrorKind};
+
+    /// Chunk metadata whose timestamp lies past 2262, in front of a trace on a trace clock:
+    /// anchoring the trace at that time overflowed the conversion to ns.
+    #[test]
+    fn chunk_metadata_time_past_2262_is_invalid_metadata() {
+        let envelope = include_bytes!(
+            "../../../../tests/fuzz/regressions/convert/metadata_timestamp_past_2262.envelope"
+        );
+        let err = crate::convert_upload("uploads/e", "etag", envelope, &ConvertOptions::default())
+            .unwrap_err();
+        assert!(
+            matches!(err.kind(), ErrorKind::InvalidMetadata { what } if what.contains("1e300")),
+            "{err}"
+        );
+    }
+}
