@@ -25,8 +25,27 @@ pub struct IngestedDebugFile {
 /// The build ID a debug file is filed under (lowercase code id; the debug id for formats
 /// without one), read from the file itself.
 pub fn debug_file_build_id(bytes: &[u8]) -> Result<String> {
-    let object = parse(bytes)?;
-    Ok(file_ids(&object)?.swap_remove(0))
+    refuse_on_panic(|| {
+        let object = parse(bytes)?;
+        Ok(file_ids(&object)?.swap_remove(0))
+    })
+}
+
+/// Runs `read`, which hands the file to symbolic, and refuses the file if that panics.
+/// symbolic's readers do on some corrupt files: a symbol or DWARF function whose end address
+/// overflows u64 fails their overflow checks (symbolic-debuginfo's `FunctionBuilder::finish`,
+/// symbolic-symcache's `process_symbolic_symbol`). An upload must be refused with its report,
+/// not take the function down.
+fn refuse_on_panic<T>(read: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)).unwrap_or_else(|payload| {
+        let message = (payload.downcast_ref::<&str>().copied())
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("no message");
+        Err(ErrorKind::DebugFile {
+            what: format!("corrupt debug file: reading it failed ({message})"),
+        }
+        .into())
+    })
 }
 
 fn parse(bytes: &[u8]) -> Result<Object<'_>> {
@@ -71,6 +90,10 @@ fn code_id(object: &Object<'_>) -> Option<String> {
 /// Refused: bytes that are no debug file `symbolic` can read, a file without a build ID, a file
 /// whose build ID is not `build_id`, and a file with neither symbols nor line information.
 pub fn ingest_debug_file(build_id: &str, key: &str, bytes: &[u8]) -> Result<IngestedDebugFile> {
+    refuse_on_panic(|| ingest(build_id, key, bytes))
+}
+
+fn ingest(build_id: &str, key: &str, bytes: &[u8]) -> Result<IngestedDebugFile> {
     let bad = |what: String| ErrorKind::DebugFile { what };
     let object = parse(bytes)?;
     let format = object.file_format().to_string();
@@ -155,4 +178,34 @@ fn has_inlinees(object: &Object<'_>) -> Result<bool> {
         }
     }
     Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fuzzing found gcc-built libraries whose symbol table (`leaf` of size 0xffffffffffffff07)
+    /// or DWARF gives a function an end past u64::MAX. Builds with overflow checks (tests,
+    /// debug builds, the fuzz targets) panicked in symbolic; release builds wrap and take the
+    /// file. Either way, no panic leaves `ingest_debug_file`.
+    #[test]
+    fn function_ends_past_u64_max_refuse_the_file() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fuzz/regressions/debug_file"
+        );
+        for name in ["symbol_end_overflows.so", "dwarf_function_end_overflows.so"] {
+            let bytes = std::fs::read(format!("{dir}/{name}")).unwrap();
+            let build_id = debug_file_build_id(&bytes).unwrap();
+            let result = ingest_debug_file(&build_id, "debuginfo/x/lib.so", &bytes);
+            if cfg!(debug_assertions) {
+                let err = result.unwrap_err();
+                assert!(
+                    matches!(err.kind(), ErrorKind::DebugFile { what }
+                        if what.contains("attempt to add with overflow")),
+                    "{name}: {err}"
+                );
+            }
+        }
+    }
 }
