@@ -35,7 +35,8 @@ metadata=$(cargo metadata --locked --format-version 1 --no-deps --manifest-path 
 target_dir=$(printf '%s' "$metadata" | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 bin_dir=$target_dir/$(rustc -vV | sed -n 's/^host: //p')/release
 build_start=$SECONDS
-if ! cargo fuzz build -s none --fuzz-dir "$fuzz_dir" >"$work/logs/build.log" 2>&1; then
+# Several codegen units per crate: the build is what costs in CI, not the runs.
+if ! cargo fuzz build -s none --codegen-units 16 --fuzz-dir "$fuzz_dir" >"$work/logs/build.log" 2>&1; then
   tail -n 60 "$work/logs/build.log"
   echo "error: building the fuzz targets failed" >&2
   exit 1
@@ -124,8 +125,12 @@ for target in "${targets[@]}"; do
     grep -A 40 -m 1 -E '^==[0-9]+== ERROR|panicked at|^thread .* panicked' "$log" | head -n 60 || tail -n 40 "$log"
     input=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
     echo "  input: ${input:-(none written; see $log)}"
-    echo "  reproduce: PATH=\"\$PWD/.tools/bin:\$PATH\" cargo fuzz run -s none --fuzz-dir $fuzz_dir $target ${input:-INPUT}"
-    echo "  minimize:  PATH=\"\$PWD/.tools/bin:\$PATH\" cargo fuzz tmin -s none --fuzz-dir $fuzz_dir $target ${input:-INPUT}"
+    # The same build flags as above, so cargo fuzz reuses the build.
+    cargo_fuzz="PATH=\"\$PWD/.tools/bin:\$PATH\" cargo fuzz"
+    flags="-s none --codegen-units 16 --fuzz-dir $fuzz_dir $target ${input:-INPUT}"
+    echo "  reproduce: $bin_dir/$target ${input:-INPUT}"
+    echo "         or: $cargo_fuzz run $flags"
+    echo "  minimize:  $cargo_fuzz tmin $flags"
   fi
 done
 

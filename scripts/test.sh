@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every check: formatting, lints (Rust and the infra template), all tests (the end-to-end
-# suite against moto server included), and a check that the committed sample traces are exactly
-# what their generators write. Installs what it needs on a bare machine: Python
+# suite against moto server included), a check that the committed sample traces are exactly
+# what their generators write, and a short fuzzing run of every decoder. Installs what it needs on a bare machine: Python
 # test tools go into .venv (pinned in tests/requirements.txt); Rust crates come from crates.io.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -89,6 +89,11 @@ total = sum(s["total_weight"] for s in summary["series"])
 print(f"py-spy counted {expected} samples; proflake decoded a total weight of {total}")
 sys.exit(0 if total == expected else 1)
 PY
+
+step "fuzz smoke: every target, ${FUZZ_SECONDS:-20} s each"
+# Coverage-guided fuzzing of every decoder and parser (tests/fuzz), seeded from the samples and
+# fixtures: an input that panics, hangs or runs away with memory fails the run, which names it.
+scripts/fuzz.sh
 
 # One closing line for the whole run, summed over every test binary and the DuckDB tests.
 awk '/^test result:/ { p += $4; f += $6 }
