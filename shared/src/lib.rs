@@ -55,8 +55,8 @@ pub use sample_v2::{
 pub use store::S3Store;
 pub use store::{
     content_etag, current_conversion_key, error_report_key, manifest_key, sidecar_key, source_id,
-    upload_key, LocalDirStore, ObjectInfo, ObjectStore, PrefixedStore, ERROR_REPORT_SUFFIX,
-    METADATA_SIDECAR_SUFFIX, UPLOADS_PREFIX,
+    upload_key, LocalDirStore, ObjectInfo, ObjectStore, ObjectWriter, PrefixedStore,
+    ERROR_REPORT_SUFFIX, METADATA_SIDECAR_SUFFIX, UPLOADS_PREFIX,
 };
 pub use summary::{summarize, ProfileSummary};
 pub use tables::{

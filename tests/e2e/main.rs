@@ -12,3 +12,4 @@ mod fault_proxy;
 mod harness;
 mod moto;
 mod rehydrate;
+mod store;

@@ -13,7 +13,7 @@ use crate::limits::Limits;
 use crate::metadata::UploadMetadata;
 use crate::model::{seconds_to_ns, Profile, Timestamps};
 use crate::plan::{plan_sample_v2, plan_tables, SeriesCoverage, TableProfilePlan, Timing};
-use crate::sample_v2::{write_planned_chunk, PassThrough, SampleV2Chunk};
+use crate::sample_v2::{prepare_planned_chunk, PassThrough, SampleV2Chunk};
 use crate::store::{manifest_key, source_id, ObjectStore};
 use crate::symbolize::{symbolize, NoSymbols, SymbolSource, SymbolizeReport};
 use crate::tables::{write_tables, TableProfileInput, TableSource};
@@ -155,12 +155,12 @@ fn convert_inner(
             .into());
         }
         let plan = plan_sample_v2(profile, &metadata, &source_id)?;
-        // Each chunk goes out as soon as it is written; only one is held at a time.
+        // Each chunk is streamed to the sink as it is serialized; no chunk's JSON is held.
         for chunk_plan in &plan.chunks {
-            let chunk = write_planned_chunk(&metadata, chunk_plan)?;
+            let chunk = prepare_planned_chunk(&metadata, chunk_plan)?;
             sample_v2.chunks += 1;
-            sample_v2.samples += chunk.samples as u64;
-            out.chunk(&source_id, chunk)?;
+            sample_v2.samples += chunk.info().samples as u64;
+            out.prepared_chunk(&source_id, &chunk)?;
         }
         if let Some(Timing::Expanded {
             interval_ns,

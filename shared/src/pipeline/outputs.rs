@@ -2,19 +2,26 @@
 //! Every object is listed for the manifest as it passes, and the manifest, built from that
 //! list, is written last, so a manifest is never seen before the objects it lists.
 
+use std::io::{self, Write};
+
 use sha2::{Digest, Sha256};
 
 use super::build_id_index::BuildIdIndexEntry;
 use super::manifest::{Manifest, ManifestOutput};
 use crate::error::Result;
-use crate::sample_v2::SampleV2Chunk;
-use crate::store::{chunk_key, ObjectStore};
+use crate::sample_v2::{PreparedChunk, SampleV2Chunk};
+use crate::store::{chunk_key, from_io, ObjectStore};
 use crate::tables::TableObject;
+
+/// What writes one object into the writer it is given.
+pub type WriteObject<'a> = dyn FnMut(&mut dyn Write) -> io::Result<()> + 'a;
 
 /// Takes each produced object.
 pub trait OutputSink {
     /// Stores one object.
     fn put(&mut self, key: &str, bytes: Vec<u8>) -> Result<()>;
+    /// Stores the object `write` produces, streamed to its destination as it is written.
+    fn put_with(&mut self, key: &str, write: &mut WriteObject<'_>) -> Result<()>;
 }
 
 /// Keeps the objects in memory, in write order (tests, and callers that store later).
@@ -28,6 +35,12 @@ impl OutputSink for MemoryOutputs {
     fn put(&mut self, key: &str, bytes: Vec<u8>) -> Result<()> {
         self.objects.push((key.to_owned(), bytes));
         Ok(())
+    }
+
+    fn put_with(&mut self, key: &str, write: &mut WriteObject<'_>) -> Result<()> {
+        let mut bytes = Vec::new();
+        write(&mut bytes).map_err(|e| from_io(key, e))?;
+        self.put(key, bytes)
     }
 }
 
@@ -66,6 +79,42 @@ impl OutputSink for StoreOutputs<'_> {
         self.store.put(key, &bytes)?;
         self.written.push(key.to_owned());
         Ok(())
+    }
+
+    fn put_with(&mut self, key: &str, write: &mut WriteObject<'_>) -> Result<()> {
+        let mut writer = self.store.put_writer(key)?;
+        // Objects are serialized in small pieces; the store sees large ones.
+        let mut buffered = io::BufWriter::with_capacity(WRITE_BUFFER_BYTES, &mut writer);
+        write(&mut buffered)
+            .and_then(|()| buffered.flush())
+            .map_err(|e| from_io(key, e))?;
+        drop(buffered);
+        writer.finish()?;
+        self.written.push(key.to_owned());
+        Ok(())
+    }
+}
+
+/// How much of an object is gathered before it goes to the store's writer.
+const WRITE_BUFFER_BYTES: usize = 256 * 1024;
+
+/// Counts and hashes the bytes on their way to `inner`, for the manifest's listing.
+struct Listing<'w> {
+    inner: &'w mut dyn Write,
+    sha256: Sha256,
+    bytes: u64,
+}
+
+impl Write for Listing<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.sha256.update(&buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
     }
 }
 
@@ -110,6 +159,42 @@ impl<'s> Outputs<'s> {
             ..listed(&key, "sample_v2".into(), &chunk.json)
         });
         self.sink.put(&key, chunk.json)
+    }
+
+    /// One Sample v2 chunk, serialized straight into the sink.
+    pub fn prepared_chunk(&mut self, source_id: &str, chunk: &PreparedChunk<'_>) -> Result<()> {
+        let key = chunk_key(source_id, chunk.chunk_id());
+        let (bytes, sha256) = self.put_listed(&key, &mut |w| chunk.write_to(w))?;
+        let info = chunk.info();
+        self.listed.push(ManifestOutput {
+            key,
+            kind: "sample_v2".into(),
+            bytes,
+            sha256,
+            pid: info.pid,
+            chunk_id: Some(chunk.chunk_id().to_owned()),
+            samples: Some(info.samples as u64),
+            start_ns: Some(info.start_ns),
+            end_ns: Some(info.end_ns),
+            rows: None,
+        });
+        Ok(())
+    }
+
+    /// Streams what `write` writes into the sink at `key`; gives its size and SHA-256.
+    fn put_listed(&mut self, key: &str, write: &mut WriteObject<'_>) -> Result<(u64, String)> {
+        let mut listed = (0, String::new());
+        self.sink.put_with(key, &mut |w: &mut dyn Write| {
+            let mut listing = Listing {
+                inner: w,
+                sha256: Sha256::new(),
+                bytes: 0,
+            };
+            write(&mut listing)?;
+            listed = (listing.bytes, hex::encode(listing.sha256.finalize()));
+            Ok(())
+        })?;
+        Ok(listed)
     }
 
     /// One table file.

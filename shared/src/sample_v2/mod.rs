@@ -12,4 +12,7 @@ pub(crate) use read::{accept, import};
 pub use read::{frame_handles, read_chunk, PassThrough};
 pub use rewrite::rewrite_frames;
 pub use rules::{check_chunk, check_sample_v2, Rule, Violation};
-pub use write::{write_chunk, write_planned_chunk, write_sample_v2, SampleV2Chunk};
+pub use write::{
+    prepare_planned_chunk, write_chunk, write_planned_chunk, write_sample_v2, PreparedChunk,
+    SampleV2Chunk, StreamedChunk,
+};

@@ -26,8 +26,12 @@ use serde_json::{Map, Number, Value};
 pub type Other = Map<String, Value>;
 
 /// One profile chunk.
+///
+/// `S` is how the samples are held: a `Vec` of [`Sample`]s when read, or a view that
+/// serializes each sample from the model as it is written, so a large chunk is never a second
+/// copy of its samples in memory.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Chunk {
+pub struct Chunk<S = Vec<Sample>> {
     /// Measurements recorded beside the profile, by name.
     #[serde(
         default,
@@ -77,7 +81,7 @@ pub struct Chunk {
     )]
     pub synthetic_timestamps: Option<SyntheticTimestamps>,
     /// Samples, stacks, frames and threads.
-    pub profile: ProfileData,
+    pub profile: ProfileData<S>,
     /// When the SDK started the chunk, Unix seconds (SDKs send it; Relay drops it).
     #[serde(
         default,
@@ -221,9 +225,9 @@ pub struct SyntheticTimestamps {
 
 /// The profile proper: samples point at stacks, stacks at frames.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ProfileData {
+pub struct ProfileData<S = Vec<Sample>> {
     /// The samples, sorted by time.
-    pub samples: Vec<Sample>,
+    pub samples: S,
     /// Stacks as frame indices, leaf first; `[]` is an idle sample's stack.
     pub stacks: Vec<Vec<usize>>,
     /// The frames.

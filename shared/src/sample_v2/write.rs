@@ -8,10 +8,12 @@
 //!   twice gives byte-identical chunks.
 
 use std::collections::BTreeMap;
+use std::io::{self, Write};
 
 use indexmap::IndexSet;
 use rustc_hash::{FxBuildHasher, FxHashMap};
-use serde::Deserialize;
+use serde::ser::SerializeSeq;
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Number};
 
 use super::schema::{self, Chunk};
@@ -19,8 +21,9 @@ use crate::error::{ErrorKind, Result};
 use crate::metadata::{Measurement, UploadMetadata};
 use crate::model::{
     FrameAddress, FrameHandle, FrameKind, Image, ImageHandle, Profile, StringHandle, SymbolStatus,
+    ThreadHandle,
 };
-use crate::plan::{plan_chunks, ChunkPlan, Runtimes, Timing};
+use crate::plan::{plan_chunks, ChunkPlan, PlannedSample, Runtimes, Timing};
 
 /// One written chunk.
 #[derive(Clone, Debug)]
@@ -296,8 +299,109 @@ impl ChunkBuilder<'_> {
     }
 }
 
-/// Writes one planned chunk. Fails only on metadata debug images that are not Sample v2 ones.
+/// What the manifest says of a chunk written as a stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamedChunk {
+    /// The process the chunk covers.
+    pub pid: Option<i64>,
+    /// Number of samples written.
+    pub samples: usize,
+    /// First sample time, ns since the Unix epoch.
+    pub start_ns: i64,
+    /// Last sample time.
+    pub end_ns: i64,
+}
+
+/// A planned chunk with everything but its samples laid out: stacks, frames, images and
+/// threads. Its samples are serialized from the plan as the JSON is written, so a chunk of a
+/// million samples costs 8 bytes a sample beside the plan, not a copy of every sample.
+pub struct PreparedChunk<'p> {
+    chunk: Chunk<PlannedSamples<'p>>,
+    info: StreamedChunk,
+    timing: Timing,
+}
+
+impl PreparedChunk<'_> {
+    /// The chunk id.
+    pub fn chunk_id(&self) -> &str {
+        &self.chunk.chunk_id
+    }
+
+    /// What the manifest says of it.
+    pub fn info(&self) -> StreamedChunk {
+        self.info
+    }
+
+    /// Writes the chunk's JSON to `w`.
+    pub fn write_to(&self, w: &mut dyn Write) -> io::Result<()> {
+        serde_json::to_writer(w, &self.chunk).map_err(io::Error::from)
+    }
+
+    /// The chunk's JSON in memory, with what the manifest says of it.
+    pub fn into_written(self) -> SampleV2Chunk {
+        let mut json = Vec::new();
+        self.write_to(&mut json)
+            .expect("a Sample v2 chunk always serializes into memory");
+        let chunk = self.chunk;
+        SampleV2Chunk {
+            pid: self.info.pid,
+            chunk_id: chunk.chunk_id,
+            profiler_id: chunk.profiler_id,
+            start_ns: self.info.start_ns,
+            end_ns: self.info.end_ns,
+            samples: self.info.samples,
+            timing: self.timing,
+            platform: chunk.platform,
+            release: chunk.release,
+            environment: chunk.environment,
+            json,
+        }
+    }
+}
+
+/// The samples of a planned chunk, serialized one at a time as `schema::Sample`s are.
+struct PlannedSamples<'p> {
+    samples: &'p [PlannedSample<'p>],
+    /// Per sample: its row in `stacks` and its thread's position in `thread_ids`.
+    rows: Vec<(u32, u32)>,
+    /// Each thread's id as Sample v2 writes it, once per thread rather than once per sample.
+    thread_ids: Vec<String>,
+}
+
+/// One sample as [`schema::Sample`] serializes it (its `other` is always empty here).
+#[derive(Serialize)]
+struct SampleRef<'a> {
+    timestamp: Number,
+    stack_id: usize,
+    thread_id: &'a str,
+}
+
+impl Serialize for PlannedSamples<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.samples.len()))?;
+        for (p, &(stack_id, thread)) in self.samples.iter().zip(&self.rows) {
+            seq.serialize_element(&SampleRef {
+                timestamp: seconds_number(p.time),
+                stack_id: stack_id as usize,
+                thread_id: &self.thread_ids[thread as usize],
+            })?;
+        }
+        seq.end()
+    }
+}
+
+/// Writes one planned chunk into memory. Fails only on metadata debug images that are not
+/// Sample v2 ones.
 pub fn write_planned_chunk(meta: &UploadMetadata, plan: &ChunkPlan<'_>) -> Result<SampleV2Chunk> {
+    Ok(prepare_planned_chunk(meta, plan)?.into_written())
+}
+
+/// Lays out one planned chunk for writing. Fails only on metadata debug images that are not
+/// Sample v2 ones.
+pub fn prepare_planned_chunk<'p>(
+    meta: &UploadMetadata,
+    plan: &'p ChunkPlan<'p>,
+) -> Result<PreparedChunk<'p>> {
     let profile = plan.profile;
     let (from, to) = plan.measurement_range;
     let kept = &plan.samples;
@@ -309,11 +413,13 @@ pub fn write_planned_chunk(meta: &UploadMetadata, plan: &ChunkPlan<'_>) -> Resul
         frame_rows: FxHashMap::default(),
         runtimes: Runtimes::default(),
     };
-    let mut samples = Vec::with_capacity(kept.len());
+    let mut rows = Vec::with_capacity(kept.len());
+    let mut thread_ids: Vec<String> = Vec::new();
+    let mut thread_rows: FxHashMap<ThreadHandle, u32> = FxHashMap::default();
     let mut thread_metadata = BTreeMap::new();
     let mut stack_rows: FxHashMap<crate::model::StackHandle, usize> = FxHashMap::default();
     for p in kept {
-        let (t, s) = (p.time, p.sample);
+        let s = p.sample;
         let stack_id = match s.stack {
             // An idle sample: Sample v2's empty stack.
             None => b.stacks.insert_full(Vec::new()).0,
@@ -330,22 +436,22 @@ pub fn write_planned_chunk(meta: &UploadMetadata, plan: &ChunkPlan<'_>) -> Resul
                 }
             },
         };
-        let thread = profile.thread(s.thread);
-        let thread_id = thread.tid.unwrap_or(0).to_string();
-        if let Some(name) = thread.name {
-            thread_metadata
-                .entry(thread_id.clone())
-                .or_insert_with(|| schema::ThreadMetadata {
-                    name: Some(profile.str(name).to_owned()),
-                    ..Default::default()
+        let thread_row = *thread_rows.entry(s.thread).or_insert_with(|| {
+            let thread = profile.thread(s.thread);
+            let thread_id = thread.tid.unwrap_or(0).to_string();
+            if let Some(name) = thread.name {
+                thread_metadata.entry(thread_id.clone()).or_insert_with(|| {
+                    schema::ThreadMetadata {
+                        name: Some(profile.str(name).to_owned()),
+                        ..Default::default()
+                    }
                 });
-        }
-        samples.push(schema::Sample {
-            timestamp: seconds_number(t),
-            stack_id,
-            thread_id,
-            other: Map::new(),
+            }
+            thread_ids.push(thread_id);
+            (thread_ids.len() - 1) as u32
         });
+        let stack_id = u32::try_from(stack_id).expect("stacks are fewer than samples");
+        rows.push((stack_id, thread_row));
     }
     let mut images = given_images(meta)?;
     for &h in &b.images {
@@ -388,7 +494,7 @@ pub fn write_planned_chunk(meta: &UploadMetadata, plan: &ChunkPlan<'_>) -> Resul
             other: Map::new(),
         }),
         environment: meta.environment.clone(),
-        platform: platform.clone(),
+        platform,
         content_type: meta.content_type.clone(),
         release: meta.release.clone(),
         client_sdk: schema::ClientSdk {
@@ -410,7 +516,11 @@ pub fn write_planned_chunk(meta: &UploadMetadata, plan: &ChunkPlan<'_>) -> Resul
             }),
         },
         profile: schema::ProfileData {
-            samples,
+            samples: PlannedSamples {
+                samples: kept,
+                rows,
+                thread_ids,
+            },
             stacks: b.stacks.into_iter().collect(),
             frames: b.frames.into_iter().map(FrameRow::into_schema).collect(),
             thread_metadata: (!thread_metadata.is_empty()).then_some(thread_metadata),
@@ -419,18 +529,15 @@ pub fn write_planned_chunk(meta: &UploadMetadata, plan: &ChunkPlan<'_>) -> Resul
         timestamp: None,
         other: Map::new(),
     };
-    Ok(SampleV2Chunk {
-        pid: plan.pid,
-        chunk_id: chunk.chunk_id.clone(),
-        profiler_id: chunk.profiler_id.clone(),
-        start_ns,
-        end_ns,
-        samples: kept.len(),
+    Ok(PreparedChunk {
+        chunk,
+        info: StreamedChunk {
+            pid: plan.pid,
+            samples: kept.len(),
+            start_ns,
+            end_ns,
+        },
         timing: plan.timing,
-        platform,
-        release: chunk.release.clone(),
-        environment: chunk.environment.clone(),
-        json: write_chunk(&chunk),
     })
 }
 

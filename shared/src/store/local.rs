@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use md5::{Digest, Md5};
 use rustc_hash::FxHashMap;
 
-use super::{too_large, ObjectInfo, ObjectStore};
+use super::writer::to_io;
+use super::{too_large, ObjectInfo, ObjectStore, ObjectWriter};
 use crate::error::{Error, ErrorKind, Result};
 
 /// Objects as files under a root directory; keys are relative paths.
@@ -226,18 +227,79 @@ impl ObjectStore for LocalDirStore {
     }
 
     fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
+        let mut writer = self.put_writer(key)?;
+        writer
+            .write_all(bytes)
+            .map_err(|e| super::from_io(key, e))?;
+        writer.finish()
+    }
+
+    fn put_writer<'s>(&'s self, key: &str) -> Result<Box<dyn ObjectWriter + 's>> {
         let path = self.path(key)?;
         let dir = path.parent().unwrap_or(&self.root);
         fs::create_dir_all(dir).map_err(|e| storage(key, e))?;
-        // Write beside the target and rename over it, so readers never see half an object.
-        let mut tmp = tempfile_in(dir).map_err(|e| storage(key, e))?;
-        tmp.1.write_all(bytes).map_err(|e| storage(key, e))?;
-        tmp.1.sync_all().map_err(|e| storage(key, e))?;
-        drop(tmp.1);
-        fs::rename(&tmp.0, &path).map_err(|e| {
-            let _ = fs::remove_file(&tmp.0);
-            storage(key, e)
+        // Written beside the target and renamed over it, so readers never see half an object.
+        let (tmp, file) = tempfile_in(dir).map_err(|e| storage(key, e))?;
+        Ok(Box::new(FileWriter {
+            key: key.to_owned(),
+            path,
+            tmp: Some(tmp),
+            file: Some(io::BufWriter::with_capacity(256 * 1024, file)),
+        }))
+    }
+}
+
+/// An object on its way into a temporary file, renamed into place at `finish`.
+struct FileWriter {
+    key: String,
+    path: PathBuf,
+    /// The temporary file, until renamed.
+    tmp: Option<PathBuf>,
+    file: Option<io::BufWriter<fs::File>>,
+}
+
+impl Write for FileWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let file = self.file.as_mut().expect("written after finish");
+        file.write(buf).map_err(|e| to_io(storage(&self.key, e)))
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        let file = self.file.as_mut().expect("written after finish");
+        file.write_all(buf)
+            .map_err(|e| to_io(storage(&self.key, e)))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl ObjectWriter for FileWriter {
+    fn finish(mut self: Box<Self>) -> Result<()> {
+        let key = self.key.clone();
+        let file = self.file.take().expect("finished once");
+        let file = file
+            .into_inner()
+            .map_err(|e| storage(&key, e.into_error()))?;
+        file.sync_all().map_err(|e| storage(&key, e))?;
+        drop(file);
+        let tmp = self.tmp.take().expect("finished once");
+        fs::rename(&tmp, &self.path).map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            storage(&key, e)
         })
+    }
+}
+
+impl Drop for FileWriter {
+    fn drop(&mut self) {
+        // Unfinished: the object never appears.
+        if let Some(tmp) = self.tmp.take() {
+            // Without flushing what is buffered: it would only be deleted.
+            drop(self.file.take().map(io::BufWriter::into_parts));
+            let _ = fs::remove_file(tmp);
+        }
     }
 }
 
@@ -281,6 +343,49 @@ mod tests {
         }
         let leftovers: Vec<_> = fs::read_dir(dir.path().join("a")).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temporary files left behind");
+    }
+
+    /// Every file under `dir`, temporary ones included, relative to it.
+    fn files(dir: &Path) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut pending = vec![dir.to_owned()];
+        while let Some(d) = pending.pop() {
+            for entry in fs::read_dir(d).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    pending.push(path);
+                } else {
+                    out.push(path.strip_prefix(dir).unwrap().display().to_string());
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn streamed_objects_appear_whole_at_finish_and_never_when_abandoned() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalDirStore::new(dir.path());
+        store.put("a/b.json", b"old").unwrap();
+        let mut writer = store.put_writer("a/b.json").unwrap();
+        let bytes: Vec<u8> = (0..1_000_000u32).map(|i| (i % 251) as u8).collect();
+        for piece in bytes.chunks(4099) {
+            writer.write_all(piece).unwrap();
+        }
+        // Until it finishes, readers see the old object.
+        assert_eq!(store.get("a/b.json").unwrap().unwrap(), b"old");
+        writer.finish().unwrap();
+        assert_eq!(store.get("a/b.json").unwrap().unwrap(), bytes);
+
+        let mut abandoned = store.put_writer("a/c.json").unwrap();
+        abandoned.write_all(&bytes).unwrap();
+        drop(abandoned);
+        let mut replaced = store.put_writer("a/b.json").unwrap();
+        replaced.write_all(b"never seen").unwrap();
+        drop(replaced);
+        assert_eq!(store.get("a/b.json").unwrap().unwrap(), bytes);
+        assert_eq!(files(dir.path()), vec!["a/b.json".to_owned()]);
     }
 
     #[test]

@@ -5,6 +5,7 @@ mod local;
 mod prefixed;
 #[cfg(feature = "s3")]
 mod s3;
+mod writer;
 
 pub use keys::{
     build_id_index_key, chunk_key, content_etag, current_conversion_key, debug_info_key,
@@ -16,8 +17,10 @@ pub use local::LocalDirStore;
 pub use prefixed::PrefixedStore;
 #[cfg(feature = "s3")]
 pub use s3::S3Store;
+pub use writer::{from_io, ObjectWriter};
 
 use crate::error::Result;
+use writer::BufferedPut;
 
 /// What a store knows of an object besides its bytes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -51,6 +54,12 @@ pub trait ObjectStore: Send + Sync {
     }
     /// Stores `bytes` at `key`, replacing any object there.
     fn put(&self, key: &str, bytes: &[u8]) -> Result<()>;
+    /// Starts writing the object at `key` piece by piece; it replaces any object there when
+    /// the writer finishes. The default collects the bytes and `put`s them; stores that can
+    /// stream override it.
+    fn put_writer<'s>(&'s self, key: &str) -> Result<Box<dyn ObjectWriter + 's>> {
+        Ok(Box::new(BufferedPut::new(self, key)))
+    }
     /// Removes the object at `key`; removing a missing object is not an error.
     fn delete(&self, key: &str) -> Result<()>;
     /// Every key that starts with `prefix`, sorted.

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{ObjectInfo, ObjectStore};
+use super::{ObjectInfo, ObjectStore, ObjectWriter};
 use crate::error::Result;
 
 /// Key `k` of this store is key `prefix + k` of the inner one.
@@ -48,6 +48,10 @@ impl ObjectStore for PrefixedStore {
 
     fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
         self.inner.put(&self.key(key), bytes)
+    }
+
+    fn put_writer<'s>(&'s self, key: &str) -> Result<Box<dyn ObjectWriter + 's>> {
+        self.inner.put_writer(&self.key(key))
     }
 
     fn delete(&self, key: &str) -> Result<()> {

@@ -2,15 +2,18 @@
 //! over it).
 
 use std::fmt;
+use std::io::{self, Write};
 
 use aws_sdk_s3::config::http::HttpResponse;
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use aws_sdk_s3::Client;
 use aws_smithy_types::DateTime;
 use tokio::runtime::Handle;
 
-use super::{too_large, ObjectInfo, ObjectStore};
+use super::writer::to_io;
+use super::{too_large, ObjectInfo, ObjectStore, ObjectWriter};
 use crate::error::{Error, ErrorKind, Result};
 
 /// The objects in `bucket`, by key.
@@ -134,6 +137,163 @@ pub(crate) fn user_metadata<'a>(
     pairs
 }
 
+impl S3Store {
+    fn put_whole(&self, key: &str, bytes: Vec<u8>) -> Result<()> {
+        self.runtime.block_on(async {
+            let request = self
+                .client
+                .put_object()
+                .bucket(&self.bucket)
+                .key(key)
+                .content_type(content_type(key))
+                .body(ByteStream::from(bytes));
+            match request.send().await {
+                Ok(_) => Ok(()),
+                Err(e) => Err(self.storage_error(key, e)),
+            }
+        })
+    }
+}
+
+impl S3Store {
+    /// The size of each part of a multipart upload: what a writer holds at most. S3 wants at
+    /// least 5 MiB for every part but the last, and at most 10,000 parts (80 GB at this size).
+    pub const PART_BYTES: usize = 8 << 20;
+}
+
+const PART_BYTES: usize = S3Store::PART_BYTES;
+
+/// An object written to S3 as it is produced. An object smaller than one part is one
+/// `PutObject` at `finish`, so its ETag stays the MD5 of its bytes. A larger one becomes a
+/// multipart upload: a part goes out each time [`S3Store::PART_BYTES`] have been written, and `finish`
+/// completes the upload. Dropped unfinished, the upload is aborted, so no parts are left
+/// billed and nothing appears.
+struct MultipartWriter<'s> {
+    store: &'s S3Store,
+    key: String,
+    part: Vec<u8>,
+    upload_id: Option<String>,
+    parts: Vec<CompletedPart>,
+}
+
+impl MultipartWriter<'_> {
+    /// Sends the bytes held as the next part, starting the upload first if need be.
+    fn send_part(&mut self) -> Result<()> {
+        let store = self.store;
+        let key = self.key.as_str();
+        let bytes = std::mem::replace(&mut self.part, Vec::with_capacity(PART_BYTES));
+        let number = i32::try_from(self.parts.len() + 1).expect("at most 10,000 parts");
+        let upload_id = match &self.upload_id {
+            Some(id) => id.clone(),
+            None => {
+                let started = store.runtime.block_on(
+                    store
+                        .client
+                        .create_multipart_upload()
+                        .bucket(&store.bucket)
+                        .key(key)
+                        .content_type(content_type(key))
+                        .send(),
+                );
+                let started = started.map_err(|e| store.storage_error(key, e))?;
+                let id = started.upload_id().unwrap_or_default().to_owned();
+                self.upload_id = Some(id.clone());
+                id
+            }
+        };
+        let sent = store.runtime.block_on(
+            store
+                .client
+                .upload_part()
+                .bucket(&store.bucket)
+                .key(key)
+                .upload_id(&upload_id)
+                .part_number(number)
+                .body(ByteStream::from(bytes))
+                .send(),
+        );
+        let sent = sent.map_err(|e| store.storage_error(key, e))?;
+        self.parts.push(
+            CompletedPart::builder()
+                .part_number(number)
+                .set_e_tag(sent.e_tag().map(str::to_owned))
+                .build(),
+        );
+        Ok(())
+    }
+}
+
+impl Write for MultipartWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.part.capacity() == 0 {
+            self.part
+                .reserve_exact(PART_BYTES.min(buf.len().max(64 * 1024)));
+        }
+        let room = PART_BYTES - self.part.len();
+        let n = room.min(buf.len());
+        self.part.extend_from_slice(&buf[..n]);
+        if self.part.len() == PART_BYTES {
+            self.send_part().map_err(to_io)?;
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl ObjectWriter for MultipartWriter<'_> {
+    fn finish(mut self: Box<Self>) -> Result<()> {
+        let store = self.store;
+        let Some(upload_id) = self.upload_id.clone() else {
+            let bytes = std::mem::take(&mut self.part);
+            return store.put_whole(&self.key, bytes);
+        };
+        if !self.part.is_empty() {
+            self.send_part()?;
+        }
+        let parts = std::mem::take(&mut self.parts);
+        let done = store.runtime.block_on(
+            store
+                .client
+                .complete_multipart_upload()
+                .bucket(&store.bucket)
+                .key(&self.key)
+                .upload_id(&upload_id)
+                .multipart_upload(
+                    CompletedMultipartUpload::builder()
+                        .set_parts(Some(parts))
+                        .build(),
+                )
+                .send(),
+        );
+        done.map_err(|e| store.storage_error(&self.key, e))?;
+        self.upload_id = None;
+        Ok(())
+    }
+}
+
+impl Drop for MultipartWriter<'_> {
+    fn drop(&mut self) {
+        let Some(upload_id) = self.upload_id.take() else {
+            return;
+        };
+        let store = self.store;
+        // Best effort: a bucket lifecycle rule for incomplete multipart uploads is the backstop
+        // (infra/template.yaml).
+        let _ = store.runtime.block_on(
+            store
+                .client
+                .abort_multipart_upload()
+                .bucket(&store.bucket)
+                .key(&self.key)
+                .upload_id(upload_id)
+                .send(),
+        );
+    }
+}
+
 impl ObjectStore for S3Store {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
         Ok(self.get_object(key, u64::MAX)?.map(|(bytes, _)| bytes))
@@ -201,19 +361,17 @@ impl ObjectStore for S3Store {
     }
 
     fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
-        self.runtime.block_on(async {
-            let request = self
-                .client
-                .put_object()
-                .bucket(&self.bucket)
-                .key(key)
-                .content_type(content_type(key))
-                .body(ByteStream::from(bytes.to_vec()));
-            match request.send().await {
-                Ok(_) => Ok(()),
-                Err(e) => Err(self.storage_error(key, e)),
-            }
-        })
+        self.put_whole(key, bytes.to_vec())
+    }
+
+    fn put_writer<'s>(&'s self, key: &str) -> Result<Box<dyn ObjectWriter + 's>> {
+        Ok(Box::new(MultipartWriter {
+            store: self,
+            key: key.to_owned(),
+            part: Vec::new(),
+            upload_id: None,
+            parts: Vec::new(),
+        }))
     }
 
     fn delete(&self, key: &str) -> Result<()> {
