@@ -154,7 +154,7 @@ fn convert_inner(
             }
             .into());
         }
-        let plan = plan_sample_v2(profile, &metadata, &source_id)?;
+        let mut plan = plan_sample_v2(profile, &metadata, &source_id)?;
         // Each chunk is streamed to the sink as it is serialized; no chunk's JSON is held.
         for chunk_plan in &plan.chunks {
             let chunk = prepare_planned_chunk(&metadata, chunk_plan)?;
@@ -162,10 +162,13 @@ fn convert_inner(
             sample_v2.samples += chunk.info().samples as u64;
             out.prepared_chunk(&source_id, &chunk)?;
         }
+        let first_timing = plan.chunks.first().map(|c| c.timing);
+        // The chunk plans hold every written sample; the tables do not need them.
+        plan.chunks = Vec::new();
         if let Some(Timing::Expanded {
             interval_ns,
             scaled_from,
-        }) = plan.chunks.first().map(|c| c.timing)
+        }) = first_timing
         {
             timestamps = format!(
                 "expanded from aggregated weights, {interval_ns} ns apart per thread, from {start}"

@@ -163,29 +163,7 @@ pub fn plan_sample_v2<'p>(
         }
     };
     let (timed, timing) = timed_samples(profile, &chosen)?;
-    let mut by_process: BTreeMap<ProcessHandle, Vec<PlannedSample>> = BTreeMap::new();
-    for p in timed {
-        let process = profile.thread(p.sample.thread).process;
-        by_process.entry(process).or_default().push(p);
-    }
-    let mut windows = Vec::new();
-    for (process, mut samples) in by_process {
-        samples.sort_by_key(|p| p.time);
-        let t0 = samples[0].time;
-        let mut current: Vec<PlannedSample> = Vec::new();
-        let mut current_index = 0;
-        for p in samples {
-            let index = (p.time - t0) / MAX_CHUNK_DURATION_NS;
-            if index != current_index && !current.is_empty() {
-                windows.push((process, current_index, t0, std::mem::take(&mut current)));
-            }
-            current_index = index;
-            current.push(p);
-        }
-        if !current.is_empty() {
-            windows.push((process, current_index, t0, current));
-        }
-    }
+    let windows = windows_of(profile, timed);
     let profiler_base = meta.profiler_id.as_deref().and_then(normalize_id);
     let given_chunk = meta.chunk_id.as_deref().and_then(normalize_id);
     let single_window = windows.len() == 1;
@@ -278,6 +256,50 @@ fn coverage(profile: &Profile, chosen: &[bool], plans: &[ChunkPlan<'_>]) -> Vec<
 
 /// Relay keeps a thread only with two or more samples that have a stack; its samples without
 /// one (idle) go with it.
+/// A chunk's worth of samples: its process, its window's number and the process's first
+/// sample time (the windows' origin), and the samples.
+type Window<'p> = (ProcessHandle, i64, i64, Vec<PlannedSample<'p>>);
+
+/// Splits the samples into windows of [`MAX_CHUNK_DURATION_NS`] per process, processes in
+/// handle order, samples in time order (ties in the order given). The samples are moved, not
+/// copied: a trace's samples are usually in time order already and fit one window.
+fn windows_of<'p>(profile: &'p Profile, mut timed: Vec<PlannedSample<'p>>) -> Vec<Window<'p>> {
+    let process_of = |p: &PlannedSample<'p>| profile.thread(p.sample.thread).process;
+    let key = |p: &PlannedSample<'p>| (process_of(p), p.time);
+    if !timed.is_sorted_by_key(key) {
+        timed.sort_by_key(key);
+    }
+    // (process, window, origin, first sample) of each window.
+    let mut starts = Vec::new();
+    let mut origin = (None, 0);
+    for (i, p) in timed.iter().enumerate() {
+        let process = process_of(p);
+        if origin.0 != Some(process) {
+            origin = (Some(process), p.time);
+            starts.push((process, 0, p.time, i));
+            continue;
+        }
+        let window = (p.time - origin.1) / MAX_CHUNK_DURATION_NS;
+        if starts.last().is_some_and(|w| w.1 != window) {
+            starts.push((process, window, origin.1, i));
+        }
+    }
+    // From the last window back, so each one's samples leave the list as they are split off.
+    let mut windows = Vec::with_capacity(starts.len());
+    for (process, window, origin, start) in starts.into_iter().rev() {
+        let samples = if start == 0 {
+            std::mem::take(&mut timed)
+        } else {
+            let samples = timed.split_off(start);
+            timed.shrink_to_fit();
+            samples
+        };
+        windows.push((process, window, origin, samples));
+    }
+    windows.reverse();
+    windows
+}
+
 fn kept_by_relay(samples: Vec<PlannedSample<'_>>) -> Vec<PlannedSample<'_>> {
     // Counted by thread index: no hashing per sample.
     let threads = samples

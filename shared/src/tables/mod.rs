@@ -102,7 +102,6 @@ struct Tabulation<'a> {
     by_start: Vec<usize>,
     /// `stacks` and `frames` order: by `profile_id` (ids within a profile ascend).
     by_id: Vec<usize>,
-    samples: Vec<SampleRow<'a>>,
 }
 
 impl<'a> Tabulation<'a> {
@@ -118,14 +117,14 @@ impl<'a> Tabulation<'a> {
             let batch = self.batch(rollup, table, Some(day))?;
             return parquet_file::encode(table, &batch).map(|b| (b, batch.num_rows() as u64));
         }
-        let rows: Vec<&SampleRow<'_>> = self
-            .samples
-            .iter()
-            .filter(|r| self.profiles[r.profile].day == day)
-            .collect();
-        let batches = rows
-            .chunks(parquet_file::MAX_ROW_GROUP_ROWS)
-            .map(|group| samples_batch(self.source.source_id, &self.profiles, group));
+        let mut rows = sample_rows(&self.profiles, |p| p.day == day).peekable();
+        let mut group = Vec::with_capacity(parquet_file::MAX_ROW_GROUP_ROWS);
+        let batches = std::iter::from_fn(|| {
+            rows.peek()?;
+            group.clear();
+            group.extend(rows.by_ref().take(parquet_file::MAX_ROW_GROUP_ROWS));
+            Some(samples_batch(self.source.source_id, &self.profiles, &group))
+        });
         parquet_file::encode_batches(table, batches)
     }
 
@@ -138,14 +137,23 @@ impl<'a> Tabulation<'a> {
         by_start.sort_by_key(|&i| (profiles[i].start_us, profiles[i].profile_id()));
         let mut by_id: Vec<usize> = (0..profiles.len()).collect();
         by_id.sort_by_key(|&i| profiles[i].profile_id());
-        let samples = sample_rows(&profiles);
         Tabulation {
             source,
             profiles,
             by_start,
             by_id,
-            samples,
         }
+    }
+
+    /// Every sample row, in no particular order: for sums, which need no merge.
+    fn rows_in_any_order(&self) -> impl Iterator<Item = SampleRow<'a>> + '_ {
+        self.profiles.iter().enumerate().flat_map(|(profile, p)| {
+            p.plan.samples.iter().map(move |&sample| SampleRow {
+                profile,
+                time_us: sample.time.map(profiles::micros),
+                sample,
+            })
+        })
     }
 
     /// One table's rows, all of them or those of one day (`day` since the epoch).
@@ -166,11 +174,7 @@ impl<'a> Tabulation<'a> {
         match table {
             Table::Profiles => profiles_batch(self.source, &pick(&self.by_start)),
             Table::Samples => {
-                let rows: Vec<&SampleRow<'_>> = self
-                    .samples
-                    .iter()
-                    .filter(|r| on_day(&self.profiles[r.profile]))
-                    .collect();
+                let rows: Vec<SampleRow<'_>> = sample_rows(&self.profiles, on_day).collect();
                 samples_batch(self.source.source_id, &self.profiles, &rows)
             }
             Table::Stacks => stacks_batch(self.source.source_id, &pick(&self.by_id)),
@@ -192,7 +196,7 @@ pub fn build_tables(
     inputs: &[TableProfileInput<'_, '_>],
 ) -> Result<TableBatches> {
     let tab = Tabulation::new(source, inputs);
-    let rollup = rollup(&tab.profiles, &tab.samples);
+    let rollup = rollup(&tab.profiles, tab.rows_in_any_order());
     let batch = |table| tab.batch(&rollup, table, None);
     Ok(TableBatches {
         profiles: batch(Table::Profiles)?,
@@ -214,7 +218,7 @@ pub fn write_tables(
     inputs: &[TableProfileInput<'_, '_>],
 ) -> Result<Vec<TableObject>> {
     let tab = Tabulation::new(source, inputs);
-    let rollup = rollup(&tab.profiles, &tab.samples);
+    let rollup = rollup(&tab.profiles, tab.rows_in_any_order());
     let profile_days: BTreeSet<i64> = tab.profiles.iter().map(|p| p.day).collect();
     let rollup_days: BTreeSet<i64> = rollup.keys().map(|k| day_of_us(k.hour_us)).collect();
     let mut objects = Vec::new();

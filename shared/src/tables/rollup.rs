@@ -55,7 +55,7 @@ fn inlined_callers<'a>(p: &TableProfile<'a>, node: u32) -> impl Iterator<Item = 
 /// The rollup of every profile's samples, sorted by key.
 pub(super) fn rollup<'a>(
     profiles: &'a [TableProfile<'a>],
-    samples: &[SampleRow<'_>],
+    samples: impl Iterator<Item = SampleRow<'a>>,
 ) -> BTreeMap<RollupKey<'a>, RollupSums> {
     // (profile, hour, leaf stack id) → (weight, samples). The sums below are exact integer
     // additions into an ordered map, so the order this map is drained in cannot show.

@@ -1,6 +1,8 @@
 //! The `samples` rows: one per observation of the table plan.
 
 use std::borrow::Cow;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use arrow_array::RecordBatch;
 
@@ -9,6 +11,7 @@ use super::profiles::{micros, TableProfile};
 use super::schema::Table;
 use crate::error::Result;
 use crate::model::{LabelValue, Profile, Sample};
+use crate::plan::TableProfilePlan;
 
 /// One `samples` row: which profile, and the observation.
 #[derive(Clone, Copy)]
@@ -20,28 +23,70 @@ pub(super) struct SampleRow<'a> {
     pub sample: &'a Sample,
 }
 
-/// Every profile's samples, sorted by (`timestamp` with aggregated ones first, `profile_id`);
-/// the sort is stable, so samples of one profile at the same microsecond keep plan order.
-pub(super) fn sample_rows<'a>(profiles: &[TableProfile<'a>]) -> Vec<SampleRow<'a>> {
-    let mut rows: Vec<SampleRow<'a>> = profiles
-        .iter()
-        .enumerate()
-        .flat_map(|(i, p)| {
-            p.plan.samples.iter().map(move |&sample| SampleRow {
-                profile: i,
-                time_us: sample.time.map(micros),
-                sample,
-            })
+/// Every profile's samples in the table's order: by `timestamp` (aggregated ones first), then
+/// `profile_id`, then profile, then plan order, as a stable sort of them all would give. Each
+/// plan's samples are in time order already, so they are merged as they are read and no list
+/// of every row is built; a plan that is not in time order is sorted first. `include` picks
+/// the profiles (those of one day).
+pub(super) fn sample_rows<'a>(
+    profiles: &[TableProfile<'a>],
+    include: impl Fn(&TableProfile<'a>) -> bool,
+) -> SampleRows<'a> {
+    let time_us = |s: &Sample| s.time.map(micros);
+    let mut lists = Vec::new();
+    let mut heap = BinaryHeap::new();
+    for (i, p) in profiles.iter().enumerate() {
+        if !include(p) || p.plan.samples.is_empty() {
+            continue;
+        }
+        let plan: &'a TableProfilePlan<'a> = p.plan;
+        let samples = &plan.samples;
+        let samples: Cow<'a, [&'a Sample]> =
+            if samples.windows(2).all(|w| time_us(w[0]) <= time_us(w[1])) {
+                Cow::Borrowed(samples)
+            } else {
+                let mut sorted = samples.clone();
+                sorted.sort_by_key(|s| time_us(s));
+                Cow::Owned(sorted)
+            };
+        heap.push(Reverse((
+            time_us(samples[0]),
+            p.profile_id(),
+            i,
+            lists.len(),
+        )));
+        lists.push((samples, 0));
+    }
+    SampleRows { lists, heap }
+}
+
+/// The merge of [`sample_rows`].
+pub(super) struct SampleRows<'a> {
+    /// Each included profile's samples in time order, and how many were read.
+    lists: Vec<(Cow<'a, [&'a Sample]>, usize)>,
+    /// The next sample of each list not read to the end: (time, profile id, profile, list).
+    heap: BinaryHeap<Reverse<(Option<i64>, &'a str, usize, usize)>>,
+}
+
+impl<'a> Iterator for SampleRows<'a> {
+    type Item = SampleRow<'a>;
+
+    fn next(&mut self) -> Option<SampleRow<'a>> {
+        let Reverse((time_us, profile_id, profile, list)) = self.heap.pop()?;
+        let (samples, read) = &mut self.lists[list];
+        let sample = samples[*read];
+        *read += 1;
+        if let Some(&next) = samples.get(*read) {
+            let next_us = next.time.map(micros);
+            self.heap
+                .push(Reverse((next_us, profile_id, profile, list)));
+        }
+        Some(SampleRow {
+            profile,
+            time_us,
+            sample,
         })
-        .collect();
-    rows.sort_by(|a, b| {
-        a.time_us.cmp(&b.time_us).then_with(|| {
-            profiles[a.profile]
-                .profile_id()
-                .cmp(profiles[b.profile].profile_id())
-        })
-    });
-    rows
+    }
 }
 
 /// A label set as map entries. Numbers read `"<value> <unit>"`. Keys repeat in pprof, but
@@ -75,7 +120,7 @@ fn label_entries<'p>(
 pub(super) fn samples_batch(
     source_id: &str,
     profiles: &[TableProfile<'_>],
-    rows: &[&SampleRow<'_>],
+    rows: &[SampleRow<'_>],
 ) -> Result<RecordBatch> {
     const T: Table = Table::Samples;
     let of = |r: &SampleRow<'_>| &profiles[r.profile];

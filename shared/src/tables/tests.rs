@@ -841,6 +841,66 @@ fn samples_and_profiles_are_sorted() {
 }
 
 #[test]
+fn sample_rows_merge_as_a_stable_sort_of_every_row() {
+    // Two processes, two series: four profiles, with instants repeated within and across
+    // profiles.
+    let mut p = Profile::new("test");
+    let cpu = cpu_series(&mut p, "nanoseconds");
+    let wall = series_of(&mut p, SeriesKind::WallTime, "wall", "nanoseconds", None);
+    let wall = p.add_series(wall);
+    let st = stack(&mut p, &["main", "work"]);
+    let taken = [
+        (1, 5),
+        (1, 3),
+        (2, 3),
+        (1, 3),
+        (2, 1),
+        (1, 9),
+        (2, 5),
+        (2, 5),
+        (1, 1),
+        (1, 3),
+    ];
+    for (i, &(pid, ms)) in taken.iter().enumerate() {
+        let series = if i % 3 == 0 { wall } else { cpu };
+        let time = Some(NOON + ms * MS);
+        sample(&mut p, (pid, pid * 10), st, (i as i64 + 1, series), time);
+    }
+    let mut plans = plans_of(&p);
+    assert_eq!(plans.len(), 4);
+    // Plans come in time order; one that does not is sorted before the merge.
+    let longest = plans.iter_mut().max_by_key(|p| p.samples.len()).unwrap();
+    longest.samples.reverse();
+    assert!(!longest.samples.is_sorted_by_key(|s| s.time));
+    let inputs = inputs(&plans);
+    let profiles: Vec<TableProfile> = inputs
+        .iter()
+        .map(|c| TableProfile::new(&SOURCE, c))
+        .collect();
+    type Row = (usize, Option<i64>, *const Sample);
+    let merged: Vec<Row> = sample_rows(&profiles, |_| true)
+        .map(|r| (r.profile, r.time_us, r.sample as *const Sample))
+        .collect();
+    let mut sorted: Vec<Row> = profiles
+        .iter()
+        .enumerate()
+        .flat_map(|(i, p)| {
+            let time_us = |s: &Sample| s.time.map(|t| t.div_euclid(1000));
+            p.plan
+                .samples
+                .iter()
+                .map(move |&s| (i, time_us(s), s as *const Sample))
+        })
+        .collect();
+    sorted.sort_by(|a, b| {
+        let id = |r: &Row| profiles[r.0].profile_id();
+        a.1.cmp(&b.1).then_with(|| id(a).cmp(id(b)))
+    });
+    assert_eq!(merged, sorted);
+    assert_eq!(merged.len(), taken.len());
+}
+
+#[test]
 fn rollup_adds_up() {
     let profile = toy_profile(&[(1, NOON), (2, NOON + HOUR_NS), (3, NOON + 10 * MS)]);
     let t = tables_of(&profile);
