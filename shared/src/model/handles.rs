@@ -3,17 +3,29 @@
 //! A handle is only meaningful for the profile that issued it. The index inside is private to
 //! the crate so that callers cannot forge handles or do arithmetic on them; `index()` exposes it
 //! read-only for writers that lay tables out by position.
+//!
+//! A handle holds its index plus one, so that `Option` of a handle is as small as the handle:
+//! a sample holds several, and a trace holds millions of samples.
+
+use std::num::NonZeroU32;
 
 macro_rules! handle {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub struct $name(pub(crate) u32);
+        pub struct $name(NonZeroU32);
 
         impl $name {
             /// Position of the row in its table (dense, starting at 0).
             pub fn index(self) -> usize {
-                self.0 as usize
+                self.0.get() as usize - 1
+            }
+
+            /// The handle of row `index`.
+            pub(crate) fn from_index(index: usize) -> Self {
+                // The decoders' limits keep every table far below 2^32 - 1 rows.
+                let n = u32::try_from(index + 1).expect("model table exceeds u32 rows");
+                $name(NonZeroU32::new(n).expect("index + 1 is never 0"))
             }
         }
     };

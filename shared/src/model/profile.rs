@@ -74,11 +74,6 @@ pub struct Profile {
     links: IndexSet<Link, FxBuildHasher>,
 }
 
-fn handle(index: usize) -> u32 {
-    // The decoders' limits keep every table far below 2^32 rows.
-    u32::try_from(index).expect("model table exceeds u32 rows")
-}
-
 impl Profile {
     /// An empty profile of the given input format.
     pub fn new(source_format: &str) -> Self {
@@ -93,15 +88,15 @@ impl Profile {
     /// Interns a string.
     pub fn intern(&mut self, s: &str) -> StringHandle {
         if let Some(i) = self.strings.get_index_of(s) {
-            return StringHandle(handle(i));
+            return StringHandle::from_index(i);
         }
         let (i, _) = self.strings.insert_full(s.into());
-        StringHandle(handle(i))
+        StringHandle::from_index(i)
     }
 
     /// Adds (or finds) an image.
     pub fn add_image(&mut self, image: Image) -> ImageHandle {
-        ImageHandle(handle(self.images.insert_full(image).0))
+        ImageHandle::from_index(self.images.insert_full(image).0)
     }
 
     /// Adds (or finds) a frame.
@@ -109,7 +104,7 @@ impl Profile {
         if let Some(&h) = self.frame_ids.get(&frame) {
             return h;
         }
-        let h = FrameHandle(handle(self.frames.len()));
+        let h = FrameHandle::from_index(self.frames.len());
         self.frames.push(frame.clone());
         self.frame_ids.insert(frame, h);
         h
@@ -122,7 +117,7 @@ impl Profile {
             let depth = parent.map_or(0, |p| self.depths[p.index()] + 1);
             self.depths.push(depth);
         }
-        StackHandle(handle(i))
+        StackHandle::from_index(i)
     }
 
     /// Adds the stack made of `frames`, root first; `None` for an empty list.
@@ -146,7 +141,7 @@ impl Profile {
                 attributes: Vec::new(),
             });
         }
-        ProcessHandle(handle(i))
+        ProcessHandle::from_index(i)
     }
 
     /// Names a process unless it already has a name (the first name seen wins).
@@ -183,12 +178,12 @@ impl Profile {
             return None;
         }
         let (i, _) = self.label_sets.insert_full(labels.into_boxed_slice());
-        Some(LabelSetHandle(handle(i)))
+        Some(LabelSetHandle::from_index(i))
     }
 
     /// Adds (or finds) a trace link.
     pub fn add_link(&mut self, link: Link) -> LinkHandle {
-        LinkHandle(handle(self.links.insert_full(link).0))
+        LinkHandle::from_index(self.links.insert_full(link).0)
     }
 
     /// Adds (or finds) the thread `tid` of `process`.
@@ -197,7 +192,7 @@ impl Profile {
         if inserted {
             self.thread_names.push(None);
         }
-        ThreadHandle(handle(i))
+        ThreadHandle::from_index(i)
     }
 
     /// Names a thread unless it already has a name (the first name seen wins).
@@ -212,10 +207,10 @@ impl Profile {
     /// Adds (or finds) a sample series.
     pub fn add_series(&mut self, series: Series) -> SeriesHandle {
         if let Some(i) = self.series.iter().position(|s| *s == series) {
-            return SeriesHandle(handle(i));
+            return SeriesHandle::from_index(i);
         }
         self.series.push(series);
-        SeriesHandle(handle(self.series.len() - 1))
+        SeriesHandle::from_index(self.series.len() - 1)
     }
 
     /// Adds a sample.
@@ -294,7 +289,7 @@ impl Profile {
         self.images
             .iter()
             .enumerate()
-            .map(|(i, m)| (ImageHandle(i as u32), m))
+            .map(|(i, m)| (ImageHandle::from_index(i), m))
     }
 
     /// What to show for a frame, the one naming rule of every output (tables, `inspect`,
@@ -330,13 +325,13 @@ impl Profile {
     /// the first of them.
     pub fn rewrite_frames(&mut self, mut rewrite: impl FnMut(FrameHandle, &mut Frame)) {
         for (i, frame) in self.frames.iter_mut().enumerate() {
-            rewrite(FrameHandle(handle(i)), frame);
+            rewrite(FrameHandle::from_index(i), frame);
         }
         self.frame_ids.clear();
         for (i, frame) in self.frames.iter().enumerate() {
             self.frame_ids
                 .entry(frame.clone())
-                .or_insert(FrameHandle(handle(i)));
+                .or_insert(FrameHandle::from_index(i));
         }
     }
 
@@ -345,7 +340,7 @@ impl Profile {
         self.frames
             .iter()
             .enumerate()
-            .map(|(i, f)| (FrameHandle(i as u32), f))
+            .map(|(i, f)| (FrameHandle::from_index(i), f))
     }
 
     /// A node of the stack prefix tree.
@@ -361,7 +356,7 @@ impl Profile {
     /// All stack nodes, parents before children.
     pub fn stacks(&self) -> impl ExactSizeIterator<Item = (StackHandle, StackNode)> + '_ {
         (0..self.stacks.len()).map(|i| {
-            let h = StackHandle(i as u32);
+            let h = StackHandle::from_index(i);
             (h, self.stack(h))
         })
     }
@@ -382,7 +377,7 @@ impl Profile {
         self.processes
             .iter()
             .enumerate()
-            .map(|(i, p)| (ProcessHandle(i as u32), p))
+            .map(|(i, p)| (ProcessHandle::from_index(i), p))
     }
 
     /// A thread.
@@ -398,7 +393,7 @@ impl Profile {
     /// All threads with their handles.
     pub fn threads(&self) -> impl ExactSizeIterator<Item = (ThreadHandle, Thread)> + '_ {
         (0..self.threads.len()).map(|i| {
-            let h = ThreadHandle(i as u32);
+            let h = ThreadHandle::from_index(i);
             (h, self.thread(h))
         })
     }
@@ -413,7 +408,7 @@ impl Profile {
         self.series
             .iter()
             .enumerate()
-            .map(|(i, s)| (SeriesHandle(i as u32), s))
+            .map(|(i, s)| (SeriesHandle::from_index(i), s))
     }
 
     /// The labels of a set.
@@ -426,7 +421,7 @@ impl Profile {
         self.label_sets
             .iter()
             .enumerate()
-            .map(|(i, l)| (LabelSetHandle(i as u32), &**l))
+            .map(|(i, l)| (LabelSetHandle::from_index(i), &**l))
     }
 
     /// A trace link.
@@ -439,7 +434,7 @@ impl Profile {
         self.links
             .iter()
             .enumerate()
-            .map(|(i, l)| (LinkHandle(i as u32), l))
+            .map(|(i, l)| (LinkHandle::from_index(i), l))
     }
 
     /// All samples, in time order once the decoder has finished.

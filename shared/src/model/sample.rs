@@ -186,6 +186,13 @@ pub fn time_unit_ns(unit: &str) -> Option<i64> {
 mod tests {
     use super::*;
 
+    /// A trace holds millions of samples, so each byte here is megabytes of every large
+    /// conversion's memory: handles are niche-packed so that `Option`s of them cost nothing.
+    #[test]
+    fn a_sample_takes_80_bytes() {
+        assert_eq!(std::mem::size_of::<Sample>(), 80);
+    }
+
     #[test]
     fn scaled_count_units_round_trip() {
         for decimals in 0..=9 {

@@ -1,5 +1,7 @@
 //! The convert job: one upload in, Sample v2 chunks and a manifest out.
 
+use std::borrow::Cow;
+
 use super::build_id_index::build_id_index;
 use super::decode::{decode_with_limits, Decoded};
 use super::manifest::{
@@ -88,7 +90,14 @@ pub fn convert_upload_with(
     symbols: &dyn SymbolSource,
 ) -> Result<Converted> {
     let mut memory = MemoryOutputs::default();
-    let report = convert_into(source_key, etag, bytes, options, symbols, &mut memory)?;
+    let report = convert_into(
+        source_key,
+        etag,
+        Cow::Borrowed(bytes),
+        options,
+        symbols,
+        &mut memory,
+    )?;
     // The manifest is the sink's last object; `Converted` keeps it apart.
     memory.objects.pop();
     Ok(Converted {
@@ -100,11 +109,12 @@ pub fn convert_upload_with(
 }
 
 /// Converts one upload, naming its native frames from `symbols`, and hands each object to
-/// `sink` as it is produced and the manifest last. Errors name `source_key`.
+/// `sink` as it is produced and the manifest last. Errors name `source_key`. Bytes given
+/// owned are dropped as soon as they are decoded.
 pub fn convert_into(
     source_key: &str,
     etag: &str,
-    bytes: &[u8],
+    bytes: Cow<'_, [u8]>,
     options: &ConvertOptions,
     symbols: &dyn SymbolSource,
     sink: &mut dyn OutputSink,
@@ -116,13 +126,15 @@ pub fn convert_into(
 fn convert_inner(
     source_key: &str,
     etag: &str,
-    bytes: &[u8],
+    bytes: Cow<'_, [u8]>,
     options: &ConvertOptions,
     symbols: &dyn SymbolSource,
     sink: &mut dyn OutputSink,
 ) -> Result<ConvertReport> {
     options.metadata.validate()?;
-    let mut decoded = decode_with_limits(bytes, options.format, &options.limits)?;
+    let input_bytes = bytes.len() as u64;
+    let mut decoded = decode_with_limits(&bytes, options.format, &options.limits)?;
+    drop(bytes);
     let metadata = match decoded.metadata.take() {
         Some(embedded) => embedded.merge(options.metadata.clone()),
         None => options.metadata.clone(),
@@ -263,7 +275,7 @@ fn convert_inner(
         source: ManifestSource {
             key: source_key.into(),
             etag: etag.into(),
-            bytes: bytes.len() as u64,
+            bytes: input_bytes,
             format: decoded.format.name().into(),
             container: decoded.container.name().into(),
             source_id: source_id.clone(),

@@ -6,6 +6,8 @@
 //! everything about the input itself ends in [`Outcome::Quarantined`], written down once and
 //! never retried.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 use super::convert::{convert_into, ConvertOptions};
@@ -233,15 +235,25 @@ fn process_profile(
     let previous_outputs = previous_outputs(outputs, &manifest)?;
     let symbols = StoreSymbols::new(outputs);
     let mut converted = None;
+    let mut input = Some(bytes);
     // A debug file stored while the conversion ran is seen by the check after publishing; the
     // conversion then runs again with it (at most a few times: each run sees newer symbols).
     for _ in 0..MAX_SYMBOL_ROUNDS {
+        // The conversion drops the upload's bytes once decoded, so a later round reads them
+        // again; if the upload changed meanwhile, the settling below finds it outdated.
+        let bytes = match input.take() {
+            Some(bytes) => bytes,
+            None => match uploads.get_object(key, max_bytes)? {
+                Some((bytes, again)) if again.etag == info.etag => bytes,
+                _ => break,
+            },
+        };
         // Objects go to the store as they are produced, the manifest last.
         let mut written = StoreOutputs::new(outputs);
         let report = match convert_into(
             key,
             &info.etag,
-            &bytes,
+            Cow::Owned(bytes),
             &convert_options,
             &symbols,
             &mut written,
