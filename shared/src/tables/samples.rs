@@ -60,12 +60,15 @@ pub(super) fn sample_rows<'a>(
     SampleRows { lists, heap }
 }
 
+/// A list's next sample in the merge, in merge order: (time, profile id, profile, list).
+type Head<'a> = (Option<i64>, &'a str, usize, usize);
+
 /// The merge of [`sample_rows`].
 pub(super) struct SampleRows<'a> {
     /// Each included profile's samples in time order, and how many were read.
     lists: Vec<(Cow<'a, [&'a Sample]>, usize)>,
-    /// The next sample of each list not read to the end: (time, profile id, profile, list).
-    heap: BinaryHeap<Reverse<(Option<i64>, &'a str, usize, usize)>>,
+    /// The next sample of each list not read to the end.
+    heap: BinaryHeap<Reverse<Head<'a>>>,
 }
 
 impl<'a> Iterator for SampleRows<'a> {
