@@ -264,9 +264,14 @@ type Window<'p> = (ProcessHandle, i64, i64, Vec<PlannedSample<'p>>);
 /// handle order, samples in time order (ties in the order given). The samples are moved, not
 /// copied: a trace's samples are usually in time order already and fit one window.
 fn windows_of<'p>(profile: &'p Profile, mut timed: Vec<PlannedSample<'p>>) -> Vec<Window<'p>> {
-    let process_of = |p: &PlannedSample<'p>| profile.thread(p.sample.thread).process;
+    let processes: Vec<ProcessHandle> = profile.threads().map(|(_, t)| t.process).collect();
+    let process_of = |p: &PlannedSample<'p>| processes[p.sample.thread.index()];
     let key = |p: &PlannedSample<'p>| (process_of(p), p.time);
-    if !timed.is_sorted_by_key(key) {
+    if timed.is_sorted_by_key(|p| p.time) {
+        // Samples of several processes in time order: a stable sort by process alone keeps
+        // each one's in time order, and is much cheaper with so few distinct keys.
+        timed.sort_by_key(process_of);
+    } else {
         timed.sort_by_key(key);
     }
     // (process, window, origin, first sample) of each window.
