@@ -277,6 +277,22 @@ pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
 /// Result with the library's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Carries a typed error through `io::Read`/`io::Write`, whose methods can only return an
+/// `io::Error` (a store's reader or writer failing); [`from_io`] takes it back out.
+pub(crate) fn to_io(error: Error) -> std::io::Error {
+    std::io::Error::other(error)
+}
+
+/// The typed error inside `error` when [`to_io`] put one there; otherwise a storage error on
+/// `key` caused by `error` (a failing reader or writer around the store's).
+pub fn from_io(key: &str, error: std::io::Error) -> Error {
+    if error.get_ref().is_some_and(|e| e.is::<Error>()) {
+        let inner = error.into_inner().expect("checked above");
+        return *inner.downcast::<Error>().expect("checked above");
+    }
+    Error::new(ErrorKind::Storage { key: key.into() }).with_source(error)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

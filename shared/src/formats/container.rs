@@ -95,25 +95,26 @@ impl<R: Read> Read for CappedReader<R> {
     }
 }
 
-/// Opens `bytes` for streaming reads, undoing its container, within the decompressed size
-/// and ratio limits.
+/// Opens the `len` bytes `input` reads for streaming reads, undoing its container, within the
+/// decompressed size and ratio limits.
 pub(crate) fn open<'a>(
-    bytes: &'a [u8],
+    input: impl Read + 'a,
+    len: u64,
     container: Container,
     limits: &Limits,
 ) -> io::Result<Box<dyn Read + 'a>> {
     let cap = limits.inflate_cap(
-        bytes.len(),
+        usize::try_from(len).unwrap_or(usize::MAX),
         ("max_decompressed_bytes", limits.max_decompressed_bytes),
     );
     Ok(match container {
-        Container::Plain => Box::new(bytes),
+        Container::Plain => Box::new(input),
         Container::Gzip => Box::new(CappedReader::new(
-            flate2::read::MultiGzDecoder::new(bytes),
+            flate2::read::MultiGzDecoder::new(input),
             cap,
         )),
         Container::Zstd => Box::new(CappedReader::new(
-            zstd::stream::read::Decoder::with_buffer(bytes)?,
+            zstd::stream::read::Decoder::new(input)?,
             cap,
         )),
     })

@@ -140,8 +140,26 @@ pub(crate) fn decode(
     format: Option<InputFormat>,
     limits: &Limits,
 ) -> Result<DecodedInput> {
-    let container = Container::sniff(bytes);
-    let mut reader = container::open(bytes, container, limits)
+    decode_stream(bytes, bytes.len() as u64, format, limits)
+}
+
+/// [`decode`] of the `len` bytes `input` reads. Perfetto traces are decoded as they are
+/// read; the other formats are read whole first.
+pub(crate) fn decode_stream(
+    mut input: impl Read,
+    len: u64,
+    format: Option<InputFormat>,
+    limits: &Limits,
+) -> Result<DecodedInput> {
+    // The container's magic, read whole even from a reader that hands out fewer bytes.
+    let mut magic = Vec::with_capacity(4);
+    (&mut input)
+        .take(4)
+        .read_to_end(&mut magic)
+        .map_err(|e| io_error(e, Container::Plain.name(), 0, "first bytes"))?;
+    let container = Container::sniff(&magic);
+    let input = io::Cursor::new(magic).chain(input);
+    let mut reader = container::open(input, len, container, limits)
         .map_err(|e| io_error(e, container.name(), 0, "container header"))?;
     let mut prefix = Vec::with_capacity(SNIFF_LEN);
     (&mut reader)
@@ -199,6 +217,10 @@ pub(crate) fn io_error(
     offset: u64,
     what: &'static str,
 ) -> Error {
+    // A failing store under the reader (an S3 body cut off): its own error, transient.
+    if e.get_ref().is_some_and(|r| r.is::<Error>()) {
+        return crate::error::from_io("", e);
+    }
     if let Some(hit) = e.get_ref().and_then(|r| r.downcast_ref::<LimitHit>()) {
         return ErrorKind::LimitExceeded {
             limit: hit.limit,

@@ -1,9 +1,9 @@
 //! The convert job: one upload in, Sample v2 chunks and a manifest out.
 
-use std::borrow::Cow;
+use std::io::Read;
 
 use super::build_id_index::build_id_index;
-use super::decode::{decode_with_limits, Decoded};
+use super::decode::{decode_stream_with_limits, decode_with_limits, Decoded};
 use super::manifest::{
     Manifest, ManifestExpansion, ManifestProfile, ManifestSampleV2, ManifestSeries, ManifestSource,
     MANIFEST_VERSION,
@@ -90,14 +90,8 @@ pub fn convert_upload_with(
     symbols: &dyn SymbolSource,
 ) -> Result<Converted> {
     let mut memory = MemoryOutputs::default();
-    let report = convert_into(
-        source_key,
-        etag,
-        Cow::Borrowed(bytes),
-        options,
-        symbols,
-        &mut memory,
-    )?;
+    let input = UploadInput::Bytes(bytes);
+    let report = convert_into(source_key, etag, input, options, symbols, &mut memory)?;
     // The manifest is the sink's last object; `Converted` keeps it apart.
     memory.objects.pop();
     Ok(Converted {
@@ -108,13 +102,26 @@ pub fn convert_upload_with(
     })
 }
 
+/// An upload's bytes as a conversion reads them.
+pub enum UploadInput<'a> {
+    /// In memory.
+    Bytes(&'a [u8]),
+    /// The `len` bytes a reader gives (a stored file, an S3 body): a Perfetto trace is
+    /// decoded as it arrives and never held whole, and the reader is dropped once decoded.
+    Stream {
+        /// The bytes.
+        reader: Box<dyn Read + Send + 'a>,
+        /// How many there are.
+        len: u64,
+    },
+}
+
 /// Converts one upload, naming its native frames from `symbols`, and hands each object to
-/// `sink` as it is produced and the manifest last. Errors name `source_key`. Bytes given
-/// owned are dropped as soon as they are decoded.
+/// `sink` as it is produced and the manifest last. Errors name `source_key`.
 pub fn convert_into(
     source_key: &str,
     etag: &str,
-    bytes: Cow<'_, [u8]>,
+    bytes: UploadInput<'_>,
     options: &ConvertOptions,
     symbols: &dyn SymbolSource,
     sink: &mut dyn OutputSink,
@@ -126,15 +133,22 @@ pub fn convert_into(
 fn convert_inner(
     source_key: &str,
     etag: &str,
-    bytes: Cow<'_, [u8]>,
+    bytes: UploadInput<'_>,
     options: &ConvertOptions,
     symbols: &dyn SymbolSource,
     sink: &mut dyn OutputSink,
 ) -> Result<ConvertReport> {
     options.metadata.validate()?;
-    let input_bytes = bytes.len() as u64;
-    let mut decoded = decode_with_limits(&bytes, options.format, &options.limits)?;
-    drop(bytes);
+    let (format, limits) = (options.format, &options.limits);
+    let (input_bytes, mut decoded) = match bytes {
+        UploadInput::Bytes(bytes) => (
+            bytes.len() as u64,
+            decode_with_limits(bytes, format, limits)?,
+        ),
+        UploadInput::Stream { reader, len } => {
+            (len, decode_stream_with_limits(reader, len, format, limits)?)
+        }
+    };
     let metadata = match decoded.metadata.take() {
         Some(embedded) => embedded.merge(options.metadata.clone()),
         None => options.metadata.clone(),

@@ -2,6 +2,8 @@
 //! Sentry input already holds are checked against Relay's rules, kept as sent, and read into
 //! the same model.
 
+use std::io::Read;
+
 use crate::error::Result;
 use crate::formats::{self, Container, InputFormat};
 use crate::limits::Limits;
@@ -38,7 +40,21 @@ pub fn decode_with_limits(
     format: Option<InputFormat>,
     limits: &Limits,
 ) -> Result<Decoded> {
-    let input = formats::decode(bytes, format, limits)?;
+    accept_decoded(formats::decode(bytes, format, limits)?, limits)
+}
+
+/// [`decode_with_limits`] of the `len` bytes `input` reads: a Perfetto trace is decoded as
+/// it is read, so it is never held whole.
+pub fn decode_stream_with_limits(
+    input: impl Read,
+    len: u64,
+    format: Option<InputFormat>,
+    limits: &Limits,
+) -> Result<Decoded> {
+    accept_decoded(formats::decode_stream(input, len, format, limits)?, limits)
+}
+
+fn accept_decoded(input: formats::DecodedInput, limits: &Limits) -> Result<Decoded> {
     let mut profile = input.profile;
     let mut chunks = Vec::with_capacity(input.sample_v2.len());
     for item in input.sample_v2 {

@@ -16,9 +16,9 @@ pub use build_id_index::{
 };
 pub use convert::{
     convert_into, convert_upload, convert_upload_with, publish, store_upload, ConvertOptions,
-    ConvertReport, Converted,
+    ConvertReport, Converted, UploadInput,
 };
-pub use decode::{decode, decode_with_limits, Decoded};
+pub use decode::{decode, decode_stream_with_limits, decode_with_limits, Decoded};
 pub use manifest::{
     Manifest, ManifestExpansion, ManifestOutput, ManifestProfile, ManifestSampleV2, ManifestSeries,
     ManifestSource, MANIFEST_VERSION,

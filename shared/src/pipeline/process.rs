@@ -6,11 +6,9 @@
 //! everything about the input itself ends in [`Outcome::Quarantined`], written down once and
 //! never retried.
 
-use std::borrow::Cow;
-
 use serde::{Deserialize, Serialize};
 
-use super::convert::{convert_into, ConvertOptions};
+use super::convert::{convert_into, ConvertOptions, UploadInput};
 use super::manifest::Manifest;
 use super::outputs::StoreOutputs;
 use super::supersede::{settle, Settled};
@@ -199,7 +197,7 @@ fn process_profile(
     options: &ProcessOptions,
 ) -> Result<Outcome> {
     let max_bytes = options.limits.max_object_bytes;
-    let (bytes, info) = match uploads.get_object(key, max_bytes) {
+    let (reader, info) = match uploads.get_reader(key, max_bytes) {
         Ok(Some(object)) => object,
         Ok(None) => return Ok(skipped(key, SkipReason::Missing)),
         Err(e) if e.kind().is_transient() => return Err(e),
@@ -235,16 +233,16 @@ fn process_profile(
     let previous_outputs = previous_outputs(outputs, &manifest)?;
     let symbols = StoreSymbols::new(outputs);
     let mut converted = None;
-    let mut input = Some(bytes);
+    let mut input = Some(reader);
     // A debug file stored while the conversion ran is seen by the check after publishing; the
     // conversion then runs again with it (at most a few times: each run sees newer symbols).
     for _ in 0..MAX_SYMBOL_ROUNDS {
-        // The conversion drops the upload's bytes once decoded, so a later round reads them
-        // again; if the upload changed meanwhile, the settling below finds it outdated.
-        let bytes = match input.take() {
-            Some(bytes) => bytes,
-            None => match uploads.get_object(key, max_bytes)? {
-                Some((bytes, again)) if again.etag == info.etag => bytes,
+        // The upload is read as a stream, so a later round reads it again; if it changed
+        // meanwhile, the settling below finds it outdated.
+        let reader = match input.take() {
+            Some(reader) => reader,
+            None => match uploads.get_reader(key, max_bytes)? {
+                Some((reader, again)) if again.etag == info.etag => reader,
                 _ => break,
             },
         };
@@ -253,7 +251,10 @@ fn process_profile(
         let report = match convert_into(
             key,
             &info.etag,
-            Cow::Owned(bytes),
+            UploadInput::Stream {
+                reader,
+                len: info.size,
+            },
             &convert_options,
             &symbols,
             &mut written,

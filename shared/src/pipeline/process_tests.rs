@@ -270,6 +270,93 @@ fn store_failures_are_transient_errors_and_leave_no_manifest() {
     assert!(matches!(out, Outcome::Converted(_)));
 }
 
+/// A store whose reads of an upload break off after `after` bytes, like an S3 body cut off
+/// by the network.
+struct CutOff {
+    inner: LocalDirStore,
+    after: u64,
+}
+
+impl ObjectStore for CutOff {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        self.inner.get(key)
+    }
+    fn get_object(&self, key: &str, max: u64) -> Result<Option<(Vec<u8>, ObjectInfo)>> {
+        self.inner.get_object(key, max)
+    }
+    fn get_reader<'s>(
+        &'s self,
+        key: &str,
+        max: u64,
+    ) -> Result<Option<(Box<dyn std::io::Read + Send + 's>, ObjectInfo)>> {
+        use std::io::Read;
+        let Some((reader, info)) = self.inner.get_reader(key, max)? else {
+            return Ok(None);
+        };
+        let broken: Box<dyn Read + Send> =
+            Box::new(reader.take(self.after).chain(Broken(key.into())));
+        Ok(Some((broken, info)))
+    }
+    fn exists(&self, key: &str) -> Result<bool> {
+        self.inner.exists(key)
+    }
+    fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
+        self.inner.put(key, bytes)
+    }
+    fn delete(&self, key: &str) -> Result<()> {
+        self.inner.delete(key)
+    }
+    fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        self.inner.list(prefix)
+    }
+}
+
+/// A reader that fails as a store's does.
+struct Broken(String);
+
+impl std::io::Read for Broken {
+    fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+        Err(crate::error::to_io(
+            ErrorKind::Storage {
+                key: self.0.clone(),
+            }
+            .into(),
+        ))
+    }
+}
+
+#[test]
+fn an_upload_cut_off_while_read_is_retried_not_quarantined() {
+    let trace = include_bytes!("../../../samples/perfetto/android_app.pftrace");
+    let folded_gz = {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(FOLDED).unwrap();
+        gz.finish().unwrap()
+    };
+    // A Perfetto trace is decoded as it is read; a gzipped folded file is read whole first.
+    for (key, bytes) in [
+        ("uploads/a.pftrace", &trace[..]),
+        ("uploads/a.folded.gz", &folded_gz[..]),
+    ] {
+        let (_dir, store) = local();
+        store.put(key, bytes).unwrap();
+        let cut = CutOff {
+            inner: store,
+            after: bytes.len() as u64 / 2,
+        };
+        let opts = ProcessOptions::default();
+        let err = process_upload(&cut, &cut, key, &opts).unwrap_err();
+        assert!(err.kind().is_transient(), "{key}: {err}");
+        assert!(
+            matches!(err.kind(), ErrorKind::Storage { key: k } if k == key),
+            "{err}"
+        );
+        // Nothing written: no outputs, no error report.
+        assert_eq!(cut.inner.list("").unwrap(), vec![key.to_owned()], "{key}");
+    }
+}
+
 const OTHER_FOLDED: &[u8] = b"main;other 5\n";
 
 fn keys_of(store: &LocalDirStore, prefix: &str) -> Vec<String> {

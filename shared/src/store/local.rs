@@ -1,7 +1,7 @@
 //! A local directory used as the bucket.
 
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -146,6 +146,43 @@ impl ObjectStore for LocalDirStore {
         Ok(Some((bytes, info)))
     }
 
+    fn get_reader<'s>(
+        &'s self,
+        key: &str,
+        max_bytes: u64,
+    ) -> Result<Option<(Box<dyn Read + Send + 's>, ObjectInfo)>> {
+        let path = self.path(key)?;
+        let mut file = match fs::File::open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(storage(key, e)),
+        };
+        let meta = file.metadata().map_err(|e| storage(key, e))?;
+        if meta.len() > max_bytes {
+            return Err(too_large(max_bytes));
+        }
+        let version = FileVersion::of(&meta);
+        let etag = match self.remembered_etag(&path, version) {
+            Some(etag) => etag,
+            None => {
+                // Hashed through the handle that is then read, so both see the same file.
+                let mut md5 = Md5::new();
+                io::copy(&mut (&mut file).take(meta.len()), &mut md5)
+                    .map_err(|e| storage(key, e))?;
+                file.seek(io::SeekFrom::Start(0))
+                    .map_err(|e| storage(key, e))?;
+                let etag = hex::encode(md5.finalize());
+                self.remember_etag(&path, version, &etag);
+                etag
+            }
+        };
+        let reader = StoredFile {
+            key: key.to_owned(),
+            file: file.take(meta.len()),
+        };
+        Ok(Some((Box::new(reader), info_of(&meta, etag))))
+    }
+
     fn head(&self, key: &str) -> Result<Option<ObjectInfo>> {
         let path = self.path(key)?;
         let mut file = match fs::File::open(&path) {
@@ -227,25 +264,49 @@ impl ObjectStore for LocalDirStore {
     }
 
     fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
-        let mut writer = self.put_writer(key)?;
+        let mut writer = self.file_writer(key)?;
+        // Uploads are put and then read: knowing their ETag spares hashing the file again.
+        writer.etag = Some(super::content_etag(bytes));
         writer
             .write_all(bytes)
             .map_err(|e| super::from_io(key, e))?;
-        writer.finish()
+        Box::new(writer).finish()
     }
 
     fn put_writer<'s>(&'s self, key: &str) -> Result<Box<dyn ObjectWriter + 's>> {
+        Ok(Box::new(self.file_writer(key)?))
+    }
+}
+
+impl LocalDirStore {
+    fn file_writer(&self, key: &str) -> Result<FileWriter> {
         let path = self.path(key)?;
         let dir = path.parent().unwrap_or(&self.root);
         fs::create_dir_all(dir).map_err(|e| storage(key, e))?;
         // Written beside the target and renamed over it, so readers never see half an object.
         let (tmp, file) = tempfile_in(dir).map_err(|e| storage(key, e))?;
-        Ok(Box::new(FileWriter {
+        Ok(FileWriter {
             key: key.to_owned(),
             path,
             tmp: Some(tmp),
             file: Some(io::BufWriter::with_capacity(256 * 1024, file)),
-        }))
+            etag: None,
+            etags: self.etags.clone(),
+        })
+    }
+}
+
+/// A stored file being read: its errors are storage errors on its key.
+struct StoredFile {
+    key: String,
+    file: io::Take<fs::File>,
+}
+
+impl Read for StoredFile {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.file
+            .read(buf)
+            .map_err(|e| to_io(storage(&self.key, e)))
     }
 }
 
@@ -256,6 +317,9 @@ struct FileWriter {
     /// The temporary file, until renamed.
     tmp: Option<PathBuf>,
     file: Option<io::BufWriter<fs::File>>,
+    /// The bytes' ETag when known, remembered for the file once it is in place.
+    etag: Option<String>,
+    etags: Arc<Mutex<FxHashMap<PathBuf, (FileVersion, String)>>>,
 }
 
 impl Write for FileWriter {
@@ -283,12 +347,19 @@ impl ObjectWriter for FileWriter {
             .into_inner()
             .map_err(|e| storage(&key, e.into_error()))?;
         file.sync_all().map_err(|e| storage(&key, e))?;
+        // The temporary file's inode and times are the object's once renamed.
+        let version = file.metadata().map(|m| FileVersion::of(&m));
         drop(file);
         let tmp = self.tmp.take().expect("finished once");
         fs::rename(&tmp, &self.path).map_err(|e| {
             let _ = fs::remove_file(&tmp);
             storage(&key, e)
-        })
+        })?;
+        if let (Some(etag), Ok(version)) = (self.etag.take(), version) {
+            let mut etags = self.etags.lock().unwrap_or_else(|e| e.into_inner());
+            etags.insert(self.path.clone(), (version, etag));
+        }
+        Ok(())
     }
 }
 

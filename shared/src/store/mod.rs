@@ -19,6 +19,8 @@ pub use prefixed::PrefixedStore;
 pub use s3::S3Store;
 pub use writer::{from_io, ObjectWriter};
 
+use std::io::{self, Read};
+
 use crate::error::Result;
 use writer::BufferedPut;
 
@@ -45,6 +47,22 @@ pub trait ObjectStore: Send + Sync {
     /// object larger than `max_bytes` is refused with
     /// [`ErrorKind::LimitExceeded`](crate::ErrorKind::LimitExceeded) without being read whole.
     fn get_object(&self, key: &str, max_bytes: u64) -> Result<Option<(Vec<u8>, ObjectInfo)>>;
+    /// The object at `key` as a stream of its bytes, with what the store knows of it, or
+    /// `None` if there is none; refused like [`get_object`](ObjectStore::get_object) past
+    /// `max_bytes`. Read errors carry the store's error (see [`from_io`]). The default reads
+    /// the object whole; stores that can stream override it.
+    fn get_reader<'s>(
+        &'s self,
+        key: &str,
+        max_bytes: u64,
+    ) -> Result<Option<(Box<dyn Read + Send + 's>, ObjectInfo)>> {
+        Ok(self.get_object(key, max_bytes)?.map(|(bytes, info)| {
+            (
+                Box::new(io::Cursor::new(bytes)) as Box<dyn Read + Send>,
+                info,
+            )
+        }))
+    }
     /// Whether an object exists at `key`.
     fn exists(&self, key: &str) -> Result<bool>;
     /// What the store knows of the object at `key` without its bytes, or `None` if there is

@@ -1,6 +1,7 @@
 //! A store seen through a key prefix: outputs under a prefix of a bucket (the function's
 //! `PROFLAKE_OUTPUT_PREFIX`), whatever the store.
 
+use std::io::Read;
 use std::sync::Arc;
 
 use super::{ObjectInfo, ObjectStore, ObjectWriter};
@@ -36,6 +37,14 @@ impl ObjectStore for PrefixedStore {
 
     fn get_object(&self, key: &str, max_bytes: u64) -> Result<Option<(Vec<u8>, ObjectInfo)>> {
         self.inner.get_object(&self.key(key), max_bytes)
+    }
+
+    fn get_reader<'s>(
+        &'s self,
+        key: &str,
+        max_bytes: u64,
+    ) -> Result<Option<(Box<dyn Read + Send + 's>, ObjectInfo)>> {
+        self.inner.get_reader(&self.key(key), max_bytes)
     }
 
     fn exists(&self, key: &str) -> Result<bool> {

@@ -2,7 +2,7 @@
 //! over it).
 
 use std::fmt;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 
 use aws_sdk_s3::config::http::HttpResponse;
 use aws_sdk_s3::error::{ProvideErrorMetadata, SdkError};
@@ -10,6 +10,7 @@ use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
 use aws_sdk_s3::Client;
 use aws_smithy_types::DateTime;
+use bytes::Bytes;
 use tokio::runtime::Handle;
 
 use super::writer::to_io;
@@ -294,6 +295,37 @@ impl Drop for MultipartWriter<'_> {
     }
 }
 
+/// An object's body read as it arrives, one network chunk held at a time.
+struct Body<'s> {
+    store: &'s S3Store,
+    key: String,
+    stream: ByteStream,
+    chunk: Bytes,
+    /// What may still arrive within the size limit: the announced length is only a hint.
+    left: u64,
+}
+
+impl Read for Body<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.chunk.is_empty() {
+            match self.store.runtime.block_on(self.stream.try_next()) {
+                Ok(Some(chunk)) => {
+                    if chunk.len() as u64 > self.left {
+                        return Err(to_io(too_large(self.left)));
+                    }
+                    self.left -= chunk.len() as u64;
+                    self.chunk = chunk;
+                }
+                Ok(None) => return Ok(0),
+                Err(e) => return Err(to_io(self.store.storage_error(&self.key, e))),
+            }
+        }
+        let n = buf.len().min(self.chunk.len());
+        buf[..n].copy_from_slice(&self.chunk.split_to(n));
+        Ok(n)
+    }
+}
+
 impl ObjectStore for S3Store {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
         Ok(self.get_object(key, u64::MAX)?.map(|(bytes, _)| bytes))
@@ -333,6 +365,39 @@ impl ObjectStore for S3Store {
                 user_metadata: output.metadata().map(user_metadata).unwrap_or_default(),
             };
             Ok(Some((bytes, info)))
+        })
+    }
+
+    fn get_reader<'s>(
+        &'s self,
+        key: &str,
+        max_bytes: u64,
+    ) -> Result<Option<(Box<dyn Read + Send + 's>, ObjectInfo)>> {
+        self.runtime.block_on(async {
+            let request = self.client.get_object().bucket(&self.bucket).key(key);
+            let output = match request.send().await {
+                Ok(output) => output,
+                Err(e) if is_missing_key(&e, |s| s.is_no_such_key()) => return Ok(None),
+                Err(e) => return Err(self.storage_error(key, e)),
+            };
+            let announced = output.content_length().and_then(|n| u64::try_from(n).ok());
+            if announced.is_some_and(|n| n > max_bytes) {
+                return Err(too_large(max_bytes));
+            }
+            let info = ObjectInfo {
+                etag: output.e_tag().unwrap_or("").trim_matches('"').to_owned(),
+                size: announced.unwrap_or(0),
+                last_modified_ns: output.last_modified().and_then(unix_nanos),
+                user_metadata: output.metadata().map(user_metadata).unwrap_or_default(),
+            };
+            let body = Body {
+                store: self,
+                key: key.to_owned(),
+                stream: output.body,
+                chunk: Bytes::new(),
+                left: max_bytes,
+            };
+            Ok(Some((Box::new(body) as Box<dyn Read + Send>, info)))
         })
     }
 

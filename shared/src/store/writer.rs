@@ -4,7 +4,9 @@
 use std::io::{self, Write};
 
 use super::ObjectStore;
-use crate::error::{Error, ErrorKind, Result};
+pub use crate::error::from_io;
+pub(crate) use crate::error::to_io;
+use crate::error::Result;
 
 /// An object being written. Bytes go in through [`Write`]; the object appears at its key,
 /// whole, when [`finish`](ObjectWriter::finish) succeeds. Dropped unfinished, or after a failed
@@ -47,20 +49,4 @@ impl<S: ObjectStore + ?Sized> ObjectWriter for BufferedPut<'_, S> {
     fn finish(self: Box<Self>) -> Result<()> {
         self.store.put(&self.key, &self.bytes)
     }
-}
-
-/// Carries a store's typed error through `io::Write`, whose methods can only return an
-/// `io::Error`; [`from_io`] takes it back out.
-pub(crate) fn to_io(error: Error) -> io::Error {
-    io::Error::other(error)
-}
-
-/// The typed error inside `error` when a store put it there with [`to_io`]; otherwise a
-/// storage error on `key` caused by `error` (a failing writer around the store's).
-pub fn from_io(key: &str, error: io::Error) -> Error {
-    if error.get_ref().is_some_and(|e| e.is::<Error>()) {
-        let inner = error.into_inner().expect("checked above");
-        return *inner.downcast::<Error>().expect("checked above");
-    }
-    Error::new(ErrorKind::Storage { key: key.into() }).with_source(error)
 }
