@@ -3,13 +3,16 @@
 //! against a moto server per test (S3 + SQS; `.venv/bin/moto_server`, or
 //! `$PROFLAKE_MOTO_SERVER`). scripts/test.sh installs moto into .venv.
 //!
-//! `cargo test -p proflake-tests --test e2e -- --nocapture` shows the burst throughput.
+//! `cargo test -p proflake-tests --test e2e -- --nocapture` shows the burst throughput, and that
+//! of the 1,000 uploads drained under faults (faults_under_load.rs) with handler CPU per object.
 
 mod burst;
 mod convert;
 mod failures;
 mod fault_proxy;
+mod faults_under_load;
 mod harness;
+mod load;
 mod moto;
 mod rehydrate;
 mod store;

@@ -42,8 +42,15 @@ impl Moto {
     /// tests starting servers at the same time never race for a port.
     pub fn start() -> Moto {
         let path = moto_server_path();
+        // moto_site/sitecustomize.py silences the per-request log.
+        let mut python_path = std::ffi::OsString::from(repo_path("tests/e2e/moto_site"));
+        if let Some(inherited) = std::env::var_os("PYTHONPATH").filter(|p| !p.is_empty()) {
+            python_path.push(":");
+            python_path.push(inherited);
+        }
         let mut child = Command::new(&path)
             .args(["-H", "127.0.0.1", "-p", "0"])
+            .env("PYTHONPATH", python_path)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -104,6 +111,11 @@ impl Moto {
         };
         moto.wait_until_answering(deadline);
         moto
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Waits until moto answers an HTTP request (it prints its address just before serving).

@@ -208,12 +208,16 @@ fn process_profile(
     };
     let manifest = manifest_key(&source_id(key, &info.etag));
     if !options.reconvert && outputs.exists(&manifest)? {
-        // Settled again: a clean-up cut short by a failure finishes on redelivery.
+        // Settled again: a clean-up cut short by a failure finishes on redelivery, the removal
+        // of an earlier content's error report included.
         return Ok(match settle(uploads, outputs, key, &info.etag, true)? {
-            Settled::Current { .. } => Outcome::AlreadyConverted {
-                key: key.into(),
-                manifest_key: manifest,
-            },
+            Settled::Current { .. } => {
+                remove_outdated_report(uploads, key, &info.etag)?;
+                Outcome::AlreadyConverted {
+                    key: key.into(),
+                    manifest_key: manifest,
+                }
+            }
             Settled::Outdated => skipped(key, SkipReason::Overwritten),
         });
     }
@@ -336,6 +340,21 @@ pub(crate) fn write_error_report(
     let json = serde_json::to_vec_pretty(&report).expect("error report serializes");
     store.put(&report_key, &json)?;
     Ok((report_key, reason, message))
+}
+
+/// Removes the key's error report if it is about other content than `etag` (an earlier upload
+/// the converted one replaced). A report about this very content stays: it says why the content
+/// was last refused (its sidecar, say), which a conversion that already existed does not undo.
+fn remove_outdated_report(uploads: &dyn ObjectStore, key: &str, etag: &str) -> Result<()> {
+    let report_key = error_report_key(key);
+    let Some(json) = uploads.get(&report_key)? else {
+        return Ok(());
+    };
+    let about_this = serde_json::from_slice::<ErrorReport>(&json).is_ok_and(|r| r.etag == etag);
+    if !about_this {
+        uploads.delete(&report_key)?;
+    }
+    Ok(())
 }
 
 /// The outputs the conversion at `manifest_key` lists now (none without a manifest).

@@ -357,6 +357,59 @@ fn an_upload_cut_off_while_read_is_retried_not_quarantined() {
     }
 }
 
+#[test]
+fn a_report_whose_removal_failed_goes_when_the_message_comes_back() {
+    let (_dir, store) = local();
+    let (_out_dir, out) = local();
+    let uploads = Flaky {
+        inner: store.clone(),
+        down: AtomicBool::new(false),
+    };
+    let opts = ProcessOptions::default();
+    let key = "uploads/a.folded";
+    let report_key = error_report_key(key);
+    store.put(key, b"\x00garbage").unwrap();
+    let out_1 = process_upload(&uploads, &out, key, &opts).unwrap();
+    assert!(matches!(out_1, Outcome::Quarantined(_)), "{out_1:?}");
+    assert!(store.exists(&report_key).unwrap());
+
+    // Good content replaces the bad; the conversion is stored and settled, but the report of
+    // the bad content cannot be removed: the message fails, and comes back.
+    store.put(key, FOLDED).unwrap();
+    uploads.down.store(true, Ordering::SeqCst);
+    let err = process_upload(&uploads, &out, key, &opts).unwrap_err();
+    assert!(err.kind().is_transient(), "{err}");
+    assert!(store.exists(&report_key).unwrap());
+    uploads.down.store(false, Ordering::SeqCst);
+    let again = process_upload(&uploads, &out, key, &opts).unwrap();
+    assert!(
+        matches!(again, Outcome::AlreadyConverted { .. }),
+        "{again:?}"
+    );
+    assert!(
+        !store.exists(&report_key).unwrap(),
+        "the converted upload still has the report of the content it replaced"
+    );
+
+    // A report about the converted content itself is not the redelivery's to remove.
+    let etag = store.head(key).unwrap().unwrap().etag;
+    let own = ErrorReport {
+        report_version: ERROR_REPORT_VERSION,
+        converter: "test".into(),
+        key: key.into(),
+        etag,
+        bytes: FOLDED.len() as u64,
+        reason: "invalid_metadata".into(),
+        error: "test".into(),
+    };
+    store
+        .put(&report_key, &serde_json::to_vec(&own).unwrap())
+        .unwrap();
+    let again = process_upload(&uploads, &out, key, &opts).unwrap();
+    assert!(matches!(again, Outcome::AlreadyConverted { .. }));
+    assert!(store.exists(&report_key).unwrap());
+}
+
 const OTHER_FOLDED: &[u8] = b"main;other 5\n";
 
 fn keys_of(store: &LocalDirStore, prefix: &str) -> Vec<String> {
