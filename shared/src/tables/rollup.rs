@@ -70,22 +70,14 @@ pub(super) fn rollup<'a>(
         sums.0 += i128::from(row.sample.weight);
         sums.1 += 1;
     }
-    let mut out: BTreeMap<RollupKey<'a>, RollupSums> = BTreeMap::new();
+    // (profile, hour, function) → sums: hashed while stacks are walked, each function of
+    // each stack once; the ordered map is built from the far fewer sums at the end.
+    let mut per_function: FxHashMap<(usize, i64, &'a str), RollupSums> = FxHashMap::default();
     let mut distinct: FxHashMap<(usize, u32), Vec<&'a str>> = FxHashMap::default();
     for ((i, hour_us, stack), (weight, count)) in per_stack {
         let p = &profiles[i];
-        let key = |function: &'a str| RollupKey {
-            hour_us,
-            service: p.service,
-            function,
-            release: p.input.release,
-            environment: p.input.environment,
-            platform: &p.platform,
-            sample_type: p.sampled.sample_type,
-            sample_unit: p.sampled.sample_unit,
-        };
         let name = |s: u32| -> &'a str { &p.names[p.tree.stacks[s as usize].frame as usize] };
-        let leaf = out.entry(key(name(stack))).or_default();
+        let leaf = per_function.entry((i, hour_us, name(stack))).or_default();
         leaf.self_value += weight;
         leaf.self_rows += count;
         // Recursion puts a function on the stack more than once; it counts once per sample.
@@ -100,10 +92,30 @@ pub(super) fn rollup<'a>(
             names
         });
         for &function in names.iter() {
-            let sums = out.entry(key(function)).or_default();
+            let sums = per_function.entry((i, hour_us, function)).or_default();
             sums.total_value += weight;
             sums.total_rows += count;
         }
+    }
+    let mut out: BTreeMap<RollupKey<'a>, RollupSums> = BTreeMap::new();
+    for ((i, hour_us, function), sums) in per_function {
+        let p = &profiles[i];
+        let key = RollupKey {
+            hour_us,
+            service: p.service,
+            function,
+            release: p.input.release,
+            environment: p.input.environment,
+            platform: &p.platform,
+            sample_type: p.sampled.sample_type,
+            sample_unit: p.sampled.sample_unit,
+        };
+        // Profiles that share every key (two processes of one service) share rows.
+        let row = out.entry(key).or_default();
+        row.self_value += sums.self_value;
+        row.total_value += sums.total_value;
+        row.self_rows += sums.self_rows;
+        row.total_rows += sums.total_rows;
     }
     out
 }
