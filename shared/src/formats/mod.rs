@@ -188,7 +188,12 @@ pub(crate) fn decode_stream(
     }
     // The other formats are not streamable (a protobuf message or JSON document as a whole,
     // or text small enough to hold): read it all, within the decompression limit.
-    let mut whole = Vec::new();
+    // A plain input is as long as the store said: read into one allocation, not a doubling one.
+    let capacity = match container {
+        Container::Plain => len.min(limits.max_decompressed_bytes),
+        _ => 0,
+    };
+    let mut whole = Vec::with_capacity(usize::try_from(capacity).unwrap_or(0));
     stream
         .read_to_end(&mut whole)
         .map_err(|e| io_error(e, container.name(), 0, "input"))?;

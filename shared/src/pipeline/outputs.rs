@@ -190,7 +190,11 @@ impl<'s> Outputs<'s> {
                 sha256: Sha256::new(),
                 bytes: 0,
             };
-            write(&mut listing)?;
+            // Serializers write a token at a time: hashed and passed on in large blocks.
+            let mut buffered = io::BufWriter::with_capacity(WRITE_BUFFER_BYTES, &mut listing);
+            write(&mut buffered)?;
+            buffered.flush()?;
+            drop(buffered);
             listed = (listing.bytes, hex::encode(listing.sha256.finalize()));
             Ok(())
         })?;

@@ -33,6 +33,13 @@ pub(super) fn sample_rows<'a>(
     include: impl Fn(&TableProfile<'a>) -> bool,
 ) -> SampleRows<'a> {
     let time_us = |s: &Sample| s.time.map(micros);
+    // Each profile's place in `profile_id` order, so the merge compares integers, not ids.
+    let mut by_id: Vec<usize> = (0..profiles.len()).collect();
+    by_id.sort_by_key(|&i| profiles[i].profile_id());
+    let mut rank = vec![0; profiles.len()];
+    for (r, &i) in by_id.iter().enumerate() {
+        rank[i] = r;
+    }
     let mut lists = Vec::new();
     let mut heap = BinaryHeap::new();
     for (i, p) in profiles.iter().enumerate() {
@@ -49,40 +56,35 @@ pub(super) fn sample_rows<'a>(
                 sorted.sort_by_key(|s| time_us(s));
                 Cow::Owned(sorted)
             };
-        heap.push(Reverse((
-            time_us(samples[0]),
-            p.profile_id(),
-            i,
-            lists.len(),
-        )));
+        heap.push(Reverse((time_us(samples[0]), rank[i], i, lists.len())));
         lists.push((samples, 0));
     }
     SampleRows { lists, heap }
 }
 
-/// A list's next sample in the merge, in merge order: (time, profile id, profile, list).
-type Head<'a> = (Option<i64>, &'a str, usize, usize);
+/// A list's next sample in the merge, in merge order: (time, rank of its profile id, profile,
+/// list).
+type Head = (Option<i64>, usize, usize, usize);
 
 /// The merge of [`sample_rows`].
 pub(super) struct SampleRows<'a> {
     /// Each included profile's samples in time order, and how many were read.
     lists: Vec<(Cow<'a, [&'a Sample]>, usize)>,
     /// The next sample of each list not read to the end.
-    heap: BinaryHeap<Reverse<Head<'a>>>,
+    heap: BinaryHeap<Reverse<Head>>,
 }
 
 impl<'a> Iterator for SampleRows<'a> {
     type Item = SampleRow<'a>;
 
     fn next(&mut self) -> Option<SampleRow<'a>> {
-        let Reverse((time_us, profile_id, profile, list)) = self.heap.pop()?;
+        let Reverse((time_us, rank, profile, list)) = self.heap.pop()?;
         let (samples, read) = &mut self.lists[list];
         let sample = samples[*read];
         *read += 1;
         if let Some(&next) = samples.get(*read) {
             let next_us = next.time.map(micros);
-            self.heap
-                .push(Reverse((next_us, profile_id, profile, list)));
+            self.heap.push(Reverse((next_us, rank, profile, list)));
         }
         Some(SampleRow {
             profile,
