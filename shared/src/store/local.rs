@@ -75,6 +75,26 @@ impl LocalDirStore {
 }
 
 impl LocalDirStore {
+    /// The file of `key` open, with its path and metadata; `None` if there is none. A file
+    /// larger than `max_bytes` is refused.
+    fn open(
+        &self,
+        key: &str,
+        max_bytes: Option<u64>,
+    ) -> Result<Option<(PathBuf, fs::File, fs::Metadata)>> {
+        let path = self.path(key)?;
+        let file = match fs::File::open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(storage(key, e)),
+        };
+        let meta = file.metadata().map_err(|e| storage(key, e))?;
+        if let Some(max) = max_bytes.filter(|&max| meta.len() > max) {
+            return Err(too_large(max));
+        }
+        Ok(Some((path, file, meta)))
+    }
+
     fn remembered_etag(&self, path: &Path, version: FileVersion) -> Option<String> {
         let etags = self.etags.lock().unwrap_or_else(|e| e.into_inner());
         etags
@@ -117,16 +137,9 @@ impl ObjectStore for LocalDirStore {
     }
 
     fn get_object(&self, key: &str, max_bytes: u64) -> Result<Option<(Vec<u8>, ObjectInfo)>> {
-        let path = self.path(key)?;
-        let file = match fs::File::open(&path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(storage(key, e)),
+        let Some((path, file, meta)) = self.open(key, Some(max_bytes))? else {
+            return Ok(None);
         };
-        let meta = file.metadata().map_err(|e| storage(key, e))?;
-        if meta.len() > max_bytes {
-            return Err(too_large(max_bytes));
-        }
         let mut bytes = Vec::with_capacity(meta.len() as usize);
         // The file may grow between metadata() and the read: never read past the limit.
         file.take(max_bytes.saturating_add(1))
@@ -151,16 +164,9 @@ impl ObjectStore for LocalDirStore {
         key: &str,
         max_bytes: u64,
     ) -> Result<Option<(Box<dyn Read + Send + 's>, ObjectInfo)>> {
-        let path = self.path(key)?;
-        let mut file = match fs::File::open(&path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(storage(key, e)),
+        let Some((path, mut file, meta)) = self.open(key, Some(max_bytes))? else {
+            return Ok(None);
         };
-        let meta = file.metadata().map_err(|e| storage(key, e))?;
-        if meta.len() > max_bytes {
-            return Err(too_large(max_bytes));
-        }
         let version = FileVersion::of(&meta);
         let etag = match self.remembered_etag(&path, version) {
             Some(etag) => etag,
@@ -184,13 +190,9 @@ impl ObjectStore for LocalDirStore {
     }
 
     fn head(&self, key: &str) -> Result<Option<ObjectInfo>> {
-        let path = self.path(key)?;
-        let mut file = match fs::File::open(&path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(storage(key, e)),
+        let Some((path, mut file, meta)) = self.open(key, None)? else {
+            return Ok(None);
         };
-        let meta = file.metadata().map_err(|e| storage(key, e))?;
         let version = FileVersion::of(&meta);
         if let Some(etag) = self.remembered_etag(&path, version) {
             return Ok(Some(info_of(&meta, etag)));

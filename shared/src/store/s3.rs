@@ -301,8 +301,10 @@ struct Body<'s> {
     key: String,
     stream: ByteStream,
     chunk: Bytes,
-    /// What may still arrive within the size limit: the announced length is only a hint.
+    /// What may still arrive within the size limit (`max`): the announced length is only a
+    /// hint.
     left: u64,
+    max: u64,
 }
 
 impl Read for Body<'_> {
@@ -311,7 +313,7 @@ impl Read for Body<'_> {
             match self.store.runtime.block_on(self.stream.try_next()) {
                 Ok(Some(chunk)) => {
                     if chunk.len() as u64 > self.left {
-                        return Err(to_io(too_large(self.left)));
+                        return Err(to_io(too_large(self.max)));
                     }
                     self.left -= chunk.len() as u64;
                     self.chunk = chunk;
@@ -332,40 +334,17 @@ impl ObjectStore for S3Store {
     }
 
     fn get_object(&self, key: &str, max_bytes: u64) -> Result<Option<(Vec<u8>, ObjectInfo)>> {
-        self.runtime.block_on(async {
-            let request = self.client.get_object().bucket(&self.bucket).key(key);
-            let mut output = match request.send().await {
-                Ok(output) => output,
-                Err(e) if is_missing_key(&e, |s| s.is_no_such_key()) => return Ok(None),
-                Err(e) => return Err(self.storage_error(key, e)),
-            };
-            let announced = output.content_length().and_then(|n| u64::try_from(n).ok());
-            if announced.is_some_and(|n| n > max_bytes) {
-                return Err(too_large(max_bytes));
-            }
-            // The announced length is only a hint for the allocation: the limit is enforced on
-            // what actually arrives.
-            let capacity = announced.unwrap_or(0).min(max_bytes).min(64 << 20);
-            let mut bytes = Vec::with_capacity(capacity as usize);
-            loop {
-                let chunk = match output.body.try_next().await {
-                    Ok(Some(chunk)) => chunk,
-                    Ok(None) => break,
-                    Err(e) => return Err(self.storage_error(key, e)),
-                };
-                if (bytes.len() + chunk.len()) as u64 > max_bytes {
-                    return Err(too_large(max_bytes));
-                }
-                bytes.extend_from_slice(&chunk);
-            }
-            let info = ObjectInfo {
-                etag: output.e_tag().unwrap_or("").trim_matches('"').to_owned(),
-                size: bytes.len() as u64,
-                last_modified_ns: output.last_modified().and_then(unix_nanos),
-                user_metadata: output.metadata().map(user_metadata).unwrap_or_default(),
-            };
-            Ok(Some((bytes, info)))
-        })
+        let Some((mut body, mut info)) = self.get_reader(key, max_bytes)? else {
+            return Ok(None);
+        };
+        // The announced length is only a hint for the allocation: the limit is enforced on what
+        // actually arrives.
+        let capacity = info.size.min(max_bytes).min(64 << 20);
+        let mut bytes = Vec::with_capacity(capacity as usize);
+        body.read_to_end(&mut bytes)
+            .map_err(|e| crate::error::from_io(key, e))?;
+        info.size = bytes.len() as u64;
+        Ok(Some((bytes, info)))
     }
 
     fn get_reader<'s>(
@@ -396,6 +375,7 @@ impl ObjectStore for S3Store {
                 stream: output.body,
                 chunk: Bytes::new(),
                 left: max_bytes,
+                max: max_bytes,
             };
             Ok(Some((Box::new(body) as Box<dyn Read + Send>, info)))
         })
