@@ -534,19 +534,24 @@ pub async fn list_keys(s3: &aws_sdk_s3::Client, bucket: &str, prefix: &str) -> V
     keys
 }
 
+/// The entries of a `DeleteMessageBatch` of up to ten received messages.
+pub fn delete_entries(batch: &[Message]) -> Vec<DeleteMessageBatchRequestEntry> {
+    batch
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            DeleteMessageBatchRequestEntry::builder()
+                .id(format!("m{i}"))
+                .receipt_handle(m.receipt_handle().unwrap())
+                .build()
+                .unwrap()
+        })
+        .collect()
+}
+
 pub async fn delete_messages(sqs: &aws_sdk_sqs::Client, queue_url: &str, messages: &[Message]) {
     for batch in messages.chunks(10) {
-        let entries: Vec<_> = batch
-            .iter()
-            .enumerate()
-            .map(|(i, m)| {
-                DeleteMessageBatchRequestEntry::builder()
-                    .id(format!("m{i}"))
-                    .receipt_handle(m.receipt_handle().unwrap())
-                    .build()
-                    .unwrap()
-            })
-            .collect();
+        let entries = delete_entries(batch);
         if entries.is_empty() {
             continue;
         }

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, Message, MessageSystemAttributeName};
+use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
 use proflake::{
     content_etag, current_conversion_key, error_report_key, manifest_key, process_upload,
     source_id, ErrorReport, LocalDirStore, Manifest, ObjectStore, Outcome, ProcessOptions,
@@ -468,17 +468,7 @@ async fn interfere(
 async fn delete_handled(env: &Env, progress: &Progress, messages: &[Message]) {
     let _one_at_a_time = progress.deleting.lock().await;
     for batch in messages.chunks(10) {
-        let entries: Vec<_> = batch
-            .iter()
-            .enumerate()
-            .map(|(i, m)| {
-                DeleteMessageBatchRequestEntry::builder()
-                    .id(format!("m{i}"))
-                    .receipt_handle(m.receipt_handle().unwrap())
-                    .build()
-                    .unwrap()
-            })
-            .collect();
+        let entries = crate::harness::delete_entries(batch);
         if entries.is_empty() {
             continue;
         }
