@@ -85,9 +85,12 @@ impl OutputSink for StoreOutputs<'_> {
         let mut writer = self.store.put_writer(key)?;
         // Objects are serialized in small pieces; the store sees large ones.
         let mut buffered = io::BufWriter::with_capacity(WRITE_BUFFER_BYTES, &mut writer);
-        write(&mut buffered)
-            .and_then(|()| buffered.flush())
-            .map_err(|e| from_io(key, e))?;
+        if let Err(e) = write(&mut buffered).and_then(|()| buffered.flush()) {
+            // Dropped without flushing what is buffered: an S3 writer would send it as one
+            // more part before it aborts the upload.
+            let _ = buffered.into_parts();
+            return Err(from_io(key, e));
+        }
         drop(buffered);
         writer.finish()?;
         self.written.push(key.to_owned());
