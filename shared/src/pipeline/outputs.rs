@@ -82,24 +82,15 @@ impl OutputSink for StoreOutputs<'_> {
     }
 
     fn put_with(&mut self, key: &str, write: &mut WriteObject<'_>) -> Result<()> {
+        // Unbuffered: writers hand over large blocks (a chunk's serializer buffers its own
+        // tokens), and the stores' writers buffer what they send.
         let mut writer = self.store.put_writer(key)?;
-        // Objects are serialized in small pieces; the store sees large ones.
-        let mut buffered = io::BufWriter::with_capacity(WRITE_BUFFER_BYTES, &mut writer);
-        if let Err(e) = write(&mut buffered).and_then(|()| buffered.flush()) {
-            // Dropped without flushing what is buffered: an S3 writer would send it as one
-            // more part before it aborts the upload.
-            let _ = buffered.into_parts();
-            return Err(from_io(key, e));
-        }
-        drop(buffered);
+        write(&mut writer).map_err(|e| from_io(key, e))?;
         writer.finish()?;
         self.written.push(key.to_owned());
         Ok(())
     }
 }
-
-/// How much of an object is gathered before it goes to the store's writer.
-const WRITE_BUFFER_BYTES: usize = 256 * 1024;
 
 /// Counts and hashes the bytes on their way to `inner`, for the manifest's listing.
 struct Listing<'w> {
@@ -128,11 +119,17 @@ pub(crate) struct Outputs<'s> {
 }
 
 fn listed(key: &str, kind: String, bytes: &[u8]) -> ManifestOutput {
+    let sha256 = hex::encode(Sha256::digest(bytes));
+    listed_as(key, kind, bytes.len() as u64, sha256)
+}
+
+/// The listing of an object of `bytes` bytes whose SHA-256 is `sha256`.
+fn listed_as(key: &str, kind: String, bytes: u64, sha256: String) -> ManifestOutput {
     ManifestOutput {
         key: key.to_owned(),
         kind,
-        bytes: bytes.len() as u64,
-        sha256: hex::encode(Sha256::digest(bytes)),
+        bytes,
+        sha256,
         pid: None,
         chunk_id: None,
         samples: None,
@@ -170,16 +167,12 @@ impl<'s> Outputs<'s> {
         let (bytes, sha256) = self.put_listed(&key, &mut |w| chunk.write_to(w))?;
         let info = chunk.info();
         self.listed.push(ManifestOutput {
-            key,
-            kind: "sample_v2".into(),
-            bytes,
-            sha256,
             pid: info.pid,
             chunk_id: Some(chunk.chunk_id().to_owned()),
             samples: Some(info.samples as u64),
             start_ns: Some(info.start_ns),
             end_ns: Some(info.end_ns),
-            rows: None,
+            ..listed_as(&key, "sample_v2".into(), bytes, sha256)
         });
         Ok(())
     }
@@ -193,11 +186,7 @@ impl<'s> Outputs<'s> {
                 sha256: Sha256::new(),
                 bytes: 0,
             };
-            // Serializers write a token at a time: hashed and passed on in large blocks.
-            let mut buffered = io::BufWriter::with_capacity(WRITE_BUFFER_BYTES, &mut listing);
-            write(&mut buffered)?;
-            buffered.flush()?;
-            drop(buffered);
+            write(&mut listing)?;
             listed = (listing.bytes, hex::encode(listing.sha256.finalize()));
             Ok(())
         })?;

@@ -95,6 +95,26 @@ impl LocalDirStore {
         Ok(Some((path, file, meta)))
     }
 
+    /// The ETag of the open `file` at `path`: remembered for this version of the file, or
+    /// hashed from the handle (which is then left at its end).
+    fn etag(
+        &self,
+        key: &str,
+        path: &Path,
+        file: &mut fs::File,
+        meta: &fs::Metadata,
+    ) -> Result<String> {
+        let version = FileVersion::of(meta);
+        if let Some(etag) = self.remembered_etag(path, version) {
+            return Ok(etag);
+        }
+        let mut md5 = Md5::new();
+        io::copy(&mut file.take(meta.len()), &mut md5).map_err(|e| storage(key, e))?;
+        let etag = hex::encode(md5.finalize());
+        self.remember_etag(path, version, &etag);
+        Ok(etag)
+    }
+
     fn remembered_etag(&self, path: &Path, version: FileVersion) -> Option<String> {
         let etags = self.etags.lock().unwrap_or_else(|e| e.into_inner());
         etags
@@ -167,21 +187,10 @@ impl ObjectStore for LocalDirStore {
         let Some((path, mut file, meta)) = self.open(key, Some(max_bytes))? else {
             return Ok(None);
         };
-        let version = FileVersion::of(&meta);
-        let etag = match self.remembered_etag(&path, version) {
-            Some(etag) => etag,
-            None => {
-                // Hashed through the handle that is then read, so both see the same file.
-                let mut md5 = Md5::new();
-                io::copy(&mut (&mut file).take(meta.len()), &mut md5)
-                    .map_err(|e| storage(key, e))?;
-                file.seek(io::SeekFrom::Start(0))
-                    .map_err(|e| storage(key, e))?;
-                let etag = hex::encode(md5.finalize());
-                self.remember_etag(&path, version, &etag);
-                etag
-            }
-        };
+        // Hashed through the handle that is then read, so both see the same file.
+        let etag = self.etag(key, &path, &mut file, &meta)?;
+        file.seek(io::SeekFrom::Start(0))
+            .map_err(|e| storage(key, e))?;
         let reader = StoredFile {
             key: key.to_owned(),
             file: file.take(meta.len()),
@@ -193,14 +202,7 @@ impl ObjectStore for LocalDirStore {
         let Some((path, mut file, meta)) = self.open(key, None)? else {
             return Ok(None);
         };
-        let version = FileVersion::of(&meta);
-        if let Some(etag) = self.remembered_etag(&path, version) {
-            return Ok(Some(info_of(&meta, etag)));
-        }
-        let mut md5 = Md5::new();
-        io::copy(&mut file, &mut md5).map_err(|e| storage(key, e))?;
-        let etag = hex::encode(md5.finalize());
-        self.remember_etag(&path, version, &etag);
+        let etag = self.etag(key, &path, &mut file, &meta)?;
         Ok(Some(info_of(&meta, etag)))
     }
 
