@@ -252,9 +252,9 @@ fn no_start_time_is_a_typed_error() {
 #[test]
 fn recorded_times_win_over_aggregates_in_the_same_series() {
     let mut p = aggregated("count", None, None, &[("a", 3)]);
-    let s = p.samples()[0].clone();
+    let s = p.samples().get(0);
     for i in 0..2 {
-        let mut timed = s.clone();
+        let mut timed = s;
         timed.time = Some(START + 5_000_000_000 + i);
         p.add_sample(timed);
     }

@@ -766,7 +766,7 @@ fn endless_line_hits_the_line_limit() {
     let mut long = vec![b'f'; (1 << 20) - 2];
     long.extend_from_slice(b" 1\n");
     let decoded = decode(&long, Some(InputFormat::Folded)).unwrap();
-    assert_eq!(decoded.profile.samples()[0].weight, 1);
+    assert_eq!(decoded.profile.samples().get(0).weight, 1);
 }
 
 #[test]

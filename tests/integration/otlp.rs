@@ -556,7 +556,7 @@ fn synthetic_link_label_and_frames() {
     assert_eq!(main.image.map(|i| p.image(i).path), Some(image.path));
 
     // Stacks are root first in the model: __libc_start_main → main.main → ...
-    let leaf = p.samples()[0].stack.unwrap();
+    let leaf = p.samples().get(0).stack.unwrap();
     let root = p.stack_frames(leaf).last().unwrap();
     assert_eq!(p.opt_str(p.frame(root).function), Some("__libc_start_main"));
 }

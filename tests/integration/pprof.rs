@@ -630,7 +630,7 @@ fn synthetic_profile_maps_every_field() {
         Some("b03e4a7f5e884c8da04b05fa32cc4cbd69faff51")
     );
 
-    let sample = &profile.samples()[0];
+    let sample = profile.samples().get(0);
     let root = profile.stack_frames(sample.stack.unwrap()).last().unwrap();
     let root = profile.frame(root);
     assert_eq!(root.column, Some(3));
@@ -688,8 +688,8 @@ fn synthetic_profile_maps_every_field() {
     let link = profile.link(sample.link.unwrap());
     assert_eq!(hex(&link.trace_id), "4bf92f3577b34da6a3ce929d0e0e4736");
     assert_eq!(hex(&link.span_id), "00f067aa0ba902b7");
-    assert_eq!(profile.samples()[2].link, None);
-    assert_eq!(profile.samples()[2].labels, None);
+    assert_eq!(profile.samples().get(2).link, None);
+    assert_eq!(profile.samples().get(2).labels, None);
 }
 
 #[test]

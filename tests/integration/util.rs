@@ -222,7 +222,7 @@ pub fn samples(profile: &Profile) -> Vec<SampleView> {
     profile
         .samples()
         .iter()
-        .map(|s| sample_view(profile, s))
+        .map(|s| sample_view(profile, &s))
         .collect()
 }
 

@@ -11,6 +11,7 @@ mod handles;
 mod labels;
 mod profile;
 mod sample;
+mod sample_table;
 mod thread;
 
 pub use build_id::ids_from_build_id;
@@ -25,4 +26,5 @@ pub(crate) use sample::{
     checked_seconds_to_ns, count_unit_scale, scaled_count_unit, seconds_to_ns,
 };
 pub use sample::{time_unit_ns, CpuMode, Sample, Series, SeriesKind};
+pub use sample_table::SampleTable;
 pub use thread::{Process, Thread};

@@ -7,8 +7,8 @@ use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use super::{
     Frame, FrameHandle, FrameKind, Image, ImageHandle, Label, LabelSetHandle, Link, LinkHandle,
-    Process, ProcessHandle, Sample, Series, SeriesHandle, StackHandle, StringHandle, Thread,
-    ThreadHandle,
+    Process, ProcessHandle, Sample, SampleTable, Series, SeriesHandle, StackHandle, StringHandle,
+    Thread, ThreadHandle,
 };
 
 /// What sample times are measured against.
@@ -69,7 +69,7 @@ pub struct Profile {
     threads: IndexSet<(ProcessHandle, Option<i64>), FxBuildHasher>,
     thread_names: Vec<Option<StringHandle>>,
     series: Vec<Series>,
-    samples: Vec<Sample>,
+    samples: SampleTable,
     label_sets: IndexSet<Box<[Label]>, FxBuildHasher>,
     links: IndexSet<Link, FxBuildHasher>,
 }
@@ -220,7 +220,7 @@ impl Profile {
 
     /// Keeps the samples `keep` returns true for, in order; `keep` may change them.
     pub fn retain_samples(&mut self, keep: impl FnMut(&mut Sample) -> bool) {
-        self.samples.retain_mut(keep);
+        self.samples.retain(keep);
     }
 
     /// Counts one occurrence of something skipped or unresolved.
@@ -230,12 +230,8 @@ impl Profile {
 
     /// Orders samples by time (stable: samples with equal or no time keep input order).
     pub fn sort_samples_by_time(&mut self) {
-        // Most inputs are in time order already; the stable sort would still allocate half
-        // the sample table as scratch.
-        if self.samples.is_sorted_by_key(|s| s.time) {
-            return;
-        }
-        self.samples.sort_by_key(|s| s.time);
+        self.samples.sort_by_time();
+        self.samples.shrink_to_fit();
     }
 
     /// Puts trace-clock times on the wall clock: moves every sample so that the first one is at
@@ -248,9 +244,8 @@ impl Profile {
             .min()
             .unwrap_or(0);
         let offset = start_ns.saturating_sub(first);
-        for s in &mut self.samples {
-            s.time = s.time.map(|t| t.saturating_add(offset));
-        }
+        self.samples
+            .map_times(|t| t.map(|t| t.saturating_add(offset)));
         self.timestamps = Timestamps::UnixEpoch;
     }
 
@@ -438,7 +433,7 @@ impl Profile {
     }
 
     /// All samples, in time order once the decoder has finished.
-    pub fn samples(&self) -> &[Sample] {
+    pub fn samples(&self) -> &SampleTable {
         &self.samples
     }
 }

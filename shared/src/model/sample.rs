@@ -75,7 +75,7 @@ impl CpuMode {
 }
 
 /// One sample.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sample {
     /// When it was taken: ns since the Unix epoch, or since the trace clock's origin when the
     /// profile has no wall-clock reference (see [`Timestamps`](super::Timestamps)).

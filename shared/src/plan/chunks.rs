@@ -54,7 +54,7 @@ pub struct ChunkPlan<'p> {
     /// The profiler session id.
     pub profiler_id: String,
     /// The samples, in time order, only those Relay keeps.
-    pub samples: Vec<PlannedSample<'p>>,
+    pub samples: Vec<PlannedSample>,
     /// How the sample times were obtained.
     pub timing: Timing,
     /// Times (ns) whose measurements go into the chunk.
@@ -69,7 +69,7 @@ impl<'p> ChunkPlan<'p> {
             .samples()
             .iter()
             .enumerate()
-            .filter_map(|(i, s)| PlannedSample::recorded(i, s))
+            .filter_map(|(i, s)| PlannedSample::recorded(i, &s))
             .collect();
         samples.sort_by_key(|p| p.time);
         ChunkPlan {
@@ -193,7 +193,7 @@ pub fn plan_sample_v2<'p>(
             (Some(given), true) => given.clone(),
             _ => derived_id(&["chunk", identity, &pid_text, &window.to_string()]),
         };
-        let kept = kept_by_relay(samples);
+        let kept = kept_by_relay(profile, samples);
         if kept.is_empty() {
             continue;
         }
@@ -222,7 +222,7 @@ fn coverage(profile: &Profile, chosen: &[bool], plans: &[ChunkPlan<'_>]) -> Vec<
     let mut out = vec![SeriesCoverage::default(); chosen.len()];
     let mut in_chunks = vec![false; profile.samples().len()];
     for p in plans.iter().flat_map(|c| &c.samples) {
-        out[p.sample.series.index()].chunk_samples += 1;
+        out[profile.samples().series(p.index).index()].chunk_samples += 1;
         in_chunks[p.index] = true;
     }
     let mut chosen_timed = vec![false; chosen.len()];
@@ -258,15 +258,16 @@ fn coverage(profile: &Profile, chosen: &[bool], plans: &[ChunkPlan<'_>]) -> Vec<
 /// one (idle) go with it.
 /// A chunk's worth of samples: its process, its window's number and the process's first
 /// sample time (the windows' origin), and the samples.
-type Window<'p> = (ProcessHandle, i64, i64, Vec<PlannedSample<'p>>);
+type Window = (ProcessHandle, i64, i64, Vec<PlannedSample>);
 
 /// Splits the samples into windows of [`MAX_CHUNK_DURATION_NS`] per process, processes in
 /// handle order, samples in time order (ties in the order given). The samples are moved, not
 /// copied: a trace's samples are usually in time order already and fit one window.
-fn windows_of<'p>(profile: &'p Profile, mut timed: Vec<PlannedSample<'p>>) -> Vec<Window<'p>> {
+fn windows_of(profile: &Profile, mut timed: Vec<PlannedSample>) -> Vec<Window> {
     let processes: Vec<ProcessHandle> = profile.threads().map(|(_, t)| t.process).collect();
-    let process_of = |p: &PlannedSample<'p>| processes[p.sample.thread.index()];
-    let key = |p: &PlannedSample<'p>| (process_of(p), p.time);
+    let samples = profile.samples();
+    let process_of = |p: &PlannedSample| processes[samples.thread(p.index).index()];
+    let key = |p: &PlannedSample| (process_of(p), p.time);
     if timed.is_sorted_by_key(|p| p.time) {
         // Samples of several processes in time order: a stable sort by process alone keeps
         // each one's in time order, and is much cheaper with so few distinct keys.
@@ -305,21 +306,17 @@ fn windows_of<'p>(profile: &'p Profile, mut timed: Vec<PlannedSample<'p>>) -> Ve
     windows
 }
 
-fn kept_by_relay(samples: Vec<PlannedSample<'_>>) -> Vec<PlannedSample<'_>> {
+fn kept_by_relay(profile: &Profile, mut planned: Vec<PlannedSample>) -> Vec<PlannedSample> {
+    let samples = profile.samples();
+    let thread_of = |p: &PlannedSample| samples.thread(p.index).index();
     // Counted by thread index: no hashing per sample.
-    let threads = samples
-        .iter()
-        .map(|p| p.sample.thread.index() + 1)
-        .max()
-        .unwrap_or(0);
+    let threads = planned.iter().map(|p| thread_of(p) + 1).max().unwrap_or(0);
     let mut with_stack = vec![0u32; threads];
-    for p in &samples {
-        if p.sample.stack.is_some() {
-            with_stack[p.sample.thread.index()] += 1;
+    for p in &planned {
+        if samples.stack(p.index).is_some() {
+            with_stack[thread_of(p)] += 1;
         }
     }
-    samples
-        .into_iter()
-        .filter(|p| with_stack[p.sample.thread.index()] >= 2)
-        .collect()
+    planned.retain(|p| with_stack[thread_of(p)] >= 2);
+    planned
 }

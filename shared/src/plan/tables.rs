@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use crate::error::{ErrorKind, Result};
 use crate::ids::derived_id;
-use crate::model::{ProcessHandle, Profile, Sample, SeriesHandle, Timestamps};
+use crate::model::{ProcessHandle, Profile, SeriesHandle, Timestamps};
 
 /// Longest span of one table profile's timed samples: 60 s, as Sample v2 chunks.
 pub const TABLE_WINDOW_NS: i64 = 60_000_000_000;
@@ -32,9 +32,9 @@ pub struct TableProfilePlan<'p> {
     pub start_ns: i64,
     /// Last sample time (`start_ns` for aggregated samples).
     pub end_ns: i64,
-    /// The samples: timed ones by time (input order among equal times), aggregated ones in
-    /// input order.
-    pub samples: Vec<&'p Sample>,
+    /// The samples, by position in [`Profile::samples`]: timed ones by time (input order
+    /// among equal times), aggregated ones in input order.
+    pub samples: Vec<u32>,
 }
 
 /// Plans the tables of a profile. `identity` names the upload (its source id). Fails only
@@ -48,31 +48,51 @@ pub fn plan_tables<'p>(profile: &'p Profile, identity: &str) -> Result<Vec<Table
         .into());
     }
     // (process, series) → timed samples and aggregated samples, in input order.
-    type Split<'p> = (Vec<&'p Sample>, Vec<&'p Sample>);
-    let mut groups: BTreeMap<(ProcessHandle, SeriesHandle), Split> = BTreeMap::new();
-    for s in profile.samples() {
-        let process = profile.thread(s.thread).process;
-        let group = groups.entry((process, s.series)).or_default();
-        match s.time {
-            Some(_) => group.0.push(s),
-            None => group.1.push(s),
+    let samples = profile.samples();
+    let processes: Vec<ProcessHandle> = profile.threads().map(|(_, t)| t.process).collect();
+    let mut keys: BTreeMap<(ProcessHandle, SeriesHandle), usize> = BTreeMap::new();
+    let mut groups: Vec<(Vec<u32>, Vec<u32>)> = Vec::new();
+    // Consecutive samples mostly share a group: look it up again only when the key changes.
+    let mut last = None;
+    for i in 0..samples.len() {
+        let key = (processes[samples.thread(i).index()], samples.series(i));
+        let group = match last {
+            Some((k, g)) if k == key => g,
+            _ => {
+                let g = *keys.entry(key).or_insert_with(|| {
+                    groups.push(Default::default());
+                    groups.len() - 1
+                });
+                last = Some((key, g));
+                g
+            }
+        };
+        let row = u32::try_from(i).expect("samples are fewer than 2^32");
+        match samples.time(i) {
+            Some(_) => groups[group].0.push(row),
+            None => groups[group].1.push(row),
         }
     }
+    let mut groups: Vec<_> = groups.into_iter().map(Some).collect();
     let mut plans = Vec::new();
-    for ((process, series), (mut timed, aggregated)) in groups {
+    for ((process, series), g) in keys {
+        let (mut timed, aggregated) = groups[g].take().expect("each group is planned once");
+        let time = |i: &u32| samples.time(*i as usize);
         let pid = profile
             .process(process)
             .pid
             .map_or_else(|| "unknown".to_owned(), |p| p.to_string());
         let series_key = series.index().to_string();
         let id = |part: &str| derived_id(&["table-profile", identity, &pid, &series_key, part]);
-        timed.sort_by_key(|s| s.time);
-        if let Some(t0) = timed.first().and_then(|s| s.time) {
+        if !timed.is_sorted_by_key(time) {
+            timed.sort_by_key(time);
+        }
+        if let Some(t0) = timed.first().and_then(time) {
             let mut rest = &timed[..];
-            while let Some(first) = rest.first().and_then(|s| s.time) {
+            while let Some(first) = rest.first().and_then(time) {
                 let window = (first - t0) / TABLE_WINDOW_NS;
                 let end = t0.saturating_add((window + 1).saturating_mul(TABLE_WINDOW_NS));
-                let n = rest.partition_point(|s| s.time.is_some_and(|t| t < end));
+                let n = rest.partition_point(|s| time(s).is_some_and(|t| t < end));
                 let (now, later) = rest.split_at(n);
                 plans.push(TableProfilePlan {
                     profile,
@@ -81,7 +101,7 @@ pub fn plan_tables<'p>(profile: &'p Profile, identity: &str) -> Result<Vec<Table
                     series,
                     aggregated: false,
                     start_ns: first,
-                    end_ns: now.last().and_then(|s| s.time).unwrap_or(first),
+                    end_ns: now.last().and_then(time).unwrap_or(first),
                     samples: now.to_vec(),
                 });
                 rest = later;

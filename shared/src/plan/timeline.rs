@@ -105,53 +105,53 @@ fn repetitions(profile: &Profile, sample: &Sample, interval: i64) -> u64 {
 
 /// One sample as written: its time, ns since the Unix epoch, and its share of the model
 /// sample's weight (the whole weight for recorded samples; expanded samples split it so the
-/// shares add up to it exactly).
-#[derive(Clone, Copy, Debug)]
-pub struct PlannedSample<'p> {
+/// shares add up to it exactly). The model sample's other fields are read from the profile by
+/// `index`, so a plan costs 24 bytes a sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlannedSample {
     /// When, ns since the Unix epoch.
     pub time: i64,
     /// The model sample's position in [`Profile::samples`].
     pub index: usize,
-    /// The model sample it stands for.
-    pub sample: &'p Sample,
     /// Weight in the sample's series unit.
     pub weight: i64,
 }
 
-impl<'p> PlannedSample<'p> {
+impl PlannedSample {
     /// A sample with a recorded time, as recorded; `None` for an aggregated one. `index` is
     /// its position in [`Profile::samples`].
-    pub fn recorded(index: usize, sample: &'p Sample) -> Option<Self> {
+    pub fn recorded(index: usize, sample: &Sample) -> Option<Self> {
         Some(PlannedSample {
             time: sample.time?,
             index,
-            sample,
             weight: sample.weight,
         })
     }
 }
 
 /// The samples to write with their times. `chosen` flags the series to write, by series index.
-pub(crate) fn timed_samples<'p>(
-    profile: &'p Profile,
+pub(crate) fn timed_samples(
+    profile: &Profile,
     chosen: &[bool],
-) -> Result<(Vec<PlannedSample<'p>>, Timing)> {
-    let wanted = |(_, s): &(usize, &Sample)| chosen[s.series.index()];
-    let recorded: Vec<PlannedSample> = profile
-        .samples()
-        .iter()
-        .enumerate()
+) -> Result<(Vec<PlannedSample>, Timing)> {
+    let samples = profile.samples();
+    let wanted = |i: &usize| chosen[samples.series(*i).index()];
+    let recorded: Vec<PlannedSample> = (0..samples.len())
         .filter(wanted)
-        .filter(|(_, s)| s.stack.is_some())
-        .filter_map(|(i, s)| PlannedSample::recorded(i, s))
+        .filter(|&i| samples.stack(i).is_some())
+        .filter_map(|i| {
+            Some(PlannedSample {
+                time: samples.time(i)?,
+                index: i,
+                weight: samples.weight(i),
+            })
+        })
         .collect();
     let aggregated = || {
-        profile
-            .samples()
-            .iter()
-            .enumerate()
+        (0..samples.len())
             .filter(wanted)
-            .filter(|(_, s)| s.time.is_none())
+            .filter(|&i| samples.time(i).is_none())
+            .map(|i| (i, samples.get(i)))
     };
     if !recorded.is_empty() || aggregated().next().is_none() {
         return Ok((recorded, Timing::Recorded));
@@ -160,15 +160,15 @@ pub(crate) fn timed_samples<'p>(
     // First pass: how many observations the weights stand for, to scale them into the bound
     // before anything is laid out.
     let total = aggregated().fold(0u64, |sum, (_, s)| {
-        sum.saturating_add(repetitions(profile, s, expansion_interval_ns(profile, s)))
+        sum.saturating_add(repetitions(profile, &s, expansion_interval_ns(profile, &s)))
     });
     let scale = (total > MAX_EXPANDED_SAMPLES).then(|| MAX_EXPANDED_SAMPLES as f64 / total as f64);
     let mut clocks: FxHashMap<ThreadHandle, i64> = FxHashMap::default();
     let mut out = Vec::new();
     let mut smallest: Option<i64> = None;
     for (index, s) in aggregated() {
-        let interval = expansion_interval_ns(profile, s);
-        let full = repetitions(profile, s, interval);
+        let interval = expansion_interval_ns(profile, &s);
+        let full = repetitions(profile, &s, interval);
         let n = match scale {
             Some(k) if full > 0 => ((full as f64 * k).round() as u64).max(1),
             _ => full,
@@ -185,7 +185,6 @@ pub(crate) fn timed_samples<'p>(
             out.push(PlannedSample {
                 time: *clock,
                 index,
-                sample: s,
                 weight: share + i64::from(i < rest),
             });
             *clock = clock.saturating_add(interval);

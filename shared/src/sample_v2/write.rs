@@ -365,7 +365,7 @@ impl PreparedChunk<'_> {
 
 /// The samples of a planned chunk, serialized one at a time as `schema::Sample`s are.
 struct PlannedSamples<'p> {
-    samples: &'p [PlannedSample<'p>],
+    samples: &'p [PlannedSample],
     /// Per sample: its row in `stacks` and its thread's position in `thread_ids`.
     rows: Vec<(u32, u32)>,
     /// Each thread's id as Sample v2 writes it, once per thread rather than once per sample.
@@ -422,9 +422,10 @@ pub fn prepare_planned_chunk<'p>(
     let mut thread_rows: FxHashMap<ThreadHandle, u32> = FxHashMap::default();
     let mut thread_metadata = BTreeMap::new();
     let mut stack_rows: FxHashMap<crate::model::StackHandle, usize> = FxHashMap::default();
+    let samples = profile.samples();
     for p in kept {
-        let s = p.sample;
-        let stack_id = match s.stack {
+        let (stack, thread) = (samples.stack(p.index), samples.thread(p.index));
+        let stack_id = match stack {
             // An idle sample: Sample v2's empty stack.
             None => b.stacks.insert_full(Vec::new()).0,
             Some(leaf) => match stack_rows.get(&leaf) {
@@ -440,8 +441,8 @@ pub fn prepare_planned_chunk<'p>(
                 }
             },
         };
-        let thread_row = *thread_rows.entry(s.thread).or_insert_with(|| {
-            let thread = profile.thread(s.thread);
+        let thread_row = *thread_rows.entry(thread).or_insert_with(|| {
+            let thread = profile.thread(thread);
             let thread_id = thread.tid.unwrap_or(0).to_string();
             if let Some(name) = thread.name {
                 thread_metadata.entry(thread_id.clone()).or_insert_with(|| {

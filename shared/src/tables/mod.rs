@@ -146,12 +146,13 @@ impl<'a> Tabulation<'a> {
     }
 
     /// Every sample row, in no particular order: for sums, which need no merge.
-    fn rows_in_any_order(&self) -> impl Iterator<Item = SampleRow<'a>> + '_ {
+    fn rows_in_any_order(&self) -> impl Iterator<Item = SampleRow> + '_ {
         self.profiles.iter().enumerate().flat_map(|(profile, p)| {
-            p.plan.samples.iter().map(move |&sample| SampleRow {
+            let samples = p.plan.profile.samples();
+            p.plan.samples.iter().map(move |&index| SampleRow {
                 profile,
-                time_us: sample.time.map(profiles::micros),
-                sample,
+                time_us: samples.time(index as usize).map(profiles::micros),
+                index: index as usize,
             })
         })
     }
@@ -174,7 +175,7 @@ impl<'a> Tabulation<'a> {
         match table {
             Table::Profiles => profiles_batch(self.source, &pick(&self.by_start)),
             Table::Samples => {
-                let rows: Vec<SampleRow<'_>> = sample_rows(&self.profiles, on_day).collect();
+                let rows: Vec<SampleRow> = sample_rows(&self.profiles, on_day).collect();
                 samples_batch(self.source.source_id, &self.profiles, &rows)
             }
             Table::Stacks => stacks_batch(self.source.source_id, &pick(&self.by_id)),

@@ -72,16 +72,20 @@ impl<'a> TableProfile<'a> {
         for (k, v) in &process.attributes {
             attributes.insert(profile.str(*k), profile.str(*v));
         }
-        let total_value: i128 = plan.samples.iter().map(|s| i128::from(s.weight)).sum();
+        let samples = profile.samples();
+        let weights = || plan.samples.iter().map(|&s| samples.weight(s as usize));
+        let total_value: i128 = weights().map(i128::from).sum();
         let total_weight_ns = sampled.weight_ns(1).map(|_| {
             clamp(
-                plan.samples
-                    .iter()
-                    .map(|s| i128::from(sampled.weight_ns(s.weight).unwrap_or(0)))
+                weights()
+                    .map(|w| i128::from(sampled.weight_ns(w).unwrap_or(0)))
                     .sum(),
             )
         });
-        let tree = CallTree::of(profile, plan.samples.iter().map(|s| s.stack));
+        let tree = CallTree::of(
+            profile,
+            plan.samples.iter().map(|&s| samples.stack(s as usize)),
+        );
         let mut runtimes = Runtimes::default();
         let names = tree
             .frames

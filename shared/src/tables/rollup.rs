@@ -55,19 +55,20 @@ fn inlined_callers<'a>(p: &TableProfile<'a>, node: u32) -> impl Iterator<Item = 
 /// The rollup of every profile's samples, sorted by key.
 pub(super) fn rollup<'a>(
     profiles: &'a [TableProfile<'a>],
-    samples: impl Iterator<Item = SampleRow<'a>>,
+    samples: impl Iterator<Item = SampleRow>,
 ) -> BTreeMap<RollupKey<'a>, RollupSums> {
     // (profile, hour, leaf stack id) → (weight, samples). The sums below are exact integer
     // additions into an ordered map, so the order this map is drained in cannot show.
     let mut per_stack: FxHashMap<(usize, i64, u32), (i128, i128)> = FxHashMap::default();
     for row in samples {
         let p = &profiles[row.profile];
-        let Some(stack) = row.sample.stack.and_then(|s| p.tree.stack_id(s)) else {
+        let samples = p.plan.profile.samples();
+        let Some(stack) = samples.stack(row.index).and_then(|s| p.tree.stack_id(s)) else {
             continue;
         };
         let hour = row.time_us.unwrap_or(p.start_us).div_euclid(HOUR_US) * HOUR_US;
         let sums = per_stack.entry((row.profile, hour, stack)).or_default();
-        sums.0 += i128::from(row.sample.weight);
+        sums.0 += i128::from(samples.weight(row.index));
         sums.1 += 1;
     }
     // (profile, hour, function) → sums: hashed while stacks are walked, each function of

@@ -10,17 +10,18 @@ use super::columns::{batch, int32s, int64s, opt_timestamps, string_maps, strings
 use super::profiles::{micros, TableProfile};
 use super::schema::Table;
 use crate::error::Result;
-use crate::model::{LabelValue, Profile, Sample};
+use crate::model::{LabelSetHandle, LabelValue, Profile};
 use crate::plan::TableProfilePlan;
 
 /// One `samples` row: which profile, and the observation.
-#[derive(Clone, Copy)]
-pub(super) struct SampleRow<'a> {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct SampleRow {
     /// Index of the profile in the upload's list.
     pub profile: usize,
     /// `None` for an aggregated sample.
     pub time_us: Option<i64>,
-    pub sample: &'a Sample,
+    /// The observation's position in the model's [`Profile::samples`].
+    pub index: usize,
 }
 
 /// Every profile's samples in the table's order: by `timestamp` (aggregated ones first), then
@@ -32,7 +33,6 @@ pub(super) fn sample_rows<'a>(
     profiles: &[TableProfile<'a>],
     include: impl Fn(&TableProfile<'a>) -> bool,
 ) -> SampleRows<'a> {
-    let time_us = |s: &Sample| s.time.map(micros);
     // Each profile's place in `profile_id` order, so the merge compares integers, not ids.
     let mut by_id: Vec<usize> = (0..profiles.len()).collect();
     by_id.sort_by_key(|&i| profiles[i].profile_id());
@@ -47,17 +47,17 @@ pub(super) fn sample_rows<'a>(
             continue;
         }
         let plan: &'a TableProfilePlan<'a> = p.plan;
+        let time_us = |&s: &u32| plan.profile.samples().time(s as usize).map(micros);
         let samples = &plan.samples;
-        let samples: Cow<'a, [&'a Sample]> =
-            if samples.windows(2).all(|w| time_us(w[0]) <= time_us(w[1])) {
-                Cow::Borrowed(samples)
-            } else {
-                let mut sorted = samples.clone();
-                sorted.sort_by_key(|s| time_us(s));
-                Cow::Owned(sorted)
-            };
-        heap.push(Reverse((time_us(samples[0]), rank[i], i, lists.len())));
-        lists.push((samples, 0));
+        let samples: Cow<'a, [u32]> = if samples.is_sorted_by_key(time_us) {
+            Cow::Borrowed(samples)
+        } else {
+            let mut sorted = samples.clone();
+            sorted.sort_by_key(time_us);
+            Cow::Owned(sorted)
+        };
+        heap.push(Reverse((time_us(&samples[0]), rank[i], i, lists.len())));
+        lists.push((plan.profile, samples, 0));
     }
     SampleRows { lists, heap }
 }
@@ -68,28 +68,28 @@ type Head = (Option<i64>, usize, usize, usize);
 
 /// The merge of [`sample_rows`].
 pub(super) struct SampleRows<'a> {
-    /// Each included profile's samples in time order, and how many were read.
-    lists: Vec<(Cow<'a, [&'a Sample]>, usize)>,
+    /// Each included profile's model, its samples in time order, and how many were read.
+    lists: Vec<(&'a Profile, Cow<'a, [u32]>, usize)>,
     /// The next sample of each list not read to the end.
     heap: BinaryHeap<Reverse<Head>>,
 }
 
-impl<'a> Iterator for SampleRows<'a> {
-    type Item = SampleRow<'a>;
+impl Iterator for SampleRows<'_> {
+    type Item = SampleRow;
 
-    fn next(&mut self) -> Option<SampleRow<'a>> {
+    fn next(&mut self) -> Option<SampleRow> {
         let Reverse((time_us, rank, profile, list)) = self.heap.pop()?;
-        let (samples, read) = &mut self.lists[list];
-        let sample = samples[*read];
+        let (model, samples, read) = &mut self.lists[list];
+        let index = samples[*read] as usize;
         *read += 1;
         if let Some(&next) = samples.get(*read) {
-            let next_us = next.time.map(micros);
+            let next_us = model.samples().time(next as usize).map(micros);
             self.heap.push(Reverse((next_us, rank, profile, list)));
         }
         Some(SampleRow {
             profile,
             time_us,
-            sample,
+            index,
         })
     }
 }
@@ -97,11 +97,11 @@ impl<'a> Iterator for SampleRows<'a> {
 /// A label set as map entries. Numbers read `"<value> <unit>"`. Keys repeat in pprof, but
 /// DuckDB rejects a MAP with duplicate keys, so the first value of a key wins, as for process
 /// attributes.
-fn label_entries<'p>(
-    profile: &'p Profile,
-    sample: &Sample,
-) -> Option<Vec<(&'p str, Cow<'p, str>)>> {
-    let set = profile.label_set(sample.labels?);
+fn label_entries(
+    profile: &Profile,
+    labels: Option<LabelSetHandle>,
+) -> Option<Vec<(&str, Cow<'_, str>)>> {
+    let set = profile.label_set(labels?);
     let mut entries: Vec<(&str, Cow<str>)> = Vec::with_capacity(set.len());
     for label in set {
         let key = profile.str(label.key);
@@ -125,13 +125,14 @@ fn label_entries<'p>(
 pub(super) fn samples_batch(
     source_id: &str,
     profiles: &[TableProfile<'_>],
-    rows: &[SampleRow<'_>],
+    rows: &[SampleRow],
 ) -> Result<RecordBatch> {
     const T: Table = Table::Samples;
-    let of = |r: &SampleRow<'_>| &profiles[r.profile];
+    let of = |r: &SampleRow| &profiles[r.profile];
+    let samples = |r: &SampleRow| of(r).profile.samples();
     let links: Vec<_> = rows
         .iter()
-        .map(|r| r.sample.link.map(|l| of(r).profile.link(l)))
+        .map(|r| samples(r).link(r.index).map(|l| of(r).profile.link(l)))
         .collect();
     let trace_ids: Vec<Option<String>> = links
         .iter()
@@ -143,9 +144,9 @@ pub(super) fn samples_batch(
         .collect();
     let labels: Vec<_> = rows
         .iter()
-        .map(|r| label_entries(of(r).profile, r.sample))
+        .map(|r| label_entries(of(r).profile, samples(r).labels(r.index)))
         .collect();
-    let thread = |r: &SampleRow<'_>| of(r).profile.thread(r.sample.thread);
+    let thread = |r: &SampleRow| of(r).profile.thread(samples(r).thread(r.index));
     batch(
         T,
         vec![
@@ -159,16 +160,17 @@ pub(super) fn samples_batch(
                 T,
                 rows.iter().map(|r| of(r).profile.opt_str(thread(r).name)),
             )?,
-            int32s(
-                rows.iter()
-                    .map(|r| r.sample.stack.and_then(|s| of(r).tree.stack_id(s))),
-            ),
-            int64s(rows.iter().map(|r| Some(r.sample.weight))),
+            int32s(rows.iter().map(|r| {
+                samples(r)
+                    .stack(r.index)
+                    .and_then(|s| of(r).tree.stack_id(s))
+            })),
+            int64s(rows.iter().map(|r| Some(samples(r).weight(r.index)))),
             int64s(
                 rows.iter()
-                    .map(|r| of(r).sampled.weight_ns(r.sample.weight)),
+                    .map(|r| of(r).sampled.weight_ns(samples(r).weight(r.index))),
             ),
-            int32s(rows.iter().map(|r| r.sample.cpu)),
+            int32s(rows.iter().map(|r| samples(r).cpu(r.index))),
             strings(T, trace_ids.iter().map(Option::as_deref))?,
             strings(T, span_ids.iter().map(Option::as_deref))?,
             string_maps(T, &labels)?,

@@ -413,7 +413,7 @@ fn every_observation_is_a_row() {
     for (pid, plan) in [1, 2].into_iter().zip(&plans) {
         let row = rows_where(p, "profile_id", &plan.profile_id);
         let rows = rows_where(&t.samples, "profile_id", &plan.profile_id);
-        let pid_of = |s: &&Sample| profile.process(profile.thread(s.thread).process).pid;
+        let pid_of = |s: &Sample| profile.process(profile.thread(s.thread).process).pid;
         let model = profile.samples().iter().filter(|s| pid_of(s) == Some(pid));
         let model: Vec<Option<i64>> = model.map(|s| Some(s.weight)).collect();
         assert_eq!(at(&values, &rows), model, "pid {pid}: in order");
@@ -530,9 +530,10 @@ fn stacks_are_a_tree_with_parents_first() {
         assert!(frame_names.contains_key(&(profile_id.clone(), *frame_id)));
     }
     // Every row's stack exists in its profile and spells the model sample's stack.
-    let mut by_time: HashMap<(String, i64), &Sample> = HashMap::new();
+    let mut by_time: HashMap<(String, i64), Sample> = HashMap::new();
     for p in &plans {
-        for s in &p.samples {
+        for &s in &p.samples {
+            let s = profile.samples().get(s as usize);
             by_time.insert((p.profile_id.clone(), s.time.unwrap() / 1000), s);
         }
     }
@@ -871,30 +872,30 @@ fn sample_rows_merge_as_a_stable_sort_of_every_row() {
     // Plans come in time order; one that does not is sorted before the merge.
     let longest = plans.iter_mut().max_by_key(|p| p.samples.len()).unwrap();
     longest.samples.reverse();
-    assert!(!longest.samples.is_sorted_by_key(|s| s.time));
+    assert!(!longest
+        .samples
+        .is_sorted_by_key(|&s| p.samples().time(s as usize)));
     let inputs = inputs(&plans);
     let profiles: Vec<TableProfile> = inputs
         .iter()
         .map(|c| TableProfile::new(&SOURCE, c))
         .collect();
-    type Row = (usize, Option<i64>, *const Sample);
-    let merged: Vec<Row> = sample_rows(&profiles, |_| true)
-        .map(|r| (r.profile, r.time_us, r.sample as *const Sample))
-        .collect();
-    let mut sorted: Vec<Row> = profiles
+    let merged: Vec<SampleRow> = sample_rows(&profiles, |_| true).collect();
+    let mut sorted: Vec<SampleRow> = profiles
         .iter()
         .enumerate()
-        .flat_map(|(i, p)| {
-            let time_us = |s: &Sample| s.time.map(|t| t.div_euclid(1000));
-            p.plan
-                .samples
-                .iter()
-                .map(move |&s| (i, time_us(s), s as *const Sample))
+        .flat_map(|(i, profile)| {
+            let time_us = |s: u32| p.samples().time(s as usize).map(|t| t.div_euclid(1000));
+            profile.plan.samples.iter().map(move |&s| SampleRow {
+                profile: i,
+                time_us: time_us(s),
+                index: s as usize,
+            })
         })
         .collect();
     sorted.sort_by(|a, b| {
-        let id = |r: &Row| profiles[r.0].profile_id();
-        a.1.cmp(&b.1).then_with(|| id(a).cmp(id(b)))
+        let id = |r: &SampleRow| profiles[r.profile].profile_id();
+        a.time_us.cmp(&b.time_us).then_with(|| id(a).cmp(id(b)))
     });
     assert_eq!(merged, sorted);
     assert_eq!(merged.len(), taken.len());
@@ -1034,7 +1035,9 @@ fn lone_thread_samples_keep_their_rows() {
 
     let v2 = plan_sample_v2(&p, &UploadMetadata::default(), SOURCE.source_id).unwrap();
     let in_chunks = v2.chunks.iter().flat_map(|c| &c.samples);
-    let tids: Vec<_> = in_chunks.map(|s| p.thread(s.sample.thread).tid).collect();
+    let tids: Vec<_> = in_chunks
+        .map(|s| p.thread(p.samples().thread(s.index)).tid)
+        .collect();
     assert_eq!(tids, [Some(90); 3], "Relay drops lone threads");
     assert_eq!(v2.series[0].left_out.get(left_out::LONE_THREAD), Some(&2));
 

@@ -216,9 +216,9 @@ fn hand_built_request_decodes() {
     );
     let p = decode(&data.encode_to_vec()).unwrap();
     assert_eq!(p.samples().len(), 2);
-    let proc_ = p.process(p.thread(p.samples()[0].thread).process);
+    let proc_ = p.process(p.thread(p.samples().get(0).thread).process);
     assert_eq!(proc_.pid, Some(7));
-    let leaf = p.samples()[0].stack.unwrap();
+    let leaf = p.samples().get(0).stack.unwrap();
     let names: Vec<_> = p
         .stack_frames(leaf)
         .map(|f| p.opt_str(p.frame(f).function).unwrap().to_owned())
