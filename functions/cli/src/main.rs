@@ -287,11 +287,15 @@ fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
 /// The bytes of an input file and the file name it is uploaded under.
 fn read_input(input: &Path) -> anyhow::Result<(Vec<u8>, &str)> {
     let bytes = std::fs::read(input).with_context(|| format!("cannot read {}", input.display()))?;
-    let name = input
+    Ok((bytes, upload_name(input)?))
+}
+
+/// The file name an input is uploaded under.
+fn upload_name(input: &Path) -> anyhow::Result<&str> {
+    input
         .file_name()
         .and_then(|n| n.to_str())
-        .with_context(|| format!("{} has no usable file name", input.display()))?;
-    Ok((bytes, name))
+        .with_context(|| format!("{} has no usable file name", input.display()))
 }
 
 /// Uploads one file into the local bucket and converts it.
@@ -301,12 +305,12 @@ fn convert_one(
     sidecar: Option<&serde_json::Value>,
     options: &ProcessOptions,
 ) -> anyhow::Result<String> {
-    let (bytes, name) = read_input(input)?;
-    let key = upload_key(name);
-    store_upload(store, &key, &bytes)?;
-    // Conversion reads the upload back as the bucket holds it; a second copy would only add
-    // to the peak.
-    drop(bytes);
+    let key = upload_key(upload_name(input)?);
+    // Copied into the bucket as a stream: conversion reads the upload back as the bucket
+    // holds it, so the file is never held whole.
+    let mut file =
+        std::fs::File::open(input).with_context(|| format!("cannot read {}", input.display()))?;
+    store_upload(store, &key, &mut file)?;
     if let Some(sidecar) = sidecar {
         store.put(&sidecar_key(&key), &serde_json::to_vec_pretty(sidecar)?)?;
     }

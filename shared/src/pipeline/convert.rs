@@ -9,7 +9,7 @@ use super::manifest::{
     MANIFEST_VERSION,
 };
 use super::outputs::{MemoryOutputs, OutputSink, Outputs};
-use crate::error::{ErrorKind, Result};
+use crate::error::{from_io, ErrorKind, Result};
 use crate::formats::InputFormat;
 use crate::limits::Limits;
 use crate::metadata::UploadMetadata;
@@ -452,14 +452,52 @@ pub fn publish(store: &dyn ObjectStore, converted: &Converted) -> Result<()> {
     store.put(&converted.manifest_key, &manifest)
 }
 
-/// Stores an upload at `key` unless the same bytes are already there. A different object at
-/// that key is never replaced: its upload would be lost.
-pub fn store_upload(store: &dyn ObjectStore, key: &str, bytes: &[u8]) -> Result<()> {
-    match store.get(key)? {
-        Some(existing) if existing != bytes => {
-            Err(ErrorKind::KeyConflict { key: key.into() }.into())
+/// Stores an upload at `key` unless the same bytes are already there, reading `upload` as a
+/// stream so a large file is never held whole. A different object at that key is never
+/// replaced: its upload would be lost.
+pub fn store_upload(store: &dyn ObjectStore, key: &str, upload: &mut dyn Read) -> Result<()> {
+    match store.get_reader(key, u64::MAX)? {
+        Some((mut existing, _)) => {
+            if same_bytes(&mut *existing, upload).map_err(|e| from_io(key, e))? {
+                Ok(())
+            } else {
+                Err(ErrorKind::KeyConflict { key: key.into() }.into())
+            }
         }
-        Some(_) => Ok(()),
-        None => store.put(key, bytes),
+        None => {
+            let mut writer = store.put_writer(key)?;
+            std::io::copy(upload, &mut writer).map_err(|e| from_io(key, e))?;
+            writer.finish()
+        }
     }
+}
+
+/// Whether two streams hold the same bytes, read a block at a time.
+fn same_bytes(a: &mut dyn Read, b: &mut dyn Read) -> std::io::Result<bool> {
+    const BLOCK: usize = 64 * 1024;
+    let (mut x, mut y) = (vec![0; BLOCK], vec![0; BLOCK]);
+    loop {
+        let n = fill(a, &mut x)?;
+        let m = fill(b, &mut y)?;
+        if x[..n] != y[..m] {
+            return Ok(false);
+        }
+        if n < BLOCK {
+            return Ok(true);
+        }
+    }
+}
+
+/// Reads until `buf` is full or the stream ends; how many bytes were read.
+fn fill(r: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
 }

@@ -106,7 +106,7 @@ struct Tabulation<'a> {
 
 impl<'a> Tabulation<'a> {
     /// The Parquet file of `table`'s rows on `day`. The samples table, the one as long as the
-    /// input, is built one row group at a time.
+    /// input, is built a few thousand rows at a time.
     fn encode(
         &self,
         rollup: &BTreeMap<RollupKey<'_>, RollupSums>,
@@ -118,11 +118,11 @@ impl<'a> Tabulation<'a> {
             return parquet_file::encode(table, &batch).map(|b| (b, batch.num_rows() as u64));
         }
         let mut rows = sample_rows(&self.profiles, |p| p.day == day).peekable();
-        let mut group = Vec::with_capacity(parquet_file::MAX_ROW_GROUP_ROWS);
+        let mut group = Vec::with_capacity(parquet_file::WRITE_BATCH_ROWS);
         let batches = std::iter::from_fn(|| {
             rows.peek()?;
             group.clear();
-            group.extend(rows.by_ref().take(parquet_file::MAX_ROW_GROUP_ROWS));
+            group.extend(rows.by_ref().take(parquet_file::WRITE_BATCH_ROWS));
             Some(samples_batch(self.source.source_id, &self.profiles, &group))
         });
         parquet_file::encode_batches(table, batches)

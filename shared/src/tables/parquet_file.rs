@@ -81,6 +81,12 @@ pub(super) fn properties(table: Table) -> Result<WriterProperties> {
     Ok(builder.build())
 }
 
+/// Rows handed to the Parquet writer at once. The samples table is built this many rows at a
+/// time, so its Arrow arrays (text columns repeat their value on every row) stay a few MB;
+/// every other batch is cut into slices of this size too, because where the writer closes a
+/// page depends on the batches it is given, and the same rows must give the same bytes.
+pub(super) const WRITE_BATCH_ROWS: usize = 16 * 1024;
+
 /// The Parquet bytes of `batch`, a batch of `table`. Nothing in them depends on when or
 /// where they were written, so the same rows always give the same bytes.
 pub(super) fn encode(table: Table, batch: &RecordBatch) -> Result<Vec<u8>> {
@@ -88,8 +94,8 @@ pub(super) fn encode(table: Table, batch: &RecordBatch) -> Result<Vec<u8>> {
 }
 
 /// The Parquet bytes of the rows of `batches`, in order, and how many there were. Batches
-/// are built as they are written, so only one is held at a time; batches of
-/// [`MAX_ROW_GROUP_ROWS`] rows give the same bytes as one batch of them all.
+/// are built as they are written, so only one is held at a time; any batching of the same
+/// rows in multiples of [`WRITE_BATCH_ROWS`] gives the same bytes.
 pub(super) fn encode_batches(
     table: Table,
     batches: impl Iterator<Item = Result<RecordBatch>>,
@@ -101,7 +107,12 @@ pub(super) fn encode_batches(
     for batch in batches {
         let batch = batch?;
         rows += batch.num_rows() as u64;
-        writer.write(&batch).map_err(|e| encoding_error(table, e))?;
+        for start in (0..batch.num_rows()).step_by(WRITE_BATCH_ROWS) {
+            let len = WRITE_BATCH_ROWS.min(batch.num_rows() - start);
+            writer
+                .write(&batch.slice(start, len))
+                .map_err(|e| encoding_error(table, e))?;
+        }
     }
     let bytes = writer.into_inner().map_err(|e| encoding_error(table, e))?;
     Ok((bytes, rows))

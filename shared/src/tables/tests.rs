@@ -1351,7 +1351,8 @@ fn row_groups_are_capped() {
     let meta = metadata_of(&samples.bytes);
     let groups: Vec<i64> = meta.row_groups().iter().map(|g| g.num_rows()).collect();
     assert_eq!(groups, [131_072, 200_000 - 131_072]);
-    // Built a row group at a time, the file is the one a single batch of every row gives.
+    // Built a few thousand rows at a time, the file is the one a single batch of every row
+    // gives.
     let whole = build_tables(&SOURCE, &inputs(&plans)).unwrap().samples;
     assert_eq!(
         samples.bytes,
