@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use super::timeline::{timed_samples, PlannedSample, Timing};
+use super::timeline::{timed_samples, Planned, PlannedSamples, Timing};
 use crate::error::{ErrorKind, Result};
 use crate::ids::derived_id;
 use crate::metadata::{normalize_id, UploadMetadata};
@@ -54,7 +54,7 @@ pub struct ChunkPlan<'p> {
     /// The profiler session id.
     pub profiler_id: String,
     /// The samples, in time order, only those Relay keeps.
-    pub samples: Vec<PlannedSample>,
+    pub samples: PlannedSamples,
     /// How the sample times were obtained.
     pub timing: Timing,
     /// Times (ns) whose measurements go into the chunk.
@@ -65,19 +65,18 @@ impl<'p> ChunkPlan<'p> {
     /// A plan holding every timed sample of `profile` as one chunk with the given ids: for
     /// chunks that already are Sample v2 and are passed through.
     pub fn whole(profile: &'p Profile, chunk_id: &str, profiler_id: &str) -> Self {
-        let mut samples: Vec<PlannedSample> = profile
-            .samples()
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| PlannedSample::recorded(i, &s))
+        let samples = profile.samples();
+        let mut recorded: Vec<u32> = (0..samples.len())
+            .filter(|&i| samples.time(i).is_some())
+            .map(|i| u32::try_from(i).expect("samples are fewer than 2^32"))
             .collect();
-        samples.sort_by_key(|p| p.time);
+        recorded.sort_by_key(|&i| samples.time(i as usize));
         ChunkPlan {
             profile,
             pid: None,
             chunk_id: chunk_id.to_owned(),
             profiler_id: profiler_id.to_owned(),
-            samples,
+            samples: PlannedSamples::Recorded(recorded),
             timing: Timing::Recorded,
             measurement_range: (i64::MIN, i64::MAX),
         }
@@ -163,7 +162,10 @@ pub fn plan_sample_v2<'p>(
         }
     };
     let (timed, timing) = timed_samples(profile, &chosen)?;
-    let windows = windows_of(profile, timed);
+    let windows = match timed {
+        PlannedSamples::Recorded(v) => windows_of(profile, v, PlannedSamples::Recorded),
+        PlannedSamples::Expanded(v) => windows_of(profile, v, PlannedSamples::Expanded),
+    };
     let profiler_base = meta.profiler_id.as_deref().and_then(normalize_id);
     let given_chunk = meta.chunk_id.as_deref().and_then(normalize_id);
     let single_window = windows.len() == 1;
@@ -221,7 +223,7 @@ pub fn plan_sample_v2<'p>(
 fn coverage(profile: &Profile, chosen: &[bool], plans: &[ChunkPlan<'_>]) -> Vec<SeriesCoverage> {
     let mut out = vec![SeriesCoverage::default(); chosen.len()];
     let mut in_chunks = vec![false; profile.samples().len()];
-    for p in plans.iter().flat_map(|c| &c.samples) {
+    for p in plans.iter().flat_map(|c| c.samples.iter(profile)) {
         out[profile.samples().series(p.index).index()].chunk_samples += 1;
         in_chunks[p.index] = true;
     }
@@ -258,17 +260,21 @@ fn coverage(profile: &Profile, chosen: &[bool], plans: &[ChunkPlan<'_>]) -> Vec<
 /// one (idle) go with it.
 /// A chunk's worth of samples: its process, its window's number and the process's first
 /// sample time (the windows' origin), and the samples.
-type Window = (ProcessHandle, i64, i64, Vec<PlannedSample>);
+type Window = (ProcessHandle, i64, i64, PlannedSamples);
 
 /// Splits the samples into windows of [`MAX_CHUNK_DURATION_NS`] per process, processes in
 /// handle order, samples in time order (ties in the order given). The samples are moved, not
 /// copied: a trace's samples are usually in time order already and fit one window.
-fn windows_of(profile: &Profile, mut timed: Vec<PlannedSample>) -> Vec<Window> {
+fn windows_of<P: Planned>(
+    profile: &Profile,
+    mut timed: Vec<P>,
+    wrap: fn(Vec<P>) -> PlannedSamples,
+) -> Vec<Window> {
     let processes: Vec<ProcessHandle> = profile.threads().map(|(_, t)| t.process).collect();
     let samples = profile.samples();
-    let process_of = |p: &PlannedSample| processes[samples.thread(p.index).index()];
-    let key = |p: &PlannedSample| (process_of(p), p.time);
-    if timed.is_sorted_by_key(|p| p.time) {
+    let process_of = |p: &P| processes[samples.thread(p.index()).index()];
+    let key = |p: &P| (process_of(p), p.time(samples));
+    if timed.is_sorted_by_key(|p| p.time(samples)) {
         // Samples of several processes in time order: a stable sort by process alone keeps
         // each one's in time order, and is much cheaper with so few distinct keys.
         timed.sort_by_key(process_of);
@@ -280,12 +286,13 @@ fn windows_of(profile: &Profile, mut timed: Vec<PlannedSample>) -> Vec<Window> {
     let mut origin = (None, 0);
     for (i, p) in timed.iter().enumerate() {
         let process = process_of(p);
+        let time = p.time(samples);
         if origin.0 != Some(process) {
-            origin = (Some(process), p.time);
-            starts.push((process, 0, p.time, i));
+            origin = (Some(process), time);
+            starts.push((process, 0, time, i));
             continue;
         }
-        let window = (p.time - origin.1) / MAX_CHUNK_DURATION_NS;
+        let window = (time - origin.1) / MAX_CHUNK_DURATION_NS;
         if starts.last().is_some_and(|w| w.1 != window) {
             starts.push((process, window, origin.1, i));
         }
@@ -300,20 +307,27 @@ fn windows_of(profile: &Profile, mut timed: Vec<PlannedSample>) -> Vec<Window> {
             timed.shrink_to_fit();
             samples
         };
-        windows.push((process, window, origin, samples));
+        windows.push((process, window, origin, wrap(samples)));
     }
     windows.reverse();
     windows
 }
 
-fn kept_by_relay(profile: &Profile, mut planned: Vec<PlannedSample>) -> Vec<PlannedSample> {
+fn kept_by_relay(profile: &Profile, planned: PlannedSamples) -> PlannedSamples {
+    match planned {
+        PlannedSamples::Recorded(v) => PlannedSamples::Recorded(kept_of(profile, v)),
+        PlannedSamples::Expanded(v) => PlannedSamples::Expanded(kept_of(profile, v)),
+    }
+}
+
+fn kept_of<P: Planned>(profile: &Profile, mut planned: Vec<P>) -> Vec<P> {
     let samples = profile.samples();
-    let thread_of = |p: &PlannedSample| samples.thread(p.index).index();
+    let thread_of = |p: &P| samples.thread(p.index()).index();
     // Counted by thread index: no hashing per sample.
     let threads = planned.iter().map(|p| thread_of(p) + 1).max().unwrap_or(0);
     let mut with_stack = vec![0u32; threads];
     for p in &planned {
-        if samples.stack(p.index).is_some() {
+        if samples.stack(p.index()).is_some() {
             with_stack[thread_of(p)] += 1;
         }
     }

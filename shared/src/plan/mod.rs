@@ -16,5 +16,6 @@ pub use chunks::{
 pub use platform::Runtimes;
 pub use tables::{plan_tables, TableProfilePlan, TABLE_WINDOW_NS};
 pub use timeline::{
-    PlannedSample, Timing, DEFAULT_INTERVAL_NS, MAX_EXPANDED_SAMPLES, MIN_INTERVAL_NS,
+    PlannedIter, PlannedSample, PlannedSamples, Timing, DEFAULT_INTERVAL_NS, MAX_EXPANDED_SAMPLES,
+    MIN_INTERVAL_NS,
 };

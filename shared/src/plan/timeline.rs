@@ -29,7 +29,7 @@
 use rustc_hash::FxHashMap;
 
 use crate::error::{ErrorKind, Result};
-use crate::model::{count_unit_scale, time_unit_ns, Profile, Sample, ThreadHandle};
+use crate::model::{count_unit_scale, time_unit_ns, Profile, Sample, SampleTable, ThreadHandle};
 
 /// Spacing of expanded samples when the input names no period or frequency: 10 ms (100 Hz).
 pub const DEFAULT_INTERVAL_NS: i64 = 10_000_000;
@@ -117,15 +117,126 @@ pub struct PlannedSample {
     pub weight: i64,
 }
 
-impl PlannedSample {
-    /// A sample with a recorded time, as recorded; `None` for an aggregated one. `index` is
-    /// its position in [`Profile::samples`].
-    pub fn recorded(index: usize, sample: &Sample) -> Option<Self> {
-        Some(PlannedSample {
-            time: sample.time?,
-            index,
-            weight: sample.weight,
-        })
+/// The samples of one chunk, or of all chunks before they are cut.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlannedSamples {
+    /// Samples with recorded times, by position in [`Profile::samples`]: their times and
+    /// weights are the model's, so each costs 4 bytes.
+    Recorded(Vec<u32>),
+    /// Samples laid out from aggregated weights (at most [`MAX_EXPANDED_SAMPLES`]).
+    Expanded(Vec<PlannedSample>),
+}
+
+impl PlannedSamples {
+    /// How many.
+    pub fn len(&self) -> usize {
+        match self {
+            PlannedSamples::Recorded(v) => v.len(),
+            PlannedSamples::Expanded(v) => v.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Sample `i` with its time and weight.
+    pub fn get(&self, i: usize, profile: &Profile) -> Option<PlannedSample> {
+        match self {
+            PlannedSamples::Recorded(v) => v.get(i).map(|p| p.planned(profile.samples())),
+            PlannedSamples::Expanded(v) => v.get(i).copied(),
+        }
+    }
+
+    /// Each sample with its time and weight, in order.
+    pub fn iter<'a>(&'a self, profile: &'a Profile) -> PlannedIter<'a> {
+        PlannedIter {
+            profile,
+            inner: match self {
+                PlannedSamples::Recorded(v) => Inner::Recorded(v.iter()),
+                PlannedSamples::Expanded(v) => Inner::Expanded(v.iter()),
+            },
+        }
+    }
+}
+
+/// The samples of [`PlannedSamples::iter`].
+pub struct PlannedIter<'a> {
+    profile: &'a Profile,
+    inner: Inner<'a>,
+}
+
+enum Inner<'a> {
+    Recorded(std::slice::Iter<'a, u32>),
+    Expanded(std::slice::Iter<'a, PlannedSample>),
+}
+
+impl Iterator for PlannedIter<'_> {
+    type Item = PlannedSample;
+
+    #[inline]
+    fn next(&mut self) -> Option<PlannedSample> {
+        match &mut self.inner {
+            Inner::Recorded(it) => it.next().map(|&i| i.planned(self.profile.samples())),
+            Inner::Expanded(it) => it.next().copied(),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match &self.inner {
+            Inner::Recorded(it) => it.size_hint(),
+            Inner::Expanded(it) => it.size_hint(),
+        }
+    }
+}
+
+impl ExactSizeIterator for PlannedIter<'_> {}
+
+/// A planned sample as the plan holds it: a model sample's position, or a [`PlannedSample`].
+pub(super) trait Planned: Copy {
+    /// Its model sample's position in [`Profile::samples`].
+    fn index(self) -> usize;
+    /// It with its time and weight.
+    fn planned(self, samples: &SampleTable) -> PlannedSample;
+    /// Its time.
+    fn time(self, samples: &SampleTable) -> i64 {
+        self.planned(samples).time
+    }
+}
+
+impl Planned for u32 {
+    #[inline]
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    #[inline]
+    fn planned(self, samples: &SampleTable) -> PlannedSample {
+        let i = self as usize;
+        PlannedSample {
+            // Only samples with a time are planned as recorded.
+            time: samples.time(i).unwrap_or_default(),
+            index: i,
+            weight: samples.weight(i),
+        }
+    }
+
+    #[inline]
+    fn time(self, samples: &SampleTable) -> i64 {
+        samples.time(self as usize).unwrap_or_default()
+    }
+}
+
+impl Planned for PlannedSample {
+    #[inline]
+    fn index(self) -> usize {
+        self.index
+    }
+
+    #[inline]
+    fn planned(self, _: &SampleTable) -> PlannedSample {
+        self
     }
 }
 
@@ -133,19 +244,13 @@ impl PlannedSample {
 pub(crate) fn timed_samples(
     profile: &Profile,
     chosen: &[bool],
-) -> Result<(Vec<PlannedSample>, Timing)> {
+) -> Result<(PlannedSamples, Timing)> {
     let samples = profile.samples();
     let wanted = |i: &usize| chosen[samples.series(*i).index()];
-    let recorded: Vec<PlannedSample> = (0..samples.len())
+    let recorded: Vec<u32> = (0..samples.len())
         .filter(wanted)
-        .filter(|&i| samples.stack(i).is_some())
-        .filter_map(|i| {
-            Some(PlannedSample {
-                time: samples.time(i)?,
-                index: i,
-                weight: samples.weight(i),
-            })
-        })
+        .filter(|&i| samples.stack(i).is_some() && samples.time(i).is_some())
+        .map(|i| u32::try_from(i).expect("samples are fewer than 2^32"))
         .collect();
     let aggregated = || {
         (0..samples.len())
@@ -154,7 +259,7 @@ pub(crate) fn timed_samples(
             .map(|i| (i, samples.get(i)))
     };
     if !recorded.is_empty() || aggregated().next().is_none() {
-        return Ok((recorded, Timing::Recorded));
+        return Ok((PlannedSamples::Recorded(recorded), Timing::Recorded));
     }
     let start = profile.start_time.ok_or(ErrorKind::NoStartTime)?;
     // First pass: how many observations the weights stand for, to scale them into the bound
@@ -192,7 +297,7 @@ pub(crate) fn timed_samples(
     }
     let interval_ns = smallest.unwrap_or(DEFAULT_INTERVAL_NS);
     Ok((
-        out,
+        PlannedSamples::Expanded(out),
         Timing::Expanded {
             interval_ns,
             scaled_from: scale.map(|_| total),

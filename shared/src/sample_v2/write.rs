@@ -23,7 +23,7 @@ use crate::model::{
     FrameAddress, FrameHandle, FrameKind, Image, ImageHandle, Profile, StringHandle, SymbolStatus,
     ThreadHandle,
 };
-use crate::plan::{plan_chunks, ChunkPlan, PlannedSample, Runtimes, Timing};
+use crate::plan::{plan_chunks, ChunkPlan, PlannedSamples, Runtimes, Timing};
 
 /// One written chunk.
 #[derive(Clone, Debug)]
@@ -316,7 +316,7 @@ pub struct StreamedChunk {
 /// threads. Its samples are serialized from the plan as the JSON is written, so a chunk of a
 /// million samples costs 8 bytes a sample beside the plan, not a copy of every sample.
 pub struct PreparedChunk<'p> {
-    chunk: Chunk<PlannedSamples<'p>>,
+    chunk: Chunk<ChunkSamples<'p>>,
     info: StreamedChunk,
     timing: Timing,
 }
@@ -364,8 +364,9 @@ impl PreparedChunk<'_> {
 }
 
 /// The samples of a planned chunk, serialized one at a time as `schema::Sample`s are.
-struct PlannedSamples<'p> {
-    samples: &'p [PlannedSample],
+struct ChunkSamples<'p> {
+    profile: &'p Profile,
+    samples: &'p PlannedSamples,
     /// Per sample: its row in `stacks` and its thread's position in `thread_ids`.
     rows: Vec<(u32, u32)>,
     /// Each thread's id as Sample v2 writes it, once per thread rather than once per sample.
@@ -380,10 +381,10 @@ struct SampleRef<'a> {
     thread_id: &'a str,
 }
 
-impl Serialize for PlannedSamples<'_> {
+impl Serialize for ChunkSamples<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
         let mut seq = serializer.serialize_seq(Some(self.samples.len()))?;
-        for (p, &(stack_id, thread)) in self.samples.iter().zip(&self.rows) {
+        for (p, &(stack_id, thread)) in self.samples.iter(self.profile).zip(&self.rows) {
             seq.serialize_element(&SampleRef {
                 timestamp: seconds_number(p.time),
                 stack_id: stack_id as usize,
@@ -423,7 +424,7 @@ pub fn prepare_planned_chunk<'p>(
     let mut thread_metadata = BTreeMap::new();
     let mut stack_rows: FxHashMap<crate::model::StackHandle, usize> = FxHashMap::default();
     let samples = profile.samples();
-    for p in kept {
+    for p in kept.iter(profile) {
         let (stack, thread) = (samples.stack(p.index), samples.thread(p.index));
         let stack_id = match stack {
             // An idle sample: Sample v2's empty stack.
@@ -481,8 +482,9 @@ pub fn prepare_planned_chunk<'p>(
         });
     }
     let platform = b.runtimes.platform(meta.platform.as_deref());
-    let start_ns = kept.first().map_or(0, |p| p.time);
-    let end_ns = kept.last().map_or(0, |p| p.time);
+    let time_of = |i| kept.get(i, profile).map_or(0, |p| p.time);
+    let start_ns = time_of(0);
+    let end_ns = time_of(kept.len().saturating_sub(1));
     let measurements: BTreeMap<String, schema::Measurement> = meta
         .measurements
         .iter()
@@ -521,7 +523,8 @@ pub fn prepare_planned_chunk<'p>(
             }),
         },
         profile: schema::ProfileData {
-            samples: PlannedSamples {
+            samples: ChunkSamples {
+                profile,
                 samples: kept,
                 rows,
                 thread_ids,

@@ -1034,7 +1034,7 @@ fn lone_thread_samples_keep_their_rows() {
     sample(&mut p, (8, 80), leaf, (3 * MS, cpu), Some(NOON + 7 * MS));
 
     let v2 = plan_sample_v2(&p, &UploadMetadata::default(), SOURCE.source_id).unwrap();
-    let in_chunks = v2.chunks.iter().flat_map(|c| &c.samples);
+    let in_chunks = v2.chunks.iter().flat_map(|c| c.samples.iter(&p));
     let tids: Vec<_> = in_chunks
         .map(|s| p.thread(p.samples().thread(s.index)).tid)
         .collect();
