@@ -9,8 +9,8 @@ use arrow_array::RecordBatch;
 use rustc_hash::FxHashMap;
 
 use super::columns::{batch, int32s, strings};
-use super::profiles::TableProfile;
 use super::schema::Table;
+use super::Segment;
 use crate::error::Result;
 use crate::model::{FrameHandle, Profile, StackHandle};
 
@@ -86,16 +86,16 @@ impl CallTree {
     }
 }
 
-/// The `stacks` rows of `profiles`, each profile's in id order.
-pub(super) fn stacks_batch(source_id: &str, profiles: &[&TableProfile<'_>]) -> Result<RecordBatch> {
+/// The `stacks` rows of `segments`, each segment's in id order.
+pub(super) fn stacks_batch(source_id: &str, segments: &[Segment<'_, '_>]) -> Result<RecordBatch> {
     const T: Table = Table::Stacks;
     let rows = || {
-        profiles.iter().flat_map(|p| {
-            p.tree
-                .stacks
+        segments.iter().flat_map(|(p, range)| {
+            let start = range.start;
+            p.tree.stacks[range.clone()]
                 .iter()
                 .enumerate()
-                .map(move |(i, s)| (p.profile_id(), id(i), s))
+                .map(move |(i, s)| (p.profile_id(), id(start + i), s))
         })
     };
     batch(

@@ -6,8 +6,8 @@ use arrow_array::RecordBatch;
 use super::columns::{
     addresses, batch, booleans, inlined_lists, int32s, list_item_field, strings, InlinedEntry,
 };
-use super::profiles::TableProfile;
 use super::schema::Table;
+use super::Segment;
 use crate::error::Result;
 use crate::model::{Frame, FrameAddress, Image, Profile, SymbolStatus};
 
@@ -24,8 +24,8 @@ fn address_space(a: FrameAddress) -> &'static str {
     }
 }
 
-/// The `frames` rows of `profiles`, each profile's in id order.
-pub(super) fn frames_batch(source_id: &str, profiles: &[&TableProfile<'_>]) -> Result<RecordBatch> {
+/// The `frames` rows of `segments`, each segment's in id order.
+pub(super) fn frames_batch(source_id: &str, segments: &[Segment<'_, '_>]) -> Result<RecordBatch> {
     const T: Table = Table::Frames;
     struct Row<'r> {
         profile_id: &'r str,
@@ -36,8 +36,11 @@ pub(super) fn frames_batch(source_id: &str, profiles: &[&TableProfile<'_>]) -> R
         image: Option<&'r Image>,
     }
     let mut rows = Vec::new();
-    for p in profiles {
-        for (i, (&h, name)) in p.tree.frames.iter().zip(&p.names).enumerate() {
+    for (p, range) in segments {
+        let frames = p.tree.frames[range.clone()]
+            .iter()
+            .zip(&p.names[range.clone()]);
+        for (i, (&h, name)) in range.clone().zip(frames) {
             let frame = p.profile.frame(h);
             rows.push(Row {
                 profile_id: p.profile_id(),

@@ -20,6 +20,7 @@ mod series;
 mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
 
 use arrow_array::RecordBatch;
 
@@ -113,9 +114,30 @@ impl<'a> Tabulation<'a> {
         table: Table,
         day: i64,
     ) -> Result<(Vec<u8>, u64)> {
-        if table != Table::Samples {
-            let batch = self.batch(rollup, table, Some(day))?;
-            return parquet_file::encode(table, &batch).map(|b| (b, batch.num_rows() as u64));
+        let source_id = self.source.source_id;
+        let profiles: Vec<&TableProfile<'_>> = self
+            .by_id
+            .iter()
+            .map(|&i| &self.profiles[i])
+            .filter(|p| p.day == day)
+            .collect();
+        // The two tables as long as the profiles' call trees are built a slice at a time.
+        match table {
+            Table::Stacks => {
+                let slices = slices(&profiles, |p| p.tree.stacks.len());
+                let batches = slices.iter().map(|s| stacks_batch(source_id, s));
+                return parquet_file::encode_batches(table, batches);
+            }
+            Table::Frames => {
+                let slices = slices(&profiles, |p| p.tree.frames.len());
+                let batches = slices.iter().map(|s| frames_batch(source_id, s));
+                return parquet_file::encode_batches(table, batches);
+            }
+            Table::Samples => {}
+            Table::Profiles | Table::FunctionRollup => {
+                let batch = self.batch(rollup, table, Some(day))?;
+                return parquet_file::encode(table, &batch).map(|b| (b, batch.num_rows() as u64));
+            }
         }
         let mut rows = sample_rows(&self.profiles, |p| p.day == day).peekable();
         let mut group = Vec::with_capacity(parquet_file::WRITE_BATCH_ROWS);
@@ -178,8 +200,14 @@ impl<'a> Tabulation<'a> {
                 let rows: Vec<SampleRow> = sample_rows(&self.profiles, on_day).collect();
                 samples_batch(self.source.source_id, &self.profiles, &rows)
             }
-            Table::Stacks => stacks_batch(self.source.source_id, &pick(&self.by_id)),
-            Table::Frames => frames_batch(self.source.source_id, &pick(&self.by_id)),
+            Table::Stacks => {
+                let whole = whole(&pick(&self.by_id), |p| p.tree.stacks.len());
+                stacks_batch(self.source.source_id, &whole)
+            }
+            Table::Frames => {
+                let whole = whole(&pick(&self.by_id), |p| p.tree.frames.len());
+                frames_batch(self.source.source_id, &whole)
+            }
             Table::FunctionRollup => {
                 let rows: Vec<_> = rollup
                     .iter()
@@ -189,6 +217,44 @@ impl<'a> Tabulation<'a> {
             }
         }
     }
+}
+
+/// Rows `range` of one table profile's rows in a table.
+type Segment<'a, 'p> = (&'a TableProfile<'p>, Range<usize>);
+
+/// Every row of each profile, in order; `len` counts a profile's rows.
+fn whole<'a, 'p>(
+    profiles: &[&'a TableProfile<'p>],
+    len: impl Fn(&TableProfile<'p>) -> usize,
+) -> Vec<Segment<'a, 'p>> {
+    profiles.iter().map(|&p| (p, 0..len(p))).collect()
+}
+
+/// The rows of `profiles`, in order, cut into slices of [`parquet_file::WRITE_BATCH_ROWS`]
+/// (the last one shorter); `len` counts a profile's rows.
+fn slices<'a, 'p>(
+    profiles: &[&'a TableProfile<'p>],
+    len: impl Fn(&TableProfile<'p>) -> usize,
+) -> Vec<Vec<Segment<'a, 'p>>> {
+    let mut slices = Vec::new();
+    let (mut slice, mut room) = (Vec::new(), parquet_file::WRITE_BATCH_ROWS);
+    for &p in profiles {
+        let mut start = 0;
+        while start < len(p) {
+            let end = len(p).min(start + room);
+            slice.push((p, start..end));
+            room -= end - start;
+            start = end;
+            if room == 0 {
+                slices.push(std::mem::take(&mut slice));
+                room = parquet_file::WRITE_BATCH_ROWS;
+            }
+        }
+    }
+    if !slice.is_empty() {
+        slices.push(slice);
+    }
+    slices
 }
 
 /// Builds the five tables of one upload from its planned profiles.
