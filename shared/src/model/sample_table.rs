@@ -3,10 +3,14 @@
 //! A trace holds millions of samples, and most of their fields repeat: one series, one weight,
 //! no labels, no links, no unwinder error. So each field is its own column, and a column holds a
 //! single value for as long as every row has it, and one value per row only once a row differs.
-//! A Perfetto sample then costs its time, thread, stack, CPU, mode and counter (about 30
-//! bytes) instead of the 80 of a [`Sample`].
+//! Those values are packed as narrow as they fit: a handful of threads or CPUs in a byte each,
+//! times and counters as 4-byte differences from their block's first value. A Perfetto sample
+//! of the bench trace then costs its time, thread, stack, CPU, mode and counter in about 17
+//! bytes instead of the 80 of a [`Sample`].
 
 use std::fmt;
+
+use rustc_hash::FxHashMap;
 
 use super::{
     CpuMode, LabelSetHandle, LinkHandle, Sample, SeriesHandle, StackHandle, StringHandle,
@@ -21,21 +25,29 @@ enum Column<T> {
     Empty,
     /// Every row has this value.
     Same(T),
-    /// One value per row.
-    Each(Vec<T>),
+    /// One value per row, packed.
+    Each(Packed),
 }
 
-impl<T: Copy + PartialEq> Column<T> {
+impl<T: Code> Column<T> {
+    /// The packed form's rank, for tests of how rows are stored.
+    #[cfg(test)]
+    fn rank(&self) -> Option<usize> {
+        match self {
+            Column::Each(values) => Some(values.rank()),
+            _ => None,
+        }
+    }
+
     /// Appends a row's value; `len` rows are there before it.
     #[inline]
     fn push(&mut self, len: usize, value: T) {
         match self {
-            Column::Each(values) => values.push(value),
+            Column::Each(values) => values.push(len, value.code()),
             Column::Same(same) if *same == value => {}
             Column::Same(same) => {
-                let mut values = Vec::with_capacity((len + 1).next_power_of_two());
-                values.resize(len, *same);
-                values.push(value);
+                let mut values = Packed::filled(len, same.code());
+                values.push(len, value.code());
                 *self = Column::Each(values);
             }
             Column::Empty => *self = Column::Same(value),
@@ -46,7 +58,7 @@ impl<T: Copy + PartialEq> Column<T> {
     #[inline]
     fn get(&self, i: usize) -> T {
         match self {
-            Column::Each(values) => values[i],
+            Column::Each(values) => T::decode(values.get(i)),
             Column::Same(same) => *same,
             Column::Empty => panic!("row {i} of an empty column"),
         }
@@ -56,11 +68,11 @@ impl<T: Copy + PartialEq> Column<T> {
     #[inline]
     fn set(&mut self, len: usize, i: usize, value: T) {
         match self {
-            Column::Each(values) => values[i] = value,
+            Column::Each(values) => values.set(len, i, value.code()),
             Column::Same(same) if *same == value => {}
             Column::Same(same) => {
-                let mut values = vec![*same; len];
-                values[i] = value;
+                let mut values = Packed::filled(len, same.code());
+                values.set(len, i, value.code());
                 *self = Column::Each(values);
             }
             Column::Empty => panic!("row {i} of an empty column"),
@@ -70,10 +82,7 @@ impl<T: Copy + PartialEq> Column<T> {
     fn truncate(&mut self, len: usize) {
         match self {
             _ if len == 0 => *self = Column::Empty,
-            Column::Each(values) => {
-                values.truncate(len);
-                values.shrink_to_fit();
-            }
+            Column::Each(values) => values.truncate(len),
             Column::Same(_) | Column::Empty => {}
         }
     }
@@ -81,9 +90,317 @@ impl<T: Copy + PartialEq> Column<T> {
     /// Puts the rows in the order of `order` (row positions).
     fn reorder(&mut self, order: &[u32]) {
         if let Column::Each(values) = self {
-            *values = order.iter().map(|&i| values[i as usize]).collect();
+            *values = Packed::of(order.iter().map(|&i| values.get(i as usize)));
         }
     }
+}
+
+/// A value as the columns store it: a `u64` code, small for small values.
+trait Code: Copy + PartialEq {
+    fn code(self) -> u64;
+    fn decode(code: u64) -> Self;
+}
+
+impl Code for i64 {
+    #[inline]
+    fn code(self) -> u64 {
+        self as u64
+    }
+    #[inline]
+    fn decode(code: u64) -> Self {
+        code as i64
+    }
+}
+
+impl Code for u64 {
+    #[inline]
+    fn code(self) -> u64 {
+        self
+    }
+    #[inline]
+    fn decode(code: u64) -> Self {
+        code
+    }
+}
+
+impl Code for u32 {
+    #[inline]
+    fn code(self) -> u64 {
+        u64::from(self)
+    }
+    #[inline]
+    fn decode(code: u64) -> Self {
+        code as u32
+    }
+}
+
+impl Code for bool {
+    #[inline]
+    fn code(self) -> u64 {
+        u64::from(self)
+    }
+    #[inline]
+    fn decode(code: u64) -> Self {
+        code != 0
+    }
+}
+
+impl Code for CpuMode {
+    #[inline]
+    fn code(self) -> u64 {
+        self as u64
+    }
+    #[inline]
+    fn decode(code: u64) -> Self {
+        match code {
+            1 => CpuMode::Kernel,
+            2 => CpuMode::User,
+            3 => CpuMode::Hypervisor,
+            4 => CpuMode::GuestKernel,
+            5 => CpuMode::GuestUser,
+            _ => CpuMode::Unknown,
+        }
+    }
+}
+
+/// Handles are stored as their index; optional ones as index + 1, 0 for none.
+macro_rules! handle_codes {
+    ($($handle:ident),*) => {$(
+        impl Code for $handle {
+            #[inline]
+            fn code(self) -> u64 {
+                self.index() as u64
+            }
+            #[inline]
+            fn decode(code: u64) -> Self {
+                $handle::from_index(code as usize)
+            }
+        }
+
+        impl Code for Option<$handle> {
+            #[inline]
+            fn code(self) -> u64 {
+                self.map_or(0, |h| h.index() as u64 + 1)
+            }
+            #[inline]
+            fn decode(code: u64) -> Self {
+                code.checked_sub(1).map(|i| $handle::from_index(i as usize))
+            }
+        }
+    )*};
+}
+
+handle_codes!(
+    ThreadHandle,
+    StackHandle,
+    SeriesHandle,
+    StringHandle,
+    LabelSetHandle,
+    LinkHandle
+);
+
+/// Rows of one block of [`Packed::Blocks`]: 1.28 s of a 100 Hz sampler fits the 4-byte
+/// deltas (±2.1 s of nanoseconds), and the base costs half a bit a row.
+const BLOCK_ROWS: usize = 128;
+
+/// The delta of a row stored in [`Packed::Blocks`]' `far` map.
+const FAR: u32 = u32::MAX;
+
+/// One code per row, in the narrowest form that holds every code so far: 1, 2 or 4 bytes for
+/// small codes (handles, CPUs, modes), 4 bytes from a per-block base for codes close to their
+/// neighbours (times, counters), else 8. A column only ever widens, so a code is re-stored at
+/// most four times. A few rows far from their block's base (a sampler paused for a while) are
+/// kept aside rather than widening the whole column.
+#[derive(Clone, Debug)]
+enum Packed {
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+    U32(Vec<u32>),
+    /// Each block's first code, each row's zigzag difference from it, and the rows too far
+    /// from it (their delta is [`FAR`]).
+    Blocks {
+        bases: Vec<u64>,
+        deltas: Vec<u32>,
+        far: FxHashMap<usize, u64>,
+    },
+    U64(Vec<u64>),
+}
+
+/// The difference of `code` from `base`, zigzag-encoded, if it fits 4 bytes.
+#[inline]
+fn delta(base: u64, code: u64) -> Option<u32> {
+    let d = code.wrapping_sub(base) as i64;
+    u32::try_from(((d << 1) ^ (d >> 63)) as u64)
+        .ok()
+        .filter(|&z| z != FAR)
+}
+
+#[inline]
+fn undelta(base: u64, delta: u32) -> u64 {
+    let d = u64::from(delta);
+    base.wrapping_add(((d >> 1) as i64 ^ -((d & 1) as i64)) as u64)
+}
+
+impl Packed {
+    /// `len` rows of `code`.
+    fn filled(len: usize, code: u64) -> Packed {
+        Packed::of(std::iter::repeat_n(code, len))
+    }
+
+    /// The codes of `codes`, packed.
+    fn of(codes: impl ExactSizeIterator<Item = u64>) -> Packed {
+        let mut packed = Packed::U8(Vec::with_capacity(codes.len()));
+        for (i, code) in codes.enumerate() {
+            packed.push(i, code);
+        }
+        packed
+    }
+
+    /// Appends row `len`.
+    #[inline]
+    fn push(&mut self, len: usize, code: u64) {
+        while !self.try_push(len, code) {
+            self.widen(len, code);
+        }
+    }
+
+    #[inline]
+    fn try_push(&mut self, len: usize, code: u64) -> bool {
+        match self {
+            Packed::U8(v) => u8::try_from(code).map(|c| v.push(c)).is_ok(),
+            Packed::U16(v) => u16::try_from(code).map(|c| v.push(c)).is_ok(),
+            Packed::U32(v) => u32::try_from(code).map(|c| v.push(c)).is_ok(),
+            Packed::Blocks { bases, deltas, far } => {
+                if len.is_multiple_of(BLOCK_ROWS) {
+                    bases.push(code);
+                    deltas.push(0);
+                    return true;
+                }
+                match delta(bases[len / BLOCK_ROWS], code) {
+                    Some(d) => deltas.push(d),
+                    // Past a block's worth and one row in 8 aside, 8 bytes a row is cheaper.
+                    None if far.len() > len / 8 + BLOCK_ROWS => return false,
+                    None => {
+                        deltas.push(FAR);
+                        far.insert(len, code);
+                    }
+                }
+                true
+            }
+            Packed::U64(v) => {
+                v.push(code);
+                true
+            }
+        }
+    }
+
+    /// Row `i`'s code.
+    #[inline]
+    fn get(&self, i: usize) -> u64 {
+        match self {
+            Packed::U8(v) => u64::from(v[i]),
+            Packed::U16(v) => u64::from(v[i]),
+            Packed::U32(v) => u64::from(v[i]),
+            Packed::Blocks { bases, deltas, far } => match deltas[i] {
+                FAR => far[&i],
+                d => undelta(bases[i / BLOCK_ROWS], d),
+            },
+            Packed::U64(v) => v[i],
+        }
+    }
+
+    /// Sets row `i` of `len` rows.
+    fn set(&mut self, len: usize, i: usize, code: u64) {
+        while !self.try_set(i, code) {
+            self.widen(len, code);
+        }
+    }
+
+    fn try_set(&mut self, i: usize, code: u64) -> bool {
+        match self {
+            Packed::U8(v) => u8::try_from(code).map(|c| v[i] = c).is_ok(),
+            Packed::U16(v) => u16::try_from(code).map(|c| v[i] = c).is_ok(),
+            Packed::U32(v) => u32::try_from(code).map(|c| v[i] = c).is_ok(),
+            Packed::Blocks { bases, deltas, far } => {
+                match delta(bases[i / BLOCK_ROWS], code) {
+                    Some(d) => {
+                        deltas[i] = d;
+                        far.remove(&i);
+                    }
+                    None => {
+                        deltas[i] = FAR;
+                        far.insert(i, code);
+                    }
+                }
+                true
+            }
+            Packed::U64(v) => {
+                v[i] = code;
+                true
+            }
+        }
+    }
+
+    /// Re-stores rows `0..len` in the next wider form that holds them, skipping the fixed
+    /// widths too narrow for `code`, the code to be stored next.
+    fn widen(&mut self, len: usize, code: u64) {
+        let capacity = (len + 1).next_power_of_two();
+        let widest_fixed = |rank: usize| match rank {
+            0 => u64::from(u8::MAX),
+            1 => u64::from(u16::MAX),
+            2 => u64::from(u32::MAX),
+            _ => u64::MAX,
+        };
+        for rank in self.rank() + 1..=4 {
+            if rank <= 2 && code > widest_fixed(rank) {
+                continue;
+            }
+            let mut wider = match rank {
+                1 => Packed::U16(Vec::with_capacity(capacity)),
+                2 => Packed::U32(Vec::with_capacity(capacity)),
+                3 => Packed::Blocks {
+                    bases: Vec::with_capacity(capacity / BLOCK_ROWS + 1),
+                    deltas: Vec::with_capacity(capacity),
+                    far: FxHashMap::default(),
+                },
+                _ => Packed::U64(Vec::with_capacity(capacity)),
+            };
+            if (0..len).all(|i| wider.try_push(i, self.get(i))) {
+                *self = wider;
+                return;
+            }
+        }
+    }
+
+    /// Position of the form in the order columns widen in.
+    fn rank(&self) -> usize {
+        match self {
+            Packed::U8(_) => 0,
+            Packed::U16(_) => 1,
+            Packed::U32(_) => 2,
+            Packed::Blocks { .. } => 3,
+            Packed::U64(_) => 4,
+        }
+    }
+
+    fn truncate(&mut self, len: usize) {
+        match self {
+            Packed::U8(v) => shrink(v, len),
+            Packed::U16(v) => shrink(v, len),
+            Packed::U32(v) => shrink(v, len),
+            Packed::Blocks { bases, deltas, far } => {
+                shrink(bases, len.div_ceil(BLOCK_ROWS));
+                shrink(deltas, len);
+                far.retain(|&i, _| i < len);
+            }
+            Packed::U64(v) => shrink(v, len),
+        }
+    }
+}
+
+fn shrink<T>(v: &mut Vec<T>, len: usize) {
+    v.truncate(len);
+    v.shrink_to_fit();
 }
 
 /// A column of optional values, stored as the values and whether each is there, so that an
@@ -103,7 +420,12 @@ impl<T> Default for Nullable<T> {
     }
 }
 
-impl<T: Copy + PartialEq + Default> Nullable<T> {
+impl<T: Code + Default> Nullable<T> {
+    #[cfg(test)]
+    fn values_rank(&self) -> Option<usize> {
+        self.values.rank()
+    }
+
     #[inline]
     fn push(&mut self, len: usize, value: Option<T>) {
         self.values.push(len, value.unwrap_or_default());
@@ -321,28 +643,32 @@ impl SampleTable {
 
     /// Keeps the samples `keep` returns true for, in order; `keep` may change them.
     pub(crate) fn retain(&mut self, mut keep: impl FnMut(&mut Sample) -> bool) {
+        // Times are built afresh: a decoder moves every time onto another clock here, and
+        // new times written over old ones would no longer be close to their block's base.
+        let mut times = Nullable::default();
         let mut kept = 0;
         for i in 0..self.len {
             let mut s = self.get(i);
-            let before = s;
+            let before = Sample { time: None, ..s };
             if !keep(&mut s) {
                 continue;
             }
-            if kept != i || s != before {
-                self.set(kept, s);
+            times.push(kept, s.time);
+            if kept != i || (Sample { time: None, ..s }) != before {
+                self.set_all_but_time(kept, s);
             }
             kept += 1;
         }
+        self.time = times;
         if kept < self.len {
             self.len = kept;
             each_column!(self, column => column.truncate(kept));
         }
     }
 
-    /// Replaces sample `i`.
-    fn set(&mut self, i: usize, s: Sample) {
+    /// Replaces every field of sample `i` but its time.
+    fn set_all_but_time(&mut self, i: usize, s: Sample) {
         let len = self.len;
-        self.time.set(len, i, s.time);
         self.thread.set(len, i, s.thread);
         self.stack.set(len, i, s.stack);
         self.weight.set(len, i, s.weight);
@@ -357,10 +683,11 @@ impl SampleTable {
 
     /// Changes every sample's time.
     pub(crate) fn map_times(&mut self, mut f: impl FnMut(Option<i64>) -> Option<i64>) {
+        let mut times = Nullable::default();
         for i in 0..self.len {
-            let t = self.time.get(i);
-            self.time.set(self.len, i, f(t));
+            times.push(i, f(self.time.get(i)));
         }
+        self.time = times;
     }
 
     /// Orders samples by time (stable: samples with equal or no time keep their order).
@@ -482,7 +809,6 @@ mod tests {
         table.retain(keep);
         expected.retain_mut(keep);
         assert_eq!(table.to_vec(), expected);
-
         table.sort_by_time();
         expected.sort_by_key(|s| s.time);
         assert_eq!(table.to_vec(), expected);
@@ -491,5 +817,126 @@ mod tests {
         assert!(table.is_empty());
         table.push(sample(3));
         assert_eq!(table.to_vec(), vec![sample(3)]);
+    }
+
+    /// A small deterministic generator, so the test needs no crate.
+    fn lcg(state: &mut u64) -> u64 {
+        *state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        *state >> 33
+    }
+
+    #[test]
+    fn codes_are_packed_as_narrow_as_they_fit_and_read_back_exactly() {
+        let forms = |codes: &[u64]| {
+            let packed = Packed::of(codes.iter().copied());
+            let back: Vec<u64> = (0..codes.len()).map(|i| packed.get(i)).collect();
+            assert_eq!(back, codes);
+            packed.rank()
+        };
+        assert_eq!(forms(&[0, 3, 255]), 0);
+        assert_eq!(forms(&[0, 256, 3]), 1);
+        assert_eq!(forms(&[0, 70_000]), 2);
+        // Times a millisecond apart, well past 4 bytes, over many blocks.
+        let times: Vec<u64> = (0..10_000)
+            .map(|i| 1_700_000_000_000_000_000 + i * 1_000_000)
+            .collect();
+        assert_eq!(forms(&times), 3);
+        // Negative steps, and extremes kept aside, survive the zigzag.
+        assert_eq!(forms(&[5, 3, 0, u64::MAX, 1 << 63, (1 << 63) - 1]), 3);
+        assert_eq!(forms(&[100, 90, 80, 4_000_000_000]), 2);
+        assert_eq!(forms(&[100, 90, 80, 5_000_000_000]), 3);
+        // A pause of 10 s inside a block: the rows after it are kept aside.
+        let paused: Vec<u64> = (0..1000)
+            .map(|i| i * 1_000_000 + u64::from(i >= 50) * 10_000_000_000)
+            .collect();
+        assert_eq!(forms(&paused), 3);
+        // Codes all over the place: 8 bytes each.
+        let mut state = 1;
+        let scattered: Vec<u64> = (0..1000).map(|_| lcg(&mut state) << 31).collect();
+        assert_eq!(forms(&scattered), 4);
+
+        // Setting a code that does not fit widens the column and keeps every other row.
+        let mut packed = Packed::of([1u64, 2, 3].into_iter());
+        packed.set(3, 1, 1 << 40);
+        assert_eq!(
+            (0..3).map(|i| packed.get(i)).collect::<Vec<_>>(),
+            [1, 1 << 40, 3]
+        );
+        packed.push(3, 7);
+        packed.truncate(2);
+        assert_eq!(
+            (0..2).map(|i| packed.get(i)).collect::<Vec<_>>(),
+            [1, 1 << 40]
+        );
+    }
+
+    #[test]
+    fn a_large_table_matches_a_list_of_samples_through_every_change() {
+        let mut state = 7;
+        let mut table = SampleTable::default();
+        let mut expected = Vec::new();
+        let mut time = 1_700_000_000_000_000_000i64;
+        for i in 0..20_000usize {
+            let r = lcg(&mut state);
+            // Mostly close in time, sometimes out of order, once a long pause.
+            time += match r % 50 {
+                0 => -3_000_000,
+                _ if i == 12_345 => 30_000_000_000,
+                _ => 250_000,
+            };
+            let mut s = Sample::new(
+                ThreadHandle::from_index((r % 16) as usize),
+                (!r.is_multiple_of(7)).then(|| StackHandle::from_index((r % 70_000) as usize)),
+                if i < 15_000 {
+                    1
+                } else {
+                    (r % 1000) as i64 - 10
+                },
+                SeriesHandle::from_index(usize::from(i > 19_000)),
+            );
+            s.time = (!r.is_multiple_of(101)).then_some(time);
+            s.cpu = Some((r % 8) as u32);
+            s.cpu_mode = if r.is_multiple_of(3) {
+                CpuMode::Kernel
+            } else {
+                CpuMode::User
+            };
+            s.counter = Some(lcg(&mut state) << 20);
+            table.push(s);
+            expected.push(s);
+        }
+        assert_eq!(table.to_vec(), expected);
+        assert_eq!(table.len(), expected.len());
+
+        // Every time moves onto another clock, and every tenth sample goes.
+        fn keep(n: &mut i64) -> impl FnMut(&mut Sample) -> bool + '_ {
+            move |s: &mut Sample| {
+                *n += 1;
+                s.time = s.time.map(|t| t - 1_600_000_000_000_000_000 + *n);
+                *n % 10 != 0
+            }
+        }
+        let (mut a, mut b) = (0, 0);
+        table.retain(keep(&mut a));
+        expected.retain_mut(keep(&mut b));
+        assert_eq!(table.to_vec(), expected);
+        table.sort_by_time();
+        expected.sort_by_key(|s| s.time);
+        assert_eq!(table.to_vec(), expected);
+
+        table.map_times(|t| t.map(|t| t + 5));
+        for s in &mut expected {
+            s.time = s.time.map(|t| t + 5);
+        }
+        table.shrink_to_fit();
+        assert_eq!(table.to_vec(), expected);
+        assert_eq!(
+            table.time.values_rank(),
+            Some(3),
+            "times are stored in 4 bytes"
+        );
+        assert_eq!(table.thread.rank(), Some(0), "16 threads take 1 byte");
     }
 }
