@@ -844,6 +844,12 @@ fn garbage_is_malformed() {
     // A string index in a varint where a message belongs.
     let what = malformed_what(&[0x0a, 0x02, 0x08, 0x01, 0x58, 0x01]);
     assert!(what.contains("Profile does not decode"), "{what}");
+    // Samples are decoded one at a time: a broken one is named.
+    let what = malformed_what(&[0x12, 0x00, 0x12, 0x01, 0xff]);
+    assert!(what.starts_with("sample[1] does not decode"), "{what}");
+    // A sample that is not a message at all.
+    let what = malformed_what(&[0x10, 0x01]);
+    assert!(what.contains("Profile does not decode"), "{what}");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! A decoded pprof `Profile` into the model: header, one series per sample type, samples.
 
 use proflake_proto::pprof;
+use prost::Message;
 use rustc_hash::FxHashMap;
 
 use super::frames::Frames;
@@ -17,7 +18,14 @@ const ZERO_VALUE: &str = "pprof_zero_value";
 /// Stat: samples whose stack exceeds `max_stack_depth`, kept without a stack.
 const STACK_TOO_DEEP: &str = "pprof_stack_too_deep";
 
-pub(super) fn import(mut p: pprof::Profile, offsets: &Offsets, limits: &Limits) -> Result<Profile> {
+/// Imports `p`, a profile decoded without its samples, and the samples of `bytes`, the
+/// whole profile, decoded one at a time into one reused message.
+pub(super) fn import(
+    mut p: pprof::Profile,
+    bytes: &[u8],
+    offsets: &Offsets,
+    limits: &Limits,
+) -> Result<Profile> {
     let tables = Tables::new(&mut p, offsets)?;
     let mut profile = Profile::new(FORMAT);
     for &stat in &tables.stats {
@@ -27,9 +35,19 @@ pub(super) fn import(mut p: pprof::Profile, offsets: &Offsets, limits: &Limits) 
     let series = series(&mut profile, &tables, &p);
     let mut frames = Frames::new(&mut profile, &tables, &p);
     let mut leaf_first = Vec::new();
-    let mut stacks: FxHashMap<&[u64], (Option<StackHandle>, bool)> = FxHashMap::default();
+    let mut stacks: FxHashMap<Box<[u64]>, (Option<StackHandle>, bool)> = FxHashMap::default();
     let mut kept = 0u64;
-    for (i, s) in p.sample.iter().enumerate() {
+    let mut s = pprof::Sample::default();
+    for (i, body) in offsets.sample_bodies().iter().enumerate() {
+        s.clear();
+        s.merge(&bytes[body.clone()]).map_err(|e| {
+            malformed(
+                offsets.sample(i),
+                format!("sample[{i}] does not decode: {e}"),
+            )
+            .with_source(e)
+        })?;
+        tables.check_sample(&s, i, offsets.sample(i))?;
         if s.value.len() != series.len() {
             return Err(malformed(
                 offsets.sample(i),
@@ -70,7 +88,7 @@ pub(super) fn import(mut p: pprof::Profile, offsets: &Offsets, limits: &Limits) 
                 } else {
                     profile.add_stack_from_root(leaf_first.iter().rev().copied())
                 };
-                stacks.insert(s.location_id.as_slice(), (stack, too_deep));
+                stacks.insert(s.location_id.as_slice().into(), (stack, too_deep));
                 stack
             }
         };

@@ -37,15 +37,20 @@ const FORMAT: &str = "pprof";
 /// Decodes a (decompressed) pprof profile within `limits`.
 pub(crate) fn decode(bytes: &[u8], limits: &Limits) -> Result<Profile> {
     let offsets = offsets::Offsets::scan(bytes, limits)?;
-    let profile = pprof::Profile::decode(bytes).map_err(|e| {
-        Error::new(ErrorKind::Malformed {
-            format: FORMAT,
-            offset: 0,
-            what: format!("Profile does not decode: {e}"),
-        })
-        .with_source(e)
-    })?;
-    import::import(profile, &offsets, limits)
+    // Everything but the samples, as one message: protobuf merges concatenated records. The
+    // samples are decoded one at a time as they are imported.
+    let mut profile = pprof::Profile::default();
+    for run in offsets.rest() {
+        profile.merge(&bytes[run.clone()]).map_err(|e| {
+            Error::new(ErrorKind::Malformed {
+                format: FORMAT,
+                offset: run.start as u64,
+                what: format!("Profile does not decode: {e}"),
+            })
+            .with_source(e)
+        })?;
+    }
+    import::import(profile, bytes, &offsets, limits)
 }
 
 fn malformed(offset: u64, what: String) -> Error {

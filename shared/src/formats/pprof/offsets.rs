@@ -1,10 +1,13 @@
 //! Where each top-level record of the profile starts, so that errors about a sample or a
 //! location can point at its bytes; the same walk tells a cut-off file from a corrupt one
-//! before prost gives its less specific verdict.
+//! before prost gives its less specific verdict. It also splits the samples, the bulk of a
+//! profile, from the rest, so that they are decoded one at a time rather than all at once.
+
+use std::ops::Range;
 
 use super::malformed;
 use crate::error::{ErrorKind, Result};
-use crate::formats::protowire::{Step, Steps};
+use crate::formats::protowire::{Step, Steps, Value};
 use crate::limits::{exceeded, Limits};
 
 /// Byte offsets of the repeated top-level records, by position.
@@ -15,6 +18,10 @@ pub(super) struct Offsets {
     mappings: Vec<u64>,
     locations: Vec<u64>,
     functions: Vec<u64>,
+    /// Each sample's message body.
+    sample_bodies: Vec<Range<usize>>,
+    /// Runs of consecutive records that are not samples.
+    rest: Vec<Range<usize>>,
 }
 
 fn at(offsets: &[u64], i: usize) -> u64 {
@@ -29,9 +36,23 @@ impl Offsets {
         let mut offsets = Offsets::default();
         let mut strings = 0u64;
         let tables = ("max_table_entries", limits.max_table_entries);
+        let mut runs = Runs::default();
         for step in Steps::new(bytes) {
             match step {
-                Step::Field { number, offset, .. } => {
+                Step::Field {
+                    number,
+                    offset,
+                    value,
+                } => {
+                    let body = match value {
+                        Value::Len(body) => Some(body_range(bytes, body)),
+                        _ => None,
+                    };
+                    // A sample that is not a message stays with the rest, whose decoding
+                    // rejects it.
+                    let sample = body.filter(|_| number == 2);
+                    runs.record(offset, sample.is_some());
+                    offsets.sample_bodies.extend(sample);
                     let (table, (limit, max)) = match number {
                         1 => (&mut offsets.sample_types, tables),
                         2 => (&mut offsets.samples, ("max_samples", limits.max_samples)),
@@ -65,7 +86,18 @@ impl Offsets {
                 }
             }
         }
+        offsets.rest = runs.finish(bytes.len());
         Ok(offsets)
+    }
+
+    /// Each sample's message body, in order.
+    pub(super) fn sample_bodies(&self) -> &[Range<usize>] {
+        &self.sample_bodies
+    }
+
+    /// The byte ranges holding everything but the samples, in order.
+    pub(super) fn rest(&self) -> &[Range<usize>] {
+        &self.rest
     }
 
     pub(super) fn sample_type(&self, i: usize) -> u64 {
@@ -86,5 +118,40 @@ impl Offsets {
 
     pub(super) fn function(&self, i: usize) -> u64 {
         at(&self.functions, i)
+    }
+}
+
+/// Where `body`, a slice of `bytes`, lies in it.
+fn body_range(bytes: &[u8], body: &[u8]) -> Range<usize> {
+    let start = body.as_ptr() as usize - bytes.as_ptr() as usize;
+    start..start + body.len()
+}
+
+/// Runs of consecutive records that are not samples, built record by record: a record ends
+/// where the next one starts.
+#[derive(Default)]
+struct Runs {
+    runs: Vec<Range<usize>>,
+    /// Start of the run being built.
+    open: Option<usize>,
+}
+
+impl Runs {
+    fn record(&mut self, offset: usize, is_sample: bool) {
+        match (is_sample, self.open) {
+            (true, Some(start)) => {
+                self.runs.push(start..offset);
+                self.open = None;
+            }
+            (false, None) => self.open = Some(offset),
+            _ => {}
+        }
+    }
+
+    fn finish(mut self, end: usize) -> Vec<Range<usize>> {
+        if let Some(start) = self.open {
+            self.runs.push(start..end);
+        }
+        self.runs
     }
 }

@@ -37,7 +37,7 @@ pub(super) struct Tables {
 
 impl Tables {
     /// Builds the tables and checks every string, mapping and function reference of
-    /// `profile`; the location ids of samples are checked as samples are imported.
+    /// `profile`; samples' references are checked as samples are imported.
     pub(super) fn new(profile: &mut pprof::Profile, offsets: &Offsets) -> Result<Tables> {
         let mut stats = Vec::new();
         let strings = std::mem::take(&mut profile.string_table)
@@ -117,13 +117,15 @@ impl Tables {
                 }
             }
         }
-        for (i, s) in p.sample.iter().enumerate() {
-            let at = offsets.sample(i);
-            for label in &s.label {
-                self.check_string(label.key, at, || format!("sample[{i}].label.key"))?;
-                self.check_string(label.str, at, || format!("sample[{i}].label.str"))?;
-                self.check_string(label.num_unit, at, || format!("sample[{i}].label.num_unit"))?;
-            }
+        Ok(())
+    }
+
+    /// Checks the string references of sample `i`, found at byte `at`.
+    pub(super) fn check_sample(&self, s: &pprof::Sample, i: usize, at: u64) -> Result<()> {
+        for label in &s.label {
+            self.check_string(label.key, at, || format!("sample[{i}].label.key"))?;
+            self.check_string(label.str, at, || format!("sample[{i}].label.str"))?;
+            self.check_string(label.num_unit, at, || format!("sample[{i}].label.num_unit"))?;
         }
         Ok(())
     }
