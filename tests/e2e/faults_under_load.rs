@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use proflake::{
     content_etag, current_conversion_key, error_report_key, source_id, ErrorKind, ObjectInfo,
-    ObjectStore, Result, S3Store, ERROR_REPORT_SUFFIX,
+    ObjectStore, ObjectWriter, Result, S3Store, ERROR_REPORT_SUFFIX,
 };
 use proflake_convert::App;
 
@@ -19,7 +19,7 @@ use crate::convert::noise;
 use crate::fault_proxy::{Fault, FaultProxy};
 use crate::harness::{
     config, impatient_s3_client, put_upload, repo_file, Env, Upload, MAX_RECEIVE_COUNT,
-    UPLOADS_BUCKET,
+    OUTPUT_BUCKET, UPLOADS_BUCKET,
 };
 use crate::load::{
     assert_outcomes, corrupt, drain, feed, folded, local_samples, put_all, Busy, Fate, Final,
@@ -233,6 +233,77 @@ impl ObjectStore for MeddledUploads {
     }
 }
 
+/// The output bucket as the handler sees it, failing the first table file of each conversion
+/// in `cut` as S3 failing would: the job has written its chunks and is cut short, and its
+/// message comes back after the visibility timeout.
+struct CutShortOutputs {
+    inner: S3Store,
+    /// Source ids of the conversions to cut short, each once.
+    cut: Arc<Mutex<HashSet<String>>>,
+    /// How many were.
+    done: Arc<AtomicUsize>,
+}
+
+impl CutShortOutputs {
+    fn check(&self, key: &str) -> Result<()> {
+        let Some(stem) = key
+            .strip_prefix("tables/")
+            .and_then(|k| k.rsplit('/').next())
+            .and_then(|f| f.strip_suffix(".parquet"))
+        else {
+            return Ok(());
+        };
+        if self.cut.lock().unwrap().remove(stem) {
+            self.done.fetch_add(1, Ordering::SeqCst);
+            return Err(ErrorKind::Storage {
+                key: format!("s3://{OUTPUT_BUCKET}/{key}"),
+            }
+            .into());
+        }
+        Ok(())
+    }
+}
+
+impl ObjectStore for CutShortOutputs {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        self.inner.get(key)
+    }
+
+    fn get_object(&self, key: &str, max_bytes: u64) -> Result<Option<(Vec<u8>, ObjectInfo)>> {
+        self.inner.get_object(key, max_bytes)
+    }
+
+    fn exists(&self, key: &str) -> Result<bool> {
+        self.inner.exists(key)
+    }
+
+    fn head(&self, key: &str) -> Result<Option<ObjectInfo>> {
+        self.inner.head(key)
+    }
+
+    fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
+        self.check(key)?;
+        self.inner.put(key, bytes)
+    }
+
+    fn put_writer<'s>(&'s self, key: &str) -> Result<Box<dyn ObjectWriter + 's>> {
+        self.check(key)?;
+        self.inner.put_writer(key)
+    }
+
+    fn delete(&self, key: &str) -> Result<()> {
+        self.inner.delete(key)
+    }
+
+    fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        self.inner.list(prefix)
+    }
+
+    fn list_page(&self, prefix: &str, after: Option<&str>, limit: usize) -> Result<Vec<String>> {
+        self.inner.list_page(prefix, after, limit)
+    }
+}
+
 /// CPU time of process `pid` so far (moto's), from /proc.
 fn cpu_of(pid: u32) -> Duration {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("/proc stat");
@@ -262,6 +333,16 @@ async fn a_thousand_uploads_survive_s3_faults_redeliveries_and_replacements() {
     let armed = Arc::new(Mutex::new(HashMap::new()));
     let fired = Arc::new(AtomicUsize::new(0));
     let refused = Arc::new(Mutex::new(HashSet::new()));
+    // The conversions of content replaced in flight are cut short after their chunks: what
+    // they wrote is named by no manifest, and the job that settles the new content removes it.
+    let cut: HashSet<String> = replaced
+        .iter()
+        .filter(|r| r.when == When::InFlight)
+        .map(|r| source_id(&r.first.key, &content_etag(&r.first.bytes)))
+        .collect();
+    let cut_count = cut.len();
+    let cut = Arc::new(Mutex::new(cut));
+    let cut_done = Arc::new(AtomicUsize::new(0));
     let app = {
         let (armed, fired, refused, direct) = (
             armed.clone(),
@@ -269,12 +350,17 @@ async fn a_thousand_uploads_survive_s3_faults_redeliveries_and_replacements() {
             refused.clone(),
             env.s3.clone(),
         );
+        let (cut, cut_done) = (cut.clone(), cut_done.clone());
         let client = impatient_s3_client(&proxy.endpoint);
         Arc::new(App::with_stores(config(CONCURRENCY), move |bucket| {
             let runtime = tokio::runtime::Handle::current();
             let inner = S3Store::new(client.clone(), bucket, runtime.clone());
             if bucket != UPLOADS_BUCKET {
-                return Arc::new(inner) as Arc<dyn ObjectStore>;
+                return Arc::new(CutShortOutputs {
+                    inner,
+                    cut: cut.clone(),
+                    done: cut_done.clone(),
+                }) as Arc<dyn ObjectStore>;
             }
             Arc::new(MeddledUploads {
                 inner,
@@ -296,9 +382,8 @@ async fn a_thousand_uploads_survive_s3_faults_redeliveries_and_replacements() {
     ));
 
     // S3 fails in windows as the drain progresses. The keys replaced in flight are uploaded
-    // once the last window has closed: a job that read content since replaced, wrote some of
-    // its outputs, then failed on S3, leaves outputs no manifest lists, and its redelivery reads
-    // the new content and cannot name them. The product does not guarantee those go.
+    // once the last window has closed, so that their jobs fail exactly where `CutShortOutputs`
+    // makes them: after their chunks, with the key's content replaced.
     let in_flight: Vec<&Replacement> = replaced
         .iter()
         .filter(|r| r.when == When::InFlight)
@@ -452,6 +537,12 @@ async fn a_thousand_uploads_survive_s3_faults_redeliveries_and_replacements() {
         in_flight.len(),
         "replacements in flight not made: {:?}",
         armed.lock().unwrap().keys().collect::<Vec<_>>()
+    );
+    assert_eq!(
+        cut_done.load(Ordering::SeqCst),
+        cut_count,
+        "conversions not cut short: {:?}",
+        cut.lock().unwrap()
     );
     // The reports that became obsolete, and only those, were to be removed.
     let obsolete: HashSet<String> = replaced

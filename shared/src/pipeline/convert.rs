@@ -206,9 +206,7 @@ fn convert_inner(
         }
         sample_v2.why_none = plan.why_none.clone();
         let inputs = table_inputs(&table_plans, &metadata);
-        for table in write_tables(&table_source, &inputs)? {
-            out.table(table)?;
-        }
+        let tables = write_tables(&table_source, &inputs)?;
         let index = build_id_index(
             &table_plans,
             source_key,
@@ -216,6 +214,10 @@ fn convert_inner(
             &manifest_key,
             &symbolization,
         );
+        out.intend(&tables, index.iter().map(|(k, _)| k))?;
+        for table in tables {
+            out.table(table)?;
+        }
         for (key, entry) in index {
             out.index_entry(&key, &entry)?;
         }
@@ -268,6 +270,7 @@ fn convert_inner(
             .map(|(p, plans)| (p, plans.as_slice(), None))
             .collect();
         let series = series_of(&parts);
+        out.intend(&tables, index.iter().map(|(k, _)| k))?;
         for chunk in chunks {
             sample_v2.chunks += 1;
             sample_v2.samples += chunk.samples as u64;

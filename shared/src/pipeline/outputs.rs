@@ -4,6 +4,7 @@
 
 use std::io::{self, Write};
 
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::build_id_index::BuildIdIndexEntry;
@@ -22,6 +23,39 @@ pub trait OutputSink {
     fn put(&mut self, key: &str, bytes: Vec<u8>) -> Result<()>;
     /// Stores the object `write` produces, streamed to its destination as it is written.
     fn put_with(&mut self, key: &str, write: &mut WriteObject<'_>) -> Result<()>;
+    /// Says which objects outside the conversion's own folder are about to be written, before
+    /// any is: a store records them, so that a job cut short can still be cleaned up.
+    fn intend(&mut self, _keys: &[&str]) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// The record of a conversion that has started: which outputs outside its own folder it
+/// writes. A conversion cut short by a failure, whose content is then replaced, leaves outputs
+/// no manifest lists; the job that converts the key's new content removes them by this record
+/// (see `supersede`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingConversion {
+    /// The conversion.
+    pub source_id: String,
+    /// Table files and build-ID index entries it writes (its manifest and chunks are in its
+    /// own folder).
+    pub outputs: Vec<String>,
+}
+
+impl PendingConversion {
+    /// Records, before anything else is written, that `source_id` has started.
+    pub fn start(store: &dyn ObjectStore, key: &str, source_id: &str) -> Result<()> {
+        let record = PendingConversion {
+            source_id: source_id.to_owned(),
+            outputs: Vec::new(),
+        };
+        store.put(key, &record.to_json())
+    }
+
+    fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec_pretty(self).expect("a pending record serializes")
+    }
 }
 
 /// Keeps the objects in memory, in write order (tests, and callers that store later).
@@ -49,6 +83,8 @@ impl OutputSink for MemoryOutputs {
 pub struct StoreOutputs<'s> {
     store: &'s dyn ObjectStore,
     written: Vec<String>,
+    /// Where the conversion's pending record is, if it keeps one.
+    pending: Option<(String, String)>,
 }
 
 impl<'s> StoreOutputs<'s> {
@@ -57,6 +93,17 @@ impl<'s> StoreOutputs<'s> {
         StoreOutputs {
             store,
             written: Vec::new(),
+            pending: None,
+        }
+    }
+
+    /// Outputs into `store` of the conversion `source_id`, whose pending record at `key`
+    /// (written by [`PendingConversion::start`]) is brought up to date with the outputs it
+    /// is about to write.
+    pub fn pending(store: &'s dyn ObjectStore, key: &str, source_id: &str) -> Self {
+        StoreOutputs {
+            pending: Some((key.to_owned(), source_id.to_owned())),
+            ..StoreOutputs::new(store)
         }
     }
 
@@ -78,6 +125,17 @@ impl OutputSink for StoreOutputs<'_> {
     fn put(&mut self, key: &str, bytes: Vec<u8>) -> Result<()> {
         self.store.put(key, &bytes)?;
         self.written.push(key.to_owned());
+        Ok(())
+    }
+
+    fn intend(&mut self, keys: &[&str]) -> Result<()> {
+        if let Some((key, source_id)) = &self.pending {
+            let record = PendingConversion {
+                source_id: source_id.clone(),
+                outputs: keys.iter().map(|&k| k.to_owned()).collect(),
+            };
+            self.store.put(key, &record.to_json())?;
+        }
         Ok(())
     }
 
@@ -140,6 +198,21 @@ fn listed_as(key: &str, kind: String, bytes: u64, sha256: String) -> ManifestOut
 }
 
 impl<'s> Outputs<'s> {
+    /// Passes on which tables and index entries are about to be written (see
+    /// [`OutputSink::intend`]).
+    pub fn intend<'k>(
+        &mut self,
+        tables: impl IntoIterator<Item = &'k TableObject>,
+        index: impl IntoIterator<Item = &'k String>,
+    ) -> Result<()> {
+        let keys: Vec<&str> = tables
+            .into_iter()
+            .map(|t| t.key.as_str())
+            .chain(index.into_iter().map(String::as_str))
+            .collect();
+        self.sink.intend(&keys)
+    }
+
     pub fn new(sink: &'s mut dyn OutputSink) -> Self {
         Outputs {
             sink,

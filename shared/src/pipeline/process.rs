@@ -10,16 +10,16 @@ use serde::{Deserialize, Serialize};
 
 use super::convert::{convert_into, ConvertOptions, UploadInput};
 use super::manifest::Manifest;
-use super::outputs::StoreOutputs;
-use super::supersede::{settle, Settled};
+use super::outputs::{PendingConversion, StoreOutputs};
+use super::supersede::{clear_pending, settle, Settled};
 use super::symbols::{current_debug_meta, StoreSymbols};
 use crate::error::{error_chain, Error, Result};
 use crate::formats::InputFormat;
 use crate::limits::Limits;
 use crate::metadata::UploadMetadata;
 use crate::store::{
-    error_report_key, manifest_key, profile_key_of_sidecar, sidecar_key, source_id, ObjectInfo,
-    ObjectStore, ERROR_REPORT_SUFFIX,
+    error_report_key, manifest_key, pending_conversion_key, profile_key_of_sidecar, sidecar_key,
+    source_id, ObjectInfo, ObjectStore, ERROR_REPORT_SUFFIX,
 };
 
 /// Conversions of one upload in one job: the first, and reruns when debug files for its images
@@ -206,11 +206,14 @@ fn process_profile(
             return quarantine(uploads, outputs, key, None, e);
         }
     };
-    let manifest = manifest_key(&source_id(key, &info.etag));
+    let mine = source_id(key, &info.etag);
+    let manifest = manifest_key(&mine);
     if !options.reconvert && outputs.exists(&manifest)? {
         // Settled again: a clean-up cut short by a failure finishes on redelivery, the removal
         // of an earlier content's error report included.
-        return Ok(match settle(uploads, outputs, key, &info.etag, true)? {
+        let settled = settle(uploads, outputs, key, &info.etag, true)?;
+        clear_pending(outputs, key, &mine, settled != Settled::Outdated)?;
+        return Ok(match settled {
             Settled::Current { .. } => {
                 remove_outdated_report(uploads, key, &info.etag)?;
                 Outcome::AlreadyConverted {
@@ -236,6 +239,10 @@ fn process_profile(
     // What a reconversion must take back: outputs of the previous run it does not write again.
     let previous_outputs = previous_outputs(outputs, &manifest)?;
     let symbols = StoreSymbols::new(outputs);
+    // Recorded before any output is written: if this job is cut short and the key's content
+    // replaced, whoever settles the new content removes what this one wrote.
+    let pending_key = pending_conversion_key(key, &mine);
+    PendingConversion::start(outputs, &pending_key, &mine)?;
     let mut converted = None;
     let mut input = Some(reader);
     // A debug file stored while the conversion ran is seen by the check after publishing; the
@@ -251,7 +258,7 @@ fn process_profile(
             },
         };
         // Objects go to the store as they are produced, the manifest last.
-        let mut written = StoreOutputs::new(outputs);
+        let mut written = StoreOutputs::pending(outputs, &pending_key, &mine);
         let report = match convert_into(
             key,
             &info.etag,
@@ -291,7 +298,9 @@ fn process_profile(
     {
         outputs.delete(old)?;
     }
-    let replaced = match settle(uploads, outputs, key, &info.etag, true)? {
+    let settled = settle(uploads, outputs, key, &info.etag, true)?;
+    clear_pending(outputs, key, &mine, settled != Settled::Outdated)?;
+    let replaced = match settled {
         Settled::Current { replaced } => replaced,
         Settled::Outdated => return Ok(skipped(key, SkipReason::Overwritten)),
     };
@@ -424,7 +433,13 @@ fn quarantine(
     let (etag, bytes) = info.map_or(("", 0), |i| (i.etag.as_str(), i.size));
     let (report_key, reason, message) = write_error_report(uploads, key, etag, bytes, error)?;
     if info.is_some() {
-        settle(uploads, outputs, key, etag, false)?;
+        let settled = settle(uploads, outputs, key, etag, false)?;
+        clear_pending(
+            outputs,
+            key,
+            &source_id(key, etag),
+            settled != Settled::Outdated,
+        )?;
     }
     Ok(Outcome::Quarantined(Quarantine {
         key: key.into(),

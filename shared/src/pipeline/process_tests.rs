@@ -352,8 +352,16 @@ fn an_upload_cut_off_while_read_is_retried_not_quarantined() {
             matches!(err.kind(), ErrorKind::Storage { key: k } if k == key),
             "{err}"
         );
-        // Nothing written: no outputs, no error report.
-        assert_eq!(cut.inner.list("").unwrap(), vec![key.to_owned()], "{key}");
+        // No outputs, no error report: only the record that the conversion started, naming
+        // nothing outside its own folder, for whoever settles the key next.
+        let etag = cut.inner.head(key).unwrap().unwrap().etag;
+        let record = crate::store::pending_conversion_key(key, &source_id(key, &etag));
+        let mut expected = vec![key.to_owned(), record.clone()];
+        expected.sort();
+        assert_eq!(cut.inner.list("").unwrap(), expected, "{key}");
+        let record: crate::pipeline::outputs::PendingConversion =
+            serde_json::from_slice(&cut.inner.get(&record).unwrap().unwrap()).unwrap();
+        assert!(record.outputs.is_empty(), "{key}: {record:?}");
     }
 }
 
@@ -563,4 +571,98 @@ fn an_upload_is_stored_as_a_stream_and_never_replaced_by_other_bytes() {
         );
     }
     assert_eq!(store.get("uploads/big.bin").unwrap().unwrap(), big);
+}
+
+/// A store whose writes of keys under `prefix` fail, like a bucket that starts failing part
+/// way through a conversion.
+struct FailsOn {
+    inner: LocalDirStore,
+    prefix: &'static str,
+}
+
+impl ObjectStore for FailsOn {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        self.inner.get(key)
+    }
+    fn get_object(&self, key: &str, max: u64) -> Result<Option<(Vec<u8>, ObjectInfo)>> {
+        self.inner.get_object(key, max)
+    }
+    fn exists(&self, key: &str) -> Result<bool> {
+        self.inner.exists(key)
+    }
+    fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
+        if key.starts_with(self.prefix) {
+            return Err(ErrorKind::Storage { key: key.into() }.into());
+        }
+        self.inner.put(key, bytes)
+    }
+    fn delete(&self, key: &str) -> Result<()> {
+        self.inner.delete(key)
+    }
+    fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        self.inner.list(prefix)
+    }
+}
+
+#[test]
+fn a_conversion_cut_short_leaves_nothing_once_the_replacing_content_settles() {
+    // The replacing content converts, or is quarantined: either way the key's content is
+    // settled, and what the earlier job wrote before the bucket failed goes.
+    for replacement in [OTHER_FOLDED, &b"\x00garbage"[..]] {
+        let (_dir, uploads) = local();
+        let (_out_dir, out) = local();
+        let key = "uploads/p.folded";
+        uploads.put(key, FOLDED).unwrap();
+        let first = source_id(key, &uploads.head(key).unwrap().unwrap().etag);
+        // Chunks and the first two table files are written, then the bucket fails.
+        let failing = FailsOn {
+            inner: out.clone(),
+            prefix: "tables/v2/stacks/",
+        };
+        let opts = ProcessOptions::default();
+        let err = process_upload(&uploads, &failing, key, &opts).unwrap_err();
+        assert!(err.kind().is_transient(), "{err}");
+        let left = keys_of(&out, "");
+        assert!(
+            left.iter().any(|k| k.starts_with("tables/v2/samples/")),
+            "{left:?}"
+        );
+        assert!(left.iter().any(|k| k.contains("/sample-v2/")), "{left:?}");
+        // The record named every table file before the first was written.
+        let record: crate::pipeline::outputs::PendingConversion = serde_json::from_slice(
+            &out.get(&crate::store::pending_conversion_key(key, &first))
+                .unwrap()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(record.source_id, first);
+        let tables = record
+            .outputs
+            .iter()
+            .filter(|k| k.starts_with("tables/"))
+            .count();
+        assert_eq!(tables, 5, "{record:?}");
+
+        // The content is replaced before the message comes back; the retry and the new
+        // content's own event both process the key's new content.
+        uploads.put(key, replacement).unwrap();
+        let outcome = process_upload(&uploads, &out, key, &opts).unwrap();
+        let kept: Vec<String> = match &outcome {
+            Outcome::Converted(c) => {
+                let m = manifest(&out, &c.manifest_key);
+                let mut kept: Vec<String> = m.outputs.iter().map(|o| o.key.clone()).collect();
+                kept.push(c.manifest_key.clone());
+                kept.push(crate::store::current_conversion_key(key));
+                kept
+            }
+            Outcome::Quarantined(_) => Vec::new(),
+            other => panic!("{other:?}"),
+        };
+        let mut kept = kept;
+        kept.sort();
+        assert_eq!(keys_of(&out, ""), kept, "{outcome:?}");
+        let again = process_upload(&uploads, &out, key, &opts).unwrap();
+        assert!(!matches!(again, Outcome::Converted(_)), "{again:?}");
+        assert_eq!(keys_of(&out, ""), kept, "settled again: {again:?}");
+    }
 }

@@ -7,12 +7,20 @@
 //! the job checks (HEAD) that its own content is still the key's. A job that finds its content
 //! replaced removes its own outputs instead, since the newer content has its own event. Deletes
 //! are idempotent and the pointer moves last, so an interrupted clean-up finishes on redelivery.
+//!
+//! A conversion that never finished has no manifest to list its outputs, so each job records
+//! that it started (and, before writing them, the outputs outside its own folder) in a pending
+//! record under the key; the job that settles the key's content removes what other records name.
 
 use serde::{Deserialize, Serialize};
 
 use super::manifest::Manifest;
+use super::outputs::PendingConversion;
 use crate::error::Result;
-use crate::store::{current_conversion_key, manifest_key, source_id, ObjectStore};
+use crate::store::{
+    conversion_prefix, current_conversion_key, manifest_key, pending_conversions_prefix, source_id,
+    ObjectStore,
+};
 
 /// The pointer's content.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,6 +90,52 @@ pub(crate) fn settle(
     let json = serde_json::to_vec_pretty(&pointer).expect("pointer serializes");
     outputs.put(&pointer_key, &json)?;
     Ok(Settled::Current { replaced })
+}
+
+/// Clears the pending records of the upload at `key` (see [`PendingConversion`]): `mine`'s own,
+/// whose conversion is published or taken back by now, and, when `current` (the key holds
+/// `mine`'s content), every other one with what its conversion left behind. Those are
+/// conversions of content the key no longer holds that were cut short, or that are still
+/// running: such a job then finds its content outdated and removes what it wrote by its
+/// manifest. Each record goes last, so an interrupted clean-up finishes on redelivery.
+pub(crate) fn clear_pending(
+    outputs: &dyn ObjectStore,
+    key: &str,
+    mine: &str,
+    current: bool,
+) -> Result<()> {
+    let prefix = pending_conversions_prefix(key);
+    for record_key in outputs.list(&prefix)? {
+        let Some(source_id) = record_key
+            .strip_prefix(&prefix)
+            .and_then(|r| r.strip_suffix(".json"))
+        else {
+            continue;
+        };
+        if source_id == mine {
+            outputs.delete(&record_key)?;
+        } else if current {
+            remove_pending(outputs, source_id, &record_key)?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes the outputs of the conversion `source_id`, published or not: those its pending
+/// record lists, those its manifest lists, and its folder; then the record.
+fn remove_pending(outputs: &dyn ObjectStore, source_id: &str, record_key: &str) -> Result<()> {
+    if let Some(json) = outputs.get(record_key)? {
+        if let Ok(record) = serde_json::from_slice::<PendingConversion>(&json) {
+            for output in &record.outputs {
+                outputs.delete(output)?;
+            }
+        }
+    }
+    remove_conversion(outputs, source_id)?;
+    for left in outputs.list(&conversion_prefix(source_id))? {
+        outputs.delete(&left)?;
+    }
+    outputs.delete(record_key)
 }
 
 /// Removes every output a conversion's manifest lists, then the manifest. A conversion without

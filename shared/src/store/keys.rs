@@ -80,6 +80,26 @@ pub fn current_conversion_key(source_key: &str) -> String {
     )
 }
 
+/// Where the records of conversions of the upload at `source_key` that have started but
+/// whose clean-up is not done are kept, one per conversion.
+pub fn pending_conversions_prefix(source_key: &str) -> String {
+    format!(
+        "{CONVERTED_PREFIX}by-key/{}/pending/",
+        derived_id(&["key", source_key])
+    )
+}
+
+/// Key of the record of the conversion `source_id` of the upload at `source_key`, written
+/// before any of its outputs (see [`pending_conversions_prefix`]).
+pub fn pending_conversion_key(source_key: &str, source_id: &str) -> String {
+    format!("{}{source_id}.json", pending_conversions_prefix(source_key))
+}
+
+/// The folder of a conversion's manifest and Sample v2 chunks.
+pub fn conversion_prefix(source_id: &str) -> String {
+    format!("{CONVERTED_PREFIX}{source_id}/")
+}
+
 /// Where debug files go, one folder per build ID (lowercase code id, else debug id).
 pub const DEBUGINFO_PREFIX: &str = "debuginfo/";
 
