@@ -152,16 +152,28 @@ pub fn summarize(profile: &Profile) -> ProfileSummary {
         .find_map(|k| profile.all_series().find(|(_, s)| s.kind == *k))
         .or_else(|| profile.all_series().next())
         .map(|(h, _)| h);
-    for s in samples {
-        per_series[s.series.index()] += 1;
-        let w = &mut weights[s.series.index()];
-        *w = w.saturating_add(s.weight);
-        per_thread[s.thread.index()] += 1;
-        let Some(leaf) = s.stack else { continue };
+    let (mut start_ns, mut end_ns, mut aggregated_samples) = (None::<i64>, None::<i64>, 0);
+    // Only the fields the tally needs are read from the columns.
+    for i in 0..samples.len() {
+        match samples.time(i) {
+            Some(t) => {
+                start_ns = Some(start_ns.map_or(t, |s| s.min(t)));
+                end_ns = Some(end_ns.map_or(t, |e| e.max(t)));
+            }
+            None => aggregated_samples += 1,
+        }
+        let (series, weight) = (samples.series(i), samples.weight(i));
+        per_series[series.index()] += 1;
+        let w = &mut weights[series.index()];
+        *w = w.saturating_add(weight);
+        per_thread[samples.thread(i).index()] += 1;
+        let Some(leaf) = samples.stack(i) else {
+            continue;
+        };
         with_stack += 1;
-        if Some(s.series) == ranked {
+        if Some(series) == ranked {
             let w = &mut stack_weight[leaf.index()];
-            *w = w.saturating_add(u64::try_from(s.weight).unwrap_or(0));
+            *w = w.saturating_add(u64::try_from(weight).unwrap_or(0));
         }
     }
 
@@ -270,11 +282,11 @@ pub fn summarize(profile: &Profile) -> ProfileSummary {
             Timestamps::UnixEpoch => "unix".into(),
             Timestamps::TraceClock(c) => format!("trace clock {c} (no wall-clock reference)"),
         },
-        start_ns: samples.iter().filter_map(|s| s.time).min(),
-        end_ns: samples.iter().filter_map(|s| s.time).max(),
+        start_ns,
+        end_ns,
         samples: samples.len() as u64,
         samples_with_stack: with_stack,
-        aggregated_samples: samples.iter().filter(|s| s.time.is_none()).count() as u64,
+        aggregated_samples,
         recorded_start_ns: profile.start_time,
         recorded_duration_ns: profile.duration,
         attributes: profile.attributes.clone(),

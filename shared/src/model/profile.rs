@@ -218,9 +218,10 @@ impl Profile {
         self.samples.push(sample);
     }
 
-    /// Keeps the samples `keep` returns true for, in order; `keep` may change them.
-    pub fn retain_samples(&mut self, keep: impl FnMut(&mut Sample) -> bool) {
-        self.samples.retain(keep);
+    /// Moves every sample's time; a sample `f` gives no time goes. `f` is called once per
+    /// sample, in order.
+    pub fn retain_sample_times(&mut self, f: impl FnMut(Option<i64>) -> Option<i64>) {
+        self.samples.retain_times(f);
     }
 
     /// Counts one occurrence of something skipped or unresolved.

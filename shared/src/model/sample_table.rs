@@ -641,29 +641,36 @@ impl SampleTable {
         self.link.get(i)
     }
 
-    /// Keeps the samples `keep` returns true for, in order; `keep` may change them.
-    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&mut Sample) -> bool) {
-        // Times are built afresh: a decoder moves every time onto another clock here, and
-        // new times written over old ones would no longer be close to their block's base.
+    /// Moves every sample's time, and keeps only the samples `f` gives a time: `f` is called
+    /// once per sample, in order. Only the times are rewritten unless a sample goes.
+    pub(crate) fn retain_times(&mut self, mut f: impl FnMut(Option<i64>) -> Option<i64>) {
         let mut times = Nullable::default();
+        // Which rows stay, once one does not.
+        let mut kept_rows: Option<Vec<bool>> = None;
         let mut kept = 0;
         for i in 0..self.len {
-            let mut s = self.get(i);
-            let before = Sample { time: None, ..s };
-            if !keep(&mut s) {
-                continue;
+            match f(self.time.get(i)) {
+                Some(t) => {
+                    times.push(kept, Some(t));
+                    kept += 1;
+                    if let Some(rows) = &mut kept_rows {
+                        rows.push(true);
+                    }
+                }
+                None => kept_rows.get_or_insert_with(|| vec![true; i]).push(false),
             }
-            times.push(kept, s.time);
-            if kept != i || (Sample { time: None, ..s }) != before {
-                self.set_all_but_time(kept, s);
-            }
-            kept += 1;
         }
-        self.time = times;
-        if kept < self.len {
+        if let Some(rows) = kept_rows {
+            let from = rows.iter().enumerate().filter(|(_, &keep)| keep);
+            for (to, (from, _)) in from.enumerate() {
+                if to != from {
+                    self.set_all_but_time(to, self.get(from));
+                }
+            }
             self.len = kept;
             each_column!(self, column => column.truncate(kept));
         }
+        self.time = times;
     }
 
     /// Replaces every field of sample `i` but its time.
@@ -796,24 +803,45 @@ mod tests {
     }
 
     #[test]
-    fn retain_and_sort_keep_rows_whole() {
+    fn times_moved_and_sorted_keep_rows_whole() {
         let mut table = SampleTable::default();
         let mut expected: Vec<Sample> = (0..40).map(sample).collect();
         for &s in &expected {
             table.push(s);
         }
-        let keep = |s: &mut Sample| {
-            s.time = s.time.map(|t| t * 2);
-            s.thread.index() != 1
-        };
-        table.retain(keep);
-        expected.retain_mut(keep);
-        assert_eq!(table.to_vec(), expected);
         table.sort_by_time();
         expected.sort_by_key(|s| s.time);
         assert_eq!(table.to_vec(), expected);
 
-        table.retain(|_| false);
+        // Times moved, every seventh sample dropped by having none.
+        fn step(n: &mut i64) -> impl FnMut(Option<i64>) -> Option<i64> + '_ {
+            move |t| {
+                *n += 1;
+                t.filter(|_| *n % 7 != 0).map(|t| t + 11)
+            }
+        }
+        let (mut a, mut b) = (0, 0);
+        let mut kept = Vec::new();
+        let mut expected_step = step(&mut a);
+        for s in &expected {
+            if let Some(t) = expected_step(s.time) {
+                kept.push(Sample {
+                    time: Some(t),
+                    ..*s
+                });
+            }
+        }
+        table.retain_times(step(&mut b));
+        expected = kept;
+        assert_eq!(table.to_vec(), expected);
+        // None dropped: only the times change.
+        table.retain_times(|t| t.map(|t| t - 11));
+        for s in &mut expected {
+            s.time = s.time.map(|t| t - 11);
+        }
+        assert_eq!(table.to_vec(), expected);
+
+        table.retain_times(|_| None);
         assert!(table.is_empty());
         table.push(sample(3));
         assert_eq!(table.to_vec(), vec![sample(3)]);
@@ -911,16 +939,21 @@ mod tests {
         assert_eq!(table.len(), expected.len());
 
         // Every time moves onto another clock, and every tenth sample goes.
-        fn keep(n: &mut i64) -> impl FnMut(&mut Sample) -> bool + '_ {
-            move |s: &mut Sample| {
-                *n += 1;
-                s.time = s.time.map(|t| t - 1_600_000_000_000_000_000 + *n);
-                *n % 10 != 0
-            }
-        }
-        let (mut a, mut b) = (0, 0);
-        table.retain(keep(&mut a));
-        expected.retain_mut(keep(&mut b));
+        let mut n = 0;
+        table.retain_times(|t| {
+            n += 1;
+            t.filter(|_| n % 10 != 0)
+                .map(|t| t - 1_600_000_000_000_000_000 + n)
+        });
+        let mut n = 0;
+        expected.retain_mut(|s| {
+            n += 1;
+            s.time = s
+                .time
+                .filter(|_| n % 10 != 0)
+                .map(|t| t - 1_600_000_000_000_000_000 + n);
+            s.time.is_some()
+        });
         assert_eq!(table.to_vec(), expected);
         table.sort_by_time();
         expected.sort_by_key(|s| s.time);

@@ -356,9 +356,11 @@ fn series_of(parts: &[SeriesPart<'_, '_>]) -> Vec<ManifestSeries> {
         let n = profile.all_series().len();
         let mut observations = vec![0u64; n];
         let mut totals = vec![0i128; n];
-        for s in profile.samples() {
-            observations[s.series.index()] += 1;
-            totals[s.series.index()] += i128::from(s.weight);
+        let samples = profile.samples();
+        for i in 0..samples.len() {
+            let series = samples.series(i).index();
+            observations[series] += 1;
+            totals[series] += i128::from(samples.weight(i));
         }
         let mut rows = vec![0u64; n];
         for plan in plans {

@@ -227,19 +227,22 @@ fn coverage(profile: &Profile, chosen: &[bool], plans: &[ChunkPlan<'_>]) -> Vec<
         out[profile.samples().series(p.index).index()].chunk_samples += 1;
         in_chunks[p.index] = true;
     }
+    let samples = profile.samples();
     let mut chosen_timed = vec![false; chosen.len()];
-    for s in profile.samples() {
-        if s.time.is_some() && s.stack.is_some() {
-            chosen_timed[s.series.index()] = true;
+    for i in 0..samples.len() {
+        if samples.time(i).is_some() && samples.stack(i).is_some() {
+            chosen_timed[samples.series(i).index()] = true;
         }
     }
     let any_timed = chosen.iter().zip(&chosen_timed).any(|(&c, &t)| c && t);
-    for (s, &carried) in profile.samples().iter().zip(&in_chunks) {
-        let series = &mut out[s.series.index()];
+    for (i, &carried) in in_chunks.iter().enumerate() {
         if carried {
-            series.observations_in_chunks += 1;
+            out[samples.series(i).index()].observations_in_chunks += 1;
             continue;
         }
+        // Only what is left out is read whole.
+        let s = samples.get(i);
+        let series = &mut out[s.series.index()];
         let reason = if !chosen[s.series.index()] {
             left_out::SERIES_NOT_CARRIED
         } else if s.time.is_some() && s.stack.is_none() {

@@ -527,12 +527,12 @@ impl Importer {
         let mut run = 0;
         let mut failed = 0u64;
         let mut index = 0;
-        self.profile.retain_samples(|sample| {
+        self.profile.retain_sample_times(|time| {
             while runs.get(run + 1).is_some_and(|&(start, _)| start <= index) {
                 run += 1;
             }
             index += 1;
-            let raw = sample.time.unwrap_or_default();
+            let raw = time.unwrap_or_default();
             let from = runs[run].1.or(default_clock.map(|c| ClockKey::new(c, 0)));
             let time = match (from, target) {
                 (Some(from), Some(to)) => clocks.convert(from, raw, ClockKey::new(to, 0)),
@@ -542,9 +542,8 @@ impl Importer {
                 (Some(_), None) => Some(raw),
                 (None, Some(_)) => None,
             };
-            sample.time = time;
             failed += u64::from(time.is_none());
-            time.is_some()
+            time
         });
         if failed > 0 {
             *self
