@@ -61,6 +61,16 @@ pub enum CpuMode {
 }
 
 impl CpuMode {
+    /// Every mode, in the order of their discriminants (perf's numbering).
+    pub(crate) const ALL: [CpuMode; 6] = [
+        CpuMode::Unknown,
+        CpuMode::Kernel,
+        CpuMode::User,
+        CpuMode::Hypervisor,
+        CpuMode::GuestKernel,
+        CpuMode::GuestUser,
+    ];
+
     /// Lowercase name, as trace_processor spells it.
     pub fn name(self) -> &'static str {
         match self {
@@ -191,6 +201,13 @@ mod tests {
     #[test]
     fn a_sample_takes_80_bytes() {
         assert_eq!(std::mem::size_of::<Sample>(), 80);
+    }
+
+    #[test]
+    fn cpu_modes_are_listed_by_discriminant() {
+        for (i, mode) in CpuMode::ALL.into_iter().enumerate() {
+            assert_eq!(mode as usize, i, "{mode:?}");
+        }
     }
 
     #[test]

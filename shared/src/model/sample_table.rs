@@ -152,14 +152,8 @@ impl Code for CpuMode {
     }
     #[inline]
     fn decode(code: u64) -> Self {
-        match code {
-            1 => CpuMode::Kernel,
-            2 => CpuMode::User,
-            3 => CpuMode::Hypervisor,
-            4 => CpuMode::GuestKernel,
-            5 => CpuMode::GuestUser,
-            _ => CpuMode::Unknown,
-        }
+        let mode = usize::try_from(code).ok().and_then(|i| CpuMode::ALL.get(i));
+        mode.copied().unwrap_or_default()
     }
 }
 

@@ -206,15 +206,26 @@ fn bad_metadata_is_quarantined_naming_its_source() {
     );
 }
 
-/// A store whose writes fail while `down` is set, like a throttling or unreachable bucket.
+/// A store whose writes of keys under `under` fail while `down` is set, like a throttling or
+/// unreachable bucket.
 struct Flaky {
     inner: LocalDirStore,
     down: AtomicBool,
+    under: &'static str,
 }
 
 impl Flaky {
+    /// Failing every write while `down`.
+    fn new(inner: LocalDirStore, down: bool) -> Self {
+        Flaky {
+            inner,
+            down: AtomicBool::new(down),
+            under: "",
+        }
+    }
+
     fn check(&self, key: &str) -> Result<()> {
-        if self.down.load(Ordering::SeqCst) {
+        if self.down.load(Ordering::SeqCst) && key.starts_with(self.under) {
             return Err(ErrorKind::Storage { key: key.into() }.into());
         }
         Ok(())
@@ -250,19 +261,13 @@ fn store_failures_are_transient_errors_and_leave_no_manifest() {
     let (_out_dir, out) = local();
     uploads.put("uploads/a.folded", FOLDED).unwrap();
     uploads.put("uploads/bad.bin", b"\x00garbage").unwrap();
-    let flaky = Flaky {
-        inner: out,
-        down: AtomicBool::new(true),
-    };
+    let flaky = Flaky::new(out, true);
     let opts = ProcessOptions::default();
     let err = process_upload(&uploads, &flaky, "uploads/a.folded", &opts).unwrap_err();
     assert!(err.kind().is_transient(), "{err}");
     assert_eq!(flaky.inner.list("").unwrap(), Vec::<String>::new());
     // A quarantine whose report cannot be written is retried too, not dropped.
-    let flaky_uploads = Flaky {
-        inner: uploads.clone(),
-        down: AtomicBool::new(true),
-    };
+    let flaky_uploads = Flaky::new(uploads.clone(), true);
     let err = process_upload(&flaky_uploads, &flaky, "uploads/bad.bin", &opts).unwrap_err();
     assert!(err.kind().is_transient(), "{err}");
     flaky.down.store(false, Ordering::SeqCst);
@@ -369,10 +374,7 @@ fn an_upload_cut_off_while_read_is_retried_not_quarantined() {
 fn a_report_whose_removal_failed_goes_when_the_message_comes_back() {
     let (_dir, store) = local();
     let (_out_dir, out) = local();
-    let uploads = Flaky {
-        inner: store.clone(),
-        down: AtomicBool::new(false),
-    };
+    let uploads = Flaky::new(store.clone(), false);
     let opts = ProcessOptions::default();
     let key = "uploads/a.folded";
     let report_key = error_report_key(key);
@@ -573,37 +575,6 @@ fn an_upload_is_stored_as_a_stream_and_never_replaced_by_other_bytes() {
     assert_eq!(store.get("uploads/big.bin").unwrap().unwrap(), big);
 }
 
-/// A store whose writes of keys under `prefix` fail, like a bucket that starts failing part
-/// way through a conversion.
-struct FailsOn {
-    inner: LocalDirStore,
-    prefix: &'static str,
-}
-
-impl ObjectStore for FailsOn {
-    fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
-        self.inner.get(key)
-    }
-    fn get_object(&self, key: &str, max: u64) -> Result<Option<(Vec<u8>, ObjectInfo)>> {
-        self.inner.get_object(key, max)
-    }
-    fn exists(&self, key: &str) -> Result<bool> {
-        self.inner.exists(key)
-    }
-    fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
-        if key.starts_with(self.prefix) {
-            return Err(ErrorKind::Storage { key: key.into() }.into());
-        }
-        self.inner.put(key, bytes)
-    }
-    fn delete(&self, key: &str) -> Result<()> {
-        self.inner.delete(key)
-    }
-    fn list(&self, prefix: &str) -> Result<Vec<String>> {
-        self.inner.list(prefix)
-    }
-}
-
 #[test]
 fn a_conversion_cut_short_leaves_nothing_once_the_replacing_content_settles() {
     // The replacing content converts, or is quarantined: either way the key's content is
@@ -615,9 +586,9 @@ fn a_conversion_cut_short_leaves_nothing_once_the_replacing_content_settles() {
         uploads.put(key, FOLDED).unwrap();
         let first = source_id(key, &uploads.head(key).unwrap().unwrap().etag);
         // Chunks and the first two table files are written, then the bucket fails.
-        let failing = FailsOn {
-            inner: out.clone(),
-            prefix: "tables/v2/stacks/",
+        let failing = Flaky {
+            under: "tables/v2/stacks/",
+            ..Flaky::new(out.clone(), true)
         };
         let opts = ProcessOptions::default();
         let err = process_upload(&uploads, &failing, key, &opts).unwrap_err();
