@@ -468,52 +468,27 @@ pub struct SampleTable {
 
 /// Applies the same operation to every column.
 macro_rules! each_column {
-    ($table:expr, $column:ident => $body:expr) => {{
-        {
-            let $column = &mut $table.time;
+    ($table:expr, $column:ident => $body:expr) => {
+        each_column!(@ $table, $column => $body;
+            time thread stack weight series cpu cpu_mode unwind_error counter labels link)
+    };
+    (@ $table:expr, $column:ident => $body:expr; $($field:ident)*) => {{
+        $({
+            let $column = &mut $table.$field;
             $body;
-        }
-        {
-            let $column = &mut $table.thread;
-            $body;
-        }
-        {
-            let $column = &mut $table.stack;
-            $body;
-        }
-        {
-            let $column = &mut $table.weight;
-            $body;
-        }
-        {
-            let $column = &mut $table.series;
-            $body;
-        }
-        {
-            let $column = &mut $table.cpu;
-            $body;
-        }
-        {
-            let $column = &mut $table.cpu_mode;
-            $body;
-        }
-        {
-            let $column = &mut $table.unwind_error;
-            $body;
-        }
-        {
-            let $column = &mut $table.counter;
-            $body;
-        }
-        {
-            let $column = &mut $table.labels;
-            $body;
-        }
-        {
-            let $column = &mut $table.link;
-            $body;
-        }
+        })*
     }};
+}
+
+/// One reader per field: `name(i)` is sample `i`'s `name`.
+macro_rules! field_accessors {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty;)*) => {$(
+        $(#[$doc])*
+        #[inline]
+        pub fn $name(&self, i: usize) -> $ty {
+            self.$name.get(i)
+        }
+    )*};
 }
 
 impl SampleTable {
@@ -564,16 +539,6 @@ impl SampleTable {
         }
     }
 
-    /// The first sample, if any.
-    pub fn first(&self) -> Option<Sample> {
-        (!self.is_empty()).then(|| self.get(0))
-    }
-
-    /// The last sample, if any.
-    pub fn last(&self) -> Option<Sample> {
-        (!self.is_empty()).then(|| self.get(self.len - 1))
-    }
-
     /// Every sample, in order.
     pub fn iter(&self) -> Iter<'_> {
         Iter {
@@ -587,52 +552,23 @@ impl SampleTable {
         self.iter().collect()
     }
 
-    /// Sample `i`'s time.
-    #[inline]
-    pub fn time(&self, i: usize) -> Option<i64> {
-        self.time.get(i)
-    }
-
-    /// Sample `i`'s thread.
-    #[inline]
-    pub fn thread(&self, i: usize) -> ThreadHandle {
-        self.thread.get(i)
-    }
-
-    /// Sample `i`'s stack.
-    #[inline]
-    pub fn stack(&self, i: usize) -> Option<StackHandle> {
-        self.stack.get(i)
-    }
-
-    /// Sample `i`'s weight.
-    #[inline]
-    pub fn weight(&self, i: usize) -> i64 {
-        self.weight.get(i)
-    }
-
-    /// Sample `i`'s series.
-    #[inline]
-    pub fn series(&self, i: usize) -> SeriesHandle {
-        self.series.get(i)
-    }
-
-    /// Sample `i`'s CPU.
-    #[inline]
-    pub fn cpu(&self, i: usize) -> Option<u32> {
-        self.cpu.get(i)
-    }
-
-    /// Sample `i`'s labels.
-    #[inline]
-    pub fn labels(&self, i: usize) -> Option<LabelSetHandle> {
-        self.labels.get(i)
-    }
-
-    /// Sample `i`'s trace link.
-    #[inline]
-    pub fn link(&self, i: usize) -> Option<LinkHandle> {
-        self.link.get(i)
+    field_accessors! {
+        /// Sample `i`'s time.
+        time: Option<i64>;
+        /// Sample `i`'s thread.
+        thread: ThreadHandle;
+        /// Sample `i`'s stack.
+        stack: Option<StackHandle>;
+        /// Sample `i`'s weight.
+        weight: i64;
+        /// Sample `i`'s series.
+        series: SeriesHandle;
+        /// Sample `i`'s CPU.
+        cpu: Option<u32>;
+        /// Sample `i`'s labels.
+        labels: Option<LabelSetHandle>;
+        /// Sample `i`'s trace link.
+        link: Option<LinkHandle>;
     }
 
     /// Moves every sample's time, and keeps only the samples `f` gives a time: `f` is called
