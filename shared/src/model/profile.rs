@@ -173,11 +173,15 @@ impl Profile {
 
     /// Adds (or finds) a set of labels; `None` for an empty set. Labels are kept in the given
     /// order, so the same labels in another order are another set.
-    pub fn add_label_set(&mut self, labels: Vec<Label>) -> Option<LabelSetHandle> {
+    pub fn add_label_set(&mut self, labels: &[Label]) -> Option<LabelSetHandle> {
         if labels.is_empty() {
             return None;
         }
-        let (i, _) = self.label_sets.insert_full(labels.into_boxed_slice());
+        // Looked up first: samples mostly repeat a few sets, so only a new one is copied.
+        let i = match self.label_sets.get_index_of(labels) {
+            Some(i) => i,
+            None => self.label_sets.insert_full(labels.into()).0,
+        };
         Some(LabelSetHandle::from_index(i))
     }
 

@@ -116,7 +116,7 @@ fn toy_profile(processes: &[(i64, i64)]) -> Profile {
         ["http.route", "/checkout", "/other", "alloc", "bytes", "n"].map(|s| p.intern(s));
     let num = |value, unit| LabelValue::Num { value, unit };
     let label = |key, value| Label { key, value };
-    let labels = p.add_label_set(vec![
+    let labels = p.add_label_set(&[
         label(route, LabelValue::Str(checkout)),
         label(alloc, num(42, Some(bytes))),
         label(n, num(-7, None)),

@@ -330,7 +330,7 @@ impl Request<'_, '_> {
             }
             (_, None) => {}
         }
-        let labels = self.p().add_label_set(labels);
+        let labels = self.p().add_label_set(&labels);
         Ok(SampleContext {
             thread,
             cpu,

@@ -38,6 +38,7 @@ pub(super) fn import(
     let mut stacks: FxHashMap<Box<[u64]>, (Option<StackHandle>, bool)> = FxHashMap::default();
     let mut kept = 0u64;
     let mut s = pprof::Sample::default();
+    let mut label_scratch = Vec::new();
     for (i, body) in offsets.sample_bodies().iter().enumerate() {
         s.clear();
         s.merge(&bytes[body.clone()]).map_err(|e| {
@@ -92,7 +93,7 @@ pub(super) fn import(
                 stack
             }
         };
-        let tagged = labels::tag(&mut profile, &tables, &s.label);
+        let tagged = labels::tag(&mut profile, &tables, &s.label, &mut label_scratch);
         for (&value, &series) in s.value.iter().zip(&series) {
             if value == 0 {
                 profile.count(ZERO_VALUE);

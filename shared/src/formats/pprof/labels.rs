@@ -27,14 +27,20 @@ pub(super) struct Tagged {
     pub link: Option<LinkHandle>,
 }
 
-/// Reads one sample's labels into the model.
-pub(super) fn tag(profile: &mut Profile, tables: &Tables, labels: &[pprof::Label]) -> Tagged {
+/// Reads one sample's labels into the model. `model_labels` is scratch space, reused from
+/// sample to sample so that a sample costs no allocation.
+pub(super) fn tag(
+    profile: &mut Profile,
+    tables: &Tables,
+    labels: &[pprof::Label],
+    model_labels: &mut Vec<Label>,
+) -> Tagged {
     let mut pid = None;
     let mut tid = None;
     let mut thread_name = None;
     let mut trace_id = None;
     let mut span_id = None;
-    let mut model_labels = Vec::with_capacity(labels.len());
+    model_labels.clear();
     for l in labels {
         let key = tables.str(l.key);
         if key.is_empty() {
