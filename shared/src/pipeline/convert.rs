@@ -479,30 +479,18 @@ pub fn store_upload(store: &dyn ObjectStore, key: &str, upload: &mut dyn Read) -
 
 /// Whether two streams hold the same bytes, read a block at a time.
 fn same_bytes(a: &mut dyn Read, b: &mut dyn Read) -> std::io::Result<bool> {
-    const BLOCK: usize = 64 * 1024;
-    let (mut x, mut y) = (vec![0; BLOCK], vec![0; BLOCK]);
+    const BLOCK: u64 = 64 * 1024;
+    let (mut x, mut y) = (Vec::new(), Vec::new());
     loop {
-        let n = fill(a, &mut x)?;
-        let m = fill(b, &mut y)?;
-        if x[..n] != y[..m] {
+        x.clear();
+        y.clear();
+        let n = a.take(BLOCK).read_to_end(&mut x)?;
+        b.take(BLOCK).read_to_end(&mut y)?;
+        if x != y {
             return Ok(false);
         }
-        if n < BLOCK {
+        if (n as u64) < BLOCK {
             return Ok(true);
         }
     }
-}
-
-/// Reads until `buf` is full or the stream ends; how many bytes were read.
-fn fill(r: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }

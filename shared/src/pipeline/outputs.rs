@@ -46,15 +46,16 @@ pub struct PendingConversion {
 impl PendingConversion {
     /// Records, before anything else is written, that `source_id` has started.
     pub fn start(store: &dyn ObjectStore, key: &str, source_id: &str) -> Result<()> {
-        let record = PendingConversion {
-            source_id: source_id.to_owned(),
-            outputs: Vec::new(),
-        };
-        store.put(key, &record.to_json())
+        PendingConversion::write(store, key, source_id, &[])
     }
 
-    fn to_json(&self) -> Vec<u8> {
-        serde_json::to_vec_pretty(self).expect("a pending record serializes")
+    fn write(store: &dyn ObjectStore, key: &str, source_id: &str, outputs: &[&str]) -> Result<()> {
+        let record = PendingConversion {
+            source_id: source_id.to_owned(),
+            outputs: outputs.iter().map(|&k| k.to_owned()).collect(),
+        };
+        let json = serde_json::to_vec_pretty(&record).expect("a pending record serializes");
+        store.put(key, &json)
     }
 }
 
@@ -129,14 +130,10 @@ impl OutputSink for StoreOutputs<'_> {
     }
 
     fn intend(&mut self, keys: &[&str]) -> Result<()> {
-        if let Some((key, source_id)) = &self.pending {
-            let record = PendingConversion {
-                source_id: source_id.clone(),
-                outputs: keys.iter().map(|&k| k.to_owned()).collect(),
-            };
-            self.store.put(key, &record.to_json())?;
+        match &self.pending {
+            Some((key, source_id)) => PendingConversion::write(self.store, key, source_id, keys),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     fn put_with(&mut self, key: &str, write: &mut WriteObject<'_>) -> Result<()> {

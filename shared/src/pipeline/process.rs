@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::convert::{convert_into, ConvertOptions, UploadInput};
 use super::manifest::Manifest;
 use super::outputs::{PendingConversion, StoreOutputs};
-use super::supersede::{clear_pending, settle, Settled};
+use super::supersede::{settle, Settled};
 use super::symbols::{current_debug_meta, StoreSymbols};
 use crate::error::{error_chain, Error, Result};
 use crate::formats::InputFormat;
@@ -211,9 +211,7 @@ fn process_profile(
     if !options.reconvert && outputs.exists(&manifest)? {
         // Settled again: a clean-up cut short by a failure finishes on redelivery, the removal
         // of an earlier content's error report included.
-        let settled = settle(uploads, outputs, key, &info.etag, true)?;
-        clear_pending(outputs, key, &mine, settled != Settled::Outdated)?;
-        return Ok(match settled {
+        return Ok(match settle(uploads, outputs, key, &info.etag, true)? {
             Settled::Current { .. } => {
                 remove_outdated_report(uploads, key, &info.etag)?;
                 Outcome::AlreadyConverted {
@@ -298,9 +296,7 @@ fn process_profile(
     {
         outputs.delete(old)?;
     }
-    let settled = settle(uploads, outputs, key, &info.etag, true)?;
-    clear_pending(outputs, key, &mine, settled != Settled::Outdated)?;
-    let replaced = match settled {
+    let replaced = match settle(uploads, outputs, key, &info.etag, true)? {
         Settled::Current { replaced } => replaced,
         Settled::Outdated => return Ok(skipped(key, SkipReason::Overwritten)),
     };
@@ -433,13 +429,7 @@ fn quarantine(
     let (etag, bytes) = info.map_or(("", 0), |i| (i.etag.as_str(), i.size));
     let (report_key, reason, message) = write_error_report(uploads, key, etag, bytes, error)?;
     if info.is_some() {
-        let settled = settle(uploads, outputs, key, etag, false)?;
-        clear_pending(
-            outputs,
-            key,
-            &source_id(key, etag),
-            settled != Settled::Outdated,
-        )?;
+        settle(uploads, outputs, key, etag, false)?;
     }
     Ok(Outcome::Quarantined(Quarantine {
         key: key.into(),

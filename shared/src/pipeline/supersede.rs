@@ -45,8 +45,23 @@ pub(crate) enum Settled {
 
 /// Makes the conversion of (`key`, `etag`) the key's current one, or removes it if the key
 /// holds other content by now. Call after the conversion is published, or with `converted`
-/// false after the content was quarantined (then only the previous conversion goes).
+/// false after the content was quarantined (then only the previous conversion goes). Either
+/// way the key's pending records are cleared after (see [`clear_pending`]).
 pub(crate) fn settle(
+    uploads: &dyn ObjectStore,
+    outputs: &dyn ObjectStore,
+    key: &str,
+    etag: &str,
+    converted: bool,
+) -> Result<Settled> {
+    let settled = settle_pointer(uploads, outputs, key, etag, converted)?;
+    let current = settled != Settled::Outdated;
+    clear_pending(outputs, key, &source_id(key, etag), current)?;
+    Ok(settled)
+}
+
+/// [`settle`] up to the pointer: which conversion is the key's current one.
+fn settle_pointer(
     uploads: &dyn ObjectStore,
     outputs: &dyn ObjectStore,
     key: &str,
@@ -98,12 +113,7 @@ pub(crate) fn settle(
 /// conversions of content the key no longer holds that were cut short, or that are still
 /// running: such a job then finds its content outdated and removes what it wrote by its
 /// manifest. Each record goes last, so an interrupted clean-up finishes on redelivery.
-pub(crate) fn clear_pending(
-    outputs: &dyn ObjectStore,
-    key: &str,
-    mine: &str,
-    current: bool,
-) -> Result<()> {
+fn clear_pending(outputs: &dyn ObjectStore, key: &str, mine: &str, current: bool) -> Result<()> {
     let prefix = pending_conversions_prefix(key);
     for record_key in outputs.list(&prefix)? {
         let Some(source_id) = record_key

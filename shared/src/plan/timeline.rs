@@ -106,7 +106,7 @@ fn repetitions(profile: &Profile, sample: &Sample, interval: i64) -> u64 {
 /// One sample as written: its time, ns since the Unix epoch, and its share of the model
 /// sample's weight (the whole weight for recorded samples; expanded samples split it so the
 /// shares add up to it exactly). The model sample's other fields are read from the profile by
-/// `index`, so a plan costs 24 bytes a sample.
+/// `index`. Plans hold recorded samples as positions alone (see [`PlannedSamples`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PlannedSample {
     /// When, ns since the Unix epoch.

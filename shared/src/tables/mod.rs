@@ -115,20 +115,16 @@ impl<'a> Tabulation<'a> {
         day: i64,
     ) -> Result<(Vec<u8>, u64)> {
         let source_id = self.source.source_id;
-        let profiles: Vec<&TableProfile<'_>> = self
-            .by_id
-            .iter()
-            .map(|&i| &self.profiles[i])
-            .filter(|p| p.day == day)
-            .collect();
         // The two tables as long as the profiles' call trees are built a slice at a time.
         match table {
             Table::Stacks => {
+                let profiles = self.pick(&self.by_id, Some(day));
                 let slices = slices(&profiles, |p| p.tree.stacks.len());
                 let batches = slices.iter().map(|s| stacks_batch(source_id, s));
                 return parquet_file::encode_batches(table, batches);
             }
             Table::Frames => {
+                let profiles = self.pick(&self.by_id, Some(day));
                 let slices = slices(&profiles, |p| p.tree.frames.len());
                 let batches = slices.iter().map(|s| frames_batch(source_id, s));
                 return parquet_file::encode_batches(table, batches);
@@ -167,6 +163,15 @@ impl<'a> Tabulation<'a> {
         }
     }
 
+    /// The profiles in `order` (`by_start` or `by_id`), all of them or those of one day.
+    fn pick(&self, order: &[usize], day: Option<i64>) -> Vec<&TableProfile<'a>> {
+        order
+            .iter()
+            .map(|&i| &self.profiles[i])
+            .filter(|p| day.is_none_or(|d| p.day == d))
+            .collect()
+    }
+
     /// Every sample row, in no particular order: for sums, which need no merge.
     fn rows_in_any_order(&self) -> impl Iterator<Item = SampleRow> + '_ {
         self.profiles.iter().enumerate().flat_map(|(profile, p)| {
@@ -187,25 +192,18 @@ impl<'a> Tabulation<'a> {
         day: Option<i64>,
     ) -> Result<RecordBatch> {
         let on_day = |p: &TableProfile<'_>| day.is_none_or(|d| p.day == d);
-        let pick = |order: &[usize]| -> Vec<&TableProfile<'_>> {
-            order
-                .iter()
-                .map(|&i| &self.profiles[i])
-                .filter(|p| on_day(p))
-                .collect()
-        };
         match table {
-            Table::Profiles => profiles_batch(self.source, &pick(&self.by_start)),
+            Table::Profiles => profiles_batch(self.source, &self.pick(&self.by_start, day)),
             Table::Samples => {
                 let rows: Vec<SampleRow> = sample_rows(&self.profiles, on_day).collect();
                 samples_batch(self.source.source_id, &self.profiles, &rows)
             }
             Table::Stacks => {
-                let whole = whole(&pick(&self.by_id), |p| p.tree.stacks.len());
+                let whole = whole(&self.pick(&self.by_id, day), |p| p.tree.stacks.len());
                 stacks_batch(self.source.source_id, &whole)
             }
             Table::Frames => {
-                let whole = whole(&pick(&self.by_id), |p| p.tree.frames.len());
+                let whole = whole(&self.pick(&self.by_id, day), |p| p.tree.frames.len());
                 frames_batch(self.source.source_id, &whole)
             }
             Table::FunctionRollup => {
