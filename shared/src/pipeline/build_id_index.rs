@@ -103,7 +103,7 @@ pub fn build_id_index<'a, 'p: 'a>(
             }
         };
         let (_, done, frames) = &mut reached[at];
-        for &sample in &plan.samples {
+        for sample in &plan.samples {
             let mut node = plan.profile.samples().stack(sample as usize);
             while let Some(stack) = node {
                 if std::mem::replace(&mut done[stack.index()], true) {

@@ -18,7 +18,7 @@ use crate::plan::{plan_sample_v2, plan_tables, SeriesCoverage, TableProfilePlan,
 use crate::sample_v2::{prepare_planned_chunk, PassThrough, SampleV2Chunk};
 use crate::store::{manifest_key, source_id, ObjectStore};
 use crate::symbolize::{symbolize, NoSymbols, SymbolSource, SymbolizeReport};
-use crate::tables::{write_tables, TableProfileInput, TableSource};
+use crate::tables::{write_tables_into, TableProfileInput, TableSource};
 
 /// How to convert.
 #[derive(Clone, Debug, Default)]
@@ -206,7 +206,6 @@ fn convert_inner(
         }
         sample_v2.why_none = plan.why_none.clone();
         let inputs = table_inputs(&table_plans, &metadata);
-        let tables = write_tables(&table_source, &inputs)?;
         let index = build_id_index(
             &table_plans,
             source_key,
@@ -214,10 +213,7 @@ fn convert_inner(
             &manifest_key,
             &symbolization,
         );
-        out.intend(&tables, index.iter().map(|(k, _)| k))?;
-        for table in tables {
-            out.table(table)?;
-        }
+        write_tables_into(&table_source, &inputs, &mut out.tables(&index))?;
         for (key, entry) in index {
             out.index_entry(&key, &entry)?;
         }
@@ -244,6 +240,11 @@ fn convert_inner(
             let identity = format!("{source_id}/{}", chunk.chunk_id);
             table_plans.push(plan_tables(profile, &identity)?);
         }
+        for chunk in &mut chunks {
+            sample_v2.chunks += 1;
+            sample_v2.samples += chunk.samples as u64;
+            out.chunk(&source_id, chunk)?;
+        }
         let inputs: Vec<TableProfileInput> = table_plans
             .iter()
             .zip(&chunks)
@@ -256,7 +257,6 @@ fn convert_inner(
                 })
             })
             .collect();
-        let tables = write_tables(&table_source, &inputs)?;
         let index = build_id_index(
             table_plans.iter().flatten(),
             source_key,
@@ -270,15 +270,7 @@ fn convert_inner(
             .map(|(p, plans)| (p, plans.as_slice(), None))
             .collect();
         let series = series_of(&parts);
-        out.intend(&tables, index.iter().map(|(k, _)| k))?;
-        for chunk in chunks {
-            sample_v2.chunks += 1;
-            sample_v2.samples += chunk.samples as u64;
-            out.chunk(&source_id, chunk)?;
-        }
-        for table in tables {
-            out.table(table)?;
-        }
+        write_tables_into(&table_source, &inputs, &mut out.tables(&index))?;
         for (key, entry) in index {
             out.index_entry(&key, &entry)?;
         }

@@ -9,10 +9,10 @@ use sha2::{Digest, Sha256};
 
 use super::build_id_index::BuildIdIndexEntry;
 use super::manifest::{Manifest, ManifestOutput};
-use crate::error::Result;
+use crate::error::{to_io, Result};
 use crate::sample_v2::{PreparedChunk, SampleV2Chunk};
 use crate::store::{chunk_key, from_io, ObjectStore};
-use crate::tables::TableObject;
+use crate::tables::{Table, TableSink};
 
 /// What writes one object into the writer it is given.
 pub type WriteObject<'a> = dyn FnMut(&mut dyn Write) -> io::Result<()> + 'a;
@@ -197,16 +197,8 @@ fn listed_as(key: &str, kind: String, bytes: u64, sha256: String) -> ManifestOut
 impl<'s> Outputs<'s> {
     /// Passes on which tables and index entries are about to be written (see
     /// [`OutputSink::intend`]).
-    pub fn intend<'k>(
-        &mut self,
-        tables: impl IntoIterator<Item = &'k TableObject>,
-        index: impl IntoIterator<Item = &'k String>,
-    ) -> Result<()> {
-        let keys: Vec<&str> = tables
-            .into_iter()
-            .map(|t| t.key.as_str())
-            .chain(index.into_iter().map(String::as_str))
-            .collect();
+    pub fn intend<'k>(&mut self, keys: impl IntoIterator<Item = &'k String>) -> Result<()> {
+        let keys: Vec<&str> = keys.into_iter().map(String::as_str).collect();
         self.sink.intend(&keys)
     }
 
@@ -217,18 +209,20 @@ impl<'s> Outputs<'s> {
         }
     }
 
-    /// One Sample v2 chunk of the upload `source_id`.
-    pub fn chunk(&mut self, source_id: &str, chunk: SampleV2Chunk) -> Result<()> {
+    /// One Sample v2 chunk of the upload `source_id`. Its JSON moves into the sink; the rest
+    /// of it stays, for the tables.
+    pub fn chunk(&mut self, source_id: &str, chunk: &mut SampleV2Chunk) -> Result<()> {
         let key = chunk_key(source_id, &chunk.chunk_id);
+        let json = std::mem::take(&mut chunk.json);
         self.listed.push(ManifestOutput {
             pid: chunk.pid,
             samples: Some(chunk.samples as u64),
             start_ns: Some(chunk.start_ns),
             end_ns: Some(chunk.end_ns),
-            chunk_id: Some(chunk.chunk_id),
-            ..listed(&key, "sample_v2".into(), &chunk.json)
+            chunk_id: Some(chunk.chunk_id.clone()),
+            ..listed(&key, "sample_v2".into(), &json)
         });
-        self.sink.put(&key, chunk.json)
+        self.sink.put(&key, json)
     }
 
     /// One Sample v2 chunk, serialized straight into the sink.
@@ -263,17 +257,32 @@ impl<'s> Outputs<'s> {
         Ok(listed)
     }
 
-    /// One table file.
-    pub fn table(&mut self, table: TableObject) -> Result<()> {
+    /// One table file of `table` at `key`, streamed into the sink as `encode` writes it.
+    pub fn table(
+        &mut self,
+        table: Table,
+        key: &str,
+        encode: &mut dyn FnMut(&mut dyn Write) -> Result<u64>,
+    ) -> Result<()> {
+        let mut rows = 0;
+        let (bytes, sha256) = self.put_listed(key, &mut |w: &mut dyn Write| {
+            rows = encode(w).map_err(to_io)?;
+            Ok(())
+        })?;
         self.listed.push(ManifestOutput {
-            rows: Some(table.rows),
-            ..listed(
-                &table.key,
-                format!("table:{}", table.table.name()),
-                &table.bytes,
-            )
+            rows: Some(rows),
+            ..listed_as(key, format!("table:{}", table.name()), bytes, sha256)
         });
-        self.sink.put(&table.key, table.bytes)
+        Ok(())
+    }
+
+    /// The outputs as the tables' sink; `index`'s keys are told with the tables' (the index
+    /// entries follow the tables).
+    pub fn tables<'o>(
+        &'o mut self,
+        index: &'o [(String, BuildIdIndexEntry)],
+    ) -> TableOutputs<'o, 's> {
+        TableOutputs { out: self, index }
     }
 
     /// One build-ID index entry.
@@ -290,5 +299,27 @@ impl<'s> Outputs<'s> {
         let json = serde_json::to_vec_pretty(&manifest).expect("manifest serializes");
         self.sink.put(key, json)?;
         Ok(manifest)
+    }
+}
+
+/// [`Outputs`] as where the tables go.
+pub(crate) struct TableOutputs<'o, 's> {
+    out: &'o mut Outputs<'s>,
+    index: &'o [(String, BuildIdIndexEntry)],
+}
+
+impl TableSink for TableOutputs<'_, '_> {
+    fn intend(&mut self, keys: &[String]) -> Result<()> {
+        let index = self.index.iter().map(|(key, _)| key);
+        self.out.intend(keys.iter().chain(index))
+    }
+
+    fn put(
+        &mut self,
+        table: Table,
+        key: &str,
+        encode: &mut dyn FnMut(&mut dyn Write) -> Result<u64>,
+    ) -> Result<()> {
+        self.out.table(table, key, encode)
     }
 }

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use super::rows::Rows;
 use super::timeline::{timed_samples, Planned, PlannedSamples, Timing};
 use crate::error::{ErrorKind, Result};
 use crate::ids::derived_id;
@@ -76,7 +77,7 @@ impl<'p> ChunkPlan<'p> {
             pid: None,
             chunk_id: chunk_id.to_owned(),
             profiler_id: profiler_id.to_owned(),
-            samples: PlannedSamples::Recorded(recorded),
+            samples: PlannedSamples::Recorded(recorded.into_iter().collect()),
             timing: Timing::Recorded,
             measurement_range: (i64::MIN, i64::MAX),
         }
@@ -163,7 +164,7 @@ pub fn plan_sample_v2<'p>(
     };
     let (timed, timing) = timed_samples(profile, &chosen)?;
     let windows = match timed {
-        PlannedSamples::Recorded(v) => windows_of(profile, v, PlannedSamples::Recorded),
+        PlannedSamples::Recorded(rows) => recorded_windows(profile, rows),
         PlannedSamples::Expanded(v) => windows_of(profile, v, PlannedSamples::Expanded),
     };
     let profiler_base = meta.profiler_id.as_deref().and_then(normalize_id);
@@ -316,24 +317,183 @@ fn windows_of<P: Planned>(
     windows
 }
 
+/// [`windows_of`] for recorded samples, which are mostly in time order already: each
+/// process's windows are filled in one pass, and no list of positions is sorted or copied.
+fn recorded_windows(profile: &Profile, timed: Rows) -> Vec<Window> {
+    let samples = profile.samples();
+    let time = |i: u32| samples.time(i as usize).unwrap_or_default();
+    if !timed.iter().is_sorted_by_key(time) {
+        let timed: Vec<u32> = timed.iter().collect();
+        return windows_of(profile, timed, |v| {
+            PlannedSamples::Recorded(v.into_iter().collect())
+        });
+    }
+    let processes: Vec<ProcessHandle> = profile.threads().map(|(_, t)| t.process).collect();
+    // By process index: its origin (first sample time) and its windows so far.
+    type Windows = (i64, Vec<(i64, Rows)>);
+    let mut by_process: Vec<Option<Windows>> = Vec::new();
+    for i in &timed {
+        let process = processes[samples.thread(i as usize).index()];
+        if by_process.len() <= process.index() {
+            by_process.resize_with(process.index() + 1, || None);
+        }
+        let t = time(i);
+        let (origin, windows) = by_process[process.index()].get_or_insert((t, Vec::new()));
+        let window = (t - *origin) / MAX_CHUNK_DURATION_NS;
+        match windows.last_mut() {
+            Some((w, rows)) if *w == window => rows.push(i),
+            _ => {
+                if let Some((_, rows)) = windows.last_mut() {
+                    rows.shrink_to_fit();
+                }
+                let mut rows = Rows::new();
+                rows.push(i);
+                windows.push((window, rows));
+            }
+        }
+    }
+    drop(timed);
+    let mut out = Vec::new();
+    for (index, windows) in by_process.into_iter().enumerate() {
+        let Some((origin, windows)) = windows else {
+            continue;
+        };
+        let process = ProcessHandle::from_index(index);
+        for (window, mut rows) in windows {
+            rows.shrink_to_fit();
+            out.push((process, window, origin, PlannedSamples::Recorded(rows)));
+        }
+    }
+    out
+}
+
 fn kept_by_relay(profile: &Profile, planned: PlannedSamples) -> PlannedSamples {
+    let samples = profile.samples();
+    let thread_of = |i: usize| samples.thread(i).index();
+    let kept = |indexes: &mut dyn Iterator<Item = usize>| {
+        // Counted by thread index: no hashing per sample.
+        let mut with_stack: Vec<u32> = Vec::new();
+        for i in indexes {
+            let thread = thread_of(i);
+            if with_stack.len() <= thread {
+                with_stack.resize(thread + 1, 0);
+            }
+            with_stack[thread] += u32::from(samples.stack(i).is_some());
+        }
+        move |i: usize| with_stack[thread_of(i)] >= 2
+    };
     match planned {
-        PlannedSamples::Recorded(v) => PlannedSamples::Recorded(kept_of(profile, v)),
-        PlannedSamples::Expanded(v) => PlannedSamples::Expanded(kept_of(profile, v)),
+        PlannedSamples::Recorded(rows) => {
+            let keep = kept(&mut rows.iter().map(|i| i as usize));
+            if rows.iter().all(|i| keep(i as usize)) {
+                return PlannedSamples::Recorded(rows);
+            }
+            PlannedSamples::Recorded(rows.iter().filter(|&i| keep(i as usize)).collect())
+        }
+        PlannedSamples::Expanded(mut v) => {
+            let keep = kept(&mut v.iter().map(|p| p.index));
+            v.retain(|p| keep(p.index));
+            PlannedSamples::Expanded(v)
+        }
     }
 }
 
-fn kept_of<P: Planned>(profile: &Profile, mut planned: Vec<P>) -> Vec<P> {
-    let samples = profile.samples();
-    let thread_of = |p: &P| samples.thread(p.index()).index();
-    // Counted by thread index: no hashing per sample.
-    let threads = planned.iter().map(|p| thread_of(p) + 1).max().unwrap_or(0);
-    let mut with_stack = vec![0u32; threads];
-    for p in &planned {
-        if samples.stack(p.index()).is_some() {
-            with_stack[thread_of(p)] += 1;
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Frame, FrameKind, Sample, Series};
+
+    /// Three processes of two threads each over 150 s, samples interleaved, one thread
+    /// sampled once per window, some samples without a stack; in time order or not.
+    fn profile(in_time_order: bool) -> Profile {
+        let mut p = Profile::new("test");
+        let (name, unit) = (p.intern("cpu"), p.intern("nanoseconds"));
+        let series = p.add_series(Series {
+            kind: SeriesKind::CpuTime,
+            name,
+            unit,
+            source: None,
+            frequency_hz: None,
+            period: None,
+        });
+        let function = Some(p.intern("work"));
+        let frame = p.add_frame(Frame {
+            function,
+            ..Frame::new(FrameKind::Native)
+        });
+        let stack = p.add_stack(None, frame);
+        let mut threads = Vec::new();
+        for pid in [30, 10, 20] {
+            let process = p.add_process(Some(pid));
+            threads.push(p.add_thread(process, Some(pid * 10)));
+            threads.push(p.add_thread(process, Some(pid * 10 + 1)));
+        }
+        let mut times: Vec<i64> = (0..3_000)
+            .map(|i| 1_000_000_000_000 + i * 50_000_000)
+            .collect();
+        if !in_time_order {
+            times.reverse();
+        }
+        for (i, &t) in times.iter().enumerate() {
+            // The last thread has one sample per 60 s window: Relay drops it.
+            let thread = if i % 1_200 == 7 { 5 } else { i % 5 };
+            let mut s = Sample::new(
+                threads[thread],
+                Some(stack).filter(|_| i % 11 != 3),
+                1,
+                series,
+            );
+            s.time = Some(t);
+            p.add_sample(s);
+        }
+        p
+    }
+
+    fn positions(
+        windows: Vec<Window>,
+        profile: &Profile,
+    ) -> Vec<(ProcessHandle, i64, i64, Vec<usize>)> {
+        windows
+            .into_iter()
+            .map(|(process, window, origin, samples)| {
+                let kept = kept_by_relay(profile, samples);
+                (
+                    process,
+                    window,
+                    origin,
+                    kept.iter(profile).map(|s| s.index).collect(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn recorded_windows_are_the_windows_of_the_sorted_positions() {
+        for in_time_order in [true, false] {
+            let p = profile(in_time_order);
+            let samples = p.samples();
+            let timed: Vec<u32> = (0..samples.len() as u32)
+                .filter(|&i| samples.stack(i as usize).is_some())
+                .collect();
+            let expected = positions(
+                windows_of(&p, timed.clone(), |v| {
+                    PlannedSamples::Recorded(v.into_iter().collect())
+                }),
+                &p,
+            );
+            let got = positions(recorded_windows(&p, timed.iter().copied().collect()), &p);
+            assert_eq!(got, expected, "in time order: {in_time_order}");
+            // 150 s: three windows for each of the three processes.
+            assert_eq!(got.len(), 9);
+            let processes: Vec<usize> = got.iter().map(|w| w.0.index()).collect();
+            assert!(processes.is_sorted());
+            // The lone thread's samples are not kept, every other one is.
+            let kept: usize = got.iter().map(|w| w.3.len()).sum();
+            let lone = (0..samples.len())
+                .filter(|&i| samples.thread(i).index() == 5 && samples.stack(i).is_some())
+                .count();
+            assert!(lone > 0);
+            assert_eq!(kept, timed.len() - lone);
         }
     }
-    planned.retain(|p| with_stack[thread_of(p)] >= 2);
-    planned
 }

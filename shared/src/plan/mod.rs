@@ -6,6 +6,7 @@
 
 mod chunks;
 mod platform;
+mod rows;
 mod tables;
 mod timeline;
 
@@ -14,6 +15,7 @@ pub use chunks::{
     MAX_CHUNK_DURATION_NS,
 };
 pub use platform::Runtimes;
+pub use rows::{Rows, RowsIter};
 pub use tables::{plan_tables, TableProfilePlan, TABLE_WINDOW_NS};
 pub use timeline::{
     PlannedIter, PlannedSample, PlannedSamples, Timing, DEFAULT_INTERVAL_NS, MAX_EXPANDED_SAMPLES,

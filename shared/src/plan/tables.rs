@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use crate::error::{ErrorKind, Result};
 use crate::ids::derived_id;
 use crate::model::{ProcessHandle, Profile, SeriesHandle, Timestamps};
+use crate::plan::Rows;
 
 /// Longest span of one table profile's timed samples: 60 s, as Sample v2 chunks.
 pub const TABLE_WINDOW_NS: i64 = 60_000_000_000;
@@ -34,7 +35,7 @@ pub struct TableProfilePlan<'p> {
     pub end_ns: i64,
     /// The samples, by position in [`Profile::samples`]: timed ones by time (input order
     /// among equal times), aggregated ones in input order.
-    pub samples: Vec<u32>,
+    pub samples: Rows,
 }
 
 /// Plans the tables of a profile. `identity` names the upload (its source id). Fails only
@@ -51,7 +52,7 @@ pub fn plan_tables<'p>(profile: &'p Profile, identity: &str) -> Result<Vec<Table
     let samples = profile.samples();
     let processes: Vec<ProcessHandle> = profile.threads().map(|(_, t)| t.process).collect();
     let mut keys: BTreeMap<(ProcessHandle, SeriesHandle), usize> = BTreeMap::new();
-    let mut groups: Vec<(Vec<u32>, Vec<u32>)> = Vec::new();
+    let mut groups: Vec<(Rows, Rows)> = Vec::new();
     // Consecutive samples mostly share a group: look it up again only when the key changes.
     let mut last = None;
     for i in 0..samples.len() {
@@ -76,36 +77,35 @@ pub fn plan_tables<'p>(profile: &'p Profile, identity: &str) -> Result<Vec<Table
     let mut groups: Vec<_> = groups.into_iter().map(Some).collect();
     let mut plans = Vec::new();
     for ((process, series), g) in keys {
-        let (mut timed, aggregated) = groups[g].take().expect("each group is planned once");
-        let time = |i: &u32| samples.time(*i as usize);
+        let (timed, aggregated) = groups[g].take().expect("each group is planned once");
         let pid = profile
             .process(process)
             .pid
             .map_or_else(|| "unknown".to_owned(), |p| p.to_string());
         let series_key = series.index().to_string();
         let id = |part: &str| derived_id(&["table-profile", identity, &pid, &series_key, part]);
-        if !timed.is_sorted_by_key(time) {
-            timed.sort_by_key(time);
-        }
-        if let Some(t0) = timed.first().and_then(time) {
-            let mut rest = &timed[..];
-            while let Some(first) = rest.first().and_then(time) {
-                let window = (first - t0) / TABLE_WINDOW_NS;
-                let end = t0.saturating_add((window + 1).saturating_mul(TABLE_WINDOW_NS));
-                let n = rest.partition_point(|s| time(s).is_some_and(|t| t < end));
-                let (now, later) = rest.split_at(n);
-                plans.push(TableProfilePlan {
-                    profile,
-                    profile_id: id(&window.to_string()),
-                    process,
-                    series,
-                    aggregated: false,
-                    start_ns: first,
-                    end_ns: now.last().and_then(time).unwrap_or(first),
-                    samples: now.to_vec(),
-                });
-                rest = later;
-            }
+        let time = |i: u32| samples.time(i as usize).unwrap_or(i64::MIN);
+        // The model's samples are in time order once decoded, so a group's are too; a
+        // profile built otherwise has its group sorted here.
+        let windows = if timed.iter().is_sorted_by_key(time) {
+            windows(timed.iter(), time)
+        } else {
+            let mut sorted: Vec<u32> = timed.iter().collect();
+            sorted.sort_by_key(|&i| time(i));
+            windows(sorted.into_iter(), time)
+        };
+        drop(timed);
+        for (window, start_ns, end_ns, rows) in windows {
+            plans.push(TableProfilePlan {
+                profile,
+                profile_id: id(&window.to_string()),
+                process,
+                series,
+                aggregated: false,
+                start_ns,
+                end_ns,
+                samples: rows,
+            });
         }
         if !aggregated.is_empty() {
             let start = profile.start_time.ok_or(ErrorKind::NoStartTime)?;
@@ -122,4 +122,38 @@ pub fn plan_tables<'p>(profile: &'p Profile, identity: &str) -> Result<Vec<Table
         }
     }
     Ok(plans)
+}
+
+/// Cuts timed samples, in time order, into windows of [`TABLE_WINDOW_NS`] from the first:
+/// each window's number, first and last time, and samples.
+fn windows(
+    timed: impl Iterator<Item = u32>,
+    time: impl Fn(u32) -> i64,
+) -> Vec<(i64, i64, i64, Rows)> {
+    let mut windows: Vec<(i64, i64, i64, Rows)> = Vec::new();
+    let (mut t0, mut end) = (None, i64::MIN);
+    for row in timed {
+        let t = time(row);
+        let origin = *t0.get_or_insert(t);
+        match windows.last_mut() {
+            Some(w) if t < end => {
+                w.2 = t;
+                w.3.push(row);
+            }
+            _ => {
+                if let Some(w) = windows.last_mut() {
+                    w.3.shrink_to_fit();
+                }
+                let window = (t - origin) / TABLE_WINDOW_NS;
+                end = origin.saturating_add((window + 1).saturating_mul(TABLE_WINDOW_NS));
+                let mut rows = Rows::new();
+                rows.push(row);
+                windows.push((window, t, t, rows));
+            }
+        }
+    }
+    if let Some(w) = windows.last_mut() {
+        w.3.shrink_to_fit();
+    }
+    windows
 }

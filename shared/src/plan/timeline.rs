@@ -28,6 +28,7 @@
 
 use rustc_hash::FxHashMap;
 
+use super::rows::{Rows, RowsIter};
 use crate::error::{ErrorKind, Result};
 use crate::model::{count_unit_scale, time_unit_ns, Profile, Sample, SampleTable, ThreadHandle};
 
@@ -121,8 +122,8 @@ pub struct PlannedSample {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PlannedSamples {
     /// Samples with recorded times, by position in [`Profile::samples`]: their times and
-    /// weights are the model's, so each costs 4 bytes.
-    Recorded(Vec<u32>),
+    /// weights are the model's, so they cost a few bytes per run of positions.
+    Recorded(Rows),
     /// Samples laid out from aggregated weights (at most [`MAX_EXPANDED_SAMPLES`]).
     Expanded(Vec<PlannedSample>),
 }
@@ -141,11 +142,19 @@ impl PlannedSamples {
         self.len() == 0
     }
 
-    /// Sample `i` with its time and weight.
-    pub fn get(&self, i: usize, profile: &Profile) -> Option<PlannedSample> {
+    /// The first sample with its time and weight.
+    pub fn first(&self, profile: &Profile) -> Option<PlannedSample> {
         match self {
-            PlannedSamples::Recorded(v) => v.get(i).map(|p| p.planned(profile.samples())),
-            PlannedSamples::Expanded(v) => v.get(i).copied(),
+            PlannedSamples::Recorded(v) => v.first().map(|p| p.planned(profile.samples())),
+            PlannedSamples::Expanded(v) => v.first().copied(),
+        }
+    }
+
+    /// The last sample with its time and weight.
+    pub fn last(&self, profile: &Profile) -> Option<PlannedSample> {
+        match self {
+            PlannedSamples::Recorded(v) => v.last().map(|p| p.planned(profile.samples())),
+            PlannedSamples::Expanded(v) => v.last().copied(),
         }
     }
 
@@ -168,7 +177,7 @@ pub struct PlannedIter<'a> {
 }
 
 enum Inner<'a> {
-    Recorded(std::slice::Iter<'a, u32>),
+    Recorded(RowsIter<'a>),
     Expanded(std::slice::Iter<'a, PlannedSample>),
 }
 
@@ -178,7 +187,7 @@ impl Iterator for PlannedIter<'_> {
     #[inline]
     fn next(&mut self) -> Option<PlannedSample> {
         match &mut self.inner {
-            Inner::Recorded(it) => it.next().map(|&i| i.planned(self.profile.samples())),
+            Inner::Recorded(it) => it.next().map(|i| i.planned(self.profile.samples())),
             Inner::Expanded(it) => it.next().copied(),
         }
     }
@@ -247,7 +256,7 @@ pub(crate) fn timed_samples(
 ) -> Result<(PlannedSamples, Timing)> {
     let samples = profile.samples();
     let wanted = |i: &usize| chosen[samples.series(*i).index()];
-    let recorded: Vec<u32> = (0..samples.len())
+    let recorded: Rows = (0..samples.len())
         .filter(wanted)
         .filter(|&i| samples.stack(i).is_some() && samples.time(i).is_some())
         .map(|i| u32::try_from(i).expect("samples are fewer than 2^32"))

@@ -482,9 +482,8 @@ pub fn prepare_planned_chunk<'p>(
         });
     }
     let platform = b.runtimes.platform(meta.platform.as_deref());
-    let time_of = |i| kept.get(i, profile).map_or(0, |p| p.time);
-    let start_ns = time_of(0);
-    let end_ns = time_of(kept.len().saturating_sub(1));
+    let start_ns = kept.first(profile).map_or(0, |p| p.time);
+    let end_ns = kept.last(profile).map_or(0, |p| p.time);
     let measurements: BTreeMap<String, schema::Measurement> = meta
         .measurements
         .iter()

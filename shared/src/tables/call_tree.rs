@@ -72,6 +72,11 @@ impl CallTree {
                 });
             }
         }
+        // Every upload's trees are held until its tables are written: give back what they
+        // grew into, and the frame lookup only building needs.
+        tree.frame_ids = FxHashMap::default();
+        tree.stacks.shrink_to_fit();
+        tree.frames.shrink_to_fit();
         tree
     }
 

@@ -20,6 +20,7 @@ mod series;
 mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
 use std::ops::Range;
 
 use arrow_array::RecordBatch;
@@ -106,14 +107,16 @@ struct Tabulation<'a> {
 }
 
 impl<'a> Tabulation<'a> {
-    /// The Parquet file of `table`'s rows on `day`. The samples table, the one as long as the
-    /// input, is built a few thousand rows at a time.
+    /// Writes the Parquet file of `table`'s rows on `day` into `out`; gives how many rows it
+    /// holds. The samples table, the one as long as the input, is built a few thousand rows
+    /// at a time.
     fn encode(
         &self,
         rollup: &BTreeMap<RollupKey<'_>, RollupSums>,
         table: Table,
         day: i64,
-    ) -> Result<(Vec<u8>, u64)> {
+        out: &mut dyn Write,
+    ) -> Result<u64> {
         let source_id = self.source.source_id;
         // The two tables as long as the profiles' call trees are built a slice at a time.
         match table {
@@ -121,18 +124,18 @@ impl<'a> Tabulation<'a> {
                 let profiles = self.pick(&self.by_id, Some(day));
                 let slices = slices(&profiles, |p| p.tree.stacks.len());
                 let batches = slices.iter().map(|s| stacks_batch(source_id, s));
-                return parquet_file::encode_batches(table, batches);
+                return parquet_file::encode_batches(table, batches, out);
             }
             Table::Frames => {
                 let profiles = self.pick(&self.by_id, Some(day));
                 let slices = slices(&profiles, |p| p.tree.frames.len());
                 let batches = slices.iter().map(|s| frames_batch(source_id, s));
-                return parquet_file::encode_batches(table, batches);
+                return parquet_file::encode_batches(table, batches, out);
             }
             Table::Samples => {}
             Table::Profiles | Table::FunctionRollup => {
                 let batch = self.batch(rollup, table, Some(day))?;
-                return parquet_file::encode(table, &batch).map(|b| (b, batch.num_rows() as u64));
+                return parquet_file::encode_batches(table, std::iter::once(Ok(batch)), out);
             }
         }
         let mut rows = sample_rows(&self.profiles, |p| p.day == day).peekable();
@@ -143,7 +146,7 @@ impl<'a> Tabulation<'a> {
             group.extend(rows.by_ref().take(parquet_file::WRITE_BATCH_ROWS));
             Some(samples_batch(self.source.source_id, &self.profiles, &group))
         });
-        parquet_file::encode_batches(table, batches)
+        parquet_file::encode_batches(table, batches, out)
     }
 
     fn new(source: &'a TableSource<'a>, inputs: &'a [TableProfileInput<'a, 'a>]) -> Self {
@@ -176,7 +179,7 @@ impl<'a> Tabulation<'a> {
     fn rows_in_any_order(&self) -> impl Iterator<Item = SampleRow> + '_ {
         self.profiles.iter().enumerate().flat_map(|(profile, p)| {
             let samples = p.plan.profile.samples();
-            p.plan.samples.iter().map(move |&index| SampleRow {
+            p.plan.samples.iter().map(move |index| SampleRow {
                 profile,
                 time_us: samples.time(index as usize).map(profiles::micros),
                 index: index as usize,
@@ -272,40 +275,91 @@ pub fn build_tables(
     })
 }
 
-/// Builds the tables and encodes them as Parquet, one file per table and UTC day.
+/// Where an upload's table files go as they are encoded.
+pub trait TableSink {
+    /// Every file's key, told before any file is written.
+    fn intend(&mut self, keys: &[String]) -> Result<()>;
+    /// Stores one file of `table` at `key`: `encode` writes its Parquet bytes into the writer
+    /// it is given, as they are produced, and says how many rows they hold.
+    fn put(
+        &mut self,
+        table: Table,
+        key: &str,
+        encode: &mut dyn FnMut(&mut dyn Write) -> Result<u64>,
+    ) -> Result<()>;
+}
+
+/// Builds the tables and encodes them as Parquet, one file per table and UTC day, each handed
+/// to `sink` as it is encoded, so no file is held whole.
 ///
 /// Files come in [`Table::ALL`] order, days ascending within a table. Every day that has a
 /// profile gets all four profile tables, even a `stacks` or `frames` file without rows (a
 /// profile whose samples have no stacks), so a query over one day's partitions never finds a
 /// table missing; `function_rollup` only has the days its hours fall on.
-pub fn write_tables(
+pub fn write_tables_into(
     source: &TableSource<'_>,
     inputs: &[TableProfileInput<'_, '_>],
-) -> Result<Vec<TableObject>> {
+    sink: &mut dyn TableSink,
+) -> Result<()> {
     let tab = Tabulation::new(source, inputs);
     let rollup = rollup(&tab.profiles, tab.rows_in_any_order());
     let profile_days: BTreeSet<i64> = tab.profiles.iter().map(|p| p.day).collect();
     let rollup_days: BTreeSet<i64> = rollup.keys().map(|k| day_of_us(k.hour_us)).collect();
-    let mut objects = Vec::new();
-    for table in Table::ALL {
-        let days = match table {
-            Table::FunctionRollup => &rollup_days,
-            _ => &profile_days,
-        };
-        for &day in days {
-            let (bytes, rows) = tab.encode(&rollup, table, day)?;
-            objects.push(TableObject {
-                table,
-                key: table_key(
+    let files: Vec<(Table, i64, String)> = Table::ALL
+        .into_iter()
+        .flat_map(|table| {
+            let days = match table {
+                Table::FunctionRollup => &rollup_days,
+                _ => &profile_days,
+            };
+            days.iter().map(move |&day| {
+                let key = table_key(
                     TABLES_SCHEMA_VERSION,
                     table.name(),
                     &dt(day),
                     source.source_id,
-                ),
-                rows,
-                bytes,
-            });
-        }
+                );
+                (table, day, key)
+            })
+        })
+        .collect();
+    let keys: Vec<String> = files.iter().map(|(_, _, key)| key.clone()).collect();
+    sink.intend(&keys)?;
+    for (table, day, key) in files {
+        sink.put(table, &key, &mut |w| tab.encode(&rollup, table, day, w))?;
     }
+    Ok(())
+}
+
+/// [`write_tables_into`] memory: every file, encoded.
+pub fn write_tables(
+    source: &TableSource<'_>,
+    inputs: &[TableProfileInput<'_, '_>],
+) -> Result<Vec<TableObject>> {
+    let mut objects = Vec::new();
+    write_tables_into(source, inputs, &mut objects)?;
     Ok(objects)
+}
+
+impl TableSink for Vec<TableObject> {
+    fn intend(&mut self, _keys: &[String]) -> Result<()> {
+        Ok(())
+    }
+
+    fn put(
+        &mut self,
+        table: Table,
+        key: &str,
+        encode: &mut dyn FnMut(&mut dyn Write) -> Result<u64>,
+    ) -> Result<()> {
+        let mut bytes = Vec::new();
+        let rows = encode(&mut bytes)?;
+        self.push(TableObject {
+            table,
+            key: key.to_owned(),
+            rows,
+            bytes,
+        });
+        Ok(())
+    }
 }

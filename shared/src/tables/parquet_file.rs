@@ -1,5 +1,7 @@
 //! Encoding one table's rows as a Parquet file, with the settings `docs/tables.md` promises.
 
+use std::io::Write;
+
 use arrow_array::RecordBatch;
 use arrow_schema::{DataType, Field};
 use parquet::arrow::ArrowWriter;
@@ -10,7 +12,7 @@ use parquet::schema::types::ColumnPath;
 
 use super::columns::encoding_error;
 use super::schema::{Table, TABLES_SCHEMA_VERSION};
-use crate::error::Result;
+use crate::error::{from_io, Result};
 
 /// Most rows in one row group.
 pub(super) const MAX_ROW_GROUP_ROWS: usize = 128 * 1024;
@@ -89,17 +91,22 @@ pub(super) const WRITE_BATCH_ROWS: usize = 16 * 1024;
 
 /// The Parquet bytes of `batch`, a batch of `table`. Nothing in them depends on when or
 /// where they were written, so the same rows always give the same bytes.
+#[cfg(test)]
 pub(super) fn encode(table: Table, batch: &RecordBatch) -> Result<Vec<u8>> {
-    encode_batches(table, std::iter::once(Ok(batch.clone()))).map(|(bytes, _)| bytes)
+    let mut bytes = Vec::new();
+    encode_batches(table, std::iter::once(Ok(batch.clone())), &mut bytes)?;
+    Ok(bytes)
 }
 
-/// The Parquet bytes of the rows of `batches`, in order, and how many there were. Batches
-/// are built as they are written, so only one is held at a time; any batching of the same
+/// Writes the Parquet bytes of the rows of `batches`, in order, into `out`; gives how many
+/// rows there were. Batches are built as they are written, so only one is held at a time,
+/// and the bytes are passed on as the writer closes each row group; any batching of the same
 /// rows in multiples of [`WRITE_BATCH_ROWS`] gives the same bytes.
 pub(super) fn encode_batches(
     table: Table,
     batches: impl Iterator<Item = Result<RecordBatch>>,
-) -> Result<(Vec<u8>, u64)> {
+    out: &mut dyn Write,
+) -> Result<u64> {
     let props = properties(table)?;
     let mut writer = ArrowWriter::try_new(Vec::new(), table.schema(), Some(props))
         .map_err(|e| encoding_error(table, e))?;
@@ -112,8 +119,15 @@ pub(super) fn encode_batches(
             writer
                 .write(&batch.slice(start, len))
                 .map_err(|e| encoding_error(table, e))?;
+            // The writer counts what it wrote itself, so taking the bytes it has put into
+            // its buffer leaves the file it goes on writing whole.
+            let written = std::mem::take(writer.inner_mut());
+            out.write_all(&written)
+                .map_err(|e| from_io(table.name(), e))?;
         }
     }
     let bytes = writer.into_inner().map_err(|e| encoding_error(table, e))?;
-    Ok((bytes, rows))
+    out.write_all(&bytes)
+        .map_err(|e| from_io(table.name(), e))?;
+    Ok(rows)
 }

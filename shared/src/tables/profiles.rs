@@ -73,7 +73,7 @@ impl<'a> TableProfile<'a> {
             attributes.insert(profile.str(*k), profile.str(*v));
         }
         let samples = profile.samples();
-        let weights = || plan.samples.iter().map(|&s| samples.weight(s as usize));
+        let weights = || plan.samples.iter().map(|s| samples.weight(s as usize));
         let total_value: i128 = weights().map(i128::from).sum();
         let total_weight_ns = sampled.weight_ns(1).map(|_| {
             clamp(
@@ -84,7 +84,7 @@ impl<'a> TableProfile<'a> {
         });
         let tree = CallTree::of(
             profile,
-            plan.samples.iter().map(|&s| samples.stack(s as usize)),
+            plan.samples.iter().map(|s| samples.stack(s as usize)),
         );
         let mut runtimes = Runtimes::default();
         let names = tree

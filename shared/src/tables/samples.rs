@@ -11,7 +11,7 @@ use super::profiles::{micros, TableProfile};
 use super::schema::Table;
 use crate::error::Result;
 use crate::model::{LabelSetHandle, LabelValue, Profile};
-use crate::plan::TableProfilePlan;
+use crate::plan::{RowsIter, TableProfilePlan};
 
 /// One `samples` row: which profile, and the observation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,19 +47,37 @@ pub(super) fn sample_rows<'a>(
             continue;
         }
         let plan: &'a TableProfilePlan<'a> = p.plan;
-        let time_us = |&s: &u32| plan.profile.samples().time(s as usize).map(micros);
-        let samples = &plan.samples;
-        let samples: Cow<'a, [u32]> = if samples.is_sorted_by_key(time_us) {
-            Cow::Borrowed(samples)
+        let time_us = |s: u32| plan.profile.samples().time(s as usize).map(micros);
+        let mut samples = if plan.samples.iter().is_sorted_by_key(time_us) {
+            InTimeOrder::Planned(plan.samples.iter())
         } else {
-            let mut sorted = samples.clone();
-            sorted.sort_by_key(time_us);
-            Cow::Owned(sorted)
+            let mut sorted: Vec<u32> = plan.samples.iter().collect();
+            sorted.sort_by_key(|&s| time_us(s));
+            InTimeOrder::Sorted(sorted.into_iter())
         };
-        heap.push(Reverse((time_us(&samples[0]), rank[i], i, lists.len())));
-        lists.push((plan.profile, samples, 0));
+        let Some(head) = samples.next() else { continue };
+        heap.push(Reverse((time_us(head), rank[i], i, lists.len())));
+        lists.push((plan.profile, samples, head));
     }
     SampleRows { lists, heap }
+}
+
+/// One plan's samples in time order: as planned, or sorted.
+enum InTimeOrder<'a> {
+    Planned(RowsIter<'a>),
+    Sorted(std::vec::IntoIter<u32>),
+}
+
+impl Iterator for InTimeOrder<'_> {
+    type Item = u32;
+
+    #[inline]
+    fn next(&mut self) -> Option<u32> {
+        match self {
+            InTimeOrder::Planned(it) => it.next(),
+            InTimeOrder::Sorted(it) => it.next(),
+        }
+    }
 }
 
 /// A list's next sample in the merge, in merge order: (time, rank of its profile id, profile,
@@ -68,8 +86,8 @@ type Head = (Option<i64>, usize, usize, usize);
 
 /// The merge of [`sample_rows`].
 pub(super) struct SampleRows<'a> {
-    /// Each included profile's model, its samples in time order, and how many were read.
-    lists: Vec<(&'a Profile, Cow<'a, [u32]>, usize)>,
+    /// Each included profile's model, the rest of its samples in time order, and the next one.
+    lists: Vec<(&'a Profile, InTimeOrder<'a>, u32)>,
     /// The next sample of each list not read to the end.
     heap: BinaryHeap<Reverse<Head>>,
 }
@@ -79,10 +97,10 @@ impl Iterator for SampleRows<'_> {
 
     fn next(&mut self) -> Option<SampleRow> {
         let Reverse((time_us, rank, profile, list)) = self.heap.pop()?;
-        let (model, samples, read) = &mut self.lists[list];
-        let index = samples[*read] as usize;
-        *read += 1;
-        if let Some(&next) = samples.get(*read) {
+        let (model, samples, head) = &mut self.lists[list];
+        let index = *head as usize;
+        if let Some(next) = samples.next() {
+            *head = next;
             let next_us = model.samples().time(next as usize).map(micros);
             self.heap.push(Reverse((next_us, rank, profile, list)));
         }

@@ -532,7 +532,7 @@ fn stacks_are_a_tree_with_parents_first() {
     // Every row's stack exists in its profile and spells the model sample's stack.
     let mut by_time: HashMap<(String, i64), Sample> = HashMap::new();
     for p in &plans {
-        for &s in &p.samples {
+        for s in &p.samples {
             let s = profile.samples().get(s as usize);
             by_time.insert((p.profile_id.clone(), s.time.unwrap() / 1000), s);
         }
@@ -871,10 +871,13 @@ fn sample_rows_merge_as_a_stable_sort_of_every_row() {
     assert_eq!(plans.len(), 4);
     // Plans come in time order; one that does not is sorted before the merge.
     let longest = plans.iter_mut().max_by_key(|p| p.samples.len()).unwrap();
-    longest.samples.reverse();
+    let mut reversed: Vec<u32> = longest.samples.iter().collect();
+    reversed.reverse();
+    longest.samples = reversed.into_iter().collect();
     assert!(!longest
         .samples
-        .is_sorted_by_key(|&s| p.samples().time(s as usize)));
+        .iter()
+        .is_sorted_by_key(|s| p.samples().time(s as usize)));
     let inputs = inputs(&plans);
     let profiles: Vec<TableProfile> = inputs
         .iter()
@@ -886,7 +889,7 @@ fn sample_rows_merge_as_a_stable_sort_of_every_row() {
         .enumerate()
         .flat_map(|(i, profile)| {
             let time_us = |s: u32| p.samples().time(s as usize).map(|t| t.div_euclid(1000));
-            profile.plan.samples.iter().map(move |&s| SampleRow {
+            profile.plan.samples.iter().map(move |s| SampleRow {
                 profile: i,
                 time_us: time_us(s),
                 index: s as usize,
