@@ -95,9 +95,9 @@ impl CallTree {
 pub(super) fn stacks_batch(source_id: &str, segments: &[Segment<'_, '_>]) -> Result<RecordBatch> {
     const T: Table = Table::Stacks;
     let rows = || {
-        segments.iter().flat_map(|(p, range)| {
+        segments.iter().flat_map(|(p, tree, range)| {
             let start = range.start;
-            p.tree.stacks[range.clone()]
+            tree.stacks[range.clone()]
                 .iter()
                 .enumerate()
                 .map(move |(i, s)| (p.profile_id(), id(start + i), s))

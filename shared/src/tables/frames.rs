@@ -30,22 +30,19 @@ pub(super) fn frames_batch(source_id: &str, segments: &[Segment<'_, '_>]) -> Res
     struct Row<'r> {
         profile_id: &'r str,
         id: u32,
-        name: &'r str,
+        name: String,
         profile: &'r Profile,
         frame: &'r Frame,
         image: Option<&'r Image>,
     }
     let mut rows = Vec::new();
-    for (p, range) in segments {
-        let frames = p.tree.frames[range.clone()]
-            .iter()
-            .zip(&p.names[range.clone()]);
-        for (i, (&h, name)) in range.clone().zip(frames) {
+    for (p, tree, range) in segments {
+        for (i, &h) in range.clone().zip(&tree.frames[range.clone()]) {
             let frame = p.profile.frame(h);
             rows.push(Row {
                 profile_id: p.profile_id(),
                 id: u32::try_from(i).expect("frame ids are u32 by construction"),
-                name,
+                name: p.profile.frame_name(frame),
                 profile: p.profile,
                 frame,
                 image: frame.image.map(|i| p.profile.image(i)),
@@ -81,7 +78,7 @@ pub(super) fn frames_batch(source_id: &str, segments: &[Segment<'_, '_>]) -> Res
             strings(T, rows.iter().map(|_| Some(source_id)))?,
             strings(T, rows.iter().map(|r| Some(r.profile_id)))?,
             int32s(rows.iter().map(|r| Some(r.id))),
-            strings(T, rows.iter().map(|r| Some(r.name)))?,
+            strings(T, rows.iter().map(|r| Some(r.name.as_str())))?,
             strings(
                 T,
                 rows.iter().map(|r| Some(r.profile.kind_name(r.frame.kind))),

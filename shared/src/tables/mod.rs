@@ -19,7 +19,7 @@ mod series;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io::Write;
 use std::ops::Range;
 
@@ -32,10 +32,11 @@ use crate::error::Result;
 use crate::plan::TableProfilePlan;
 use crate::store::table_key;
 use call_tree::stacks_batch;
+use call_tree::CallTree;
 use frames::frames_batch;
 use partition::{day_of_us, dt};
 use profiles::{profiles_batch, TableProfile};
-use rollup::{rollup, rollup_batch, RollupKey, RollupSums};
+use rollup::{profile_sums, rollup, rollup_batch, ProfileSums, RollupKey, RollupSums};
 use samples::{sample_rows, samples_batch, SampleRow};
 
 /// The upload the tables describe.
@@ -118,19 +119,24 @@ impl<'a> Tabulation<'a> {
         out: &mut dyn Write,
     ) -> Result<u64> {
         let source_id = self.source.source_id;
-        // The two tables as long as the profiles' call trees are built a slice at a time.
         match table {
-            Table::Stacks => {
+            // The two tables as long as the profiles' call trees are built a slice at a time,
+            // each profile's tree built for the table and dropped once its rows are written.
+            Table::Stacks | Table::Frames => {
                 let profiles = self.pick(&self.by_id, Some(day));
-                let slices = slices(&profiles, |p| p.tree.stacks.len());
-                let batches = slices.iter().map(|s| stacks_batch(source_id, s));
-                return parquet_file::encode_batches(table, batches, out);
-            }
-            Table::Frames => {
-                let profiles = self.pick(&self.by_id, Some(day));
-                let slices = slices(&profiles, |p| p.tree.frames.len());
-                let batches = slices.iter().map(|s| frames_batch(source_id, s));
-                return parquet_file::encode_batches(table, batches, out);
+                let mut encoder = parquet_file::Encoder::new(table)?;
+                let mut emit = |segments: &[Segment<'_, '_>]| {
+                    let batch = match table {
+                        Table::Stacks => stacks_batch(source_id, segments)?,
+                        _ => frames_batch(source_id, segments)?,
+                    };
+                    encoder.write(&batch, out)
+                };
+                match table {
+                    Table::Stacks => tree_slices(&profiles, |t| t.stacks.len(), &mut emit)?,
+                    _ => tree_slices(&profiles, |t| t.frames.len(), &mut emit)?,
+                }
+                return encoder.finish(out);
             }
             Table::Samples => {}
             Table::Profiles | Table::FunctionRollup => {
@@ -149,21 +155,31 @@ impl<'a> Tabulation<'a> {
         parquet_file::encode_batches(table, batches, out)
     }
 
-    fn new(source: &'a TableSource<'a>, inputs: &'a [TableProfileInput<'a, 'a>]) -> Self {
-        let profiles: Vec<TableProfile<'a>> = inputs
+    /// The profiles of `inputs`, and the rollup sums of each, read off its call tree while
+    /// it is built (the tree itself is not kept).
+    fn new(
+        source: &'a TableSource<'a>,
+        inputs: &'a [TableProfileInput<'a, 'a>],
+    ) -> (Self, Vec<ProfileSums>) {
+        let (profiles, sums): (Vec<TableProfile<'a>>, Vec<ProfileSums>) = inputs
             .iter()
-            .map(|c| TableProfile::new(source, c))
-            .collect();
+            .map(|c| {
+                let (profile, tree) = TableProfile::new(source, c);
+                let sums = profile_sums(&profile, &tree);
+                (profile, sums)
+            })
+            .unzip();
         let mut by_start: Vec<usize> = (0..profiles.len()).collect();
         by_start.sort_by_key(|&i| (profiles[i].start_us, profiles[i].profile_id()));
         let mut by_id: Vec<usize> = (0..profiles.len()).collect();
         by_id.sort_by_key(|&i| profiles[i].profile_id());
-        Tabulation {
+        let tab = Tabulation {
             source,
             profiles,
             by_start,
             by_id,
-        }
+        };
+        (tab, sums)
     }
 
     /// The profiles in `order` (`by_start` or `by_id`), all of them or those of one day.
@@ -173,18 +189,6 @@ impl<'a> Tabulation<'a> {
             .map(|&i| &self.profiles[i])
             .filter(|p| day.is_none_or(|d| p.day == d))
             .collect()
-    }
-
-    /// Every sample row, in no particular order: for sums, which need no merge.
-    fn rows_in_any_order(&self) -> impl Iterator<Item = SampleRow> + '_ {
-        self.profiles.iter().enumerate().flat_map(|(profile, p)| {
-            let samples = p.plan.profile.samples();
-            p.plan.samples.iter().map(move |index| SampleRow {
-                profile,
-                time_us: samples.time(index as usize).map(profiles::micros),
-                index: index as usize,
-            })
-        })
     }
 
     /// One table's rows, all of them or those of one day (`day` since the epoch).
@@ -201,13 +205,20 @@ impl<'a> Tabulation<'a> {
                 let rows: Vec<SampleRow> = sample_rows(&self.profiles, on_day).collect();
                 samples_batch(self.source.source_id, &self.profiles, &rows)
             }
-            Table::Stacks => {
-                let whole = whole(&self.pick(&self.by_id, day), |p| p.tree.stacks.len());
-                stacks_batch(self.source.source_id, &whole)
-            }
-            Table::Frames => {
-                let whole = whole(&self.pick(&self.by_id, day), |p| p.tree.frames.len());
-                frames_batch(self.source.source_id, &whole)
+            Table::Stacks | Table::Frames => {
+                let profiles = self.pick(&self.by_id, day);
+                let trees: Vec<CallTree> = profiles.iter().map(|p| p.tree()).collect();
+                let held: Vec<_> = profiles.into_iter().zip(&trees).collect();
+                match table {
+                    Table::Stacks => {
+                        let whole = whole(&held, |t| t.stacks.len());
+                        stacks_batch(self.source.source_id, &whole)
+                    }
+                    _ => {
+                        let whole = whole(&held, |t| t.frames.len());
+                        frames_batch(self.source.source_id, &whole)
+                    }
+                }
             }
             Table::FunctionRollup => {
                 let rows: Vec<_> = rollup
@@ -220,42 +231,73 @@ impl<'a> Tabulation<'a> {
     }
 }
 
-/// Rows `range` of one table profile's rows in a table.
-type Segment<'a, 'p> = (&'a TableProfile<'p>, Range<usize>);
+/// Rows `range` of one table profile's rows in a table, with its call tree.
+type Segment<'a, 'p> = (&'a TableProfile<'p>, &'a CallTree, Range<usize>);
 
 /// Every row of each profile, in order; `len` counts a profile's rows.
 fn whole<'a, 'p>(
-    profiles: &[&'a TableProfile<'p>],
-    len: impl Fn(&TableProfile<'p>) -> usize,
+    profiles: &[(&'a TableProfile<'p>, &'a CallTree)],
+    len: impl Fn(&CallTree) -> usize,
 ) -> Vec<Segment<'a, 'p>> {
-    profiles.iter().map(|&p| (p, 0..len(p))).collect()
+    profiles.iter().map(|&(p, t)| (p, t, 0..len(t))).collect()
 }
 
-/// The rows of `profiles`, in order, cut into slices of [`parquet_file::WRITE_BATCH_ROWS`]
-/// (the last one shorter); `len` counts a profile's rows.
-fn slices<'a, 'p>(
-    profiles: &[&'a TableProfile<'p>],
-    len: impl Fn(&TableProfile<'p>) -> usize,
-) -> Vec<Vec<Segment<'a, 'p>>> {
-    let mut slices = Vec::new();
-    let (mut slice, mut room) = (Vec::new(), parquet_file::WRITE_BATCH_ROWS);
-    for &p in profiles {
-        let mut start = 0;
-        while start < len(p) {
-            let end = len(p).min(start + room);
-            slice.push((p, start..end));
-            room -= end - start;
-            start = end;
-            if room == 0 {
-                slices.push(std::mem::take(&mut slice));
-                room = parquet_file::WRITE_BATCH_ROWS;
+/// Hands `emit` the rows of `profiles`, in order, in slices of
+/// [`parquet_file::WRITE_BATCH_ROWS`] (the last one shorter); `len` counts a profile's rows
+/// in its tree. Each profile's tree is built in turn and dropped once its rows are emitted.
+fn tree_slices<'p>(
+    profiles: &[&TableProfile<'p>],
+    len: impl Fn(&CallTree) -> usize,
+    emit: &mut dyn FnMut(&[Segment<'_, 'p>]) -> Result<()>,
+) -> Result<()> {
+    const SLICE: usize = parquet_file::WRITE_BATCH_ROWS;
+    // The profiles whose rows are not all emitted yet, the first one's from row `offset`.
+    let mut held: VecDeque<(&TableProfile<'p>, CallTree)> = VecDeque::new();
+    let (mut offset, mut pending) = (0, 0);
+    let mut emit_slice = |held: &mut VecDeque<(&TableProfile<'p>, CallTree)>,
+                          offset: &mut usize,
+                          n: usize|
+     -> Result<()> {
+        let mut segments = Vec::new();
+        let (mut start, mut need) = (*offset, n);
+        for (p, tree) in held.iter() {
+            let take = (len(tree) - start).min(need);
+            if take > 0 {
+                segments.push((*p, tree, start..start + take));
+            }
+            need -= take;
+            start = 0;
+            if need == 0 {
+                break;
             }
         }
+        emit(&segments)?;
+        let mut left = n;
+        while let Some((_, tree)) = held.front() {
+            let rest = len(tree) - *offset;
+            if rest > left {
+                *offset += left;
+                break;
+            }
+            left -= rest;
+            held.pop_front();
+            *offset = 0;
+        }
+        Ok(())
+    };
+    for &p in profiles {
+        let tree = p.tree();
+        pending += len(&tree);
+        held.push_back((p, tree));
+        while pending >= SLICE {
+            emit_slice(&mut held, &mut offset, SLICE)?;
+            pending -= SLICE;
+        }
     }
-    if !slice.is_empty() {
-        slices.push(slice);
+    if pending > 0 {
+        emit_slice(&mut held, &mut offset, pending)?;
     }
-    slices
+    Ok(())
 }
 
 /// Builds the five tables of one upload from its planned profiles.
@@ -263,8 +305,8 @@ pub fn build_tables(
     source: &TableSource<'_>,
     inputs: &[TableProfileInput<'_, '_>],
 ) -> Result<TableBatches> {
-    let tab = Tabulation::new(source, inputs);
-    let rollup = rollup(&tab.profiles, tab.rows_in_any_order());
+    let (tab, sums) = Tabulation::new(source, inputs);
+    let rollup = rollup(&tab.profiles, sums);
     let batch = |table| tab.batch(&rollup, table, None);
     Ok(TableBatches {
         profiles: batch(Table::Profiles)?,
@@ -301,8 +343,8 @@ pub fn write_tables_into(
     inputs: &[TableProfileInput<'_, '_>],
     sink: &mut dyn TableSink,
 ) -> Result<()> {
-    let tab = Tabulation::new(source, inputs);
-    let rollup = rollup(&tab.profiles, tab.rows_in_any_order());
+    let (tab, sums) = Tabulation::new(source, inputs);
+    let rollup = rollup(&tab.profiles, sums);
     let profile_days: BTreeSet<i64> = tab.profiles.iter().map(|p| p.day).collect();
     let rollup_days: BTreeSet<i64> = rollup.keys().map(|k| day_of_us(k.hour_us)).collect();
     let files: Vec<(Table, i64, String)> = Table::ALL

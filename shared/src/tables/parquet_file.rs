@@ -99,35 +99,67 @@ pub(super) fn encode(table: Table, batch: &RecordBatch) -> Result<Vec<u8>> {
 }
 
 /// Writes the Parquet bytes of the rows of `batches`, in order, into `out`; gives how many
-/// rows there were. Batches are built as they are written, so only one is held at a time,
-/// and the bytes are passed on as the writer closes each row group; any batching of the same
-/// rows in multiples of [`WRITE_BATCH_ROWS`] gives the same bytes.
+/// rows there were. Batches are built as they are written, so only one is held at a time.
 pub(super) fn encode_batches(
     table: Table,
     batches: impl Iterator<Item = Result<RecordBatch>>,
     out: &mut dyn Write,
 ) -> Result<u64> {
-    let props = properties(table)?;
-    let mut writer = ArrowWriter::try_new(Vec::new(), table.schema(), Some(props))
-        .map_err(|e| encoding_error(table, e))?;
-    let mut rows = 0;
+    let mut encoder = Encoder::new(table)?;
     for batch in batches {
-        let batch = batch?;
-        rows += batch.num_rows() as u64;
+        encoder.write(&batch?, out)?;
+    }
+    encoder.finish(out)
+}
+
+/// One Parquet file being written: rows go in batch by batch, and the bytes are passed on as
+/// the writer closes each row group. Any batching of the same rows in multiples of
+/// [`WRITE_BATCH_ROWS`] gives the same bytes.
+pub(super) struct Encoder {
+    table: Table,
+    writer: ArrowWriter<Vec<u8>>,
+    rows: u64,
+}
+
+impl Encoder {
+    pub fn new(table: Table) -> Result<Self> {
+        let props = properties(table)?;
+        let writer = ArrowWriter::try_new(Vec::new(), table.schema(), Some(props))
+            .map_err(|e| encoding_error(table, e))?;
+        Ok(Encoder {
+            table,
+            writer,
+            rows: 0,
+        })
+    }
+
+    /// Adds the rows of `batch`; what the writer has finished goes to `out`.
+    pub fn write(&mut self, batch: &RecordBatch, out: &mut dyn Write) -> Result<()> {
+        let table = self.table;
+        self.rows += batch.num_rows() as u64;
         for start in (0..batch.num_rows()).step_by(WRITE_BATCH_ROWS) {
             let len = WRITE_BATCH_ROWS.min(batch.num_rows() - start);
-            writer
+            self.writer
                 .write(&batch.slice(start, len))
                 .map_err(|e| encoding_error(table, e))?;
             // The writer counts what it wrote itself, so taking the bytes it has put into
             // its buffer leaves the file it goes on writing whole.
-            let written = std::mem::take(writer.inner_mut());
+            let written = std::mem::take(self.writer.inner_mut());
             out.write_all(&written)
                 .map_err(|e| from_io(table.name(), e))?;
         }
+        Ok(())
     }
-    let bytes = writer.into_inner().map_err(|e| encoding_error(table, e))?;
-    out.write_all(&bytes)
-        .map_err(|e| from_io(table.name(), e))?;
-    Ok(rows)
+
+    /// Ends the file into `out`; gives how many rows it holds.
+    pub fn finish(self, out: &mut dyn Write) -> Result<u64> {
+        let table = self.table;
+        let bytes = self
+            .writer
+            .into_inner()
+            .map_err(|e| encoding_error(table, e))?;
+        out.write_all(&bytes)
+            .map_err(|e| from_io(table.name(), e))?;
+        Ok(self.rows)
+    }
 }

@@ -21,16 +21,14 @@ pub(super) fn micros(ns: i64) -> i64 {
     ns.div_euclid(1000)
 }
 
-/// Everything the tables say about one table profile.
+/// Everything the tables say about one table profile but its call tree, which is built again
+/// for each table that needs it ([`TableProfile::tree`]) rather than held for every profile.
 pub(super) struct TableProfile<'a> {
     pub input: &'a TableProfileInput<'a, 'a>,
     pub plan: &'a TableProfilePlan<'a>,
     pub profile: &'a Profile,
     pub process: &'a Process,
     pub sampled: Sampled<'a>,
-    pub tree: CallTree,
-    /// `frames.name` by frame id.
-    pub names: Vec<String>,
     pub platform: String,
     pub start_us: i64,
     pub end_us: i64,
@@ -45,7 +43,8 @@ pub(super) struct TableProfile<'a> {
 }
 
 impl<'a> TableProfile<'a> {
-    pub fn new(source: &TableSource<'a>, input: &'a TableProfileInput<'a, 'a>) -> Self {
+    /// The profile, and its tree (which the caller may use before dropping it).
+    pub fn new(source: &TableSource<'a>, input: &'a TableProfileInput<'a, 'a>) -> (Self, CallTree) {
         let plan = input.plan;
         let profile = plan.profile;
         let sampled = Sampled::of(plan);
@@ -82,29 +81,18 @@ impl<'a> TableProfile<'a> {
                     .sum(),
             )
         });
-        let tree = CallTree::of(
-            profile,
-            plan.samples.iter().map(|s| samples.stack(s as usize)),
-        );
+        let tree = tree_of(plan);
         let mut runtimes = Runtimes::default();
-        let names = tree
-            .frames
-            .iter()
-            .map(|&f| {
-                let frame = profile.frame(f);
-                runtimes.saw(frame.kind);
-                profile.frame_name(frame)
-            })
-            .collect();
+        for &f in &tree.frames {
+            runtimes.saw(profile.frame(f).kind);
+        }
         let start_us = micros(plan.start_ns);
-        TableProfile {
+        let table_profile = TableProfile {
             input,
             plan,
             profile,
             process,
             sampled,
-            tree,
-            names,
             platform: runtimes.platform(input.platform),
             start_us,
             end_us: micros(plan.end_ns),
@@ -114,12 +102,27 @@ impl<'a> TableProfile<'a> {
             service,
             host,
             attributes: attributes.into_iter().collect(),
-        }
+        };
+        (table_profile, tree)
+    }
+
+    /// The profile's call tree, built again.
+    pub fn tree(&self) -> CallTree {
+        tree_of(self.plan)
     }
 
     pub fn profile_id(&self) -> &'a str {
         &self.plan.profile_id
     }
+}
+
+/// The call tree of a plan's samples.
+pub(super) fn tree_of(plan: &TableProfilePlan<'_>) -> CallTree {
+    let samples = plan.profile.samples();
+    CallTree::of(
+        plan.profile,
+        plan.samples.iter().map(|s| samples.stack(s as usize)),
+    )
 }
 
 /// An exact sum back into the column type; only absurd weights saturate.

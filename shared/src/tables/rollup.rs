@@ -8,11 +8,12 @@ use std::collections::BTreeMap;
 use arrow_array::RecordBatch;
 use rustc_hash::FxHashMap;
 
+use super::call_tree::CallTree;
 use super::columns::{batch, int64s, strings, timestamps};
-use super::profiles::{clamp, TableProfile};
-use super::samples::SampleRow;
+use super::profiles::{clamp, micros, TableProfile};
 use super::schema::Table;
 use crate::error::Result;
+use crate::model::Profile;
 
 const HOUR_US: i64 = 3_600_000_000;
 
@@ -22,7 +23,7 @@ const HOUR_US: i64 = 3_600_000_000;
 pub(super) struct RollupKey<'a> {
     pub hour_us: i64,
     pub service: Option<&'a str>,
-    pub function: &'a str,
+    pub function: String,
     pub release: Option<&'a str>,
     pub environment: Option<&'a str>,
     pub platform: &'a str,
@@ -42,9 +43,12 @@ pub(super) struct RollupSums {
 /// The functions a node's frame was inlined into: they are on the stack too, as the Sample v2
 /// chunk (which spells them out as frames) and `queries.sql`'s `top_total_functions` count
 /// them, unnamed ones as `<unknown>`.
-fn inlined_callers<'a>(p: &TableProfile<'a>, node: u32) -> impl Iterator<Item = &'a str> {
-    let profile = p.profile;
-    let frame = p.tree.frames[p.tree.stacks[node as usize].frame as usize];
+fn inlined_callers<'a>(
+    profile: &'a Profile,
+    tree: &CallTree,
+    node: u32,
+) -> impl Iterator<Item = &'a str> {
+    let frame = tree.frames[tree.stacks[node as usize].frame as usize];
     profile
         .frame(frame)
         .inlined_into
@@ -52,71 +56,88 @@ fn inlined_callers<'a>(p: &TableProfile<'a>, node: u32) -> impl Iterator<Item = 
         .map(move |call| profile.opt_str(call.function).unwrap_or("<unknown>"))
 }
 
-/// The rollup of every profile's samples, sorted by key.
-pub(super) fn rollup<'a>(
-    profiles: &'a [TableProfile<'a>],
-    samples: impl Iterator<Item = SampleRow>,
-) -> BTreeMap<RollupKey<'a>, RollupSums> {
-    // (profile, hour, leaf stack id) → (weight, samples). The sums below are exact integer
-    // additions into an ordered map, so the order this map is drained in cannot show.
-    let mut per_stack: FxHashMap<(usize, i64, u32), (i128, i128)> = FxHashMap::default();
-    for row in samples {
-        let p = &profiles[row.profile];
-        let samples = p.plan.profile.samples();
-        let Some(stack) = samples.stack(row.index).and_then(|s| p.tree.stack_id(s)) else {
+/// One profile's sums per (hour, function), its functions named as its tree names them.
+pub(super) type ProfileSums = FxHashMap<(i64, String), RollupSums>;
+
+/// The sums of one profile's samples, read with its tree.
+pub(super) fn profile_sums(p: &TableProfile<'_>, tree: &CallTree) -> ProfileSums {
+    let samples = p.profile.samples();
+    // (hour, leaf stack id) → (weight, samples). The sums below are exact integer additions
+    // into an ordered map, so the order this map is drained in cannot show.
+    let mut per_stack: FxHashMap<(i64, u32), (i128, i128)> = FxHashMap::default();
+    for index in &p.plan.samples {
+        let index = index as usize;
+        let Some(stack) = samples.stack(index).and_then(|s| tree.stack_id(s)) else {
             continue;
         };
-        let hour = row.time_us.unwrap_or(p.start_us).div_euclid(HOUR_US) * HOUR_US;
-        let sums = per_stack.entry((row.profile, hour, stack)).or_default();
-        sums.0 += i128::from(samples.weight(row.index));
+        let time_us = samples.time(index).map(micros).unwrap_or(p.start_us);
+        let hour = time_us.div_euclid(HOUR_US) * HOUR_US;
+        let sums = per_stack.entry((hour, stack)).or_default();
+        sums.0 += i128::from(samples.weight(index));
         sums.1 += 1;
     }
-    // (profile, hour, function) → sums: hashed while stacks are walked, each function of
-    // each stack once; the ordered map is built from the far fewer sums at the end.
-    let mut per_function: FxHashMap<(usize, i64, &'a str), RollupSums> = FxHashMap::default();
-    let mut distinct: FxHashMap<(usize, u32), Vec<&'a str>> = FxHashMap::default();
-    for ((i, hour_us, stack), (weight, count)) in per_stack {
-        let p = &profiles[i];
-        let name = |s: u32| -> &'a str { &p.names[p.tree.stacks[s as usize].frame as usize] };
-        let leaf = per_function.entry((i, hour_us, name(stack))).or_default();
+    // (hour, function) → sums: hashed while stacks are walked, each function of each stack
+    // once.
+    let mut per_function: FxHashMap<(i64, &str), RollupSums> = FxHashMap::default();
+    let mut distinct: FxHashMap<u32, Vec<&str>> = FxHashMap::default();
+    let names: Vec<String> = tree
+        .frames
+        .iter()
+        .map(|&f| p.profile.frame_name(p.profile.frame(f)))
+        .collect();
+    let name = |s: u32| -> &str { &names[tree.stacks[s as usize].frame as usize] };
+    for ((hour_us, stack), (weight, count)) in per_stack {
+        let leaf = per_function.entry((hour_us, name(stack))).or_default();
         leaf.self_value += weight;
         leaf.self_rows += count;
         // Recursion puts a function on the stack more than once; it counts once per sample.
-        let names = distinct.entry((i, stack)).or_insert_with(|| {
+        let names = distinct.entry(stack).or_insert_with(|| {
             let mut names: Vec<&str> = Vec::new();
-            for node in p.tree.path(stack) {
+            for node in tree.path(stack) {
                 names.push(name(node));
-                names.extend(inlined_callers(p, node));
+                names.extend(inlined_callers(p.profile, tree, node));
             }
             names.sort_unstable();
             names.dedup();
             names
         });
         for &function in names.iter() {
-            let sums = per_function.entry((i, hour_us, function)).or_default();
+            let sums = per_function.entry((hour_us, function)).or_default();
             sums.total_value += weight;
             sums.total_rows += count;
         }
     }
+    per_function
+        .into_iter()
+        .map(|((hour_us, function), sums)| ((hour_us, function.to_owned()), sums))
+        .collect()
+}
+
+/// The rollup of every profile's sums (`sums[i]` of `profiles[i]`), sorted by key.
+pub(super) fn rollup<'a>(
+    profiles: &'a [TableProfile<'a>],
+    sums: Vec<ProfileSums>,
+) -> BTreeMap<RollupKey<'a>, RollupSums> {
     let mut out: BTreeMap<RollupKey<'a>, RollupSums> = BTreeMap::new();
-    for ((i, hour_us, function), sums) in per_function {
-        let p = &profiles[i];
-        let key = RollupKey {
-            hour_us,
-            service: p.service,
-            function,
-            release: p.input.release,
-            environment: p.input.environment,
-            platform: &p.platform,
-            sample_type: p.sampled.sample_type,
-            sample_unit: p.sampled.sample_unit,
-        };
-        // Profiles that share every key (two processes of one service) share rows.
-        let row = out.entry(key).or_default();
-        row.self_value += sums.self_value;
-        row.total_value += sums.total_value;
-        row.self_rows += sums.self_rows;
-        row.total_rows += sums.total_rows;
+    for (p, sums) in profiles.iter().zip(sums) {
+        for ((hour_us, function), sums) in sums {
+            let key = RollupKey {
+                hour_us,
+                service: p.service,
+                function,
+                release: p.input.release,
+                environment: p.input.environment,
+                platform: &p.platform,
+                sample_type: p.sampled.sample_type,
+                sample_unit: p.sampled.sample_unit,
+            };
+            // Profiles that share every key (two processes of one service) share rows.
+            let row = out.entry(key).or_default();
+            row.self_value += sums.self_value;
+            row.total_value += sums.total_value;
+            row.self_rows += sums.self_rows;
+            row.total_rows += sums.total_rows;
+        }
     }
     out
 }
@@ -139,7 +160,7 @@ pub(super) fn rollup_batch(
             strings(T, rows.iter().map(|(k, _)| Some(k.platform)))?,
             strings(T, rows.iter().map(|(k, _)| Some(k.sample_type)))?,
             strings(T, rows.iter().map(|(k, _)| Some(k.sample_unit)))?,
-            strings(T, rows.iter().map(|(k, _)| Some(k.function)))?,
+            strings(T, rows.iter().map(|(k, _)| Some(k.function.as_str())))?,
             sums(|s| s.self_value),
             sums(|s| s.total_value),
             sums(|s| s.self_rows),

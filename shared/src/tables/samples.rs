@@ -6,8 +6,9 @@ use std::collections::BinaryHeap;
 
 use arrow_array::RecordBatch;
 
+use super::call_tree::CallTree;
 use super::columns::{batch, int32s, int64s, opt_timestamps, string_maps, strings};
-use super::profiles::{micros, TableProfile};
+use super::profiles::{micros, tree_of, TableProfile};
 use super::schema::Table;
 use crate::error::Result;
 use crate::model::{LabelSetHandle, LabelValue, Profile};
@@ -22,13 +23,17 @@ pub(super) struct SampleRow {
     pub time_us: Option<i64>,
     /// The observation's position in the model's [`Profile::samples`].
     pub index: usize,
+    /// Its stack's id in its profile's call tree.
+    pub stack_id: Option<u32>,
 }
 
 /// Every profile's samples in the table's order: by `timestamp` (aggregated ones first), then
 /// `profile_id`, then profile, then plan order, as a stable sort of them all would give. Each
 /// plan's samples are in time order already, so they are merged as they are read and no list
 /// of every row is built; a plan that is not in time order is sorted first. `include` picks
-/// the profiles (those of one day).
+/// the profiles (those of one day). A profile's call tree, for the stack ids, is built when
+/// the merge reaches its first sample and dropped after its last, so only the trees of
+/// profiles that overlap in time are held at once.
 pub(super) fn sample_rows<'a>(
     profiles: &[TableProfile<'a>],
     include: impl Fn(&TableProfile<'a>) -> bool,
@@ -57,7 +62,12 @@ pub(super) fn sample_rows<'a>(
         };
         let Some(head) = samples.next() else { continue };
         heap.push(Reverse((time_us(head), rank[i], i, lists.len())));
-        lists.push((plan.profile, samples, head));
+        lists.push(List {
+            plan,
+            samples,
+            head,
+            tree: None,
+        });
     }
     SampleRows { lists, heap }
 }
@@ -84,10 +94,20 @@ impl Iterator for InTimeOrder<'_> {
 /// list).
 type Head = (Option<i64>, usize, usize, usize);
 
+/// One profile's part of the merge.
+struct List<'a> {
+    plan: &'a TableProfilePlan<'a>,
+    /// The rest of its samples, in time order.
+    samples: InTimeOrder<'a>,
+    /// The next one.
+    head: u32,
+    /// Its call tree, from its first sample read to its last.
+    tree: Option<CallTree>,
+}
+
 /// The merge of [`sample_rows`].
 pub(super) struct SampleRows<'a> {
-    /// Each included profile's model, the rest of its samples in time order, and the next one.
-    lists: Vec<(&'a Profile, InTimeOrder<'a>, u32)>,
+    lists: Vec<List<'a>>,
     /// The next sample of each list not read to the end.
     heap: BinaryHeap<Reverse<Head>>,
 }
@@ -96,18 +116,25 @@ impl Iterator for SampleRows<'_> {
     type Item = SampleRow;
 
     fn next(&mut self) -> Option<SampleRow> {
-        let Reverse((time_us, rank, profile, list)) = self.heap.pop()?;
-        let (model, samples, head) = &mut self.lists[list];
-        let index = *head as usize;
-        if let Some(next) = samples.next() {
-            *head = next;
-            let next_us = model.samples().time(next as usize).map(micros);
-            self.heap.push(Reverse((next_us, rank, profile, list)));
+        let Reverse((time_us, rank, profile, at)) = self.heap.pop()?;
+        let list = &mut self.lists[at];
+        let index = list.head as usize;
+        let model = list.plan.profile.samples();
+        let tree = list.tree.get_or_insert_with(|| tree_of(list.plan));
+        let stack_id = model.stack(index).and_then(|s| tree.stack_id(s));
+        match list.samples.next() {
+            Some(next) => {
+                list.head = next;
+                let next_us = model.time(next as usize).map(micros);
+                self.heap.push(Reverse((next_us, rank, profile, at)));
+            }
+            None => list.tree = None,
         }
         Some(SampleRow {
             profile,
             time_us,
             index,
+            stack_id,
         })
     }
 }
@@ -178,11 +205,7 @@ pub(super) fn samples_batch(
                 T,
                 rows.iter().map(|r| of(r).profile.opt_str(thread(r).name)),
             )?,
-            int32s(rows.iter().map(|r| {
-                samples(r)
-                    .stack(r.index)
-                    .and_then(|s| of(r).tree.stack_id(s))
-            })),
+            int32s(rows.iter().map(|r| r.stack_id)),
             int64s(rows.iter().map(|r| Some(samples(r).weight(r.index)))),
             int64s(
                 rows.iter()

@@ -879,23 +879,26 @@ fn sample_rows_merge_as_a_stable_sort_of_every_row() {
         .iter()
         .is_sorted_by_key(|s| p.samples().time(s as usize)));
     let inputs = inputs(&plans);
-    let profiles: Vec<TableProfile> = inputs
-        .iter()
-        .map(|c| TableProfile::new(&SOURCE, c))
-        .collect();
+    let (profiles, trees): (Vec<TableProfile>, Vec<_>) =
+        inputs.iter().map(|c| TableProfile::new(&SOURCE, c)).unzip();
+    // The merge builds each profile's tree itself, and drops it after its last sample.
     let merged: Vec<SampleRow> = sample_rows(&profiles, |_| true).collect();
     let mut sorted: Vec<SampleRow> = profiles
         .iter()
+        .zip(&trees)
         .enumerate()
-        .flat_map(|(i, profile)| {
+        .flat_map(|(i, (profile, tree))| {
             let time_us = |s: u32| p.samples().time(s as usize).map(|t| t.div_euclid(1000));
+            let stack_id = |s: u32| p.samples().stack(s as usize).and_then(|h| tree.stack_id(h));
             profile.plan.samples.iter().map(move |s| SampleRow {
                 profile: i,
                 time_us: time_us(s),
                 index: s as usize,
+                stack_id: stack_id(s),
             })
         })
         .collect();
+    assert!(sorted.iter().any(|r| r.stack_id.is_some_and(|id| id > 0)));
     sorted.sort_by(|a, b| {
         let id = |r: &SampleRow| profiles[r.profile].profile_id();
         a.time_us.cmp(&b.time_us).then_with(|| id(a).cmp(id(b)))
