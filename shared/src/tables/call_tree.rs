@@ -31,6 +31,9 @@ pub(super) struct CallTree {
     /// The model frame of each frame id.
     pub frames: Vec<FrameHandle>,
     frame_ids: FxHashMap<FrameHandle, u32>,
+    /// The leaves that added nodes, in order: the same tree is built again from them alone,
+    /// without reading every sample.
+    pub new_leaves: Vec<StackHandle>,
 }
 
 /// Ids count rows of a model table whose handles are `u32`, so they always fit.
@@ -39,11 +42,22 @@ fn id(len: usize) -> u32 {
 }
 
 impl CallTree {
-    /// The tree the given leaves reach.
-    pub fn of(profile: &Profile, leaves: impl Iterator<Item = Option<StackHandle>>) -> Self {
+    /// The tree the given leaves (the samples' stacks, in order) reach.
+    pub fn of<'l>(profile: &Profile, leaves: impl IntoIterator<Item = &'l StackHandle>) -> Self {
+        Self::of_samples(profile, leaves.into_iter().copied().map(Some))
+    }
+
+    /// The tree the stacks of samples reach, in order (`None`: a sample without one).
+    pub fn of_samples(
+        profile: &Profile,
+        leaves: impl Iterator<Item = Option<StackHandle>>,
+    ) -> Self {
         let mut tree = CallTree::default();
         let mut path = Vec::new();
         for leaf in leaves {
+            if let Some(h) = leaf.filter(|h| !tree.ids.contains_key(h)) {
+                tree.new_leaves.push(h);
+            }
             let mut node = leaf;
             while let Some(h) = node.filter(|h| !tree.ids.contains_key(h)) {
                 path.push(h);
@@ -77,6 +91,7 @@ impl CallTree {
         tree.frame_ids = FxHashMap::default();
         tree.stacks.shrink_to_fit();
         tree.frames.shrink_to_fit();
+        tree.new_leaves.shrink_to_fit();
         tree
     }
 

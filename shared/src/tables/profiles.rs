@@ -12,7 +12,7 @@ use super::schema::Table;
 use super::series::Sampled;
 use super::{TableProfileInput, TableSource};
 use crate::error::Result;
-use crate::model::{Process, Profile};
+use crate::model::{Process, Profile, StackHandle};
 use crate::plan::{Runtimes, TableProfilePlan};
 
 /// `ns` since the epoch to the tables' microseconds, rounding towards the past so times
@@ -29,6 +29,9 @@ pub(super) struct TableProfile<'a> {
     pub profile: &'a Profile,
     pub process: &'a Process,
     pub sampled: Sampled<'a>,
+    /// The samples' leaves that add nodes to its tree, in order: its tree is built again from
+    /// these alone ([`CallTree::new_leaves`]).
+    pub leaves: Vec<StackHandle>,
     pub platform: String,
     pub start_us: i64,
     pub end_us: i64,
@@ -81,7 +84,12 @@ impl<'a> TableProfile<'a> {
                     .sum(),
             )
         });
-        let tree = tree_of(plan);
+        let samples = profile.samples();
+        let mut tree = CallTree::of_samples(
+            profile,
+            plan.samples.iter().map(|s| samples.stack(s as usize)),
+        );
+        let leaves = std::mem::take(&mut tree.new_leaves);
         let mut runtimes = Runtimes::default();
         for &f in &tree.frames {
             runtimes.saw(profile.frame(f).kind);
@@ -93,6 +101,7 @@ impl<'a> TableProfile<'a> {
             profile,
             process,
             sampled,
+            leaves,
             platform: runtimes.platform(input.platform),
             start_us,
             end_us: micros(plan.end_ns),
@@ -108,21 +117,12 @@ impl<'a> TableProfile<'a> {
 
     /// The profile's call tree, built again.
     pub fn tree(&self) -> CallTree {
-        tree_of(self.plan)
+        CallTree::of(self.profile, &self.leaves)
     }
 
     pub fn profile_id(&self) -> &'a str {
         &self.plan.profile_id
     }
-}
-
-/// The call tree of a plan's samples.
-pub(super) fn tree_of(plan: &TableProfilePlan<'_>) -> CallTree {
-    let samples = plan.profile.samples();
-    CallTree::of(
-        plan.profile,
-        plan.samples.iter().map(|s| samples.stack(s as usize)),
-    )
 }
 
 /// An exact sum back into the column type; only absurd weights saturate.

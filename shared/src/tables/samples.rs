@@ -8,10 +8,10 @@ use arrow_array::RecordBatch;
 
 use super::call_tree::CallTree;
 use super::columns::{batch, int32s, int64s, opt_timestamps, string_maps, strings};
-use super::profiles::{micros, tree_of, TableProfile};
+use super::profiles::{micros, TableProfile};
 use super::schema::Table;
 use crate::error::Result;
-use crate::model::{LabelSetHandle, LabelValue, Profile};
+use crate::model::{LabelSetHandle, LabelValue, Profile, StackHandle};
 use crate::plan::{RowsIter, TableProfilePlan};
 
 /// One `samples` row: which profile, and the observation.
@@ -34,10 +34,10 @@ pub(super) struct SampleRow {
 /// the profiles (those of one day). A profile's call tree, for the stack ids, is built when
 /// the merge reaches its first sample and dropped after its last, so only the trees of
 /// profiles that overlap in time are held at once.
-pub(super) fn sample_rows<'a>(
-    profiles: &[TableProfile<'a>],
+pub(super) fn sample_rows<'s, 'a: 's>(
+    profiles: &'s [TableProfile<'a>],
     include: impl Fn(&TableProfile<'a>) -> bool,
-) -> SampleRows<'a> {
+) -> SampleRows<'s> {
     // Each profile's place in `profile_id` order, so the merge compares integers, not ids.
     let mut by_id: Vec<usize> = (0..profiles.len()).collect();
     by_id.sort_by_key(|&i| profiles[i].profile_id());
@@ -51,7 +51,7 @@ pub(super) fn sample_rows<'a>(
         if !include(p) || p.plan.samples.is_empty() {
             continue;
         }
-        let plan: &'a TableProfilePlan<'a> = p.plan;
+        let plan: &'s TableProfilePlan<'s> = p.plan;
         let time_us = |s: u32| plan.profile.samples().time(s as usize).map(micros);
         let mut samples = if plan.samples.iter().is_sorted_by_key(time_us) {
             InTimeOrder::Planned(plan.samples.iter())
@@ -64,6 +64,7 @@ pub(super) fn sample_rows<'a>(
         heap.push(Reverse((time_us(head), rank[i], i, lists.len())));
         lists.push(List {
             plan,
+            leaves: &p.leaves,
             samples,
             head,
             tree: None,
@@ -97,6 +98,8 @@ type Head = (Option<i64>, usize, usize, usize);
 /// One profile's part of the merge.
 struct List<'a> {
     plan: &'a TableProfilePlan<'a>,
+    /// What its tree is built from (see [`TableProfile::leaves`]).
+    leaves: &'a [StackHandle],
     /// The rest of its samples, in time order.
     samples: InTimeOrder<'a>,
     /// The next one.
@@ -120,7 +123,9 @@ impl Iterator for SampleRows<'_> {
         let list = &mut self.lists[at];
         let index = list.head as usize;
         let model = list.plan.profile.samples();
-        let tree = list.tree.get_or_insert_with(|| tree_of(list.plan));
+        let tree = list
+            .tree
+            .get_or_insert_with(|| CallTree::of(list.plan.profile, list.leaves));
         let stack_id = model.stack(index).and_then(|s| tree.stack_id(s));
         match list.samples.next() {
             Some(next) => {

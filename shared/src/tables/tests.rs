@@ -1474,3 +1474,27 @@ fn call_tree_tables_built_per_profile_are_the_files_one_batch_gives() {
         );
     }
 }
+
+#[test]
+fn a_tree_built_again_from_its_new_leaves_is_the_tree_of_every_sample() {
+    let profiles = [pprof_fixture(), toy_profile(&[(1, NOON), (2, NOON + 5 * MS)])];
+    let mut fewer = false;
+    for p in &profiles {
+        let samples = p.samples();
+        for plan in plans_of(p) {
+            let every = || plan.samples.iter().map(|s| samples.stack(s as usize));
+            let whole = CallTree::of_samples(p, every());
+            assert!(whole.new_leaves.len() <= plan.samples.len());
+            fewer |= whole.new_leaves.len() < plan.samples.len();
+            let again = CallTree::of(p, &whole.new_leaves);
+            assert_eq!(again.stacks, whole.stacks, "{}", plan.profile_id);
+            assert_eq!(again.frames, whole.frames);
+            assert!(!whole.stacks.is_empty());
+            for leaf in every().flatten() {
+                assert_eq!(again.stack_id(leaf), whole.stack_id(leaf));
+                assert!(whole.stack_id(leaf).is_some());
+            }
+        }
+    }
+    assert!(fewer, "some sample repeats a stack");
+}
