@@ -209,6 +209,14 @@ const FAR: u32 = u32::MAX;
 enum Packed {
     U8(Vec<u8>),
     U16(Vec<u16>),
+    /// A 2-byte position per row in a list of at most [`DICT_CODES`] distinct codes that fit 4
+    /// bytes: a trace's few thousand leaf stacks, whose handles number in the hundreds of
+    /// thousands.
+    Dict {
+        positions: Vec<u16>,
+        codes: Vec<u32>,
+        index: FxHashMap<u32, u16>,
+    },
     U32(Vec<u32>),
     /// Each block's first code, each row's zigzag difference from it, and the rows too far
     /// from it (their delta is [`FAR`]).
@@ -219,6 +227,9 @@ enum Packed {
     },
     U64(Vec<u64>),
 }
+
+/// Most distinct codes of [`Packed::Dict`].
+const DICT_CODES: usize = 1 << 16;
 
 /// The difference of `code` from `base`, zigzag-encoded, if it fits 4 bytes.
 #[inline]
@@ -263,6 +274,17 @@ impl Packed {
         match self {
             Packed::U8(v) => u8::try_from(code).map(|c| v.push(c)).is_ok(),
             Packed::U16(v) => u16::try_from(code).map(|c| v.push(c)).is_ok(),
+            Packed::Dict {
+                positions,
+                codes,
+                index,
+            } => match dict_position(codes, index, code) {
+                Some(at) => {
+                    positions.push(at);
+                    true
+                }
+                None => false,
+            },
             Packed::U32(v) => u32::try_from(code).map(|c| v.push(c)).is_ok(),
             Packed::Blocks { bases, deltas, far } => {
                 if len.is_multiple_of(BLOCK_ROWS) {
@@ -294,6 +316,9 @@ impl Packed {
         match self {
             Packed::U8(v) => u64::from(v[i]),
             Packed::U16(v) => u64::from(v[i]),
+            Packed::Dict {
+                positions, codes, ..
+            } => u64::from(codes[usize::from(positions[i])]),
             Packed::U32(v) => u64::from(v[i]),
             Packed::Blocks { bases, deltas, far } => match deltas[i] {
                 FAR => far[&i],
@@ -314,6 +339,17 @@ impl Packed {
         match self {
             Packed::U8(v) => u8::try_from(code).map(|c| v[i] = c).is_ok(),
             Packed::U16(v) => u16::try_from(code).map(|c| v[i] = c).is_ok(),
+            Packed::Dict {
+                positions,
+                codes,
+                index,
+            } => match dict_position(codes, index, code) {
+                Some(at) => {
+                    positions[i] = at;
+                    true
+                }
+                None => false,
+            },
             Packed::U32(v) => u32::try_from(code).map(|c| v[i] = c).is_ok(),
             Packed::Blocks { bases, deltas, far } => {
                 match delta(bases[i / BLOCK_ROWS], code) {
@@ -339,20 +375,25 @@ impl Packed {
     /// widths too narrow for `code`, the code to be stored next.
     fn widen(&mut self, len: usize, code: u64) {
         let capacity = (len + 1).next_power_of_two();
-        let widest_fixed = |rank: usize| match rank {
+        let widest = |rank: usize| match rank {
             0 => u64::from(u8::MAX),
             1 => u64::from(u16::MAX),
-            2 => u64::from(u32::MAX),
+            2 | 3 => u64::from(u32::MAX),
             _ => u64::MAX,
         };
-        for rank in self.rank() + 1..=4 {
-            if rank <= 2 && code > widest_fixed(rank) {
+        for rank in self.rank() + 1..=5 {
+            if rank <= 3 && code > widest(rank) {
                 continue;
             }
             let mut wider = match rank {
                 1 => Packed::U16(Vec::with_capacity(capacity)),
-                2 => Packed::U32(Vec::with_capacity(capacity)),
-                3 => Packed::Blocks {
+                2 => Packed::Dict {
+                    positions: Vec::with_capacity(capacity),
+                    codes: Vec::new(),
+                    index: FxHashMap::default(),
+                },
+                3 => Packed::U32(Vec::with_capacity(capacity)),
+                4 => Packed::Blocks {
                     bases: Vec::with_capacity(capacity / BLOCK_ROWS + 1),
                     deltas: Vec::with_capacity(capacity),
                     far: FxHashMap::default(),
@@ -371,9 +412,10 @@ impl Packed {
         match self {
             Packed::U8(_) => 0,
             Packed::U16(_) => 1,
-            Packed::U32(_) => 2,
-            Packed::Blocks { .. } => 3,
-            Packed::U64(_) => 4,
+            Packed::Dict { .. } => 2,
+            Packed::U32(_) => 3,
+            Packed::Blocks { .. } => 4,
+            Packed::U64(_) => 5,
         }
     }
 
@@ -381,6 +423,8 @@ impl Packed {
         match self {
             Packed::U8(v) => shrink(v, len),
             Packed::U16(v) => shrink(v, len),
+            // Codes no row uses any more stay listed: at most 64 Ki of them.
+            Packed::Dict { positions, .. } => shrink(positions, len),
             Packed::U32(v) => shrink(v, len),
             Packed::Blocks { bases, deltas, far } => {
                 shrink(bases, len.div_ceil(BLOCK_ROWS));
@@ -390,6 +434,23 @@ impl Packed {
             Packed::U64(v) => shrink(v, len),
         }
     }
+}
+
+/// `code`'s position in a [`Packed::Dict`]'s codes, listed there if it is new and there is
+/// room; `None` when it does not fit one.
+#[inline]
+fn dict_position(codes: &mut Vec<u32>, index: &mut FxHashMap<u32, u16>, code: u64) -> Option<u16> {
+    let code = u32::try_from(code).ok()?;
+    if let Some(&at) = index.get(&code) {
+        return Some(at);
+    }
+    if codes.len() == DICT_CODES {
+        return None;
+    }
+    let at = codes.len() as u16;
+    codes.push(code);
+    index.insert(code, at);
+    Some(at)
 }
 
 fn shrink<T>(v: &mut Vec<T>, len: usize) {
@@ -795,25 +856,48 @@ mod tests {
         };
         assert_eq!(forms(&[0, 3, 255]), 0);
         assert_eq!(forms(&[0, 256, 3]), 1);
-        assert_eq!(forms(&[0, 70_000]), 2);
+        assert_eq!(
+            forms(&[0, 70_000]),
+            2,
+            "a few codes past 2 bytes are listed"
+        );
+        let stacks: Vec<u64> = (0..50_000).map(|i| 100_000 + (i * 7919) % 2_500).collect();
+        assert_eq!(forms(&stacks), 2);
+        // Rows set later keep the list, or leave it for a code it cannot hold.
+        let mut listed = Packed::of(stacks.iter().copied());
+        listed.set(stacks.len(), 7, 3_000_000);
+        listed.set(stacks.len(), 8, stacks[9]);
+        assert_eq!(
+            (listed.get(7), listed.get(8), listed.rank()),
+            (3_000_000, stacks[9], 2)
+        );
+        listed.set(stacks.len(), 9, 1 << 40);
+        assert_eq!(
+            (listed.get(7), listed.get(9), listed.rank()),
+            (3_000_000, 1 << 40, 4)
+        );
+        assert_eq!(listed.get(10), stacks[10]);
+        // More distinct codes than a list holds: 4 bytes each.
+        let distinct: Vec<u64> = (0..70_000).map(|i| 70_000 + i).collect();
+        assert_eq!(forms(&distinct), 3);
         // Times a millisecond apart, well past 4 bytes, over many blocks.
         let times: Vec<u64> = (0..10_000)
             .map(|i| 1_700_000_000_000_000_000 + i * 1_000_000)
             .collect();
-        assert_eq!(forms(&times), 3);
+        assert_eq!(forms(&times), 4);
         // Negative steps, and extremes kept aside, survive the zigzag.
-        assert_eq!(forms(&[5, 3, 0, u64::MAX, 1 << 63, (1 << 63) - 1]), 3);
+        assert_eq!(forms(&[5, 3, 0, u64::MAX, 1 << 63, (1 << 63) - 1]), 4);
         assert_eq!(forms(&[100, 90, 80, 4_000_000_000]), 2);
-        assert_eq!(forms(&[100, 90, 80, 5_000_000_000]), 3);
+        assert_eq!(forms(&[100, 90, 80, 5_000_000_000]), 4);
         // A pause of 10 s inside a block: the rows after it are kept aside.
         let paused: Vec<u64> = (0..1000)
             .map(|i| i * 1_000_000 + u64::from(i >= 50) * 10_000_000_000)
             .collect();
-        assert_eq!(forms(&paused), 3);
+        assert_eq!(forms(&paused), 4);
         // Codes all over the place: 8 bytes each.
         let mut state = 1;
         let scattered: Vec<u64> = (0..1000).map(|_| lcg(&mut state) << 31).collect();
-        assert_eq!(forms(&scattered), 4);
+        assert_eq!(forms(&scattered), 5);
 
         // Setting a code that does not fit widens the column and keeps every other row.
         let mut packed = Packed::of([1u64, 2, 3].into_iter());
@@ -897,7 +981,7 @@ mod tests {
         assert_eq!(table.to_vec(), expected);
         assert_eq!(
             table.time.values_rank(),
-            Some(3),
+            Some(4),
             "times are stored in 4 bytes"
         );
         assert_eq!(table.thread.rank(), Some(0), "16 threads take 1 byte");

@@ -1477,7 +1477,10 @@ fn call_tree_tables_built_per_profile_are_the_files_one_batch_gives() {
 
 #[test]
 fn a_tree_built_again_from_its_new_leaves_is_the_tree_of_every_sample() {
-    let profiles = [pprof_fixture(), toy_profile(&[(1, NOON), (2, NOON + 5 * MS)])];
+    let profiles = [
+        pprof_fixture(),
+        toy_profile(&[(1, NOON), (2, NOON + 5 * MS)]),
+    ];
     let mut fewer = false;
     for p in &profiles {
         let samples = p.samples();
