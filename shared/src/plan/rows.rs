@@ -1,8 +1,7 @@
 //! Positions of model samples as a plan holds them: runs of consecutive positions.
 //!
 //! A plan's samples are mostly long runs of the model's sample table (one process of a
-//! trace, in time order), so a plan costs a few bytes a run rather than 4 bytes a sample,
-//! and memory does not grow with the number of samples a plan holds twice over.
+//! trace, in time order), so a plan costs a few bytes a run rather than 4 bytes a sample.
 
 /// Positions in [`crate::model::Profile::samples`], in the order pushed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

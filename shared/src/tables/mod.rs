@@ -1,9 +1,11 @@
 //! The stack tables: Arrow record batches built from the tables' plan, written as Parquet
 //! (schema and layout in `docs/tables.md`).
 //!
-//! Every planned table profile becomes a `TableProfile` first (its call tree, series and day);
-//! the tables are then read off those, whole for [`build_tables`] or one UTC day at a time for
-//! [`write_tables`].
+//! Every planned table profile becomes a `TableProfile` first (its series, day and totals, and
+//! the rollup's sums); the tables are then read off those, whole for [`build_tables`] or one
+//! UTC day at a time for [`write_tables_into`]. A profile's call tree is as large as the part
+//! of the stack tree its samples reach, so it is built again for each table that needs it,
+//! from the few leaves that add nodes, and dropped after its rows.
 
 mod call_tree;
 mod columns;
@@ -31,8 +33,7 @@ pub use schema::{Table, TABLES_SCHEMA_VERSION};
 use crate::error::Result;
 use crate::plan::TableProfilePlan;
 use crate::store::table_key;
-use call_tree::stacks_batch;
-use call_tree::CallTree;
+use call_tree::{stacks_batch, CallTree};
 use frames::frames_batch;
 use partition::{day_of_us, dt};
 use profiles::{profiles_batch, TableProfile};
