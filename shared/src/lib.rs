@@ -40,9 +40,9 @@ pub use model::{
     Profile, Sample, Series, SeriesKind, StackHandle, Thread, Timestamps,
 };
 pub use pipeline::{
-    build_id_index, convert_upload, decode, decode_with_limits, process_upload, store_upload,
-    BuildIdIndexEntry, ConvertOptions, Converted, ConvertedUpload, Decoded, ErrorReport, Manifest,
-    Outcome, ProcessOptions, Quarantine, SkipReason,
+    build_id_index, convert_upload, decode, decode_with_limits, process_upload, BuildIdIndexEntry,
+    ConvertOptions, Converted, ConvertedUpload, Decoded, ErrorReport, Manifest, Outcome,
+    ProcessOptions, Quarantine, SkipReason,
 };
 pub use plan::{
     left_out, plan_chunks, plan_tables, Timing, DEFAULT_INTERVAL_NS, MAX_CHUNK_DURATION_NS,
@@ -55,7 +55,7 @@ pub use sample_v2::{
 pub use store::S3Store;
 pub use store::{
     content_etag, current_conversion_key, error_report_key, manifest_key, sidecar_key, source_id,
-    upload_key, LocalDirStore, ObjectInfo, ObjectStore, ObjectWriter, PrefixedStore,
+    store_upload, upload_key, LocalDirStore, ObjectInfo, ObjectStore, ObjectWriter, PrefixedStore,
     ERROR_REPORT_SUFFIX, METADATA_SIDECAR_SUFFIX, UPLOADS_PREFIX,
 };
 pub use summary::{summarize, ProfileSummary};

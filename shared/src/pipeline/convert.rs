@@ -9,7 +9,7 @@ use super::manifest::{
     MANIFEST_VERSION,
 };
 use super::outputs::{MemoryOutputs, OutputSink, Outputs};
-use crate::error::{from_io, ErrorKind, Result};
+use crate::error::{ErrorKind, Result};
 use crate::formats::InputFormat;
 use crate::limits::Limits;
 use crate::metadata::UploadMetadata;
@@ -447,42 +447,4 @@ pub fn publish(store: &dyn ObjectStore, converted: &Converted) -> Result<()> {
     }
     let manifest = serde_json::to_vec_pretty(&converted.manifest).expect("manifest serializes");
     store.put(&converted.manifest_key, &manifest)
-}
-
-/// Stores an upload at `key` unless the same bytes are already there, reading `upload` as a
-/// stream so a large file is never held whole. A different object at that key is never
-/// replaced: its upload would be lost.
-pub fn store_upload(store: &dyn ObjectStore, key: &str, upload: &mut dyn Read) -> Result<()> {
-    match store.get_reader(key, u64::MAX)? {
-        Some((mut existing, _)) => {
-            if same_bytes(&mut *existing, upload).map_err(|e| from_io(key, e))? {
-                Ok(())
-            } else {
-                Err(ErrorKind::KeyConflict { key: key.into() }.into())
-            }
-        }
-        None => {
-            let mut writer = store.put_writer(key)?;
-            std::io::copy(upload, &mut writer).map_err(|e| from_io(key, e))?;
-            writer.finish()
-        }
-    }
-}
-
-/// Whether two streams hold the same bytes, read a block at a time.
-fn same_bytes(a: &mut dyn Read, b: &mut dyn Read) -> std::io::Result<bool> {
-    const BLOCK: u64 = 64 * 1024;
-    let (mut x, mut y) = (Vec::new(), Vec::new());
-    loop {
-        x.clear();
-        y.clear();
-        let n = a.take(BLOCK).read_to_end(&mut x)?;
-        b.take(BLOCK).read_to_end(&mut y)?;
-        if x != y {
-            return Ok(false);
-        }
-        if (n as u64) < BLOCK {
-            return Ok(true);
-        }
-    }
 }

@@ -15,8 +15,8 @@ pub use build_id_index::{
     build_id_index, BuildIdIndexEntry, IndexedMapping, BUILD_ID_INDEX_VERSION,
 };
 pub use convert::{
-    convert_into, convert_upload, convert_upload_with, publish, store_upload, ConvertOptions,
-    ConvertReport, Converted, UploadInput,
+    convert_into, convert_upload, convert_upload_with, publish, ConvertOptions, ConvertReport,
+    Converted, UploadInput,
 };
 pub use decode::{decode, decode_stream_with_limits, decode_with_limits, Decoded};
 pub use manifest::{

@@ -551,31 +551,6 @@ fn content_overwritten_during_conversion_is_not_kept_and_the_new_content_convert
 }
 
 #[test]
-fn an_upload_is_stored_as_a_stream_and_never_replaced_by_other_bytes() {
-    use crate::pipeline::store_upload;
-    let (_dir, store) = local();
-    // Longer than one comparison block, so blocks past the first are compared too.
-    let big: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
-    store_upload(&store, "uploads/big.bin", &mut &big[..]).unwrap();
-    assert_eq!(store.get("uploads/big.bin").unwrap().unwrap(), big);
-    store_upload(&store, "uploads/big.bin", &mut &big[..]).unwrap();
-
-    let mut late_change = big.clone();
-    late_change[150_000] ^= 1;
-    let shorter = &big[..big.len() - 1];
-    let mut longer = big.clone();
-    longer.push(0);
-    for other in [&late_change[..], shorter, &longer[..], b""] {
-        let err = store_upload(&store, "uploads/big.bin", &mut &other[..]).unwrap_err();
-        assert!(
-            matches!(err.kind(), ErrorKind::KeyConflict { key } if key == "uploads/big.bin"),
-            "{err}"
-        );
-    }
-    assert_eq!(store.get("uploads/big.bin").unwrap().unwrap(), big);
-}
-
-#[test]
 fn a_conversion_cut_short_leaves_nothing_once_the_replacing_content_settles() {
     // The replacing content converts, or is quarantined: either way the key's content is
     // settled, and what the earlier job wrote before the bucket failed goes.

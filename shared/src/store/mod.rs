@@ -5,6 +5,7 @@ mod local;
 mod prefixed;
 #[cfg(feature = "s3")]
 mod s3;
+mod upload;
 mod writer;
 
 pub use keys::{
@@ -18,6 +19,7 @@ pub use local::LocalDirStore;
 pub use prefixed::PrefixedStore;
 #[cfg(feature = "s3")]
 pub use s3::S3Store;
+pub use upload::store_upload;
 pub use writer::{from_io, ObjectWriter};
 
 use std::io::{self, Read};
