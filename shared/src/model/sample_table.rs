@@ -278,13 +278,9 @@ impl Packed {
                 positions,
                 codes,
                 index,
-            } => match dict_position(codes, index, code) {
-                Some(at) => {
-                    positions.push(at);
-                    true
-                }
-                None => false,
-            },
+            } => dict_position(codes, index, code)
+                .map(|at| positions.push(at))
+                .is_some(),
             Packed::U32(v) => u32::try_from(code).map(|c| v.push(c)).is_ok(),
             Packed::Blocks { bases, deltas, far } => {
                 if len.is_multiple_of(BLOCK_ROWS) {
@@ -343,13 +339,9 @@ impl Packed {
                 positions,
                 codes,
                 index,
-            } => match dict_position(codes, index, code) {
-                Some(at) => {
-                    positions[i] = at;
-                    true
-                }
-                None => false,
-            },
+            } => dict_position(codes, index, code)
+                .map(|at| positions[i] = at)
+                .is_some(),
             Packed::U32(v) => u32::try_from(code).map(|c| v[i] = c).is_ok(),
             Packed::Blocks { bases, deltas, far } => {
                 match delta(bases[i / BLOCK_ROWS], code) {

@@ -12,7 +12,7 @@ use super::manifest::{Manifest, ManifestOutput};
 use crate::error::{to_io, Result};
 use crate::sample_v2::{PreparedChunk, SampleV2Chunk};
 use crate::store::{chunk_key, from_io, ObjectStore};
-use crate::tables::{Table, TableSink};
+use crate::tables::{EncodeTable, Table, TableSink};
 
 /// What writes one object into the writer it is given.
 pub type WriteObject<'a> = dyn FnMut(&mut dyn Write) -> io::Result<()> + 'a;
@@ -258,12 +258,7 @@ impl<'s> Outputs<'s> {
     }
 
     /// One table file of `table` at `key`, streamed into the sink as `encode` writes it.
-    pub fn table(
-        &mut self,
-        table: Table,
-        key: &str,
-        encode: &mut dyn FnMut(&mut dyn Write) -> Result<u64>,
-    ) -> Result<()> {
+    pub fn table(&mut self, table: Table, key: &str, encode: &mut EncodeTable<'_>) -> Result<()> {
         let mut rows = 0;
         let (bytes, sha256) = self.put_listed(key, &mut |w: &mut dyn Write| {
             rows = encode(w).map_err(to_io)?;
@@ -314,12 +309,7 @@ impl TableSink for TableOutputs<'_, '_> {
         self.out.intend(keys.iter().chain(index))
     }
 
-    fn put(
-        &mut self,
-        table: Table,
-        key: &str,
-        encode: &mut dyn FnMut(&mut dyn Write) -> Result<u64>,
-    ) -> Result<()> {
+    fn put(&mut self, table: Table, key: &str, encode: &mut EncodeTable<'_>) -> Result<()> {
         self.out.table(table, key, encode)
     }
 }

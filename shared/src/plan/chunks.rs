@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use super::rows::Rows;
+use super::rows::{time_windows, Rows};
 use super::timeline::{timed_samples, Planned, PlannedSamples, Timing};
 use crate::error::{ErrorKind, Result};
 use crate::ids::derived_id;
@@ -329,39 +329,25 @@ fn recorded_windows(profile: &Profile, timed: Rows) -> Vec<Window> {
         });
     }
     let processes: Vec<ProcessHandle> = profile.threads().map(|(_, t)| t.process).collect();
-    // By process index: its origin (first sample time) and its windows so far.
-    type Windows = (i64, Vec<(i64, Rows)>);
-    let mut by_process: Vec<Option<Windows>> = Vec::new();
+    // Each process's samples (by process index), then its windows from its first sample.
+    let mut by_process: Vec<Rows> = Vec::new();
     for i in &timed {
-        let process = processes[samples.thread(i as usize).index()];
-        if by_process.len() <= process.index() {
-            by_process.resize_with(process.index() + 1, || None);
+        let process = processes[samples.thread(i as usize).index()].index();
+        if by_process.len() <= process {
+            by_process.resize_with(process + 1, Rows::new);
         }
-        let t = time(i);
-        let (origin, windows) = by_process[process.index()].get_or_insert((t, Vec::new()));
-        let window = (t - *origin) / MAX_CHUNK_DURATION_NS;
-        match windows.last_mut() {
-            Some((w, rows)) if *w == window => rows.push(i),
-            _ => {
-                if let Some((_, rows)) = windows.last_mut() {
-                    rows.shrink_to_fit();
-                }
-                let mut rows = Rows::new();
-                rows.push(i);
-                windows.push((window, rows));
-            }
-        }
+        by_process[process].push(i);
     }
     drop(timed);
     let mut out = Vec::new();
-    for (index, windows) in by_process.into_iter().enumerate() {
-        let Some((origin, windows)) = windows else {
+    for (index, rows) in by_process.into_iter().enumerate() {
+        let process = ProcessHandle::from_index(index);
+        let windows = time_windows(rows.iter(), time, MAX_CHUNK_DURATION_NS);
+        let Some(origin) = windows.first().map(|w| w.first_ns) else {
             continue;
         };
-        let process = ProcessHandle::from_index(index);
-        for (window, mut rows) in windows {
-            rows.shrink_to_fit();
-            out.push((process, window, origin, PlannedSamples::Recorded(rows)));
+        for w in windows {
+            out.push((process, w.number, origin, PlannedSamples::Recorded(w.rows)));
         }
     }
     out

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use crate::error::{ErrorKind, Result};
 use crate::ids::derived_id;
 use crate::model::{ProcessHandle, Profile, SeriesHandle, Timestamps};
-use crate::plan::Rows;
+use crate::plan::rows::{time_windows, Rows};
 
 /// Longest span of one table profile's timed samples: 60 s, as Sample v2 chunks.
 pub const TABLE_WINDOW_NS: i64 = 60_000_000_000;
@@ -88,23 +88,23 @@ pub fn plan_tables<'p>(profile: &'p Profile, identity: &str) -> Result<Vec<Table
         // The model's samples are in time order once decoded, so a group's are too; a
         // profile built otherwise has its group sorted here.
         let windows = if timed.iter().is_sorted_by_key(time) {
-            windows(timed.iter(), time)
+            time_windows(timed.iter(), time, TABLE_WINDOW_NS)
         } else {
             let mut sorted: Vec<u32> = timed.iter().collect();
             sorted.sort_by_key(|&i| time(i));
-            windows(sorted.into_iter(), time)
+            time_windows(sorted.into_iter(), time, TABLE_WINDOW_NS)
         };
         drop(timed);
-        for (window, start_ns, end_ns, rows) in windows {
+        for w in windows {
             plans.push(TableProfilePlan {
                 profile,
-                profile_id: id(&window.to_string()),
+                profile_id: id(&w.number.to_string()),
                 process,
                 series,
                 aggregated: false,
-                start_ns,
-                end_ns,
-                samples: rows,
+                start_ns: w.first_ns,
+                end_ns: w.last_ns,
+                samples: w.rows,
             });
         }
         if !aggregated.is_empty() {
@@ -122,38 +122,4 @@ pub fn plan_tables<'p>(profile: &'p Profile, identity: &str) -> Result<Vec<Table
         }
     }
     Ok(plans)
-}
-
-/// Cuts timed samples, in time order, into windows of [`TABLE_WINDOW_NS`] from the first:
-/// each window's number, first and last time, and samples.
-fn windows(
-    timed: impl Iterator<Item = u32>,
-    time: impl Fn(u32) -> i64,
-) -> Vec<(i64, i64, i64, Rows)> {
-    let mut windows: Vec<(i64, i64, i64, Rows)> = Vec::new();
-    let (mut t0, mut end) = (None, i64::MIN);
-    for row in timed {
-        let t = time(row);
-        let origin = *t0.get_or_insert(t);
-        match windows.last_mut() {
-            Some(w) if t < end => {
-                w.2 = t;
-                w.3.push(row);
-            }
-            _ => {
-                if let Some(w) = windows.last_mut() {
-                    w.3.shrink_to_fit();
-                }
-                let window = (t - origin) / TABLE_WINDOW_NS;
-                end = origin.saturating_add((window + 1).saturating_mul(TABLE_WINDOW_NS));
-                let mut rows = Rows::new();
-                rows.push(row);
-                windows.push((window, t, t, rows));
-            }
-        }
-    }
-    if let Some(w) = windows.last_mut() {
-        w.3.shrink_to_fit();
-    }
-    windows
 }

@@ -125,18 +125,11 @@ impl<'a> Tabulation<'a> {
             // each profile's tree built for the table and dropped once its rows are written.
             Table::Stacks | Table::Frames => {
                 let profiles = self.pick(&self.by_id, Some(day));
+                let (len, build) = tree_table(table);
                 let mut encoder = parquet_file::Encoder::new(table)?;
-                let mut emit = |segments: &[Segment<'_, '_>]| {
-                    let batch = match table {
-                        Table::Stacks => stacks_batch(source_id, segments)?,
-                        _ => frames_batch(source_id, segments)?,
-                    };
-                    encoder.write(&batch, out)
-                };
-                match table {
-                    Table::Stacks => tree_slices(&profiles, |t| t.stacks.len(), &mut emit)?,
-                    _ => tree_slices(&profiles, |t| t.frames.len(), &mut emit)?,
-                }
+                tree_slices(&profiles, len, &mut |segments| {
+                    encoder.write(&build(source_id, segments)?, out)
+                })?;
                 return encoder.finish(out);
             }
             Table::Samples => {}
@@ -210,16 +203,8 @@ impl<'a> Tabulation<'a> {
                 let profiles = self.pick(&self.by_id, day);
                 let trees: Vec<CallTree> = profiles.iter().map(|p| p.tree()).collect();
                 let held: Vec<_> = profiles.into_iter().zip(&trees).collect();
-                match table {
-                    Table::Stacks => {
-                        let whole = whole(&held, |t| t.stacks.len());
-                        stacks_batch(self.source.source_id, &whole)
-                    }
-                    _ => {
-                        let whole = whole(&held, |t| t.frames.len());
-                        frames_batch(self.source.source_id, &whole)
-                    }
-                }
+                let (len, build) = tree_table(table);
+                build(self.source.source_id, &whole(&held, len))
             }
             Table::FunctionRollup => {
                 let rows: Vec<_> = rollup
@@ -234,6 +219,17 @@ impl<'a> Tabulation<'a> {
 
 /// Rows `range` of one table profile's rows in a table, with its call tree.
 type Segment<'a, 'p> = (&'a TableProfile<'p>, &'a CallTree, Range<usize>);
+
+/// The batch of a table's rows from slices of call trees (`source_id`, the slices).
+type TreeBatch = for<'a, 'p> fn(&str, &[Segment<'a, 'p>]) -> Result<RecordBatch>;
+
+/// How many rows of `table` (`stacks` or `frames`) a call tree gives, and the batch of them.
+fn tree_table(table: Table) -> (fn(&CallTree) -> usize, TreeBatch) {
+    match table {
+        Table::Stacks => (|t| t.stacks.len(), stacks_batch),
+        _ => (|t| t.frames.len(), frames_batch),
+    }
+}
 
 /// Every row of each profile, in order; `len` counts a profile's rows.
 fn whole<'a, 'p>(
@@ -318,18 +314,17 @@ pub fn build_tables(
     })
 }
 
+/// What writes one table file's Parquet bytes into the writer it is given, and says how many
+/// rows they hold.
+pub type EncodeTable<'a> = dyn FnMut(&mut dyn Write) -> Result<u64> + 'a;
+
 /// Where an upload's table files go as they are encoded.
 pub trait TableSink {
     /// Every file's key, told before any file is written.
     fn intend(&mut self, keys: &[String]) -> Result<()>;
     /// Stores one file of `table` at `key`: `encode` writes its Parquet bytes into the writer
     /// it is given, as they are produced, and says how many rows they hold.
-    fn put(
-        &mut self,
-        table: Table,
-        key: &str,
-        encode: &mut dyn FnMut(&mut dyn Write) -> Result<u64>,
-    ) -> Result<()>;
+    fn put(&mut self, table: Table, key: &str, encode: &mut EncodeTable<'_>) -> Result<()>;
 }
 
 /// Builds the tables and encodes them as Parquet, one file per table and UTC day, each handed
@@ -389,12 +384,7 @@ impl TableSink for Vec<TableObject> {
         Ok(())
     }
 
-    fn put(
-        &mut self,
-        table: Table,
-        key: &str,
-        encode: &mut dyn FnMut(&mut dyn Write) -> Result<u64>,
-    ) -> Result<()> {
+    fn put(&mut self, table: Table, key: &str, encode: &mut EncodeTable<'_>) -> Result<()> {
         let mut bytes = Vec::new();
         let rows = encode(&mut bytes)?;
         self.push(TableObject {
