@@ -42,7 +42,10 @@ bin_dir=$target_dir/$(rustc -vV | sed -n 's/^host: //p')/release
 build_start=$SECONDS
 # Several codegen units per crate: the build is what costs in CI, not the runs.
 if ! cargo fuzz build -s none --codegen-units 16 --fuzz-dir "$fuzz_dir" >"$work/logs/build.log" 2>&1; then
-  tail -n 60 "$work/logs/build.log"
+  # The linker's command line is one line of several kilobytes: cut long lines so that what
+  # the linker said (after it) is not lost in the output.
+  grep -v '^ *= note: *"cc"' "$work/logs/build.log" | cut -c 1-400 | tail -n 60
+  echo "disk: $(df -h "$fuzz_dir" | awk 'NR == 2 { print $4 " free of " $2 }'); memory: $(free -m | awk 'NR == 2 { print $7 " MB available" }')"
   echo "error: building the fuzz targets failed" >&2
   exit 1
 fi

@@ -20,6 +20,10 @@ if [ ! -c /dev/null ]; then
 fi
 [ -c /dev/null ] || { echo "error: /dev/null is still not a character device" >&2; exit 1; }
 
+# A check run builds everything once: incremental state would only add gigabytes of disk.
+export CARGO_INCREMENTAL=0
+echo "disk: $(df -h . | awk 'NR == 2 { print $4 " free of " $2 }')"
+
 step "python tools (.venv)"
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
@@ -95,6 +99,7 @@ sys.exit(0 if total == expected else 1)
 PY
 
 step "fuzz smoke: every target, ${FUZZ_SECONDS:-10} s each"
+echo "disk: $(df -h . | awk 'NR == 2 { print $4 " free of " $2 }')"
 # Coverage-guided fuzzing of every decoder and parser (tests/fuzz), seeded from the samples and
 # fixtures: an input that panics, hangs or runs away with memory fails the run, which names it.
 FUZZ_SECONDS=${FUZZ_SECONDS:-10} scripts/fuzz.sh
