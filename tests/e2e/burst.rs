@@ -48,7 +48,7 @@ async fn burst_of_uploads_all_convert_or_quarantine() {
         &env,
         &app,
         total,
-        Duration::from_secs(150),
+        Duration::from_secs(600),
         None,
         progress.clone(),
     )

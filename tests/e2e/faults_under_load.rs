@@ -480,7 +480,7 @@ async fn a_thousand_uploads_survive_s3_faults_redeliveries_and_replacements() {
         &env,
         &app,
         UPLOADS,
-        Duration::from_secs(150),
+        Duration::from_secs(600),
         Some(interference.clone()),
         progress.clone(),
     )
