@@ -215,8 +215,12 @@ impl ObjectStore for LocalDirStore {
     }
 
     fn delete(&self, key: &str) -> Result<()> {
-        match fs::remove_file(self.path(key)?) {
-            Ok(()) => Ok(()),
+        let path = self.path(key)?;
+        match fs::remove_file(&path) {
+            Ok(()) => {
+                self.remove_empty_parents(&path);
+                Ok(())
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(storage(key, e)),
         }
@@ -283,12 +287,31 @@ impl ObjectStore for LocalDirStore {
 }
 
 impl LocalDirStore {
+    /// S3 has no directories, so a directory a delete leaves empty goes too, up to the root:
+    /// the local bucket then looks as its listing does. A directory that is not empty stays.
+    fn remove_empty_parents(&self, path: &Path) {
+        let mut dir = path.parent();
+        while let Some(d) = dir.filter(|d| *d != self.root && d.starts_with(&self.root)) {
+            if fs::remove_dir(d).is_err() {
+                break;
+            }
+            dir = d.parent();
+        }
+    }
+
     fn file_writer(&self, key: &str) -> Result<FileWriter> {
         let path = self.path(key)?;
         let dir = path.parent().unwrap_or(&self.root);
-        fs::create_dir_all(dir).map_err(|e| storage(key, e))?;
         // Written beside the target and renamed over it, so readers never see half an object.
-        let (tmp, file) = tempfile_in(dir).map_err(|e| storage(key, e))?;
+        // A delete in another thread may remove the directory between its creation and the
+        // temporary file's: then it is made again.
+        let mut attempts = 0;
+        let (tmp, file) = loop {
+            match fs::create_dir_all(dir).and_then(|()| tempfile_in(dir)) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound && attempts < 8 => attempts += 1,
+                made => break made.map_err(|e| storage(key, e))?,
+            }
+        };
         Ok(FileWriter {
             key: key.to_owned(),
             path,
@@ -502,5 +525,52 @@ mod tests {
         store.delete("other/c.bin").unwrap();
         store.delete("other/c.bin").unwrap();
         assert!(!store.exists("other/c.bin").unwrap());
+    }
+
+    /// Every directory under `dir`, relative to it.
+    fn dirs(dir: &Path) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut pending = vec![dir.to_owned()];
+        while let Some(d) = pending.pop() {
+            for entry in fs::read_dir(d).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    out.push(path.strip_prefix(dir).unwrap().display().to_string());
+                    pending.push(path);
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn deletes_leave_no_empty_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalDirStore::new(dir.path());
+        store.put("a/b/c/pending/x.json", b"x").unwrap();
+        store.put("a/b/y.json", b"y").unwrap();
+        store.delete("a/b/c/pending/x.json").unwrap();
+        assert_eq!(dirs(dir.path()), ["a", "a/b"]);
+        store.delete("a/b/y.json").unwrap();
+        assert_eq!(dirs(dir.path()), Vec::<String>::new());
+        assert!(dir.path().is_dir(), "the root stays");
+
+        // Puts into a directory that deletes in another thread keep emptying all succeed.
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                for i in 0..2_000 {
+                    store.put("d/e/put.json", b"p").unwrap();
+                    if i % 2 == 0 {
+                        store.delete("d/e/put.json").unwrap();
+                    }
+                }
+            });
+            for _ in 0..2_000 {
+                store.put("d/e/other.json", b"o").unwrap();
+                store.delete("d/e/other.json").unwrap();
+            }
+        });
+        assert_eq!(files(dir.path()), ["d/e/put.json"]);
     }
 }
