@@ -14,7 +14,9 @@
 --     .read docs/queries.sql
 -- The views read `read_parquet(getvariable('tables_root') || '/tables/v2/<table>/*/*.parquet')`:
 -- DuckDB 2.0 accepts that expression as the path, and a view re-reads the variable each time it
--- is queried (the root must hold the tables when the views are created).
+-- is queried (the root must hold the tables when the views are created). `union_by_name`
+-- reads files of older writers, which lack the columns added since, as NULL in those columns
+-- (without it, DuckDB takes the first file's columns and drops newer ones from every file).
 
 -- ---------------------------------------------------------------------------------------------
 -- Set-up: parameters and views.
@@ -40,19 +42,24 @@ SET VARIABLE time_to = coalesce(getvariable('time_to'), TIMESTAMPTZ '2025-11-22 
 
 CREATE OR REPLACE VIEW profiles AS
 SELECT * FROM read_parquet(getvariable('tables_root') || '/tables/v2/profiles/*/*.parquet',
-                           hive_partitioning = true, hive_types = {'dt': DATE});
+                           hive_partitioning = true, hive_types = {'dt': DATE},
+                           union_by_name = true);
 CREATE OR REPLACE VIEW samples AS
 SELECT * FROM read_parquet(getvariable('tables_root') || '/tables/v2/samples/*/*.parquet',
-                           hive_partitioning = true, hive_types = {'dt': DATE});
+                           hive_partitioning = true, hive_types = {'dt': DATE},
+                           union_by_name = true);
 CREATE OR REPLACE VIEW stacks AS
 SELECT * FROM read_parquet(getvariable('tables_root') || '/tables/v2/stacks/*/*.parquet',
-                           hive_partitioning = true, hive_types = {'dt': DATE});
+                           hive_partitioning = true, hive_types = {'dt': DATE},
+                           union_by_name = true);
 CREATE OR REPLACE VIEW frames AS
 SELECT * FROM read_parquet(getvariable('tables_root') || '/tables/v2/frames/*/*.parquet',
-                           hive_partitioning = true, hive_types = {'dt': DATE});
+                           hive_partitioning = true, hive_types = {'dt': DATE},
+                           union_by_name = true);
 CREATE OR REPLACE VIEW function_rollup AS
 SELECT * FROM read_parquet(getvariable('tables_root') || '/tables/v2/function_rollup/*/*.parquet',
-                           hive_partitioning = true, hive_types = {'dt': DATE});
+                           hive_partitioning = true, hive_types = {'dt': DATE},
+                           union_by_name = true);
 -- The profiles of the series `sample_type` selects. An upload gives one profile per series,
 -- process and minute, and values of different series do not add up (CPU nanoseconds, bytes
 -- allocated, events counted), so every query reads these profiles and answers per series.

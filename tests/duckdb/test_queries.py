@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import zlib
 from pathlib import Path
 
 import duckdb
@@ -65,6 +66,7 @@ DAYS_INPUT = "samples/perfetto/android_app.expected"
 DAY_SHIFT_S = 2 * 86_400
 FOLDED = "samples/folded/pyspy.folded"
 PPROF = "samples/pprof/google-pprof_report_sample.cpu.pb.gz"
+PERFETTO = "samples/perfetto/android_app.pftrace"
 
 
 # ------------------------------------------------------------------------------------------
@@ -453,6 +455,41 @@ def _ints(wire: int, value) -> list[int]:
     while i < len(value):
         x, i = _varint(value, i)
         out.append(x)
+    return out
+
+
+def perf_sample_fields(path: Path) -> collections.Counter:
+    """(tid, cpu, CPU mode, unwind error, timebase count) of every PerfSample of a trace, by
+    multiplicity, decoded with Perfetto's own Python classes; names as trace_processor spells
+    them, counts as the table's signed 64 bits."""
+    from perfetto.protos.perfetto.trace.perfetto_trace_pb2 import Profiling, Trace
+
+    def packets(data: bytes):
+        trace = Trace()
+        trace.ParseFromString(data)
+        for packet in trace.packet:
+            if packet.HasField("compressed_packets"):
+                yield from packets(zlib.decompress(packet.compressed_packets))
+            else:
+                yield packet
+
+    out = collections.Counter()
+    for packet in packets(path.read_bytes()):
+        if not packet.HasField("perf_sample"):
+            continue
+        ps = packet.perf_sample
+        if ps.kernel_records_lost or ps.HasField("producer_event"):
+            continue  # not samples
+        mode = Profiling.CpuMode.Name(ps.cpu_mode).removeprefix("MODE_").lower() if ps.cpu_mode else None
+        unwind = (
+            Profiling.StackUnwindError.Name(ps.unwind_error).removeprefix("UNWIND_ERROR_").lower()
+            if ps.HasField("unwind_error")
+            else None
+        )
+        count = ps.timebase_count if ps.HasField("timebase_count") else None
+        if count is not None and count >= 1 << 63:
+            count -= 1 << 64
+        out[(ps.tid, ps.cpu if ps.HasField("cpu") else None, mode, unwind, count)] += 1
     return out
 
 
@@ -964,6 +1001,20 @@ class TablesTest(unittest.TestCase):
         }
         self.assertEqual(tabled, expected)
 
+    def test_perf_samples_keep_mode_unwind_error_and_counter(self):
+        path = REPO / PERFETTO
+        source_id = CTX.main.source_of_key("/" + path.name)
+        expected = perf_sample_fields(path)
+        modes = {mode for _, _, mode, _, _ in expected}
+        self.assertLessEqual({"kernel", "user"}, modes, "one CPU mode: the mapping is not checked")
+        self.assertTrue(all(count is not None for *_, count in expected))
+        tabled = collections.Counter(
+            (r["thread_id"], r["cpu"], r["cpu_mode"], r["unwind_error"], r["counter"])
+            for r in self.t.samples
+            if r["source_id"] == source_id
+        )
+        self.assertEqual(tabled, expected)
+
     def test_chunk_samples_are_table_rows(self):
         """The chunks hold the selected series (CPU time, else wall time). A chunk sample with
         a recorded time is a row of it (lone threads' rows have no chunk sample); an
@@ -1293,6 +1344,35 @@ class FilesTest(unittest.TestCase):
                     ids = con.execute(f"SELECT DISTINCT source_id FROM read_parquet('{path}')").fetchall()
                     self.assertLessEqual(set(ids), {(path.stem,)})
         con.close()
+
+    def test_views_read_files_of_an_older_writer(self):
+        # A file written before a column was added lacks it: the views read its rows with NULL
+        # there and keep the column of newer files, whichever file DuckDB opens first.
+        added = ["cpu_mode", "unwind_error", "counter"]
+        root = Path(tempfile.mkdtemp(dir=CTX.tmp, prefix="older-writer-"))
+        shutil.copytree(CTX.main.root / "tables", root / "tables")
+        samples = root / "tables" / VERSION / "samples"
+        newer = sorted(samples.glob("dt=*/*.parquet"))
+        old = samples / "dt=2000-01-01" / "older.parquet"  # the first file in glob order
+        old.parent.mkdir()
+        con = duckdb.connect()
+        con.execute(
+            f"COPY (SELECT * EXCLUDE ({', '.join(added)}) FROM read_parquet({literal(str(newer[0]))}, hive_partitioning = false)) "
+            f"TO {literal(str(old))} (FORMAT parquet)"
+        )
+        old_rows = con.execute(f"SELECT count(*) FROM read_parquet({literal(str(old))})").fetchone()[0]
+        con.close()
+        self.assertGreater(old_rows, 0)
+        con = connect(root)
+        columns = [r[0] for r in con.execute("DESCRIBE samples").fetchall()]
+        self.assertLessEqual(set(added), set(columns))
+        rows = sql(con, "SELECT dt = DATE '2000-01-01' AS old, count(*), count(cpu_mode), count(counter) FROM samples GROUP BY ALL ORDER BY old")
+        con.close()
+        every = CTX.main.tables.samples
+        with_mode = sum(1 for r in every if r["cpu_mode"] is not None)
+        with_counter = sum(1 for r in every if r["counter"] is not None)
+        self.assertGreater(with_mode, 0)
+        self.assertEqual(rows, [(False, len(every), with_mode, with_counter), (True, old_rows, 0, 0)])
 
     def test_key_value_metadata_and_layout(self):
         con = duckdb.connect()

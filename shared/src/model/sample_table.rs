@@ -618,6 +618,12 @@ impl SampleTable {
         series: SeriesHandle;
         /// Sample `i`'s CPU.
         cpu: Option<u32>;
+        /// Sample `i`'s processor mode.
+        cpu_mode: CpuMode;
+        /// Why sample `i`'s stack is incomplete, as the producer said.
+        unwind_error: Option<StringHandle>;
+        /// The sampler's running counter at sample `i`.
+        counter: Option<u64>;
         /// Sample `i`'s labels.
         labels: Option<LabelSetHandle>;
         /// Sample `i`'s trace link.

@@ -20,14 +20,16 @@ pub(super) const MAX_ROW_GROUP_ROWS: usize = 128 * 1024;
 /// The ZSTD level of every column.
 const ZSTD_LEVEL: i32 = 3;
 
-/// Columns of small, mostly increasing integers: a dictionary of ids is as large as the ids,
-/// while deltas pack them into a few bits each.
-const DELTA_COLUMNS: [&str; 5] = [
+/// Columns of small, mostly increasing integers, and cumulative counters: a dictionary of ids
+/// is as large as the ids, while deltas pack them into a few bits each (a CPU's counter rows
+/// differ by about one period).
+const DELTA_COLUMNS: [&str; 6] = [
     "stack_id",
     "parent_id",
     "frame_id",
     "timestamp",
     "start_time",
+    "counter",
 ];
 
 /// Leaf columns a field takes in the Parquet schema (sorting columns count leaves).

@@ -11,7 +11,7 @@ use super::columns::{batch, int32s, int64s, opt_timestamps, string_maps, strings
 use super::profiles::{micros, TableProfile};
 use super::schema::Table;
 use crate::error::Result;
-use crate::model::{LabelSetHandle, LabelValue, Profile, StackHandle};
+use crate::model::{CpuMode, LabelSetHandle, LabelValue, Profile, StackHandle};
 use crate::plan::{RowsIter, TableProfilePlan};
 
 /// One `samples` row: which profile, and the observation.
@@ -220,6 +220,23 @@ pub(super) fn samples_batch(
             strings(T, trace_ids.iter().map(Option::as_deref))?,
             strings(T, span_ids.iter().map(Option::as_deref))?,
             string_maps(T, &labels)?,
+            strings(
+                T,
+                rows.iter().map(|r| match samples(r).cpu_mode(r.index) {
+                    CpuMode::Unknown => None,
+                    mode => Some(mode.name()),
+                }),
+            )?,
+            strings(
+                T,
+                rows.iter()
+                    .map(|r| of(r).profile.opt_str(samples(r).unwind_error(r.index))),
+            )?,
+            // 64 bits, as addresses are: a count past 2^63 reads as a negative BIGINT.
+            int64s(
+                rows.iter()
+                    .map(|r| samples(r).counter(r.index).map(|c| c as i64)),
+            ),
         ],
     )
 }

@@ -154,6 +154,10 @@ static SAMPLES: LazyLock<SchemaRef> = LazyLock::new(|| {
         text("trace_id", true),
         text("span_id", true),
         Field::new("labels", string_map_type(), true),
+        // Added within version 2.
+        text("cpu_mode", true),
+        text("unwind_error", true),
+        bigint("counter", true),
     ]))
 });
 

@@ -15,8 +15,9 @@ use parquet::file::metadata::{ParquetMetaData, SortingColumn};
 use super::*;
 use crate::metadata::UploadMetadata;
 use crate::model::{
-    ids_from_build_id, Frame, FrameAddress, FrameKind, Image, InlinedCall, Label, LabelValue, Link,
-    Profile, Sample, Series, SeriesHandle, SeriesKind, StackHandle, SymbolStatus, Timestamps,
+    ids_from_build_id, CpuMode, Frame, FrameAddress, FrameKind, Image, InlinedCall, Label,
+    LabelValue, Link, Profile, Sample, Series, SeriesHandle, SeriesKind, StackHandle, SymbolStatus,
+    Timestamps,
 };
 use crate::plan::{left_out, plan_sample_v2, plan_tables, TableProfilePlan};
 use crate::ErrorKind;
@@ -143,6 +144,15 @@ fn toy_profile(processes: &[(i64, i64)]) -> Profile {
             s.cpu = Some(i as u32);
             s.labels = labels.filter(|_| i == 0);
             s.link = Some(link).filter(|_| i == 1);
+            s.cpu_mode = [CpuMode::Kernel, CpuMode::User, CpuMode::Unknown][i % 3];
+            s.unwind_error = Some(p.intern("max_frames_exceeded")).filter(|_| i == 2);
+            // Sample 5's count has the top bit set.
+            s.counter = Some(if i == 5 {
+                u64::MAX - 1
+            } else {
+                1_000 * i as u64
+            });
+            s.counter = s.counter.filter(|_| i != 4);
             p.add_sample(s);
         }
     }
@@ -823,6 +833,22 @@ fn sample_columns() {
     assert_eq!(stack_ids[0], stack_ids[3], "samples 0 and 3 share a stack");
     assert_ne!(stack_ids[0], stack_ids[1]);
     assert_eq!(stack_ids[4], None, "the sample without a stack is a row");
+    let modes = [s("kernel"), s("user"), None, s("kernel"), s("user"), None];
+    assert_eq!(strs(sa, "cpu_mode"), modes);
+    let unwind = strs(sa, "unwind_error");
+    assert_eq!(
+        unwind,
+        [None, None, s("max_frames_exceeded"), None, None, None]
+    );
+    let counters = [
+        Some(0),
+        Some(1_000),
+        Some(2_000),
+        Some(3_000),
+        None,
+        Some(-2),
+    ];
+    assert_eq!(i64s(sa, "counter"), counters);
 }
 
 #[test]
