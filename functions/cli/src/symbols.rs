@@ -187,7 +187,14 @@ fn print_summary(stdout: &mut Stdout, page: &RehydratePage) -> anyhow::Result<()
     stdout.line(&format!(
         "rehydrate: {} upload(s) looked at, {} reconverted, {} up to date, {} frame(s) symbolized",
         page.looked_at, page.reconverted, page.up_to_date, page.frames_symbolized
-    ))
+    ))?;
+    if page.pending_removed + page.pending_kept > 0 {
+        stdout.line(&format!(
+            "rehydrate: {} pending record(s) of replaced content removed, {} kept",
+            page.pending_removed, page.pending_kept
+        ))?;
+    }
+    Ok(())
 }
 
 fn list(args: ListArgs) -> anyhow::Result<ExitCode> {

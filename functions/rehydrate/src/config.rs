@@ -12,6 +12,10 @@ pub const DEFAULT_MAX_UPLOADS: usize = 25;
 /// Default of `PROFLAKE_REHYDRATE_MAX_ENTRIES`: build-ID index entries read per message.
 pub const DEFAULT_MAX_ENTRIES: usize = 5_000;
 
+/// Default of `PROFLAKE_REHYDRATE_PENDING_GRACE_SECONDS`: an hour, four times the longest a
+/// Lambda invocation runs.
+pub const DEFAULT_PENDING_GRACE_SECONDS: u64 = 3_600;
+
 /// Settings of the rehydrate function: the shared ones (see [`proflake_lambda::Config`]), of
 /// which `PROFLAKE_OUTPUT_BUCKET` is required here, and its own:
 ///
@@ -20,7 +24,8 @@ pub const DEFAULT_MAX_ENTRIES: usize = 5_000;
 /// | `PROFLAKE_UPLOAD_BUCKET` | the bucket the uploads are in (index entries name keys only) | required |
 /// | `PROFLAKE_REHYDRATE_QUEUE_URL` | the function's own queue, for continuation messages | required |
 /// | `PROFLAKE_REHYDRATE_MAX_UPLOADS` | conversions per message; more goes to a continuation | `25` |
-/// | `PROFLAKE_REHYDRATE_MAX_ENTRIES` | build-ID index entries read per message | `5000` |
+/// | `PROFLAKE_REHYDRATE_MAX_ENTRIES` | build-ID index entries (or keys under `converted/by-key/`) read per message | `5000` |
+/// | `PROFLAKE_REHYDRATE_PENDING_GRACE_SECONDS` | the sweep leaves pending records younger than this | `3600` |
 ///
 /// Debug files larger than `PROFLAKE_LIMIT_MAX_DEBUG_FILE_BYTES` (one of the shared limits) are
 /// refused unread. `AWS_LAMBDA_FUNCTION_NAME` defaults to [`DEFAULT_FUNCTION_NAME`].
@@ -38,6 +43,8 @@ pub struct Config {
     pub max_uploads: usize,
     /// `PROFLAKE_REHYDRATE_MAX_ENTRIES`.
     pub max_entries: usize,
+    /// `PROFLAKE_REHYDRATE_PENDING_GRACE_SECONDS`.
+    pub pending_grace_seconds: u64,
 }
 
 impl Config {
@@ -71,6 +78,9 @@ impl Config {
             max_entries: vars
                 .positive("PROFLAKE_REHYDRATE_MAX_ENTRIES")?
                 .unwrap_or(DEFAULT_MAX_ENTRIES),
+            pending_grace_seconds: vars
+                .positive("PROFLAKE_REHYDRATE_PENDING_GRACE_SECONDS")?
+                .unwrap_or(DEFAULT_PENDING_GRACE_SECONDS),
             common,
         })
     }
@@ -109,6 +119,7 @@ mod tests {
             ("out", "up", "https://sqs.test/1/q")
         );
         assert_eq!((c.max_uploads, c.max_entries), (25, 5_000));
+        assert_eq!(c.pending_grace_seconds, 3_600);
         assert_eq!(c.common.limits.max_debug_file_bytes, 2 << 30);
         for (name, _) in REQUIRED {
             let err = config(&[(name, "")]).unwrap_err();
@@ -122,6 +133,7 @@ mod tests {
         let c = config(&[
             ("PROFLAKE_REHYDRATE_MAX_UPLOADS", "2"),
             ("PROFLAKE_REHYDRATE_MAX_ENTRIES", "10"),
+            ("PROFLAKE_REHYDRATE_PENDING_GRACE_SECONDS", "60"),
             ("PROFLAKE_LIMIT_MAX_DEBUG_FILE_BYTES", "4096"),
             ("PROFLAKE_CONCURRENCY", "1"),
         ])
@@ -135,6 +147,7 @@ mod tests {
             (2, 10, 4096)
         );
         assert_eq!(c.common.concurrency, 1);
+        assert_eq!(c.pending_grace_seconds, 60);
         let err = config(&[("PROFLAKE_REHYDRATE_MAX_UPLOADS", "0")]).unwrap_err();
         assert_eq!(err.variable, "PROFLAKE_REHYDRATE_MAX_UPLOADS");
     }

@@ -5,7 +5,9 @@
 //! - A debug file goes through [`proflake::pipeline::add_debug_file`] (validated, its lookup
 //!   cache built, or refused with a report), then the uploads that reference its build ID are
 //!   converted again by [`proflake::pipeline::rehydrate`].
-//! - The sweep rehydrates every indexed upload whose symbols changed.
+//! - The sweep rehydrates every indexed upload whose symbols changed, then removes the pending
+//!   records of replaced content that no settling job will see again (older than
+//!   `PROFLAKE_REHYDRATE_PENDING_GRACE_SECONDS`), with what they name.
 //! - Work is bounded per message (`PROFLAKE_REHYDRATE_MAX_UPLOADS` conversions): when a scope
 //!   has more, the function sends a continuation message to its own queue that resumes after
 //!   the last index key it looked at.

@@ -28,6 +28,8 @@ pub struct BatchTally {
     pub up_to_date: u64,
     /// Frames named by debug files in the reconversions.
     pub frames_symbolized: u64,
+    /// Pending records of replaced content the sweep removed, with what they named.
+    pub pending_removed: u64,
     /// Continuation messages sent.
     pub continuations: u64,
     /// Messages reported back to SQS as failed.
@@ -64,6 +66,7 @@ impl BatchTally {
         self.reconverted += page.reconverted;
         self.up_to_date += page.up_to_date;
         self.frames_symbolized += page.frames_symbolized;
+        self.pending_removed += page.pending_removed;
         for outcome in &page.outcomes {
             if let Outcome::Quarantined(q) = outcome {
                 self.fail(q.reason);
@@ -83,6 +86,7 @@ impl Tally for BatchTally {
         self.reconverted += other.reconverted;
         self.up_to_date += other.up_to_date;
         self.frames_symbolized += other.frames_symbolized;
+        self.pending_removed += other.pending_removed;
         self.continuations += other.continuations;
         self.failed_messages += other.failed_messages;
         for (reason, n) in other.failures {
@@ -99,8 +103,8 @@ impl Tally for BatchTally {
     }
 
     /// `DebugFiles`, `DebugFilesStored`, `DebugFilesKept`, `DebugFilesRefused`, `Skipped`,
-    /// `Pages`, `Reconverted`, `UpToDate`, `FramesSymbolized`, `Continuations`,
-    /// `FailedMessages`.
+    /// `Pages`, `Reconverted`, `UpToDate`, `FramesSymbolized`, `PendingRemoved`,
+    /// `Continuations`, `FailedMessages`.
     fn metrics(&self) -> Vec<Metric> {
         vec![
             Metric::count("DebugFiles", self.debug_files),
@@ -112,6 +116,7 @@ impl Tally for BatchTally {
             Metric::count("Reconverted", self.reconverted),
             Metric::count("UpToDate", self.up_to_date),
             Metric::count("FramesSymbolized", self.frames_symbolized),
+            Metric::count("PendingRemoved", self.pending_removed),
             Metric::count("Continuations", self.continuations),
             Metric::count("FailedMessages", self.failed_messages),
         ]
@@ -132,6 +137,7 @@ impl Tally for BatchTally {
             reconverted = self.reconverted,
             up_to_date = self.up_to_date,
             frames_symbolized = self.frames_symbolized,
+            pending_removed = self.pending_removed,
             continuations = self.continuations,
             failed_messages = self.failed_messages,
             duration_ms,
@@ -164,6 +170,8 @@ mod tests {
             reconverted: 3,
             up_to_date: 1,
             frames_symbolized: 30,
+            pending_removed: 2,
+            pending_kept: 5,
             ..RehydratePage::default()
         });
         let mut b = BatchTally {
@@ -181,9 +189,10 @@ mod tests {
                 a.reconverted,
                 a.up_to_date,
                 a.frames_symbolized,
+                a.pending_removed,
                 a.continuations
             ),
-            (3, 1, 30, 1)
+            (3, 1, 30, 2, 1)
         );
         let failures: Vec<_> = a.failures.iter().map(|(r, n)| (r.as_str(), *n)).collect();
         assert_eq!(failures, [("bad_debug_file", 1), ("storage", 1)]);
@@ -205,6 +214,7 @@ mod tests {
             reconverted: 5,
             up_to_date: 7,
             frames_symbolized: 90,
+            pending_removed: 4,
             continuations: 1,
             failed_messages: 1,
             ..BatchTally::default()
@@ -228,6 +238,7 @@ mod tests {
                 "Reconverted",
                 "UpToDate",
                 "FramesSymbolized",
+                "PendingRemoved",
                 "Continuations",
                 "FailedMessages",
                 "DurationMs"
@@ -235,6 +246,7 @@ mod tests {
         );
         assert_eq!(docs[0]["Reconverted"], json!(5));
         assert_eq!(docs[0]["FramesSymbolized"], json!(90));
+        assert_eq!(docs[0]["PendingRemoved"], json!(4));
         assert_eq!(docs[0]["DurationMs"], json!(12));
     }
 }

@@ -189,6 +189,7 @@ pub(crate) async fn run_page(
         },
         max_uploads: config.max_uploads,
         max_entries: config.max_entries,
+        pending_grace: std::time::Duration::from_secs(config.pending_grace_seconds),
     };
     let started = Instant::now();
     let span = tracing::Span::current();
@@ -275,6 +276,8 @@ fn log_page(message_id: &str, page: &Page, done: &RehydratePage, duration_ms: u6
         reconverted = done.reconverted,
         up_to_date = done.up_to_date,
         frames_symbolized = done.frames_symbolized,
+        pending_removed = done.pending_removed,
+        pending_kept = done.pending_kept,
         next = done.next.as_deref(),
         duration_ms,
         "rehydration page done"

@@ -224,14 +224,46 @@ async fn a_sweep_longer_than_a_page_continues_through_the_queue_until_done() {
             after: Some(keys[1].clone())
         })
     );
+    // Past the index, the sweep goes on over the upload keys' pending records, in what is left
+    // of the page: one of content its key no longer holds, written two hours ago, goes with
+    // what it names.
+    let upload = "uploads/replaced.folded";
+    b.store(UPLOADS).put(upload, b"main;now 1\n").unwrap();
+    let old = proflake::store::source_id(upload, &proflake::store::content_etag(b"main;then 1\n"));
+    let record = proflake::store::pending_conversion_key(upload, &old);
+    let table = format!("tables/v2/samples/dt=2025-01-01/{old}.parquet");
+    let json = json!({"source_id": old, "source_key": upload, "outputs": [table]});
+    outputs.put(&record, json.to_string().as_bytes()).unwrap();
+    outputs.put(&table, b"PAR1").unwrap();
+    let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7_200);
+    outputs.set_modified(&record, two_hours_ago).unwrap();
     let (response, tally): (_, BatchTally) =
         handle_batch_tallied(&app, event(&[("c", sent[0].clone())])).await;
     assert!(failed(&response).is_empty());
+    // One index entry and one record fill the page of two: it continues after the record.
     assert_eq!(
-        (tally.pages, tally.up_to_date, tally.continuations),
-        (1, 1, 0)
+        (
+            tally.pages,
+            tally.up_to_date,
+            tally.pending_removed,
+            tally.continuations
+        ),
+        (1, 1, 1, 1)
     );
-    assert_eq!(queue.sent().len(), 1, "done: no further continuation");
+    assert!(!outputs.exists(&record).unwrap() && !outputs.exists(&table).unwrap());
+    let sent = queue.sent();
+    assert_eq!(
+        parse_request(&sent[1]).unwrap(),
+        Request::Page(Page {
+            scope: Scope::Sweep,
+            after: Some(record.clone())
+        })
+    );
+    let (response, tally): (_, BatchTally) =
+        handle_batch_tallied(&app, event(&[("p", sent[1].clone())])).await;
+    assert!(failed(&response).is_empty());
+    assert_eq!((tally.pages, tally.continuations), (1, 0));
+    assert_eq!(queue.sent().len(), 2, "done: no further continuation");
 
     // A build ID's scope only lists its own entries.
     let body = r#"{"source":"proflake.rehydrate","action":"continue","scope":"build_id","build_id":"BB22BB22"}"#;

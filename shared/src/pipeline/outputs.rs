@@ -11,7 +11,7 @@ use super::build_id_index::BuildIdIndexEntry;
 use super::manifest::{Manifest, ManifestOutput};
 use crate::error::{to_io, Result};
 use crate::sample_v2::{PreparedChunk, SampleV2Chunk};
-use crate::store::{chunk_key, from_io, ObjectStore};
+use crate::store::{chunk_key, from_io, pending_conversion_key, ObjectStore};
 use crate::tables::{EncodeTable, Table, TableSink};
 
 /// What writes one object into the writer it is given.
@@ -38,24 +38,35 @@ pub trait OutputSink {
 pub struct PendingConversion {
     /// The conversion.
     pub source_id: String,
+    /// The upload it converts: the sweep checks whether the key still holds that content.
+    /// Empty in records of writers before it was added.
+    #[serde(default)]
+    pub source_key: String,
     /// Table files and build-ID index entries it writes (its manifest and chunks are in its
     /// own folder).
     pub outputs: Vec<String>,
 }
 
 impl PendingConversion {
-    /// Records, before anything else is written, that `source_id` has started.
-    pub fn start(store: &dyn ObjectStore, key: &str, source_id: &str) -> Result<()> {
-        PendingConversion::write(store, key, source_id, &[])
+    /// Records, before anything else is written, that `source_id`, the conversion of the
+    /// upload at `source_key`, has started.
+    pub fn start(store: &dyn ObjectStore, source_key: &str, source_id: &str) -> Result<()> {
+        PendingConversion::write(store, source_key, source_id, &[])
     }
 
-    fn write(store: &dyn ObjectStore, key: &str, source_id: &str, outputs: &[&str]) -> Result<()> {
+    fn write(
+        store: &dyn ObjectStore,
+        source_key: &str,
+        source_id: &str,
+        outputs: &[&str],
+    ) -> Result<()> {
         let record = PendingConversion {
             source_id: source_id.to_owned(),
+            source_key: source_key.to_owned(),
             outputs: outputs.iter().map(|&k| k.to_owned()).collect(),
         };
         let json = serde_json::to_vec_pretty(&record).expect("a pending record serializes");
-        store.put(key, &json)
+        store.put(&pending_conversion_key(source_key, source_id), &json)
     }
 }
 
@@ -84,7 +95,7 @@ impl OutputSink for MemoryOutputs {
 pub struct StoreOutputs<'s> {
     store: &'s dyn ObjectStore,
     written: Vec<String>,
-    /// Where the conversion's pending record is, if it keeps one.
+    /// The upload key and source id of the conversion, if it keeps a pending record.
     pending: Option<(String, String)>,
 }
 
@@ -98,12 +109,12 @@ impl<'s> StoreOutputs<'s> {
         }
     }
 
-    /// Outputs into `store` of the conversion `source_id`, whose pending record at `key`
-    /// (written by [`PendingConversion::start`]) is brought up to date with the outputs it
-    /// is about to write.
-    pub fn pending(store: &'s dyn ObjectStore, key: &str, source_id: &str) -> Self {
+    /// Outputs into `store` of the conversion `source_id` of the upload at `source_key`,
+    /// whose pending record (written by [`PendingConversion::start`]) is brought up to date
+    /// with the outputs it is about to write.
+    pub fn pending(store: &'s dyn ObjectStore, source_key: &str, source_id: &str) -> Self {
         StoreOutputs {
-            pending: Some((key.to_owned(), source_id.to_owned())),
+            pending: Some((source_key.to_owned(), source_id.to_owned())),
             ..StoreOutputs::new(store)
         }
     }

@@ -18,8 +18,8 @@ use crate::formats::InputFormat;
 use crate::limits::Limits;
 use crate::metadata::UploadMetadata;
 use crate::store::{
-    error_report_key, manifest_key, pending_conversion_key, profile_key_of_sidecar, sidecar_key,
-    source_id, ObjectInfo, ObjectStore, ERROR_REPORT_SUFFIX,
+    error_report_key, manifest_key, profile_key_of_sidecar, sidecar_key, source_id, ObjectInfo,
+    ObjectStore, ERROR_REPORT_SUFFIX,
 };
 
 /// Conversions of one upload in one job: the first, and reruns when debug files for its images
@@ -239,8 +239,7 @@ fn process_profile(
     let symbols = StoreSymbols::new(outputs);
     // Recorded before any output is written: if this job is cut short and the key's content
     // replaced, whoever settles the new content removes what this one wrote.
-    let pending_key = pending_conversion_key(key, &mine);
-    PendingConversion::start(outputs, &pending_key, &mine)?;
+    PendingConversion::start(outputs, key, &mine)?;
     let mut converted = None;
     let mut input = Some(reader);
     // A debug file stored while the conversion ran is seen by the check after publishing; the
@@ -256,7 +255,7 @@ fn process_profile(
             },
         };
         // Objects go to the store as they are produced, the manifest last.
-        let mut written = StoreOutputs::pending(outputs, &pending_key, &mine);
+        let mut written = StoreOutputs::pending(outputs, key, &mine);
         let report = match convert_into(
             key,
             &info.etag,

@@ -5,14 +5,20 @@
 //! Work is found through the build-ID index and bounded per call: a page stops after
 //! `max_uploads` conversions (or `max_entries` index entries) and returns the key to continue
 //! after, so a Lambda invocation fits its time limit on a bucket of any size.
+//!
+//! The scheduled sweep goes on, past the index, over the pending records of every upload key
+//! (`converted/by-key/`): those a job of replaced content left and no settling job will see
+//! again go with what their conversions left (see `supersede`).
 
 use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::build_id_index::BuildIdIndexEntry;
 use super::process::{process_upload, Outcome, ProcessOptions};
+use super::supersede::{is_pending_record, sweep_pending, Swept};
 use super::symbols::current_debug_meta;
 use crate::error::Result;
-use crate::store::{ObjectStore, BUILD_ID_INDEX_PREFIX};
+use crate::store::{by_key_prefix, ObjectStore, BUILD_ID_INDEX_PREFIX};
 
 /// How much one call may do.
 #[derive(Clone, Debug)]
@@ -21,8 +27,11 @@ pub struct RehydrateOptions {
     pub process: ProcessOptions,
     /// Conversions per page.
     pub max_uploads: usize,
-    /// Index entries read per page.
+    /// Index entries (or keys under `converted/by-key/`) read per page.
     pub max_entries: usize,
+    /// How old a pending record must be before the sweep acts on it: longer than any
+    /// conversion runs, so the job that wrote it has ended.
+    pub pending_grace: Duration,
 }
 
 impl Default for RehydrateOptions {
@@ -31,6 +40,8 @@ impl Default for RehydrateOptions {
             process: ProcessOptions::default(),
             max_uploads: 50,
             max_entries: 5_000,
+            // The Lambda's time limit is at most 15 minutes.
+            pending_grace: Duration::from_secs(3_600),
         }
     }
 }
@@ -47,7 +58,7 @@ pub enum RehydrateScope<'a> {
 /// What one page of rehydration did.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RehydratePage {
-    /// Index entries (or keys) looked at.
+    /// Index entries (or keys) looked at; pending records are counted apart.
     pub looked_at: u64,
     /// Uploads converted again.
     pub reconverted: u64,
@@ -55,6 +66,10 @@ pub struct RehydratePage {
     pub up_to_date: u64,
     /// Frames named by debug files in the conversions of this page.
     pub frames_symbolized: u64,
+    /// Pending records of replaced content removed, with what their conversions left.
+    pub pending_removed: u64,
+    /// Pending records kept (recent, of the key's current content, or of a deleted upload).
+    pub pending_kept: u64,
     /// Each conversion's outcome.
     pub outcomes: Vec<Outcome>,
     /// Where the next page starts (the last index key looked at), when there is more.
@@ -76,6 +91,8 @@ impl RehydratePage {
         self.reconverted += page.reconverted;
         self.up_to_date += page.up_to_date;
         self.frames_symbolized += page.frames_symbolized;
+        self.pending_removed += page.pending_removed;
+        self.pending_kept += page.pending_kept;
         self.outcomes.extend(page.outcomes);
         self.next = page.next;
     }
@@ -98,9 +115,22 @@ pub fn rehydrate(
     after: Option<&str>,
     options: &RehydrateOptions,
 ) -> Result<RehydratePage> {
+    let by_key = by_key_prefix();
     let prefix = match scope {
         RehydrateScope::BuildId(id) => {
             format!("{BUILD_ID_INDEX_PREFIX}{}/", id.to_ascii_lowercase())
+        }
+        RehydrateScope::Sweep if after.is_some_and(|a| a.starts_with(&by_key)) => {
+            let mut page = RehydratePage::default();
+            sweep_pending_page(
+                uploads,
+                outputs,
+                after,
+                options.max_entries,
+                options.pending_grace,
+                &mut page,
+            )?;
+            return Ok(page);
         }
         RehydrateScope::Sweep => BUILD_ID_INDEX_PREFIX.to_owned(),
     };
@@ -141,8 +171,49 @@ pub fn rehydrate(
     }
     if full_page {
         page.next = keys.last().cloned();
+    } else if scope == RehydrateScope::Sweep {
+        // The index is done: the pending records follow, in what is left of this page.
+        let left = options.max_entries.max(1) - keys.len();
+        sweep_pending_page(
+            uploads,
+            outputs,
+            None,
+            left,
+            options.pending_grace,
+            &mut page,
+        )?;
     }
     Ok(page)
+}
+
+/// Sweeps the pending records among the next `limit` keys under `converted/by-key/` after
+/// `after` into `page`, and sets where the next page starts.
+fn sweep_pending_page(
+    uploads: &dyn ObjectStore,
+    outputs: &dyn ObjectStore,
+    after: Option<&str>,
+    limit: usize,
+    grace: Duration,
+    page: &mut RehydratePage,
+) -> Result<()> {
+    let limit = limit.max(1);
+    let keys = outputs.list_page(&by_key_prefix(), after, limit)?;
+    let now_ns = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+    let grace_ns = i64::try_from(grace.as_nanos()).unwrap_or(i64::MAX);
+    for key in keys.iter().filter(|k| is_pending_record(k)) {
+        match sweep_pending(uploads, outputs, key, now_ns, grace_ns)? {
+            Swept::Removed => page.pending_removed += 1,
+            Swept::Kept => page.pending_kept += 1,
+        }
+    }
+    page.next = if keys.len() >= limit {
+        keys.last().cloned()
+    } else {
+        None
+    };
+    Ok(())
 }
 
 /// Converts the uploads at `keys` again with the symbols stored now, whatever they used before.

@@ -11,6 +11,9 @@
 //! A conversion that never finished has no manifest to list its outputs, so each job records
 //! that it started (and, before writing them, the outputs outside its own folder) in a pending
 //! record under the key; the job that settles the key's content removes what other records name.
+//! A job of replaced content that writes more after that, then fails for good, leaves a record
+//! no settling job sees again: the scheduled sweep removes such records once they are older
+//! than any job runs ([`sweep_pending`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -18,8 +21,8 @@ use super::manifest::Manifest;
 use super::outputs::PendingConversion;
 use crate::error::Result;
 use crate::store::{
-    conversion_prefix, current_conversion_key, manifest_key, pending_conversions_prefix, source_id,
-    ObjectStore,
+    by_key_prefix, conversion_prefix, current_conversion_key, manifest_key, pending_conversion_key,
+    pending_conversions_prefix, source_id, ObjectStore,
 };
 
 /// The pointer's content.
@@ -162,4 +165,83 @@ fn remove_conversion(outputs: &dyn ObjectStore, source_id: &str) -> Result<()> {
         outputs.delete(&output.key)?;
     }
     outputs.delete(&manifest_key)
+}
+
+/// What [`sweep_pending`] did with one record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Swept {
+    /// The key holds other content now: what the conversion left, and its record, are gone.
+    Removed,
+    /// Kept: younger than the grace period, of the key's current content (its job's retries,
+    /// or a redrive of its message, settle it), or of an upload that is gone (its outputs are
+    /// all that is left of it) or unknown.
+    Kept,
+}
+
+/// Sweeps the pending record at `record_key`: once it is at least `grace_ns` old at `now_ns`
+/// (longer than any job runs, so its job has ended), a record of content the key no longer
+/// holds is removed with what its conversion left, as a settling job would have done.
+pub(crate) fn sweep_pending(
+    uploads: &dyn ObjectStore,
+    outputs: &dyn ObjectStore,
+    record_key: &str,
+    now_ns: i64,
+    grace_ns: i64,
+) -> Result<Swept> {
+    let Some(info) = outputs.head(record_key)? else {
+        return Ok(Swept::Kept); // cleared meanwhile
+    };
+    if info
+        .last_modified_ns
+        .is_none_or(|t| now_ns.saturating_sub(t) < grace_ns)
+    {
+        return Ok(Swept::Kept);
+    }
+    let Some(json) = outputs.get(record_key)? else {
+        return Ok(Swept::Kept);
+    };
+    let Ok(record) = serde_json::from_slice::<PendingConversion>(&json) else {
+        tracing::warn!(record_key, "unreadable pending record; kept");
+        return Ok(Swept::Kept);
+    };
+    let source_key = match record.source_key.as_str() {
+        // Records of earlier writers do not name their upload: the key's pointer does.
+        "" => match pointer_of_record(record_key)
+            .map(|k| outputs.get(&k))
+            .transpose()?
+        {
+            Some(Some(json)) => match serde_json::from_slice::<CurrentConversion>(&json) {
+                Ok(pointer) => pointer.key,
+                Err(_) => return Ok(Swept::Kept),
+            },
+            _ => return Ok(Swept::Kept),
+        },
+        key => key.to_owned(),
+    };
+    // A record is only ever acted on under its own key's folder.
+    if pending_conversion_key(&source_key, &record.source_id) != record_key {
+        return Ok(Swept::Kept);
+    }
+    match uploads.head(&source_key)? {
+        Some(upload) if source_id(&source_key, &upload.etag) != record.source_id => {
+            remove_pending(outputs, &record.source_id, record_key)?;
+            Ok(Swept::Removed)
+        }
+        _ => Ok(Swept::Kept),
+    }
+}
+
+/// Whether `key` is a pending record (`converted/by-key/<key_id>/pending/<source_id>.json`).
+pub(crate) fn is_pending_record(key: &str) -> bool {
+    pointer_of_record(key).is_some()
+}
+
+/// The key's pointer, beside the folder of the pending record at `record_key`.
+fn pointer_of_record(record_key: &str) -> Option<String> {
+    let (folder, file) = record_key.rsplit_once("/pending/")?;
+    let by_key = by_key_prefix();
+    let key_id = folder.strip_prefix(&by_key)?;
+    let plain = |s: &str| !s.is_empty() && !s.contains('/');
+    (plain(key_id) && file.strip_suffix(".json").is_some_and(plain))
+        .then(|| format!("{by_key}{key_id}.json"))
 }

@@ -71,11 +71,17 @@ pub fn build_id_index_key(build_id: &str, source_id: &str) -> String {
     format!("{BUILD_ID_INDEX_PREFIX}{build_id}/{source_id}.json")
 }
 
+/// Where each upload key's pointer and pending records are (the sweep lists them).
+pub fn by_key_prefix() -> String {
+    format!("{CONVERTED_PREFIX}by-key/")
+}
+
 /// Key of the pointer to the current conversion of the upload at `source_key`: which
 /// conversion a re-upload under the same key replaces.
 pub fn current_conversion_key(source_key: &str) -> String {
     format!(
-        "{CONVERTED_PREFIX}by-key/{}.json",
+        "{}{}.json",
+        by_key_prefix(),
         derived_id(&["key", source_key])
     )
 }
@@ -84,7 +90,8 @@ pub fn current_conversion_key(source_key: &str) -> String {
 /// whose clean-up is not done are kept, one per conversion.
 pub fn pending_conversions_prefix(source_key: &str) -> String {
     format!(
-        "{CONVERTED_PREFIX}by-key/{}/pending/",
+        "{}{}/pending/",
+        by_key_prefix(),
         derived_id(&["key", source_key])
     )
 }
