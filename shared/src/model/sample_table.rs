@@ -693,7 +693,24 @@ impl SampleTable {
             return;
         }
         let mut order: Vec<u32> = (0..self.len as u32).collect();
-        order.sort_by_key(|&i| times(i as usize));
+        // The sort compares each time many times: read them out of their packed column once.
+        // A missing time sorts first, as `i64::MIN` does, unless that time itself occurs.
+        let mut exact = true;
+        let keys: Vec<i64> = (0..self.len)
+            .map(|i| match times(i) {
+                Some(t) => {
+                    exact &= t != i64::MIN;
+                    t
+                }
+                None => i64::MIN,
+            })
+            .collect();
+        if exact {
+            order.sort_by_key(|&i| keys[i as usize]);
+        } else {
+            order.sort_by_key(|&i| times(i as usize));
+        }
+        drop(keys);
         each_column!(self, column => column.reorder(&order));
     }
 
@@ -789,6 +806,32 @@ mod tests {
         assert_eq!(table.get(30).weight, 7);
         assert_eq!(table.weight(31), 1);
         assert_eq!(table.iter().len(), 50);
+    }
+
+    #[test]
+    fn sorting_by_time_is_stable_and_puts_missing_times_first() {
+        // With and without the one time a missing time shares its sort key with.
+        for extreme in [i64::MIN + 1, i64::MIN] {
+            let mut table = SampleTable::default();
+            let mut expected: Vec<Sample> = (0..60)
+                .map(|i| {
+                    let mut s = sample(i);
+                    s.weight = i as i64; // tells equal times apart
+                    s.time = match i % 5 {
+                        0 => None,
+                        1 => Some(extreme),
+                        _ => Some(1_000 - (i as i64 % 7) * 10),
+                    };
+                    s
+                })
+                .collect();
+            for &s in &expected {
+                table.push(s);
+            }
+            table.sort_by_time();
+            expected.sort_by_key(|s| s.time);
+            assert_eq!(table.to_vec(), expected, "{extreme}");
+        }
     }
 
     #[test]
