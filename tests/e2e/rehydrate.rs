@@ -480,3 +480,43 @@ async fn a_sweep_longer_than_one_invocation_continues_through_the_queue() {
     assert_eq!(env.queue_depth(&env.rehydrate_url).await, (0, 0));
     assert_eq!(env.queue_depth(&env.rehydrate_dlq_url).await, (0, 0));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sweep_removes_what_a_late_job_of_replaced_content_left_in_the_bucket() {
+    use proflake::store::{content_etag, pending_conversion_key, source_id};
+    let env = Env::start(30).await;
+    env.consume_test_event().await;
+    env.consume_rehydrate_test_event().await;
+    // The key holds new content. A job of its earlier content, still running when the new
+    // content settled, wrote a chunk and a table file, then failed for good.
+    let key = "uploads/late/p.folded";
+    env.put(&Upload::new(key, b"main;now 1\n".to_vec())).await;
+    let old = source_id(key, &content_etag(b"main;then 1\n"));
+    let record = pending_conversion_key(key, &old);
+    let table = format!("tables/v2/samples/dt=2025-01-01/{old}.parquet");
+    let chunk = format!("converted/{old}/sample-v2/0.json");
+    let json = json!({"source_id": old, "source_key": key, "outputs": [table]});
+    env.put_output(&record, json.to_string().as_bytes()).await;
+    env.put_output(&table, b"PAR1").await;
+    env.put_output(&chunk, b"{}").await;
+    // A job that failed for good on the content its key still holds: left to its retries.
+    let failed_key = "uploads/late/q.folded";
+    env.put(&Upload::new(failed_key, b"main;q 1\n".to_vec()))
+        .await;
+    let current = source_id(failed_key, &content_etag(b"main;q 1\n"));
+    let kept = pending_conversion_key(failed_key, &current);
+    let json = json!({"source_id": current, "source_key": failed_key, "outputs": []});
+    env.put_output(&kept, json.to_string().as_bytes()).await;
+    // S3 keeps LastModified in whole seconds: past a grace of one second for certain.
+    tokio::time::sleep(std::time::Duration::from_millis(2_100)).await;
+    let app = env.rehydrate_app(&[("PROFLAKE_REHYDRATE_PENDING_GRACE_SECONDS", "1")]);
+    let sweep = aws_sdk_sqs::types::Message::builder()
+        .message_id("sweep")
+        .body(SWEEP)
+        .build();
+    let event = sqs_event(&env.rehydrate_arn, &[sweep]);
+    let (response, tally) = proflake_rehydrate::handle_batch_tallied(&app, event).await;
+    assert!(failed_ids(&response).is_empty());
+    assert_eq!((tally.pending_removed, tally.continuations), (1, 0));
+    assert_eq!(env.keys(OUTPUT_BUCKET, "").await, [kept]);
+}
