@@ -137,12 +137,21 @@ fn clear_pending(outputs: &dyn ObjectStore, key: &str, mine: &str, current: bool
 /// Removes the outputs of the conversion `source_id`, published or not: those its pending
 /// record lists, those its manifest lists, and its folder; then the record.
 fn remove_pending(outputs: &dyn ObjectStore, source_id: &str, record_key: &str) -> Result<()> {
-    if let Some(json) = outputs.get(record_key)? {
-        if let Ok(record) = serde_json::from_slice::<PendingConversion>(&json) {
-            for output in &record.outputs {
-                outputs.delete(output)?;
-            }
-        }
+    let record = outputs
+        .get(record_key)?
+        .and_then(|json| serde_json::from_slice::<PendingConversion>(&json).ok());
+    remove_recorded(outputs, source_id, record.as_ref(), record_key)
+}
+
+/// [`remove_pending`] with the record already read (`None`: gone or unreadable).
+fn remove_recorded(
+    outputs: &dyn ObjectStore,
+    source_id: &str,
+    record: Option<&PendingConversion>,
+    record_key: &str,
+) -> Result<()> {
+    for output in record.iter().flat_map(|r| &r.outputs) {
+        outputs.delete(output)?;
     }
     remove_conversion(outputs, source_id)?;
     for left in outputs.list(&conversion_prefix(source_id))? {
@@ -188,7 +197,8 @@ pub(crate) fn sweep_pending(
     now_ns: i64,
     grace_ns: i64,
 ) -> Result<Swept> {
-    let Some(info) = outputs.head(record_key)? else {
+    // A record is a few keys long; its age and content come in one request.
+    let Some((json, info)) = outputs.get_object(record_key, u64::MAX)? else {
         return Ok(Swept::Kept); // cleared meanwhile
     };
     if info
@@ -197,9 +207,6 @@ pub(crate) fn sweep_pending(
     {
         return Ok(Swept::Kept);
     }
-    let Some(json) = outputs.get(record_key)? else {
-        return Ok(Swept::Kept);
-    };
     let Ok(record) = serde_json::from_slice::<PendingConversion>(&json) else {
         tracing::warn!(record_key, "unreadable pending record; kept");
         return Ok(Swept::Kept);
@@ -224,7 +231,7 @@ pub(crate) fn sweep_pending(
     }
     match uploads.head(&source_key)? {
         Some(upload) if source_id(&source_key, &upload.etag) != record.source_id => {
-            remove_pending(outputs, &record.source_id, record_key)?;
+            remove_recorded(outputs, &record.source_id, Some(&record), record_key)?;
             Ok(Swept::Removed)
         }
         _ => Ok(Swept::Kept),

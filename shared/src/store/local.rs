@@ -443,22 +443,33 @@ mod tests {
         assert_eq!(leftovers.len(), 1, "no temporary files left behind");
     }
 
-    /// Every file under `dir`, temporary ones included, relative to it.
-    fn files(dir: &Path) -> Vec<String> {
+    /// Every file (or, with `want_dirs`, every directory) under `dir`, relative to it,
+    /// temporary files included.
+    fn walk(dir: &Path, want_dirs: bool) -> Vec<String> {
         let mut out = Vec::new();
         let mut pending = vec![dir.to_owned()];
         while let Some(d) = pending.pop() {
             for entry in fs::read_dir(d).unwrap() {
                 let path = entry.unwrap().path();
-                if path.is_dir() {
-                    pending.push(path);
-                } else {
+                let is_dir = path.is_dir();
+                if is_dir == want_dirs {
                     out.push(path.strip_prefix(dir).unwrap().display().to_string());
+                }
+                if is_dir {
+                    pending.push(path);
                 }
             }
         }
         out.sort();
         out
+    }
+
+    fn files(dir: &Path) -> Vec<String> {
+        walk(dir, false)
+    }
+
+    fn dirs(dir: &Path) -> Vec<String> {
+        walk(dir, true)
     }
 
     #[test]
@@ -525,23 +536,6 @@ mod tests {
         store.delete("other/c.bin").unwrap();
         store.delete("other/c.bin").unwrap();
         assert!(!store.exists("other/c.bin").unwrap());
-    }
-
-    /// Every directory under `dir`, relative to it.
-    fn dirs(dir: &Path) -> Vec<String> {
-        let mut out = Vec::new();
-        let mut pending = vec![dir.to_owned()];
-        while let Some(d) = pending.pop() {
-            for entry in fs::read_dir(d).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    out.push(path.strip_prefix(dir).unwrap().display().to_string());
-                    pending.push(path);
-                }
-            }
-        }
-        out.sort();
-        out
     }
 
     #[test]

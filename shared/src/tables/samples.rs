@@ -11,7 +11,7 @@ use super::columns::{batch, int32s, int64s, opt_timestamps, string_maps, strings
 use super::profiles::{micros, TableProfile};
 use super::schema::Table;
 use crate::error::Result;
-use crate::model::{CpuMode, LabelSetHandle, LabelValue, Profile, StackHandle};
+use crate::model::{CpuMode, LabelSetHandle, LabelValue, Profile};
 use crate::plan::{RowsIter, TableProfilePlan};
 
 /// One `samples` row: which profile, and the observation.
@@ -63,8 +63,7 @@ pub(super) fn sample_rows<'s, 'a: 's>(
         let Some(head) = samples.next() else { continue };
         heap.push(Reverse((time_us(head), rank[i], i, lists.len())));
         lists.push(List {
-            plan,
-            leaves: &p.leaves,
+            profile: p,
             samples,
             head,
             tree: None,
@@ -97,9 +96,7 @@ type Head = (Option<i64>, usize, usize, usize);
 
 /// One profile's part of the merge.
 struct List<'a> {
-    plan: &'a TableProfilePlan<'a>,
-    /// What its tree is built from (see [`TableProfile::leaves`]).
-    leaves: &'a [StackHandle],
+    profile: &'a TableProfile<'a>,
     /// The rest of its samples, in time order.
     samples: InTimeOrder<'a>,
     /// The next one.
@@ -122,10 +119,8 @@ impl Iterator for SampleRows<'_> {
         let Reverse((time_us, rank, profile, at)) = self.heap.pop()?;
         let list = &mut self.lists[at];
         let index = list.head as usize;
-        let model = list.plan.profile.samples();
-        let tree = list
-            .tree
-            .get_or_insert_with(|| CallTree::of(list.plan.profile, list.leaves));
+        let model = list.profile.profile.samples();
+        let tree = list.tree.get_or_insert_with(|| list.profile.tree());
         let stack_id = model.stack(index).and_then(|s| tree.stack_id(s));
         match list.samples.next() {
             Some(next) => {
