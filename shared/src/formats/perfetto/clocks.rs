@@ -5,9 +5,7 @@
 //! links (breadth-first), and each hop uses the latest snapshot holding both clocks whose
 //! source reading is not after the timestamp (the first one if all are).
 
-use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::rc::Rc;
 
 use proflake_proto::perfetto::ClockSnapshot;
 use rustc_hash::FxHashMap;
@@ -56,13 +54,28 @@ pub(super) struct ClockTracker {
     primary: Option<u32>,
     /// Units per clock, in ns (1 unless the snapshot said otherwise).
     multipliers: FxHashMap<ClockKey, i64>,
-    /// Conversions worked out so far: every sample of a trace converts between the same few
-    /// clocks, so the path search and each hop's snapshot list are done once per pair.
-    routes: RefCell<FxHashMap<(ClockKey, ClockKey), Option<Route>>>,
 }
 
-/// The hops from one clock to another; `None` in the cache when no path links them.
-type Route = Rc<[Hop]>;
+/// Converts times from one clock to another. Every sample of a trace converts between the
+/// same few clocks, so the path search and each hop's snapshot list are worked out once, and
+/// since times mostly come in order, each hop first tries the snapshot the last time used.
+pub(super) struct Conversion {
+    /// Units of the source clock, in ns.
+    multiplier: i64,
+    /// Each hop with the position its last time found; `None` when no path links the
+    /// clocks, none when they are one clock.
+    hops: Option<Vec<(Hop, usize)>>,
+}
+
+impl Conversion {
+    /// Converts `ts` (in the units of the source clock) to ns on the target clock.
+    pub(super) fn convert(&mut self, ts: i64) -> Option<i64> {
+        let ts = ts.checked_mul(self.multiplier)?;
+        let hops = self.hops.as_mut()?;
+        hops.iter_mut()
+            .try_fold(ts, |value, (hop, hint)| hop.apply(value, hint))
+    }
+}
 
 /// One link of a conversion path: the readings (from, to) of every snapshot holding both
 /// clocks, sorted by the source reading (snapshot order among equal readings).
@@ -74,8 +87,18 @@ struct Hop {
 
 impl Hop {
     /// The latest snapshot whose source reading is not after `ts` (the later one of equals).
-    fn apply(&self, ts: i64) -> Option<i64> {
-        let after = self.readings.partition_point(|&(a, _)| a <= ts);
+    /// `hint` is where the last time found it, and becomes where this one does.
+    #[inline]
+    fn apply(&self, ts: i64, hint: &mut usize) -> Option<i64> {
+        let readings = &self.readings;
+        let h = *hint;
+        let still = (h == 0 || readings[h - 1].0 <= ts) && readings.get(h).is_none_or(|r| r.0 > ts);
+        let after = if still {
+            h
+        } else {
+            readings.partition_point(|&(a, _)| a <= ts)
+        };
+        *hint = after;
         let (a, b) = after
             .checked_sub(1)
             .map_or(self.first, |i| self.readings[i]);
@@ -111,7 +134,6 @@ impl ClockTracker {
         }
         if !readings.is_empty() {
             self.snapshots.push(readings);
-            self.routes.get_mut().clear();
         }
     }
 
@@ -135,22 +157,27 @@ impl ClockTracker {
             .find(|&c| self.has_clock(c))
     }
 
-    /// Converts `ts` (in the units of `from`) to ns on `to`.
-    pub(super) fn convert(&self, from: ClockKey, ts: i64, to: ClockKey) -> Option<i64> {
-        let ts = ts.checked_mul(*self.multipliers.get(&from).unwrap_or(&1))?;
-        if from == to {
-            return Some(ts);
+    /// How to convert times from `from` to `to`, with the snapshots seen so far.
+    pub(super) fn conversion(&self, from: ClockKey, to: ClockKey) -> Conversion {
+        let multiplier = *self.multipliers.get(&from).unwrap_or(&1);
+        let hops = if from == to {
+            Some(Vec::new())
+        } else {
+            self.route(from, to)
+        };
+        Conversion {
+            multiplier,
+            hops: hops.map(|hops| hops.into_iter().map(|hop| (hop, 0)).collect()),
         }
-        let route = self
-            .routes
-            .borrow_mut()
-            .entry((from, to))
-            .or_insert_with(|| self.route(from, to))
-            .clone()?;
-        route.iter().try_fold(ts, |value, hop| hop.apply(value))
     }
 
-    fn route(&self, from: ClockKey, to: ClockKey) -> Option<Route> {
+    /// Converts one time: [`ClockTracker::conversion`] for many.
+    #[cfg(test)]
+    fn convert(&self, from: ClockKey, ts: i64, to: ClockKey) -> Option<i64> {
+        self.conversion(from, to).convert(ts)
+    }
+
+    fn route(&self, from: ClockKey, to: ClockKey) -> Option<Vec<Hop>> {
         let path = self.path(from, to)?;
         path.windows(2)
             .map(|pair| {
@@ -212,6 +239,24 @@ mod tests {
                 })
                 .collect(),
             primary_trace_clock: None,
+        }
+    }
+
+    #[test]
+    fn one_conversion_gives_each_time_what_a_fresh_one_gives() {
+        let mut t = ClockTracker::default();
+        for i in 0..50u64 {
+            t.add_snapshot(&snapshot(&[(BOOTTIME, i * 1_000 + 7), (MONOTONIC, i * 990)]), 1);
+        }
+        t.add_snapshot(&snapshot(&[(BOOTTIME, 40), (REALTIME, 1_000_000)]), 1);
+        let k = |id| ClockKey::new(id, 1);
+        let mut conversion = t.conversion(k(MONOTONIC), k(REALTIME));
+        // In order, with repeats, jumps back, and times before and past every snapshot.
+        let times = (0..60_000).step_by(333).chain([5, 5, 48_000, 0, -10, 100_000, 989, 990]);
+        for ts in times {
+            let fresh = t.convert(k(MONOTONIC), ts, k(REALTIME));
+            assert!(fresh.is_some());
+            assert_eq!(conversion.convert(ts), fresh, "at {ts}");
         }
     }
 

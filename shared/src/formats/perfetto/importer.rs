@@ -5,13 +5,15 @@ use proflake_proto::perfetto::{
         CallstackField, ExecutionContextField, PrimaryDescriptorField, TaskContextField,
     },
     trace_packet::{Data, OptionalTrustedPacketSequenceId},
-    Frame as PfFrame, InlineCallstack, Mapping, PerfSample, ProcessTree, StackSample,
-    StreamingProfilePacket, ThreadDescriptor, TracePacket,
+    Frame as PfFrame, InlineCallstack, InternedData, Mapping, PerfSample, ProcessTree, StackSample,
+    StreamingProfilePacket, ThreadDescriptor, TracePacket, TracePacketDefaults,
 };
 use rustc_hash::FxHashMap;
 
 use super::clocks::{clock_name, ClockKey, ClockTracker, MONOTONIC};
 use super::module_symbols::PendingSymbols;
+use super::packets::Packet;
+use super::perf_packet::PerfSamplePacket;
 use super::sequence::{Generation, Sequence};
 use super::vocab;
 use crate::error::Result;
@@ -28,6 +30,16 @@ const SEQ_NEEDS_INCREMENTAL_STATE: u32 = 2;
 /// Most path components joined into one mapping name; the rest are left off. Not a limit of
 /// its own: the joined name is held to `max_string_bytes`.
 const MAX_PATH_COMPONENTS: usize = 256;
+
+/// What a packet says about its sequence's incremental state.
+#[derive(Default)]
+struct SequenceState {
+    flags: u32,
+    incremental_state_cleared: bool,
+    previous_packet_dropped: bool,
+    defaults: Option<TracePacketDefaults>,
+    interned_data: Option<InternedData>,
+}
 
 /// A timestamp as the packet carried it: on `clock`, or on the trace's default clock.
 #[derive(Clone, Copy)]
@@ -104,7 +116,29 @@ impl Importer {
 
     /// Processes one packet. Order inside a packet follows trace_processor: state reset,
     /// defaults, interned data, timestamp, payload.
-    pub(super) fn packet(&mut self, mut packet: TracePacket) -> Result<()> {
+    pub(super) fn packet(&mut self, packet: Packet<'_>) -> Result<()> {
+        match packet {
+            Packet::PerfSample(p) => self.perf_sample_packet(p),
+            Packet::Full(p) => self.full_packet(p),
+        }
+    }
+
+    /// The common packet of a traced_perf trace: no interned data, no defaults.
+    fn perf_sample_packet(&mut self, p: &PerfSamplePacket) -> Result<()> {
+        let seq_id = p.trusted_packet_sequence_id.unwrap_or(0);
+        let flags = p.sequence_flags.unwrap_or(0);
+        let state = SequenceState {
+            flags,
+            ..SequenceState::default()
+        };
+        if !self.sequence_state(seq_id, state)? {
+            return Ok(());
+        }
+        let time = self.packet_time(seq_id, p.timestamp, p.timestamp_clock_id);
+        self.perf_sample(seq_id, &p.sample, time)
+    }
+
+    fn full_packet(&mut self, packet: &mut TracePacket) -> Result<()> {
         // Offline symbols belong to no sequence (traceconv writes them without one).
         if let Some(Data::ModuleSymbols(symbols)) =
             packet.data.take_if(|d| matches!(d, Data::ModuleSymbols(_)))
@@ -130,61 +164,19 @@ impl Importer {
             }
             _ => {}
         }
-
-        let max = self.limits.max_sequences;
-        if !self.sequences.contains_key(&seq_id) && self.sequences.len() as u64 >= max {
-            return Err(exceeded("max_sequences", max));
-        }
-        let seq = self.sequences.entry(seq_id).or_default();
-        let flags = packet.sequence_flags.unwrap_or(0);
-        if flags & SEQ_INCREMENTAL_STATE_CLEARED != 0
-            || packet.incremental_state_cleared == Some(true)
-        {
-            self.interned_entries -= seq.generation.len();
-            seq.clear();
-            self.perf_series.remove(&seq_id);
-        } else if packet.previous_packet_dropped.unwrap_or(0) != 0 {
-            seq.valid = false;
-            self.profile.count("sequence_packet_loss");
-        }
-        if let Some(defaults) = packet.trace_packet_defaults {
-            seq.defaults = Some(defaults);
-            self.perf_series.remove(&seq_id);
-        }
-        if let Some(data) = packet.interned_data {
-            if seq.valid {
-                self.interned_entries += seq.generation.merge(data);
-                let max = self.limits.max_interned_entries;
-                if self.interned_entries > max {
-                    return Err(exceeded("max_interned_entries", max));
-                }
-            } else {
-                self.profile
-                    .count("interned_data_skipped_incremental_state_invalid");
-            }
-        }
-        if flags & SEQ_NEEDS_INCREMENTAL_STATE != 0 && !seq.valid {
-            self.profile
-                .count("packet_skipped_seq_needs_incremental_state_invalid");
+        let state = SequenceState {
+            flags: packet.sequence_flags.unwrap_or(0),
+            incremental_state_cleared: packet.incremental_state_cleared == Some(true),
+            previous_packet_dropped: packet.previous_packet_dropped.unwrap_or(0) != 0,
+            defaults: packet.trace_packet_defaults.take(),
+            interned_data: packet.interned_data.take(),
+        };
+        if !self.sequence_state(seq_id, state)? {
             return Ok(());
         }
-        let time = packet.timestamp.map(|ts| {
-            let clock = packet
-                .timestamp_clock_id
-                .or_else(|| seq.defaults.as_ref().and_then(|d| d.timestamp_clock_id))
-                .map(|c| ClockKey::new(c, seq_id));
-            RawTime {
-                clock,
-                ts: i64::try_from(ts).unwrap_or(i64::MAX),
-            }
-        });
-        if time.is_some() {
-            self.last_time = time;
-        }
-        let time = time.or(self.last_time);
-
-        match packet.data {
-            Some(Data::PerfSample(sample)) => self.perf_sample(seq_id, sample, time)?,
+        let time = self.packet_time(seq_id, packet.timestamp, packet.timestamp_clock_id);
+        match packet.data.take() {
+            Some(Data::PerfSample(sample)) => self.perf_sample(seq_id, &sample, time)?,
             Some(Data::StreamingProfilePacket(p)) => self.streaming_profile(seq_id, p)?,
             Some(Data::StackSample(sample)) => self.stack_sample(seq_id, sample, time)?,
             Some(Data::ThreadDescriptor(td)) => self.thread_descriptor(seq_id, &td),
@@ -204,6 +196,73 @@ impl Importer {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Applies a packet's incremental-state flags, defaults and interned data to its
+    /// sequence. `false` when the packet needs state the sequence has lost, and is skipped.
+    fn sequence_state(&mut self, seq_id: u32, state: SequenceState) -> Result<bool> {
+        let max = self.limits.max_sequences;
+        if !self.sequences.contains_key(&seq_id) && self.sequences.len() as u64 >= max {
+            return Err(exceeded("max_sequences", max));
+        }
+        let seq = self.sequences.entry(seq_id).or_default();
+        if state.flags & SEQ_INCREMENTAL_STATE_CLEARED != 0 || state.incremental_state_cleared {
+            self.interned_entries -= seq.generation.len();
+            seq.clear();
+            self.perf_series.remove(&seq_id);
+        } else if state.previous_packet_dropped {
+            seq.valid = false;
+            self.profile.count("sequence_packet_loss");
+        }
+        if let Some(defaults) = state.defaults {
+            seq.defaults = Some(defaults);
+            self.perf_series.remove(&seq_id);
+        }
+        if let Some(data) = state.interned_data {
+            if seq.valid {
+                self.interned_entries += seq.generation.merge(data);
+                let max = self.limits.max_interned_entries;
+                if self.interned_entries > max {
+                    return Err(exceeded("max_interned_entries", max));
+                }
+            } else {
+                self.profile
+                    .count("interned_data_skipped_incremental_state_invalid");
+            }
+        }
+        if state.flags & SEQ_NEEDS_INCREMENTAL_STATE != 0 && !seq.valid {
+            self.profile
+                .count("packet_skipped_seq_needs_incremental_state_invalid");
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// A packet's time: its own timestamp on its own or the sequence's default clock, else
+    /// the last packet's.
+    fn packet_time(
+        &mut self,
+        seq_id: u32,
+        timestamp: Option<u64>,
+        clock_id: Option<u32>,
+    ) -> Option<RawTime> {
+        let time = timestamp.map(|ts| {
+            let defaults = self
+                .sequences
+                .get(&seq_id)
+                .and_then(|s| s.defaults.as_ref());
+            let clock = clock_id
+                .or_else(|| defaults.and_then(|d| d.timestamp_clock_id))
+                .map(|c| ClockKey::new(c, seq_id));
+            RawTime {
+                clock,
+                ts: i64::try_from(ts).unwrap_or(i64::MAX),
+            }
+        });
+        if time.is_some() {
+            self.last_time = time;
+        }
+        time.or(self.last_time)
     }
 
     /// Binds a sequence to the thread it writes for; the descriptor's reference time seeds the
@@ -263,7 +322,7 @@ impl Importer {
         }
     }
 
-    fn perf_sample(&mut self, seq_id: u32, ps: PerfSample, time: Option<RawTime>) -> Result<()> {
+    fn perf_sample(&mut self, seq_id: u32, ps: &PerfSample, time: Option<RawTime>) -> Result<()> {
         if ps.kernel_records_lost.unwrap_or(0) > 0 {
             self.profile.count("perf_cpu_lost_records");
             return Ok(());
@@ -527,20 +586,32 @@ impl Importer {
         let mut run = 0;
         let mut failed = 0u64;
         let mut index = 0;
+        // The current run's conversion, made when the run starts: `None` when its samples
+        // cannot be placed, `Some(None)` when they keep their raw time.
+        let conversion = |run: usize| {
+            let from = runs[run].1.or(default_clock.map(|c| ClockKey::new(c, 0)));
+            match (from, target) {
+                (Some(from), Some(to)) => Some(Some(clocks.conversion(from, ClockKey::new(to, 0)))),
+                (None, None) => Some(None),
+                // A clock id with nothing to convert to: trace_processor keeps such values as
+                // trace time.
+                (Some(_), None) => Some(None),
+                (None, Some(_)) => None,
+            }
+        };
+        // Without samples there are no runs, and nothing to convert.
+        let mut current = if runs.is_empty() { None } else { conversion(0) };
         self.profile.retain_sample_times(|time| {
             while runs.get(run + 1).is_some_and(|&(start, _)| start <= index) {
                 run += 1;
+                current = conversion(run);
             }
             index += 1;
             let raw = time.unwrap_or_default();
-            let from = runs[run].1.or(default_clock.map(|c| ClockKey::new(c, 0)));
-            let time = match (from, target) {
-                (Some(from), Some(to)) => clocks.convert(from, raw, ClockKey::new(to, 0)),
-                (None, None) => Some(raw),
-                // A clock id with nothing to convert to: trace_processor keeps such values as
-                // trace time.
-                (Some(_), None) => Some(raw),
-                (None, Some(_)) => None,
+            let time = match &mut current {
+                Some(Some(conversion)) => conversion.convert(raw),
+                Some(None) => Some(raw),
+                None => None,
             };
             failed += u64::from(time.is_none());
             time

@@ -10,6 +10,7 @@ mod clocks;
 mod importer;
 mod module_symbols;
 mod packets;
+mod perf_packet;
 mod sequence;
 mod vocab;
 
