@@ -2,9 +2,10 @@
 //! into evenly spaced samples, cut into 60 s chunks, and the chunks say so.
 
 use proflake::{
-    check_sample_v2, convert_upload, write_sample_v2, ConvertOptions, ErrorKind, Frame, FrameKind,
-    Profile, Sample, Series, SeriesKind, Timing, UploadMetadata, DEFAULT_INTERVAL_NS,
-    MAX_CHUNK_DURATION_NS, MAX_EXPANDED_SAMPLES, MIN_INTERVAL_NS,
+    check_sample_v2, convert_upload, left_out, plan::plan_sample_v2, write_sample_v2,
+    ConvertOptions, ErrorKind, Frame, FrameKind, Profile, Sample, Series, SeriesKind, Timing,
+    UploadMetadata, DEFAULT_INTERVAL_NS, MAX_CHUNK_DURATION_NS, MAX_EXPANDED_SAMPLES,
+    MIN_INTERVAL_NS,
 };
 use serde_json::Value;
 
@@ -190,6 +191,67 @@ fn huge_counts_are_scaled_into_the_bound_in_proportion() {
         assert_eq!(check_sample_v2(&c.json), vec![], "chunk {}", c.chunk_id);
         let doc: Value = serde_json::from_slice(&c.json).unwrap();
         assert_eq!(doc["synthetic_timestamps"]["scaled_from"], from);
+    }
+}
+
+#[test]
+fn samples_of_one_stack_are_laid_out_as_one() {
+    // Thirty 1 ms samples of `a` among ten of `b` (as a pprof whose samples differ only by
+    // labels), at a 10 ms period: 30 ms and 10 ms of CPU, so 3 + 1 samples, `a` first.
+    let weights: Vec<(&str, i64)> = (0..40)
+        .map(|i| (if i % 4 == 3 { "b" } else { "a" }, 1_000_000))
+        .collect();
+    let p = aggregated("nanoseconds", Some(10_000_000), None, &weights);
+    let chunks = write_sample_v2(&p, &UploadMetadata::default(), "id").unwrap();
+    let leaves: Vec<String> = samples_of(&chunks[0].json)
+        .into_iter()
+        .map(|(_, names)| names[0].clone())
+        .collect();
+    assert_eq!(leaves, ["a", "a", "a", "b"]);
+    assert_eq!(check_sample_v2(&chunks[0].json), vec![]);
+}
+
+#[test]
+fn many_samples_of_few_stacks_expand_within_the_bound_and_all_count_as_carried() {
+    // 300,000 samples of 20 stacks, weight 2 each, plus two without weight: before stacks
+    // were merged, each sample kept at least one observation, so 300,000 were written.
+    let names: Vec<String> = (0..20).map(|i| format!("f{i}")).collect();
+    let mut weights: Vec<(&str, i64)> = (0..300_000).map(|i| (names[i % 20].as_str(), 2)).collect();
+    weights.extend([("f0", 0), ("f1", -5)]);
+    let p = aggregated("count", None, None, &weights);
+    let plan = plan_sample_v2(&p, &UploadMetadata::default(), "id").unwrap();
+    let written: usize = plan.chunks.iter().map(|c| c.samples.len()).sum();
+    assert!(
+        (MAX_EXPANDED_SAMPLES - 20..=MAX_EXPANDED_SAMPLES + 20).contains(&(written as u64)),
+        "{written}"
+    );
+    let Timing::Expanded {
+        scaled_from: Some(from),
+        ..
+    } = plan.chunks[0].timing
+    else {
+        panic!("scaled expansion: {:?}", plan.chunks[0].timing);
+    };
+    assert_eq!(from, 600_000);
+    let coverage = &plan.series[0];
+    assert_eq!(coverage.observations_in_chunks, 300_000);
+    assert_eq!(coverage.chunk_samples, written as u64);
+    assert_eq!(
+        coverage.left_out.iter().collect::<Vec<_>>(),
+        [(&left_out::NO_WEIGHT, &2)]
+    );
+    // Each stack's share is in proportion: 5,000 observations apiece, in 20 runs.
+    let leaves: Vec<usize> = plan
+        .chunks
+        .iter()
+        .flat_map(|c| c.samples.iter(&p))
+        .map(|s| s.index % 20)
+        .collect();
+    let runs = leaves.windows(2).filter(|w| w[0] != w[1]).count() + 1;
+    assert_eq!(runs, 20);
+    for stack in 0..20 {
+        let n = leaves.iter().filter(|&&l| l == stack).count();
+        assert!(n.abs_diff(5_000) <= 1, "stack {stack}: {n}");
     }
 }
 

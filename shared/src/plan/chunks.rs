@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use super::rows::{time_windows, Rows};
-use super::timeline::{timed_samples, Planned, PlannedSamples, Timing};
+use super::timeline::{timed_samples, Planned, PlannedSamples, Timed, Timing, NO_STAND_IN};
 use crate::error::{ErrorKind, Result};
 use crate::ids::derived_id;
 use crate::metadata::{normalize_id, UploadMetadata};
@@ -156,13 +156,17 @@ pub fn plan_sample_v2<'p>(
         Err(why) => {
             let chosen = vec![false; profile.all_series().len()];
             return Ok(SampleV2Plan {
-                series: coverage(profile, &chosen, &[]),
+                series: coverage(profile, &chosen, &[], &[]),
                 chunks: Vec::new(),
                 why_none: Some(why),
             });
         }
     };
-    let (timed, timing) = timed_samples(profile, &chosen)?;
+    let Timed {
+        samples: timed,
+        timing,
+        stand_in,
+    } = timed_samples(profile, &chosen)?;
     let windows = match timed {
         PlannedSamples::Recorded(rows) => recorded_windows(profile, rows),
         PlannedSamples::Expanded(v) => windows_of(profile, v, PlannedSamples::Expanded),
@@ -214,19 +218,31 @@ pub fn plan_sample_v2<'p>(
         .is_empty()
         .then(|| "no thread has at least 2 samples with a stack".to_owned());
     Ok(SampleV2Plan {
-        series: coverage(profile, &chosen, &plans),
+        series: coverage(profile, &chosen, &plans, &stand_in),
         chunks: plans,
         why_none,
     })
 }
 
 /// Per series: what the chunks carry, and why the rest is left out.
-fn coverage(profile: &Profile, chosen: &[bool], plans: &[ChunkPlan<'_>]) -> Vec<SeriesCoverage> {
+fn coverage(
+    profile: &Profile,
+    chosen: &[bool],
+    plans: &[ChunkPlan<'_>],
+    stand_in: &[u32],
+) -> Vec<SeriesCoverage> {
     let mut out = vec![SeriesCoverage::default(); chosen.len()];
     let mut in_chunks = vec![false; profile.samples().len()];
     for p in plans.iter().flat_map(|c| c.samples.iter(profile)) {
         out[profile.samples().series(p.index).index()].chunk_samples += 1;
         in_chunks[p.index] = true;
+    }
+    // A sample laid out as part of another is carried when that one is. A stand-in comes
+    // first, so it is settled by the time the samples it stands in for are reached.
+    for (i, &by) in stand_in.iter().enumerate() {
+        if by != NO_STAND_IN {
+            in_chunks[i] = in_chunks[by as usize];
+        }
     }
     let samples = profile.samples();
     let mut chosen_timed = vec![false; chosen.len()];

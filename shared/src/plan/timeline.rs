@@ -4,7 +4,9 @@
 //! Aggregated inputs (most pprof, folded stacks, OTLP values-only samples) say how much of
 //! each stack was seen but not when. Sample v2 needs one timestamped sample per observation,
 //! so the rule is:
-//! - each aggregated sample stands for `weight / interval` observations when its series
+//! - aggregated samples of one thread, stack and series are taken together, with the sum of
+//!   their weights (Sample v2 cannot tell them apart);
+//! - each stands for `weight / interval` observations when its series
 //!   measures time (`weight` is converted from the series unit to ns), or `weight`
 //!   observations when it counts samples (`weight / 10^D`, rounded, for fractional counts in
 //!   `count*1e-D`);
@@ -19,7 +21,7 @@
 //! The expansion is bounded: intervals are at least [`MIN_INTERVAL_NS`] (a 1 ns pprof period
 //! would otherwise turn a second of CPU into a billion samples), and when the observations
 //! still exceed [`MAX_EXPANDED_SAMPLES`] every count is scaled down by the same factor (each
-//! sample keeping at least one), so proportions stay as they were and the timeline is shorter
+//! stack keeping at least one), so proportions stay as they were and the timeline is shorter
 //! by that factor. The chunk (`synthetic_timestamps.scaled_from`) and the manifest say when
 //! that happened.
 //! When a profile mixes timed and aggregated samples in the chosen series, only the timed
@@ -30,7 +32,10 @@ use rustc_hash::FxHashMap;
 
 use super::rows::{Rows, RowsIter};
 use crate::error::{ErrorKind, Result};
-use crate::model::{count_unit_scale, time_unit_ns, Profile, Sample, SampleTable, ThreadHandle};
+use crate::model::{
+    count_unit_scale, time_unit_ns, Profile, Sample, SampleTable, SeriesHandle, StackHandle,
+    ThreadHandle,
+};
 
 /// Spacing of expanded samples when the input names no period or frequency: 10 ms (100 Hz).
 pub const DEFAULT_INTERVAL_NS: i64 = 10_000_000;
@@ -249,11 +254,29 @@ impl Planned for PlannedSample {
     }
 }
 
+/// The samples to write, with how they got their times.
+pub(crate) struct Timed {
+    /// The samples.
+    pub samples: PlannedSamples,
+    /// How they got their times.
+    pub timing: Timing,
+    /// For expanded samples: per model sample, the position of the sample that stands in for
+    /// it ([`NO_STAND_IN`] for none), so that what the chunks carry counts every sample
+    /// merged into another. Empty for recorded samples.
+    pub stand_in: Vec<u32>,
+}
+
+/// In [`Timed::stand_in`]: a model sample that was not laid out.
+pub(crate) const NO_STAND_IN: u32 = u32::MAX;
+
 /// The samples to write with their times. `chosen` flags the series to write, by series index.
-pub(crate) fn timed_samples(
-    profile: &Profile,
-    chosen: &[bool],
-) -> Result<(PlannedSamples, Timing)> {
+///
+/// Aggregated samples of one thread, stack and series are laid out as one: Sample v2 carries
+/// no labels or other fields to tell them apart, so a profile whose every sample has its own
+/// labels (a goroutine id, a request) still expands into at most [`MAX_EXPANDED_SAMPLES`]
+/// (unless it has more distinct stacks than that), and its rounding happens once per stack,
+/// not once per sample.
+pub(crate) fn timed_samples(profile: &Profile, chosen: &[bool]) -> Result<Timed> {
     let samples = profile.samples();
     let wanted = |i: &usize| chosen[samples.series(*i).index()];
     let recorded: Rows = (0..samples.len())
@@ -265,24 +288,48 @@ pub(crate) fn timed_samples(
         (0..samples.len())
             .filter(wanted)
             .filter(|&i| samples.time(i).is_none())
-            .map(|i| (i, samples.get(i)))
     };
     if !recorded.is_empty() || aggregated().next().is_none() {
-        return Ok((PlannedSamples::Recorded(recorded), Timing::Recorded));
+        return Ok(Timed {
+            samples: PlannedSamples::Recorded(recorded),
+            timing: Timing::Recorded,
+            stand_in: Vec::new(),
+        });
     }
     let start = profile.start_time.ok_or(ErrorKind::NoStartTime)?;
+    // One sample per thread, stack and series, in order of first appearance (so a stack
+    // stays contiguous on its thread's timeline), with the weights of all of them.
+    let mut stand_in = vec![NO_STAND_IN; samples.len()];
+    let mut merged: Vec<Sample> = Vec::new();
+    let mut first: Vec<usize> = Vec::new();
+    let mut groups: FxHashMap<(ThreadHandle, Option<StackHandle>, SeriesHandle), usize> =
+        FxHashMap::default();
+    for i in aggregated().filter(|&i| samples.weight(i) > 0) {
+        let key = (samples.thread(i), samples.stack(i), samples.series(i));
+        let group = *groups.entry(key).or_insert_with(|| {
+            merged.push(Sample {
+                weight: 0,
+                ..samples.get(i)
+            });
+            first.push(i);
+            merged.len() - 1
+        });
+        merged[group].weight = merged[group].weight.saturating_add(samples.weight(i));
+        stand_in[i] = first[group] as u32;
+    }
+    drop(groups);
     // First pass: how many observations the weights stand for, to scale them into the bound
     // before anything is laid out.
-    let total = aggregated().fold(0u64, |sum, (_, s)| {
-        sum.saturating_add(repetitions(profile, &s, expansion_interval_ns(profile, &s)))
+    let total = merged.iter().fold(0u64, |sum, s| {
+        sum.saturating_add(repetitions(profile, s, expansion_interval_ns(profile, s)))
     });
     let scale = (total > MAX_EXPANDED_SAMPLES).then(|| MAX_EXPANDED_SAMPLES as f64 / total as f64);
     let mut clocks: FxHashMap<ThreadHandle, i64> = FxHashMap::default();
     let mut out = Vec::new();
     let mut smallest: Option<i64> = None;
-    for (index, s) in aggregated() {
-        let interval = expansion_interval_ns(profile, &s);
-        let full = repetitions(profile, &s, interval);
+    for (s, &index) in merged.iter().zip(&first) {
+        let interval = expansion_interval_ns(profile, s);
+        let full = repetitions(profile, s, interval);
         let n = match scale {
             Some(k) if full > 0 => ((full as f64 * k).round() as u64).max(1),
             _ => full,
@@ -305,11 +352,12 @@ pub(crate) fn timed_samples(
         }
     }
     let interval_ns = smallest.unwrap_or(DEFAULT_INTERVAL_NS);
-    Ok((
-        PlannedSamples::Expanded(out),
-        Timing::Expanded {
+    Ok(Timed {
+        samples: PlannedSamples::Expanded(out),
+        timing: Timing::Expanded {
             interval_ns,
             scaled_from: scale.map(|_| total),
         },
-    ))
+        stand_in,
+    })
 }

@@ -246,13 +246,18 @@ mod tests {
     fn one_conversion_gives_each_time_what_a_fresh_one_gives() {
         let mut t = ClockTracker::default();
         for i in 0..50u64 {
-            t.add_snapshot(&snapshot(&[(BOOTTIME, i * 1_000 + 7), (MONOTONIC, i * 990)]), 1);
+            t.add_snapshot(
+                &snapshot(&[(BOOTTIME, i * 1_000 + 7), (MONOTONIC, i * 990)]),
+                1,
+            );
         }
         t.add_snapshot(&snapshot(&[(BOOTTIME, 40), (REALTIME, 1_000_000)]), 1);
         let k = |id| ClockKey::new(id, 1);
         let mut conversion = t.conversion(k(MONOTONIC), k(REALTIME));
         // In order, with repeats, jumps back, and times before and past every snapshot.
-        let times = (0..60_000).step_by(333).chain([5, 5, 48_000, 0, -10, 100_000, 989, 990]);
+        let times = (0..60_000)
+            .step_by(333)
+            .chain([5, 5, 48_000, 0, -10, 100_000, 989, 990]);
         for ts in times {
             let fresh = t.convert(k(MONOTONIC), ts, k(REALTIME));
             assert!(fresh.is_some());
