@@ -225,3 +225,30 @@ proptest! {
         prop_assert!(agrees(&encode(&traced_perf_packet(ts, iid))));
     }
 }
+
+#[test]
+fn android_perf_samples_take_the_fast_path_unless_they_bring_interned_data() {
+    use super::super::packets::{Packet, PacketWalker};
+    use crate::limits::Limits;
+
+    // A trace as traced_perf writes it, with trusted uid and pid on every packet.
+    let trace = include_bytes!("../../../../samples/perfetto/android_app.pftrace");
+    let limits = Limits::default();
+    let (mut fast, mut slow) = (0, 0);
+    PacketWalker::new(&limits)
+        .walk(&trace[..], "none", &mut |packet| {
+            match packet {
+                Packet::PerfSample(_) => fast += 1,
+                Packet::Full(p) if matches!(p.data, Some(Data::PerfSample(_))) => {
+                    // Only the samples that bring interned data along go through prost.
+                    assert!(p.interned_data.is_some(), "{p:?}");
+                    slow += 1;
+                }
+                Packet::Full(_) => {}
+            }
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(fast + slow, 2_581);
+    assert!(slow * 100 < fast, "{slow} of {} through prost", fast + slow);
+}
