@@ -116,7 +116,8 @@ pub struct ManifestSeries {
     pub table_rows: u64,
     /// Observations that reached a Sample v2 chunk.
     pub observations_in_chunks: u64,
-    /// Samples written to chunks for them (more when aggregated weights were expanded).
+    /// Samples written to chunks for them. For aggregated weights, expanded per thread and
+    /// stack (and scaled into the bound), this may be more or fewer than the observations.
     pub chunk_samples: u64,
     /// Observations the chunks left out, by reason (`series_not_carried`, `no_stack`,
     /// `aggregated_beside_timed`, `no_weight`, `lone_thread`).
