@@ -143,8 +143,8 @@ pub(crate) fn decode(
     decode_stream(bytes, bytes.len() as u64, format, limits)
 }
 
-/// [`decode`] of the `len` bytes `input` reads. Perfetto traces are decoded as they are
-/// read; the other formats are read whole first.
+/// [`decode`] of the `len` bytes `input` reads. Perfetto traces and folded stacks are decoded
+/// as they are read; the other formats are read whole first.
 pub(crate) fn decode_stream(
     mut input: impl Read,
     len: u64,
@@ -177,17 +177,22 @@ pub(crate) fn decode_stream(
         }
     };
     let mut stream = io::Cursor::new(prefix).chain(reader);
-    if format == InputFormat::Perfetto {
+    let streamed = match format {
+        InputFormat::Perfetto => Some(perfetto::decode(&mut stream, container.name(), limits)?),
+        InputFormat::Folded => Some(folded::decode(&mut stream, container.name(), limits)?),
+        _ => None,
+    };
+    if let Some(profile) = streamed {
         return Ok(DecodedInput {
-            profile: perfetto::decode(stream, container.name(), limits)?,
+            profile,
             format,
             container,
             metadata: None,
             sample_v2: Vec::new(),
         });
     }
-    // The other formats are not streamable (a protobuf message or JSON document as a whole,
-    // or text small enough to hold): read it all, within the decompression limit.
+    // The other formats are not streamable (a protobuf message or JSON document as a whole):
+    // read it all, within the decompression limit.
     // A plain input is as long as the store said: read into one allocation, not a doubling one.
     let capacity = match container {
         Container::Plain => len.min(limits.max_decompressed_bytes),
@@ -198,11 +203,10 @@ pub(crate) fn decode_stream(
         .read_to_end(&mut whole)
         .map_err(|e| io_error(e, container.name(), 0, "input"))?;
     let (profile, extras) = match format {
-        InputFormat::Perfetto => unreachable!("streamed above"),
+        InputFormat::Perfetto | InputFormat::Folded => unreachable!("streamed above"),
         InputFormat::Otlp => (otlp::decode(&whole, limits)?, Extras::default()),
         InputFormat::OtlpJson => (otlp::decode_json(&whole, limits)?, Extras::default()),
         InputFormat::Pprof => (pprof::decode(&whole, limits)?, Extras::default()),
-        InputFormat::Folded => (folded::decode(&whole, limits)?, Extras::default()),
         InputFormat::SentryEnvelope => sentry::decode_envelope(&whole, limits)?,
         InputFormat::SampleV2 => sentry::decode_chunk(whole),
     };

@@ -217,6 +217,17 @@ impl Profile {
         SeriesHandle::from_index(self.series.len() - 1)
     }
 
+    /// Gives a series another unit.
+    pub(crate) fn set_series_unit(&mut self, series: SeriesHandle, unit: &str) {
+        let unit = self.intern(unit);
+        self.series[series.index()].unit = unit;
+    }
+
+    /// Multiplies every sample's weight by `factor`; the caller knows none overflows.
+    pub(crate) fn scale_sample_weights(&mut self, factor: i64) {
+        self.samples.scale_weights(factor);
+    }
+
     /// Adds a sample.
     pub fn add_sample(&mut self, sample: Sample) {
         self.samples.push(sample);

@@ -677,6 +677,15 @@ impl SampleTable {
         self.link.set(len, i, s.link);
     }
 
+    /// Multiplies every weight by `factor`, saturating (the caller knows none overflows).
+    pub(crate) fn scale_weights(&mut self, factor: i64) {
+        let mut weights = Column::default();
+        for i in 0..self.len {
+            weights.push(i, self.weight.get(i).saturating_mul(factor));
+        }
+        self.weight = weights;
+    }
+
     /// Changes every sample's time.
     pub(crate) fn map_times(&mut self, mut f: impl FnMut(Option<i64>) -> Option<i64>) {
         let mut times = Nullable::default();

@@ -30,12 +30,14 @@ pub(super) struct SeriesSpec {
     pub period: Option<u64>,
 }
 
-pub(super) struct Importer<'a> {
+pub(super) struct Importer {
     profile: Profile,
     dialect: Dialect,
     series: SeriesHandle,
-    frames: FxHashMap<&'a str, FrameHandle>,
-    threads: FxHashMap<Context<'a>, ThreadHandle>,
+    /// Keys are owned: the text is read a block at a time.
+    frames: FxHashMap<Box<str>, FrameHandle>,
+    /// By process frame, then thread frame.
+    threads: FxHashMap<Box<str>, FxHashMap<Box<str>, ThreadHandle>>,
     total: i64,
     max_samples: u64,
     /// Deeper stacks are kept as samples without frames, and counted.
@@ -43,7 +45,7 @@ pub(super) struct Importer<'a> {
     max_stack_nodes: u64,
 }
 
-impl<'a> Importer<'a> {
+impl Importer {
     pub(super) fn new(dialect: Dialect, series: SeriesSpec, limits: &Limits) -> Self {
         let mut profile = Profile::new("folded");
         profile
@@ -72,7 +74,7 @@ impl<'a> Importer<'a> {
     }
 
     /// One line: its stack and its weight (the count in the series' unit).
-    pub(super) fn line(&mut self, stack: &'a str, weight: i64) -> Result<()> {
+    pub(super) fn line(&mut self, stack: &str, weight: i64) -> Result<()> {
         // A stack seen zero times says nothing about where time went.
         if weight == 0 {
             self.profile.count("folded_zero_count_line");
@@ -131,7 +133,7 @@ impl<'a> Importer<'a> {
         Ok(())
     }
 
-    fn stack(&mut self, frames: impl Iterator<Item = &'a str>) -> Result<Option<StackHandle>> {
+    fn stack<'t>(&mut self, frames: impl Iterator<Item = &'t str>) -> Result<Option<StackHandle>> {
         let mut stack = None;
         for text in frames {
             if text.is_empty() {
@@ -147,12 +149,30 @@ impl<'a> Importer<'a> {
         Ok(stack)
     }
 
-    pub(super) fn finish(self) -> Profile {
+    /// Multiplies every weight so far by `factor`: the file's counts turned out to have more
+    /// decimals. `false`, and nothing changed, when a weight or the total would overflow.
+    pub(super) fn rescale(&mut self, factor: i64) -> bool {
+        let Some(total) = self.total.checked_mul(factor) else {
+            return false;
+        };
+        // Every weight is at most the total, so none overflows either.
+        self.total = total;
+        self.profile.scale_sample_weights(factor);
+        true
+    }
+
+    /// The profile, its series' unit now `unit`.
+    pub(super) fn finish(mut self, unit: &str) -> Profile {
+        self.profile.set_series_unit(self.series, unit);
         self.profile
     }
 
-    fn thread(&mut self, context: Context<'a>) -> ThreadHandle {
-        if let Some(&thread) = self.threads.get(&context) {
+    fn thread(&mut self, context: Context<'_>) -> ThreadHandle {
+        if let Some(&thread) = self
+            .threads
+            .get(context.process)
+            .and_then(|threads| threads.get(context.thread))
+        {
             return thread;
         }
         let (pid, command_line) = match pyspy_process(context.process) {
@@ -175,11 +195,14 @@ impl<'a> Importer<'a> {
         if let Some(name) = name {
             self.profile.name_thread(thread, name);
         }
-        self.threads.insert(context, thread);
+        self.threads
+            .entry(context.process.into())
+            .or_default()
+            .insert(context.thread.into(), thread);
         thread
     }
 
-    fn frame(&mut self, text: &'a str) -> FrameHandle {
+    fn frame(&mut self, text: &str) -> FrameHandle {
         if let Some(&frame) = self.frames.get(text) {
             return frame;
         }
@@ -200,7 +223,7 @@ impl<'a> Importer<'a> {
             frame.image = Some(self.profile.add_image(Image::new(Some(path), 0, 0)));
         }
         let handle = self.profile.add_frame(frame);
-        self.frames.insert(text, handle);
+        self.frames.insert(text.into(), handle);
         handle
     }
 }

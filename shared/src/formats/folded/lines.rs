@@ -217,6 +217,27 @@ impl<'a> Lines<'a> {
         }
     }
 
+    /// The lines of `block`, a part of an input that starts a line: at byte `offset`, after
+    /// `number` lines.
+    pub(super) fn continuing(
+        block: &'a [u8],
+        offset: u64,
+        number: u64,
+        max_line_bytes: u64,
+    ) -> Self {
+        Lines {
+            rest: block,
+            max_line_bytes: usize::try_from(max_line_bytes).unwrap_or(usize::MAX),
+            offset,
+            number,
+        }
+    }
+
+    /// Where the next line starts, and how many lines came before it.
+    pub(super) fn position(&self) -> (u64, u64) {
+        (self.offset, self.number)
+    }
+
     /// The next raw line (ending removed) and its offset, within the length limit.
     fn next_raw(&mut self) -> Option<Result<(&'a [u8], u64)>> {
         if self.rest.is_empty() {

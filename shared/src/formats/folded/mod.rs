@@ -15,10 +15,14 @@ mod dialect;
 mod frame_syntax;
 mod importer;
 mod lines;
+mod stream;
+
+use std::io::Read;
 
 use self::dialect::Dialect;
 use self::importer::{Importer, SeriesSpec};
 use self::lines::{looks_folded, Lines};
+use self::stream::{Blocks, Scan};
 use crate::error::{ErrorKind, Result};
 use crate::limits::Limits;
 use crate::model::{scaled_count_unit, Profile, SeriesKind};
@@ -29,44 +33,44 @@ pub(crate) fn test(prefix: &[u8]) -> bool {
     looks_folded(prefix, prefix.len() < super::SNIFF_LEN)
 }
 
-/// Decodes a whole (decompressed) folded file within `limits`.
-pub(crate) fn decode(bytes: &[u8], limits: &Limits) -> Result<Profile> {
-    let lines = || Lines::new(bytes, limits.max_line_bytes);
-    let header = austin::header(bytes);
-    // These passes may stop at a malformed line; the decoding pass below reports it.
+/// Decodes a (decompressed) folded stream within `limits`, a block of lines at a time: only
+/// the lines being read and the model are held, not the text. `codec` names the whole-file
+/// compression, for error messages.
+pub(crate) fn decode(input: impl Read, codec: &'static str, limits: &Limits) -> Result<Profile> {
+    let mut blocks = Blocks::new(input, codec, limits.max_line_bytes);
+    let head = blocks.head()?;
+    let lines = || Lines::new(head, limits.max_line_bytes);
+    let header = austin::header(head);
+    // This pass may stop at a malformed line; the decoding pass below reports it.
     let dialect = match header {
         Some(_) => Dialect::Austin,
         None => Dialect::detect(lines().map_while(|l| l.ok()).map(|l| l.stack)),
     };
-    // Weights are integers: a file with fractional counts keeps them exact by scaling all of
-    // them alike.
-    let decimals = lines()
-        .map_while(|l| l.ok())
-        .map(|l| l.count.decimals())
-        .max()
-        .unwrap_or(0);
-    let series = series(lines, dialect, header.unwrap_or_default(), decimals)?;
-    let mut importer = Importer::new(dialect, series, limits);
-    for line in lines() {
-        let line = line?;
-        importer.line(line.stack, line.weight(decimals)?)?;
+    let series = series(dialect, header.unwrap_or_default())?;
+    let austin = dialect == Dialect::Austin;
+    let mut scan = Scan::new(Importer::new(dialect, series, limits), austin, limits);
+    while let Some(mut lines) = blocks.next_block()? {
+        for line in &mut lines {
+            match line {
+                Ok(line) => scan.line(&line)?,
+                Err(e) => return Err(scan.stopped_by(e)),
+            }
+        }
+        let position = lines.position();
+        blocks.consumed(position);
     }
-    Ok(importer.finish())
+    scan.finish()
 }
 
 /// What the counts measure. austin's are microseconds of wall or CPU time, as its header
-/// says; everyone else's count samples.
-fn series<'a>(
-    lines: impl Fn() -> Lines<'a>,
-    dialect: Dialect,
-    header: austin::Header,
-    decimals: usize,
-) -> Result<SeriesSpec> {
+/// says; everyone else's count samples (in the unit the file's most decimals give, settled
+/// once every line is read).
+fn series(dialect: Dialect, header: austin::Header) -> Result<SeriesSpec> {
     if dialect != Dialect::Austin {
         return Ok(SeriesSpec {
             kind: dialect.series_kind(),
             name: "samples",
-            unit: scaled_count_unit(decimals),
+            unit: scaled_count_unit(0),
             period: None,
         });
     }
@@ -87,15 +91,6 @@ fn series<'a>(
             .into());
         }
     };
-    let fractional = lines()
-        .map_while(|l| l.ok())
-        .find(|l| l.count.decimals() > 0);
-    if let Some(line) = fractional {
-        return Err(line.error(format!(
-            "austin counts are whole microseconds, not {}",
-            line.count.text()
-        )));
-    }
     Ok(SeriesSpec {
         kind,
         name,
