@@ -77,31 +77,39 @@ pub(super) fn profile_sums(p: &TableProfile<'_>, tree: &CallTree) -> ProfileSums
         sums.1 += 1;
     }
     // (hour, function) → sums: hashed while stacks are walked, each function of each stack
-    // once.
+    // once. A stack's hours come together, so its functions are listed once for all of them
+    // and no list per stack is kept (for a profile of 100,000 distinct stacks those lists
+    // were its largest allocation).
+    let mut per_stack: Vec<_> = per_stack
+        .into_iter()
+        .map(|((hour_us, stack), sums)| ((stack, hour_us), sums))
+        .collect();
+    per_stack.sort_unstable_by_key(|&(key, _)| key);
     let mut per_function: FxHashMap<(i64, &str), RollupSums> = FxHashMap::default();
-    let mut distinct: FxHashMap<u32, Vec<&str>> = FxHashMap::default();
     let names: Vec<String> = tree
         .frames
         .iter()
         .map(|&f| p.profile.frame_name(p.profile.frame(f)))
         .collect();
     let name = |s: u32| -> &str { &names[tree.stacks[s as usize].frame as usize] };
-    for ((hour_us, stack), (weight, count)) in per_stack {
+    let mut functions: Vec<&str> = Vec::new();
+    let mut functions_of = None;
+    for ((stack, hour_us), (weight, count)) in per_stack {
         let leaf = per_function.entry((hour_us, name(stack))).or_default();
         leaf.self_value += weight;
         leaf.self_rows += count;
         // Recursion puts a function on the stack more than once; it counts once per sample.
-        let names = distinct.entry(stack).or_insert_with(|| {
-            let mut names: Vec<&str> = Vec::new();
+        if functions_of != Some(stack) {
+            functions.clear();
             for node in tree.path(stack) {
-                names.push(name(node));
-                names.extend(inlined_callers(p.profile, tree, node));
+                functions.push(name(node));
+                functions.extend(inlined_callers(p.profile, tree, node));
             }
-            names.sort_unstable();
-            names.dedup();
-            names
-        });
-        for &function in names.iter() {
+            functions.sort_unstable();
+            functions.dedup();
+            functions_of = Some(stack);
+        }
+        for &function in &functions {
             let sums = per_function.entry((hour_us, function)).or_default();
             sums.total_value += weight;
             sums.total_rows += count;
