@@ -37,7 +37,10 @@ pub(crate) fn test(prefix: &[u8]) -> bool {
 /// the lines being read and the model are held, not the text. `codec` names the whole-file
 /// compression, for error messages.
 pub(crate) fn decode(input: impl Read, codec: &'static str, limits: &Limits) -> Result<Profile> {
-    let mut blocks = Blocks::new(input, codec, limits.max_line_bytes);
+    decode_blocks(Blocks::new(input, codec, limits.max_line_bytes), limits)
+}
+
+fn decode_blocks<R: Read>(mut blocks: Blocks<R>, limits: &Limits) -> Result<Profile> {
     let head = blocks.head()?;
     let lines = || Lines::new(head, limits.max_line_bytes);
     let header = austin::header(head);

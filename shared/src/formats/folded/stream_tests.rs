@@ -3,7 +3,7 @@ use proptest::prelude::*;
 use super::super::austin;
 use super::super::dialect::Dialect;
 use super::super::importer::Importer;
-use super::super::{series, Lines};
+use super::super::{decode_blocks, series, Lines};
 use super::*;
 use crate::model::Profile;
 
@@ -49,32 +49,8 @@ fn read_whole(bytes: &[u8], limits: &Limits) -> Result<Profile> {
 }
 
 fn streamed(bytes: &[u8], limits: &Limits, block_bytes: usize) -> Result<Profile> {
-    let mut blocks =
-        Blocks::new(bytes, "none", limits.max_line_bytes).with_block_bytes(block_bytes);
-    let head = blocks.head()?;
-    let header = austin::header(head);
-    let dialect = match header {
-        Some(_) => Dialect::Austin,
-        None => Dialect::detect(
-            Lines::new(head, limits.max_line_bytes)
-                .map_while(|l| l.ok())
-                .map(|l| l.stack),
-        ),
-    };
-    let spec = series(dialect, header.unwrap_or_default())?;
-    let austin = dialect == Dialect::Austin;
-    let mut scan = Scan::new(Importer::new(dialect, spec, limits), austin, limits);
-    while let Some(mut lines) = blocks.next_block()? {
-        for line in &mut lines {
-            match line {
-                Ok(line) => scan.line(&line)?,
-                Err(e) => return Err(scan.stopped_by(e)),
-            }
-        }
-        let position = lines.position();
-        blocks.consumed(position);
-    }
-    scan.finish()
+    let blocks = Blocks::new(bytes, "none", limits.max_line_bytes).with_block_bytes(block_bytes);
+    decode_blocks(blocks, limits)
 }
 
 /// Everything a profile says, with names instead of handles.
