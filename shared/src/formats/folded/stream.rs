@@ -218,11 +218,11 @@ impl Scan {
             let was_importing = self.importing();
             let factor = 10i64.pow((own - self.decimals) as u32);
             self.decimals = own;
-            if was_importing && self.first_bad_is_this(line) && !self.importer.rescale(factor) {
+            if was_importing && self.nothing_failed_before(line) && !self.importer.rescale(factor) {
                 self.overflow[own] = Some(((line.number, Phase::Total), total_exceeded()));
             }
         }
-        if self.failed.is_some() || !self.first_bad_is_this(line) {
+        if self.failed.is_some() || !self.nothing_failed_before(line) {
             return Ok(());
         }
         // This line's own checks, in the order reading the file whole made them.
@@ -249,7 +249,7 @@ impl Scan {
     }
 
     /// Whether no line before `line` overflows the current scale.
-    fn first_bad_is_this(&self, line: &Line<'_>) -> bool {
+    fn nothing_failed_before(&self, line: &Line<'_>) -> bool {
         self.overflow[self.decimals]
             .as_ref()
             .is_none_or(|((number, _), _)| *number == line.number)
