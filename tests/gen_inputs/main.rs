@@ -5,9 +5,11 @@
 //! proflake-gen-inputs perfetto OUT [SECONDS=60] [THREADS=16]  traced_perf-style, 1 kHz a thread
 //! proflake-gen-inputs otlp OUT [SAMPLES=100000]                OTLP v1.10 request, binary
 //! proflake-gen-inputs pprof OUT [MB=50]                        uncompressed pprof, Go-style
+//! proflake-gen-inputs folded OUT [MB=100]                      folded stacks, py-spy style
 //! proflake-gen-inputs descriptors DIR                          the schemas, for other parsers
 //! ```
 
+mod folded;
 mod otlp;
 mod perfetto;
 mod pprof;
@@ -29,6 +31,7 @@ impl Rng {
 const USAGE: &str = "usage: proflake-gen-inputs perfetto OUT [SECONDS=60] [THREADS=16]
        proflake-gen-inputs otlp OUT [SAMPLES=100000]
        proflake-gen-inputs pprof OUT [MB=50]
+       proflake-gen-inputs folded OUT [MB=100]
        proflake-gen-inputs descriptors DIR";
 
 fn number(arg: Option<&String>, default: u64) -> Result<u64, String> {
@@ -59,6 +62,7 @@ fn run(args: &[String]) -> Result<(), String> {
         }
         "otlp" => otlp::request(number(args.get(2), 100_000)?, &mut out),
         "pprof" => pprof::profile(number(args.get(2), 50)? as usize * 1_000_000, &mut out),
+        "folded" => folded::stacks(number(args.get(2), 100)? as usize * 1_000_000, &mut out),
         "descriptors" => {
             std::fs::create_dir_all(path).map_err(|e| format!("cannot create {path}: {e}"))?;
             write(

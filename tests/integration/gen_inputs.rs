@@ -75,3 +75,26 @@ fn pprof_profile_reaches_the_size_asked_for() {
     assert_eq!(series, 2, "samples/count and cpu/nanoseconds");
     assert_eq!(decoded.profile.samples().len() % series, 0);
 }
+
+#[test]
+fn folded_stacks_decode_as_py_spy_lines_of_the_size_asked_for() {
+    let bytes = generate(&["folded", "1"]);
+    assert_eq!(bytes, generate(&["folded", "1"]), "deterministic");
+    assert!(
+        (1_000_000..1_010_000).contains(&bytes.len()),
+        "{}",
+        bytes.len()
+    );
+    let lines = bytes.iter().filter(|&&b| b == b'\n').count();
+    let decoded = decode(&bytes, None).unwrap();
+    assert_eq!(decoded.format.name(), "folded");
+    let profile = &decoded.profile;
+    assert_eq!(profile.attributes["folded.dialect"], "py-spy");
+    // One sample per line, on one of 8 threads, with every frame parsed.
+    assert_eq!(profile.samples().len(), lines);
+    assert_eq!(profile.threads().len(), 8);
+    assert!(profile.stats.is_empty(), "{:?}", profile.stats);
+    assert!(profile
+        .frames()
+        .all(|(_, f)| f.file.is_some() && f.line.is_some()));
+}
