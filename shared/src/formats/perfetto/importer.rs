@@ -10,7 +10,7 @@ use proflake_proto::perfetto::{
 };
 use rustc_hash::FxHashMap;
 
-use super::clocks::{clock_name, ClockKey, ClockTracker, MONOTONIC};
+use super::clocks::{clock_name, ClockKey, ClockTracker, Conversion, MONOTONIC};
 use super::module_symbols::PendingSymbols;
 use super::packets::Packet;
 use super::perf_packet::PerfSamplePacket;
@@ -30,6 +30,17 @@ const SEQ_NEEDS_INCREMENTAL_STATE: u32 = 2;
 /// Most path components joined into one mapping name; the rest are left off. Not a limit of
 /// its own: the joined name is held to `max_string_bytes`.
 const MAX_PATH_COMPONENTS: usize = 256;
+
+/// How the samples of one clock run get their times.
+#[derive(Clone, Copy)]
+enum Place {
+    /// Converted by this conversion of the finish pass.
+    Convert(usize),
+    /// Kept as read.
+    Raw,
+    /// None: the sample cannot be placed.
+    Drop,
+}
 
 /// What a packet says about its sequence's incremental state.
 #[derive(Default)]
@@ -583,35 +594,47 @@ impl Importer {
         }
         let runs = std::mem::take(&mut self.clock_runs);
         let clocks = &self.clocks;
-        let mut run = 0;
         let mut failed = 0u64;
         let mut index = 0;
-        // The current run's conversion, made when the run starts: `None` when its samples
-        // cannot be placed, `Some(None)` when they keep their raw time.
-        let conversion = |run: usize| {
-            let from = runs[run].1.or(default_clock.map(|c| ClockKey::new(c, 0)));
+        // One conversion per source clock, kept across runs: a trace whose samples alternate
+        // clocks must not search paths once per run.
+        let mut conversions: Vec<Conversion> = Vec::new();
+        let mut by_clock: FxHashMap<ClockKey, usize> = FxHashMap::default();
+        let mut place = |clock: Option<ClockKey>| {
+            let from = clock.or(default_clock.map(|c| ClockKey::new(c, 0)));
             match (from, target) {
-                (Some(from), Some(to)) => Some(Some(clocks.conversion(from, ClockKey::new(to, 0)))),
-                (None, None) => Some(None),
+                (Some(from), Some(to)) => {
+                    let at = *by_clock.entry(from).or_insert_with(|| {
+                        conversions.push(clocks.conversion(from, ClockKey::new(to, 0)));
+                        conversions.len() - 1
+                    });
+                    Place::Convert(at)
+                }
+                (None, None) => Place::Raw,
                 // A clock id with nothing to convert to: trace_processor keeps such values as
                 // trace time.
-                (Some(_), None) => Some(None),
-                (None, Some(_)) => None,
+                (Some(_), None) => Place::Raw,
+                (None, Some(_)) => Place::Drop,
             }
         };
-        // Without samples there are no runs, and nothing to convert.
-        let mut current = if runs.is_empty() { None } else { conversion(0) };
+        // Without samples there are no runs, and nothing to place.
+        let mut current = runs.first().map_or(Place::Drop, |&(_, clock)| place(clock));
+        let starts: Vec<(usize, Place)> = runs
+            .iter()
+            .skip(1)
+            .map(|&(start, clock)| (start, place(clock)))
+            .collect();
+        let mut next_run = starts.iter().peekable();
         self.profile.retain_sample_times(|time| {
-            while runs.get(run + 1).is_some_and(|&(start, _)| start <= index) {
-                run += 1;
-                current = conversion(run);
+            while let Some(&(_, p)) = next_run.next_if(|&&(start, _)| start <= index) {
+                current = p;
             }
             index += 1;
             let raw = time.unwrap_or_default();
-            let time = match &mut current {
-                Some(Some(conversion)) => conversion.convert(raw),
-                Some(None) => Some(raw),
-                None => None,
+            let time = match current {
+                Place::Convert(at) => conversions[at].convert(raw),
+                Place::Raw => Some(raw),
+                Place::Drop => None,
             };
             failed += u64::from(time.is_none());
             time
