@@ -304,11 +304,19 @@ impl LocalDirStore {
         let dir = path.parent().unwrap_or(&self.root);
         // Written beside the target and renamed over it, so readers never see half an object.
         // A delete in another thread may remove the directory between its creation and the
-        // temporary file's: then it is made again.
+        // temporary file's (`NotFound`), or while `create_dir_all` checks that a directory it
+        // found is one (`AlreadyExists`): then it is made again.
         let mut attempts = 0;
         let (tmp, file) = loop {
             match fs::create_dir_all(dir).and_then(|()| tempfile_in(dir)) {
-                Err(e) if e.kind() == io::ErrorKind::NotFound && attempts < 8 => attempts += 1,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::NotFound | io::ErrorKind::AlreadyExists
+                    ) && attempts < 8 =>
+                {
+                    attempts += 1
+                }
                 made => break made.map_err(|e| storage(key, e))?,
             }
         };
