@@ -7,6 +7,7 @@ use std::fmt;
 
 /// Reads a varint: `Ok((value, length))`, `Err(true)` when the bytes end first, `Err(false)`
 /// when it runs over 10 bytes.
+#[inline]
 pub(crate) fn varint(bytes: &[u8]) -> Result<(u64, usize), bool> {
     let mut value = 0u64;
     for (i, &b) in bytes.iter().enumerate().take(10) {

@@ -300,34 +300,37 @@ pub(crate) fn timed_samples(profile: &Profile, chosen: &[bool]) -> Result<Timed>
     // One sample per thread, stack and series, in order of first appearance (so a stack
     // stays contiguous on its thread's timeline), with the weights of all of them.
     let mut stand_in = vec![NO_STAND_IN; samples.len()];
-    let mut merged: Vec<Sample> = Vec::new();
-    let mut first: Vec<usize> = Vec::new();
+    // Each group's first sample's position, and the group as one sample.
+    let mut merged: Vec<(usize, Sample)> = Vec::new();
     let mut groups: FxHashMap<(ThreadHandle, Option<StackHandle>, SeriesHandle), usize> =
         FxHashMap::default();
     for i in aggregated().filter(|&i| samples.weight(i) > 0) {
         let key = (samples.thread(i), samples.stack(i), samples.series(i));
         let group = *groups.entry(key).or_insert_with(|| {
-            merged.push(Sample {
-                weight: 0,
-                ..samples.get(i)
-            });
-            first.push(i);
+            merged.push((
+                i,
+                Sample {
+                    weight: 0,
+                    ..samples.get(i)
+                },
+            ));
             merged.len() - 1
         });
-        merged[group].weight = merged[group].weight.saturating_add(samples.weight(i));
-        stand_in[i] = first[group] as u32;
+        let (first, sample) = &mut merged[group];
+        sample.weight = sample.weight.saturating_add(samples.weight(i));
+        stand_in[i] = *first as u32;
     }
     drop(groups);
     // First pass: how many observations the weights stand for, to scale them into the bound
     // before anything is laid out.
-    let total = merged.iter().fold(0u64, |sum, s| {
+    let total = merged.iter().fold(0u64, |sum, (_, s)| {
         sum.saturating_add(repetitions(profile, s, expansion_interval_ns(profile, s)))
     });
     let scale = (total > MAX_EXPANDED_SAMPLES).then(|| MAX_EXPANDED_SAMPLES as f64 / total as f64);
     let mut clocks: FxHashMap<ThreadHandle, i64> = FxHashMap::default();
     let mut out = Vec::new();
     let mut smallest: Option<i64> = None;
-    for (s, &index) in merged.iter().zip(&first) {
+    for &(index, ref s) in &merged {
         let interval = expansion_interval_ns(profile, s);
         let full = repetitions(profile, s, interval);
         let n = match scale {

@@ -7,7 +7,7 @@ use super::frame_syntax::{
     austin_frame, austin_process, austin_thread, generic_frame, pyspy_frame, pyspy_process,
     pyspy_thread, sampling_frame, sampling_thread, thread_id, FrameText,
 };
-use crate::error::{ErrorKind, Result};
+use crate::error::Result;
 use crate::limits::{exceeded, Limits};
 use crate::model::{
     Frame, FrameAddress, FrameHandle, Image, Profile, Sample, Series, SeriesHandle, SeriesKind,
@@ -38,8 +38,6 @@ pub(super) struct Importer {
     frames: FxHashMap<Box<str>, FrameHandle>,
     /// By process frame, then thread frame.
     threads: FxHashMap<Box<str>, FxHashMap<Box<str>, ThreadHandle>>,
-    total: i64,
-    max_samples: u64,
     /// Deeper stacks are kept as samples without frames, and counted.
     max_stack_depth: u64,
     max_stack_nodes: u64,
@@ -66,8 +64,6 @@ impl Importer {
             series,
             frames: FxHashMap::default(),
             threads: FxHashMap::default(),
-            total: 0,
-            max_samples: limits.max_samples,
             max_stack_depth: limits.max_stack_depth,
             max_stack_nodes: limits.max_stack_nodes,
         }
@@ -80,14 +76,6 @@ impl Importer {
             self.profile.count("folded_zero_count_line");
             return Ok(());
         }
-        if self.profile.samples().len() as u64 >= self.max_samples {
-            return Err(exceeded("max_samples", self.max_samples));
-        }
-        self.total = self
-            .total
-            .checked_add(weight)
-            .ok_or_else(|| limit("folded total sample count", i64::MAX as u64))?;
-
         // py-spy's line for a thread with no Python frames is just ` COUNT`: no frames at all.
         let mut frames = stack.split(';').peekable();
         if stack.is_empty() {
@@ -150,15 +138,10 @@ impl Importer {
     }
 
     /// Multiplies every weight so far by `factor`: the file's counts turned out to have more
-    /// decimals. `false`, and nothing changed, when a weight or the total would overflow.
-    pub(super) fn rescale(&mut self, factor: i64) -> bool {
-        let Some(total) = self.total.checked_mul(factor) else {
-            return false;
-        };
-        // Every weight is at most the total, so none overflows either.
-        self.total = total;
+    /// decimals. The caller ([`super::stream::Scan`]) keeps the total, and knows none
+    /// overflows.
+    pub(super) fn rescale(&mut self, factor: i64) {
         self.profile.scale_sample_weights(factor);
-        true
     }
 
     /// The profile, its series' unit now `unit`.
@@ -226,8 +209,4 @@ impl Importer {
         self.frames.insert(text.into(), handle);
         handle
     }
-}
-
-fn limit(what: &'static str, max: u64) -> crate::error::Error {
-    ErrorKind::LimitExceeded { limit: what, max }.into()
 }

@@ -218,8 +218,9 @@ impl Scan {
             let was_importing = self.importing();
             let factor = 10i64.pow((own - self.decimals) as u32);
             self.decimals = own;
-            if was_importing && self.nothing_failed_before(line) && !self.importer.rescale(factor) {
-                self.overflow[own] = Some(((line.number, Phase::Total), total_exceeded()));
+            // Their total fits the new scale unless one of them overflows it.
+            if was_importing && self.nothing_failed_before(line) {
+                self.importer.rescale(factor);
             }
         }
         if self.failed.is_some() || !self.nothing_failed_before(line) {

@@ -36,9 +36,18 @@ fn read_whole(bytes: &[u8], limits: &Limits) -> Result<Profile> {
         }
     }
     let mut importer = Importer::new(dialect, spec, limits);
+    let (mut samples, mut total) = (0u64, 0i64);
     for line in lines() {
         let line = line?;
-        importer.line(line.stack, line.weight(decimals)?)?;
+        let weight = line.weight(decimals)?;
+        if weight != 0 {
+            if samples >= limits.max_samples {
+                return Err(exceeded("max_samples", limits.max_samples));
+            }
+            samples += 1;
+            total = total.checked_add(weight).ok_or_else(total_exceeded)?;
+        }
+        importer.line(line.stack, weight)?;
     }
     let unit = if austin {
         "microseconds".to_owned()

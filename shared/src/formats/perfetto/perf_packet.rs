@@ -9,6 +9,8 @@
 
 use proflake_proto::perfetto::PerfSample;
 
+use crate::formats::protowire;
+
 /// A traced_perf sample packet: the `TracePacket` fields such a packet carries, beside its
 /// sample. It is a fraction of a `TracePacket`'s size, which matters for millions of them.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -91,32 +93,16 @@ fn tag(bytes: &[u8], at: &mut usize) -> Option<(u64, u64)> {
 }
 
 /// A varint as prost reads it: at most 10 bytes, the tenth at most 1.
-#[inline(always)]
+#[inline]
 fn varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
-    // Tags and most values are one byte.
-    let b = *bytes.get(*at)?;
-    if b < 0x80 {
-        *at += 1;
-        return Some(u64::from(b));
+    let rest = bytes.get(*at..)?;
+    let (value, len) = protowire::varint(rest).ok()?;
+    // More than 64 bits: prost refuses it.
+    if len == 10 && rest[9] > 1 {
+        return None;
     }
-    long_varint(bytes, at)
-}
-
-#[inline(never)]
-fn long_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
-    let mut value = 0u64;
-    for i in 0..10 {
-        let b = *bytes.get(*at)?;
-        *at += 1;
-        if i == 9 && b > 1 {
-            return None;
-        }
-        value |= u64::from(b & 0x7f) << (7 * i);
-        if b & 0x80 == 0 {
-            return Some(value);
-        }
-    }
-    None
+    *at += len;
+    Some(value)
 }
 
 /// A length-delimited field's body.
