@@ -1,6 +1,6 @@
 //! Sample v2's plan: which observations go into which chunk, by Relay's rules.
 //!
-//! - one chunk per process and per 60-second window of that process's samples;
+//! - one chunk per process and per window of the grid ([`super::windows`]);
 //! - only samples of the CPU-time series are written (wall-time ones when the profile has no
 //!   CPU-time series); samples without a stack are left out;
 //! - threads with fewer than 2 samples with a stack in a chunk are dropped, as Relay would drop
@@ -9,15 +9,16 @@
 
 use std::collections::BTreeMap;
 
-use super::rows::{time_windows, Rows};
+use super::rows::Rows;
 use super::timeline::{timed_samples, Planned, PlannedSamples, Timed, Timing, NO_STAND_IN};
+use super::windows::{time_windows, Grid, WINDOW_NS};
 use crate::error::{ErrorKind, Result};
 use crate::ids::derived_id;
 use crate::metadata::{normalize_id, UploadMetadata};
 use crate::model::{ProcessHandle, Profile, SeriesKind, Timestamps};
 
-/// Longest span of one chunk: the SDKs' 60 s (Relay allows 66 s).
-pub const MAX_CHUNK_DURATION_NS: i64 = 60_000_000_000;
+/// Longest span of one chunk: one window of the grid, the SDKs' 60 s (Relay allows 66 s).
+pub const MAX_CHUNK_DURATION_NS: i64 = WINDOW_NS;
 
 /// Which series Sample v2 carries: the CPU-time ones, else the wall-time ones; `Err` says why
 /// none.
@@ -60,6 +61,8 @@ pub struct ChunkPlan<'p> {
     pub timing: Timing,
     /// Times (ns) whose measurements go into the chunk.
     pub measurement_range: (i64, i64),
+    /// The window of the grid the chunk covers.
+    pub window: i64,
 }
 
 impl<'p> ChunkPlan<'p> {
@@ -80,6 +83,7 @@ impl<'p> ChunkPlan<'p> {
             samples: PlannedSamples::Recorded(recorded.into_iter().collect()),
             timing: Timing::Recorded,
             measurement_range: (i64::MIN, i64::MAX),
+            window: 0,
         }
     }
 }
@@ -168,26 +172,37 @@ pub fn plan_sample_v2<'p>(
         stand_in,
     } = timed_samples(profile, &chosen)?;
     let windows = match timed {
-        PlannedSamples::Recorded(rows) => recorded_windows(profile, rows),
-        PlannedSamples::Expanded(v) => windows_of(profile, v, PlannedSamples::Expanded),
+        PlannedSamples::Recorded(rows) => match Grid::of(profile) {
+            Some(grid) => recorded_windows(profile, rows, grid),
+            None => Vec::new(),
+        },
+        // Laid out from the profile's start: every thread's first sample is the earliest.
+        PlannedSamples::Expanded(v) => match v.iter().map(|p| p.time(profile.samples())).min() {
+            Some(first) => windows_of(
+                profile,
+                v,
+                Grid::from_first(first),
+                PlannedSamples::Expanded,
+            ),
+            None => Vec::new(),
+        },
     };
     let profiler_base = meta.profiler_id.as_deref().and_then(normalize_id);
     let given_chunk = meta.chunk_id.as_deref().and_then(normalize_id);
     let single_window = windows.len() == 1;
     let mut plans = Vec::new();
     let owners: Vec<ProcessHandle> = windows.iter().map(|w| w.0).collect();
-    for (i, (process, window, t0, samples)) in windows.into_iter().enumerate() {
+    for (i, (process, window, grid, samples)) in windows.into_iter().enumerate() {
         // Measurements go to the window holding their time; a process's first and last
         // windows also take what lies before or after its samples.
         let first = i == 0 || owners[i - 1] != process;
         let last = owners.get(i + 1) != Some(&process);
-        let from = t0 + window * MAX_CHUNK_DURATION_NS;
         let measurement_range = (
-            if first { i64::MIN } else { from },
+            if first { i64::MIN } else { grid.start(window) },
             if last {
                 i64::MAX
             } else {
-                from + MAX_CHUNK_DURATION_NS - 1
+                grid.start(window + 1) - 1
             },
         );
         let pid = profile.process(process).pid;
@@ -212,6 +227,7 @@ pub fn plan_sample_v2<'p>(
             samples: kept,
             timing,
             measurement_range,
+            window,
         });
     }
     let why_none = plans
@@ -278,16 +294,17 @@ fn coverage(
 
 /// Relay keeps a thread only with two or more samples that have a stack; its samples without
 /// one (idle) go with it.
-/// A chunk's worth of samples: its process, its window's number and the process's first
-/// sample time (the windows' origin), and the samples.
-type Window = (ProcessHandle, i64, i64, PlannedSamples);
+/// A chunk's worth of samples: its process, its window's number on the grid, the grid, and
+/// the samples.
+type Window = (ProcessHandle, i64, Grid, PlannedSamples);
 
-/// Splits the samples into windows of [`MAX_CHUNK_DURATION_NS`] per process, processes in
-/// handle order, samples in time order (ties in the order given). The samples are moved, not
-/// copied: a trace's samples are usually in time order already and fit one window.
+/// Splits the samples into the windows of `grid` per process, processes in handle order,
+/// samples in time order (ties in the order given). The samples are moved, not copied: a
+/// trace's samples are usually in time order already and fit one window.
 fn windows_of<P: Planned>(
     profile: &Profile,
     mut timed: Vec<P>,
+    grid: Grid,
     wrap: fn(Vec<P>) -> PlannedSamples,
 ) -> Vec<Window> {
     let processes: Vec<ProcessHandle> = profile.threads().map(|(_, t)| t.process).collect();
@@ -301,25 +318,20 @@ fn windows_of<P: Planned>(
     } else {
         timed.sort_by_key(key);
     }
-    // (process, window, origin, first sample) of each window.
-    let mut starts = Vec::new();
-    let mut origin = (None, 0);
+    // (process, window, first sample) of each window.
+    let mut starts: Vec<(ProcessHandle, i64, usize)> = Vec::new();
     for (i, p) in timed.iter().enumerate() {
-        let process = process_of(p);
-        let time = p.time(samples);
-        if origin.0 != Some(process) {
-            origin = (Some(process), time);
-            starts.push((process, 0, time, i));
-            continue;
-        }
-        let window = (time - origin.1) / MAX_CHUNK_DURATION_NS;
-        if starts.last().is_some_and(|w| w.1 != window) {
-            starts.push((process, window, origin.1, i));
+        let (process, window) = (process_of(p), grid.window(p.time(samples)));
+        if starts
+            .last()
+            .is_none_or(|w| (w.0, w.1) != (process, window))
+        {
+            starts.push((process, window, i));
         }
     }
     // From the last window back, so each one's samples leave the list as they are split off.
     let mut windows = Vec::with_capacity(starts.len());
-    for (process, window, origin, start) in starts.into_iter().rev() {
+    for (process, window, start) in starts.into_iter().rev() {
         let samples = if start == 0 {
             std::mem::take(&mut timed)
         } else {
@@ -327,7 +339,7 @@ fn windows_of<P: Planned>(
             timed.shrink_to_fit();
             samples
         };
-        windows.push((process, window, origin, wrap(samples)));
+        windows.push((process, window, grid, wrap(samples)));
     }
     windows.reverse();
     windows
@@ -335,12 +347,12 @@ fn windows_of<P: Planned>(
 
 /// [`windows_of`] for recorded samples, which are mostly in time order already: each
 /// process's windows are filled in one pass, and no list of positions is sorted or copied.
-fn recorded_windows(profile: &Profile, timed: Rows) -> Vec<Window> {
+fn recorded_windows(profile: &Profile, timed: Rows, grid: Grid) -> Vec<Window> {
     let samples = profile.samples();
     let time = |i: u32| samples.time(i as usize).unwrap_or_default();
     if !timed.iter().is_sorted_by_key(time) {
         let timed: Vec<u32> = timed.iter().collect();
-        return windows_of(profile, timed, |v| {
+        return windows_of(profile, timed, grid, |v| {
             PlannedSamples::Recorded(v.into_iter().collect())
         });
     }
@@ -358,12 +370,8 @@ fn recorded_windows(profile: &Profile, timed: Rows) -> Vec<Window> {
     let mut out = Vec::new();
     for (index, rows) in by_process.into_iter().enumerate() {
         let process = ProcessHandle::from_index(index);
-        let windows = time_windows(rows.iter(), time, MAX_CHUNK_DURATION_NS);
-        let Some(origin) = windows.first().map(|w| w.first_ns) else {
-            continue;
-        };
-        for w in windows {
-            out.push((process, w.number, origin, PlannedSamples::Recorded(w.rows)));
+        for w in time_windows(rows.iter(), time, grid) {
+            out.push((process, w.number, grid, PlannedSamples::Recorded(w.rows)));
         }
     }
     out
@@ -454,15 +462,15 @@ mod tests {
     fn positions(
         windows: Vec<Window>,
         profile: &Profile,
-    ) -> Vec<(ProcessHandle, i64, i64, Vec<usize>)> {
+    ) -> Vec<(ProcessHandle, i64, Grid, Vec<usize>)> {
         windows
             .into_iter()
-            .map(|(process, window, origin, samples)| {
+            .map(|(process, window, grid, samples)| {
                 let kept = kept_by_relay(profile, samples);
                 (
                     process,
                     window,
-                    origin,
+                    grid,
                     kept.iter(profile).map(|s| s.index).collect(),
                 )
             })
@@ -477,13 +485,17 @@ mod tests {
             let timed: Vec<u32> = (0..samples.len() as u32)
                 .filter(|&i| samples.stack(i as usize).is_some())
                 .collect();
+            let grid = Grid::of(&p).unwrap();
             let expected = positions(
-                windows_of(&p, timed.clone(), |v| {
+                windows_of(&p, timed.clone(), grid, |v| {
                     PlannedSamples::Recorded(v.into_iter().collect())
                 }),
                 &p,
             );
-            let got = positions(recorded_windows(&p, timed.iter().copied().collect()), &p);
+            let got = positions(
+                recorded_windows(&p, timed.iter().copied().collect(), grid),
+                &p,
+            );
             assert_eq!(got, expected, "in time order: {in_time_order}");
             // 150 s: three windows for each of the three processes.
             assert_eq!(got.len(), 9);

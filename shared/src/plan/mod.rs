@@ -9,6 +9,7 @@ mod platform;
 mod rows;
 mod tables;
 mod timeline;
+mod windows;
 
 pub use chunks::{
     left_out, plan_chunks, plan_sample_v2, ChunkPlan, SampleV2Plan, SeriesCoverage,
@@ -21,3 +22,4 @@ pub use timeline::{
     PlannedIter, PlannedSample, PlannedSamples, Timing, DEFAULT_INTERVAL_NS, MAX_EXPANDED_SAMPLES,
     MIN_INTERVAL_NS,
 };
+pub use windows::{Grid, WINDOW_NS};

@@ -174,57 +174,6 @@ fn take(bytes: &mut &[u8]) -> Option<u64> {
     None
 }
 
-/// One window of [`time_windows`].
-#[derive(Debug)]
-pub(crate) struct TimeWindow {
-    /// Its number: how many spans after the first sample it starts.
-    pub number: i64,
-    /// Its first and last sample's time.
-    pub first_ns: i64,
-    pub last_ns: i64,
-    pub rows: Rows,
-}
-
-/// Cuts positions of samples in time order into windows `span_ns` long, counted from the
-/// first sample; `time` gives a position's time.
-pub(crate) fn time_windows(
-    timed: impl Iterator<Item = u32>,
-    time: impl Fn(u32) -> i64,
-    span_ns: i64,
-) -> Vec<TimeWindow> {
-    let mut windows: Vec<TimeWindow> = Vec::new();
-    let (mut origin, mut end) = (None, i64::MIN);
-    for row in timed {
-        let t = time(row);
-        let origin = *origin.get_or_insert(t);
-        match windows.last_mut() {
-            Some(w) if t < end => {
-                w.last_ns = t;
-                w.rows.push(row);
-            }
-            last => {
-                if let Some(w) = last {
-                    w.rows.shrink_to_fit();
-                }
-                let number = (t - origin) / span_ns;
-                end = origin.saturating_add((number + 1).saturating_mul(span_ns));
-                let mut rows = Rows::new();
-                rows.push(row);
-                windows.push(TimeWindow {
-                    number,
-                    first_ns: t,
-                    last_ns: t,
-                    rows,
-                });
-            }
-        }
-    }
-    if let Some(w) = windows.last_mut() {
-        w.rows.shrink_to_fit();
-    }
-    windows
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,9 +1,9 @@
 //! The tables' plan: every observation of every series, grouped into table profiles.
 //!
-//! A table profile is one series of one process: its timed samples in windows of at most
-//! [`TABLE_WINDOW_NS`] from the first one (so a profile's rows share a day partition and a
-//! long recording does not become one huge profile), and its aggregated samples, which have no
-//! time, all together. Nothing is filtered, expanded or re-weighted: Relay's rules belong to
+//! A table profile is one series of one process: its timed samples in one window of the
+//! profile's grid ([`super::windows`], at most [`TABLE_WINDOW_NS`], so a profile's rows share a
+//! day partition and a long recording does not become one huge profile), and its aggregated
+//! samples, which have no time, all together. Nothing is filtered, expanded or re-weighted: Relay's rules belong to
 //! Sample v2's plan, not here.
 
 use std::collections::BTreeMap;
@@ -11,10 +11,11 @@ use std::collections::BTreeMap;
 use crate::error::{ErrorKind, Result};
 use crate::ids::derived_id;
 use crate::model::{ProcessHandle, Profile, SeriesHandle, Timestamps};
-use crate::plan::rows::{time_windows, Rows};
+use crate::plan::rows::Rows;
+use crate::plan::windows::{time_windows, Grid, WINDOW_NS};
 
-/// Longest span of one table profile's timed samples: 60 s, as Sample v2 chunks.
-pub const TABLE_WINDOW_NS: i64 = 60_000_000_000;
+/// Longest span of one table profile's timed samples: one window, as Sample v2 chunks.
+pub const TABLE_WINDOW_NS: i64 = WINDOW_NS;
 
 /// One table profile to write.
 #[derive(Clone, Debug)]
@@ -29,6 +30,8 @@ pub struct TableProfilePlan<'p> {
     pub series: SeriesHandle,
     /// Whether the samples are aggregated (no times) rather than timed.
     pub aggregated: bool,
+    /// The window of the grid the timed samples are in; `None` for aggregated samples.
+    pub window: Option<i64>,
     /// First sample time, or the profile's start for aggregated samples; ns since the epoch.
     pub start_ns: i64,
     /// Last sample time (`start_ns` for aggregated samples).
@@ -75,6 +78,7 @@ pub fn plan_tables<'p>(profile: &'p Profile, identity: &str) -> Result<Vec<Table
         }
     }
     let mut groups: Vec<_> = groups.into_iter().map(Some).collect();
+    let grid = Grid::of(profile);
     let mut plans = Vec::new();
     for ((process, series), g) in keys {
         let (timed, aggregated) = groups[g].take().expect("each group is planned once");
@@ -87,12 +91,16 @@ pub fn plan_tables<'p>(profile: &'p Profile, identity: &str) -> Result<Vec<Table
         let time = |i: u32| samples.time(i as usize).unwrap_or(i64::MIN);
         // The model's samples are in time order once decoded, so a group's are too; a
         // profile built otherwise has its group sorted here.
-        let windows = if timed.iter().is_sorted_by_key(time) {
-            time_windows(timed.iter(), time, TABLE_WINDOW_NS)
-        } else {
-            let mut sorted: Vec<u32> = timed.iter().collect();
-            sorted.sort_by_key(|&i| time(i));
-            time_windows(sorted.into_iter(), time, TABLE_WINDOW_NS)
+        let windows = match grid {
+            None => Vec::new(),
+            Some(grid) if timed.iter().is_sorted_by_key(time) => {
+                time_windows(timed.iter(), time, grid)
+            }
+            Some(grid) => {
+                let mut sorted: Vec<u32> = timed.iter().collect();
+                sorted.sort_by_key(|&i| time(i));
+                time_windows(sorted.into_iter(), time, grid)
+            }
         };
         drop(timed);
         for w in windows {
@@ -102,6 +110,7 @@ pub fn plan_tables<'p>(profile: &'p Profile, identity: &str) -> Result<Vec<Table
                 process,
                 series,
                 aggregated: false,
+                window: Some(w.number),
                 start_ns: w.first_ns,
                 end_ns: w.last_ns,
                 samples: w.rows,
@@ -115,6 +124,7 @@ pub fn plan_tables<'p>(profile: &'p Profile, identity: &str) -> Result<Vec<Table
                 process,
                 series,
                 aggregated: true,
+                window: None,
                 start_ns: start,
                 end_ns: start,
                 samples: aggregated,
