@@ -11,18 +11,32 @@ use super::build_id_index::BuildIdIndexEntry;
 use super::manifest::{Manifest, ManifestOutput};
 use crate::error::{to_io, Result};
 use crate::sample_v2::{PreparedChunk, SampleV2Chunk};
-use crate::store::{chunk_key, from_io, pending_conversion_key, ObjectStore};
-use crate::tables::{EncodeTable, Table, TableSink};
+use crate::store::{chunk_key, from_io, pending_conversion_key, ObjectStore, ObjectWriter};
+use crate::tables::{FileId, Table, TableSink};
 
 /// What writes one object into the writer it is given.
 pub type WriteObject<'a> = dyn FnMut(&mut dyn Write) -> io::Result<()> + 'a;
+
+/// An object open in a sink, as the sink numbers it.
+pub type ObjectId = usize;
 
 /// Takes each produced object.
 pub trait OutputSink {
     /// Stores one object.
     fn put(&mut self, key: &str, bytes: Vec<u8>) -> Result<()>;
+    /// Opens an object to be written piece by piece, while other objects are written.
+    fn open(&mut self, key: &str) -> Result<ObjectId>;
+    /// Appends bytes to an open object, sent on to its destination as they come.
+    fn write(&mut self, object: ObjectId, bytes: &[u8]) -> Result<()>;
+    /// Finishes an open object: it appears at its key now.
+    fn close(&mut self, object: ObjectId) -> Result<()>;
     /// Stores the object `write` produces, streamed to its destination as it is written.
-    fn put_with(&mut self, key: &str, write: &mut WriteObject<'_>) -> Result<()>;
+    fn put_with(&mut self, key: &str, write: &mut WriteObject<'_>) -> Result<()> {
+        let object = self.open(key)?;
+        let mut out = SinkObject { sink: self, object };
+        write(&mut out).map_err(|e| from_io(key, e))?;
+        self.close(object)
+    }
     /// Says which objects outside the conversion's own folder are about to be written, before
     /// any is: a store records them, so that a job cut short can still be cleaned up.
     fn intend(&mut self, _keys: &[&str]) -> Result<()> {
@@ -70,11 +84,30 @@ impl PendingConversion {
     }
 }
 
-/// Keeps the objects in memory, in write order (tests, and callers that store later).
+/// An open object of a sink as a writer.
+struct SinkObject<'a, S: ?Sized> {
+    sink: &'a mut S,
+    object: ObjectId,
+}
+
+impl<S: OutputSink + ?Sized> Write for SinkObject<'_, S> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.sink.write(self.object, buf).map_err(to_io)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Keeps the objects in memory, in the order they are finished (tests, and callers that
+/// store later).
 #[derive(Debug, Default)]
 pub struct MemoryOutputs {
     /// Key and bytes of every object, the manifest last.
     pub objects: Vec<(String, Vec<u8>)>,
+    open: Vec<Option<(String, Vec<u8>)>>,
 }
 
 impl OutputSink for MemoryOutputs {
@@ -83,10 +116,21 @@ impl OutputSink for MemoryOutputs {
         Ok(())
     }
 
-    fn put_with(&mut self, key: &str, write: &mut WriteObject<'_>) -> Result<()> {
-        let mut bytes = Vec::new();
-        write(&mut bytes).map_err(|e| from_io(key, e))?;
-        self.put(key, bytes)
+    fn open(&mut self, key: &str) -> Result<ObjectId> {
+        self.open.push(Some((key.to_owned(), Vec::new())));
+        Ok(self.open.len() - 1)
+    }
+
+    fn write(&mut self, object: ObjectId, bytes: &[u8]) -> Result<()> {
+        let (_, open) = self.open[object].as_mut().expect("written while open");
+        open.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn close(&mut self, object: ObjectId) -> Result<()> {
+        let done = self.open[object].take().expect("closed once");
+        self.objects.push(done);
+        Ok(())
     }
 }
 
@@ -95,6 +139,7 @@ impl OutputSink for MemoryOutputs {
 pub struct StoreOutputs<'s> {
     store: &'s dyn ObjectStore,
     written: Vec<String>,
+    open: Vec<Option<(String, Box<dyn ObjectWriter + 's>)>>,
     /// The upload key and source id of the conversion, if it keeps a pending record.
     pending: Option<(String, String)>,
 }
@@ -105,6 +150,7 @@ impl<'s> StoreOutputs<'s> {
         StoreOutputs {
             store,
             written: Vec::new(),
+            open: Vec::new(),
             pending: None,
         }
     }
@@ -125,7 +171,9 @@ impl<'s> StoreOutputs<'s> {
     }
 
     /// Deletes what was written: a conversion that failed half-way leaves no orphans.
+    /// Objects still open are dropped unfinished, which leaves nothing of them.
     pub fn discard(&mut self) -> Result<()> {
+        self.open.clear();
         for key in self.written.drain(..) {
             self.store.delete(&key)?;
         }
@@ -147,13 +195,23 @@ impl OutputSink for StoreOutputs<'_> {
         }
     }
 
-    fn put_with(&mut self, key: &str, write: &mut WriteObject<'_>) -> Result<()> {
-        // Unbuffered: writers hand over large blocks (a chunk's serializer buffers its own
-        // tokens), and the stores' writers buffer what they send.
-        let mut writer = self.store.put_writer(key)?;
-        write(&mut writer).map_err(|e| from_io(key, e))?;
+    // Unbuffered: writers hand over large blocks (a chunk's serializer buffers its own
+    // tokens, the Parquet encoder whole pages), and the stores' writers buffer what they send.
+    fn open(&mut self, key: &str) -> Result<ObjectId> {
+        let writer = self.store.put_writer(key)?;
+        self.open.push(Some((key.to_owned(), writer)));
+        Ok(self.open.len() - 1)
+    }
+
+    fn write(&mut self, object: ObjectId, bytes: &[u8]) -> Result<()> {
+        let (key, writer) = self.open[object].as_mut().expect("written while open");
+        writer.write_all(bytes).map_err(|e| from_io(key, e))
+    }
+
+    fn close(&mut self, object: ObjectId) -> Result<()> {
+        let (key, writer) = self.open[object].take().expect("closed once");
         writer.finish()?;
-        self.written.push(key.to_owned());
+        self.written.push(key);
         Ok(())
     }
 }
@@ -182,6 +240,16 @@ impl Write for Listing<'_> {
 pub(crate) struct Outputs<'s> {
     sink: &'s mut dyn OutputSink,
     listed: Vec<ManifestOutput>,
+    /// Open objects by the ids handed out: the sink's id, the key, the hash and size so far.
+    open: Vec<Option<OpenListing>>,
+}
+
+/// An object being listed as it is written.
+struct OpenListing {
+    object: ObjectId,
+    key: String,
+    sha256: Sha256,
+    bytes: u64,
 }
 
 fn listed(key: &str, kind: String, bytes: &[u8]) -> ManifestOutput {
@@ -217,6 +285,7 @@ impl<'s> Outputs<'s> {
         Outputs {
             sink,
             listed: Vec::new(),
+            open: Vec::new(),
         }
     }
 
@@ -268,16 +337,33 @@ impl<'s> Outputs<'s> {
         Ok(listed)
     }
 
-    /// One table file of `table` at `key`, streamed into the sink as `encode` writes it.
-    pub fn table(&mut self, table: Table, key: &str, encode: &mut EncodeTable<'_>) -> Result<()> {
-        let mut rows = 0;
-        let (bytes, sha256) = self.put_listed(key, &mut |w: &mut dyn Write| {
-            rows = encode(w).map_err(to_io)?;
-            Ok(())
-        })?;
+    /// Opens an object at `key` that stays open while others are written.
+    fn open(&mut self, key: &str) -> Result<usize> {
+        let object = self.sink.open(key)?;
+        self.open.push(Some(OpenListing {
+            object,
+            key: key.to_owned(),
+            sha256: Sha256::new(),
+            bytes: 0,
+        }));
+        Ok(self.open.len() - 1)
+    }
+
+    fn write(&mut self, id: usize, bytes: &[u8]) -> Result<()> {
+        let open = self.open[id].as_mut().expect("written while open");
+        open.sha256.update(bytes);
+        open.bytes += bytes.len() as u64;
+        self.sink.write(open.object, bytes)
+    }
+
+    /// Finishes an open object and lists it as `kind`, with `rows` rows.
+    fn close(&mut self, id: usize, kind: String, rows: Option<u64>) -> Result<()> {
+        let open = self.open[id].take().expect("closed once");
+        self.sink.close(open.object)?;
+        let sha256 = hex::encode(open.sha256.finalize());
         self.listed.push(ManifestOutput {
-            rows: Some(rows),
-            ..listed_as(key, format!("table:{}", table.name()), bytes, sha256)
+            rows,
+            ..listed_as(&open.key, kind, open.bytes, sha256)
         });
         Ok(())
     }
@@ -288,7 +374,11 @@ impl<'s> Outputs<'s> {
         &'o mut self,
         index: &'o [(String, BuildIdIndexEntry)],
     ) -> TableOutputs<'o, 's> {
-        TableOutputs { out: self, index }
+        TableOutputs {
+            out: self,
+            index,
+            tables: Vec::new(),
+        }
     }
 
     /// One build-ID index entry.
@@ -312,6 +402,8 @@ impl<'s> Outputs<'s> {
 pub(crate) struct TableOutputs<'o, 's> {
     out: &'o mut Outputs<'s>,
     index: &'o [(String, BuildIdIndexEntry)],
+    /// The table of each open file, by file id.
+    tables: Vec<Table>,
 }
 
 impl TableSink for TableOutputs<'_, '_> {
@@ -320,7 +412,21 @@ impl TableSink for TableOutputs<'_, '_> {
         self.out.intend(keys.iter().chain(index))
     }
 
-    fn put(&mut self, table: Table, key: &str, encode: &mut EncodeTable<'_>) -> Result<()> {
-        self.out.table(table, key, encode)
+    fn open(&mut self, table: Table, key: &str) -> Result<FileId> {
+        let id = self.out.open(key)?;
+        if self.tables.len() <= id {
+            self.tables.resize(id + 1, table);
+        }
+        self.tables[id] = table;
+        Ok(id)
+    }
+
+    fn write(&mut self, file: FileId, bytes: &[u8]) -> Result<()> {
+        self.out.write(file, bytes)
+    }
+
+    fn close(&mut self, file: FileId, rows: u64) -> Result<()> {
+        let kind = format!("table:{}", self.tables[file].name());
+        self.out.close(file, kind, Some(rows))
     }
 }

@@ -107,16 +107,18 @@ impl CallTree {
 }
 
 /// The `stacks` rows of `segments`, each segment's in id order.
-pub(super) fn stacks_batch(source_id: &str, segments: &[Segment<'_, '_>]) -> Result<RecordBatch> {
+pub(super) fn stacks_batch(source_id: &str, segments: &[Segment<'_>]) -> Result<RecordBatch> {
     const T: Table = Table::Stacks;
     let rows = || {
-        segments.iter().flat_map(|(p, tree, range)| {
-            let start = range.start;
-            tree.stacks[range.clone()]
-                .iter()
-                .enumerate()
-                .map(move |(i, s)| (p.profile_id(), id(start + i), s))
-        })
+        segments
+            .iter()
+            .flat_map(|&(profile_id, _, tree, ref range)| {
+                let start = range.start;
+                tree.stacks[range.clone()]
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, s)| (profile_id, id(start + i), s))
+            })
     };
     batch(
         T,

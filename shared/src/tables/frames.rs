@@ -25,7 +25,7 @@ fn address_space(a: FrameAddress) -> &'static str {
 }
 
 /// The `frames` rows of `segments`, each segment's in id order.
-pub(super) fn frames_batch(source_id: &str, segments: &[Segment<'_, '_>]) -> Result<RecordBatch> {
+pub(super) fn frames_batch(source_id: &str, segments: &[Segment<'_>]) -> Result<RecordBatch> {
     const T: Table = Table::Frames;
     struct Row<'r> {
         profile_id: &'r str,
@@ -36,16 +36,16 @@ pub(super) fn frames_batch(source_id: &str, segments: &[Segment<'_, '_>]) -> Res
         image: Option<&'r Image>,
     }
     let mut rows = Vec::new();
-    for (p, tree, range) in segments {
+    for &(profile_id, profile, tree, ref range) in segments {
         for (i, &h) in range.clone().zip(&tree.frames[range.clone()]) {
-            let frame = p.profile.frame(h);
+            let frame = profile.frame(h);
             rows.push(Row {
-                profile_id: p.profile_id(),
+                profile_id,
                 id: u32::try_from(i).expect("frame ids are u32 by construction"),
-                name: p.profile.frame_name(frame),
-                profile: p.profile,
+                name: profile.frame_name(frame),
+                profile,
                 frame,
-                image: frame.image.map(|i| p.profile.image(i)),
+                image: frame.image.map(|i| profile.image(i)),
             });
         }
     }

@@ -1,11 +1,12 @@
 //! The stack tables: Arrow record batches built from the tables' plan, written as Parquet
 //! (schema and layout in `docs/tables.md`).
 //!
-//! Every planned table profile becomes a `TableProfile` first (its series, day and totals, and
-//! the rollup's sums); the tables are then read off those, whole for [`build_tables`] or one
-//! UTC day at a time for [`write_tables_into`]. A profile's call tree is as large as the part
-//! of the stack tree its samples reach, so it is built again for each table that needs it,
-//! from the few leaves that add nodes, and dropped after its rows.
+//! A [`TableWriter`] takes an upload's planned table profiles a window of the grid at a time
+//! (or all at once): each window's `samples` rows go straight into the day's open file, and
+//! what the other tables need of each profile (its `profiles` row, the leaves its call tree is
+//! built again from, its rollup sums) is kept, small, until the end. A profile's call tree is
+//! as large as the part of the stack tree its samples reach, so it is built again for each
+//! table that needs it and dropped after its rows.
 
 mod call_tree;
 mod columns;
@@ -20,25 +21,23 @@ mod schema;
 mod series;
 #[cfg(test)]
 mod tests;
+mod writer;
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::io::Write;
+use std::collections::VecDeque;
+use std::io::{self, Write};
 use std::ops::Range;
 
 use arrow_array::RecordBatch;
 
 pub use read::{read_table_objects, read_tables, table_prefix};
 pub use schema::{Table, TABLES_SCHEMA_VERSION};
+pub use writer::TableWriter;
 
-use crate::error::Result;
+use crate::error::{to_io, Result};
+use crate::model::{Profile, StackHandle};
 use crate::plan::TableProfilePlan;
-use crate::store::table_key;
 use call_tree::{stacks_batch, CallTree};
 use frames::frames_batch;
-use partition::{day_of_us, dt};
-use profiles::{profiles_batch, TableProfile};
-use rollup::{profile_sums, rollup, rollup_batch, ProfileSums, RollupKey, RollupSums};
-use samples::{sample_rows, samples_batch, SampleRow};
 
 /// The upload the tables describe.
 #[derive(Clone, Debug)]
@@ -98,130 +97,11 @@ pub struct TableObject {
     pub bytes: Vec<u8>,
 }
 
-/// The rows of one upload, before they become batches.
-struct Tabulation<'a> {
-    source: &'a TableSource<'a>,
-    profiles: Vec<TableProfile<'a>>,
-    /// `profiles` order: by `start_time`, `profile_id`.
-    by_start: Vec<usize>,
-    /// `stacks` and `frames` order: by `profile_id` (ids within a profile ascend).
-    by_id: Vec<usize>,
-}
-
-impl<'a> Tabulation<'a> {
-    /// Writes the Parquet file of `table`'s rows on `day` into `out`; gives how many rows it
-    /// holds. The samples table, the one as long as the input, is built a few thousand rows
-    /// at a time.
-    fn encode(
-        &self,
-        rollup: &BTreeMap<RollupKey<'_>, RollupSums>,
-        table: Table,
-        day: i64,
-        out: &mut dyn Write,
-    ) -> Result<u64> {
-        let source_id = self.source.source_id;
-        match table {
-            // The two tables as long as the profiles' call trees are built a slice at a time,
-            // each profile's tree built for the table and dropped once its rows are written.
-            Table::Stacks | Table::Frames => {
-                let profiles = self.pick(&self.by_id, Some(day));
-                let (len, build) = tree_table(table);
-                let mut encoder = parquet_file::Encoder::new(table)?;
-                tree_slices(&profiles, len, &mut |segments| {
-                    encoder.write(&build(source_id, segments)?, out)
-                })?;
-                return encoder.finish(out);
-            }
-            Table::Samples => {}
-            Table::Profiles | Table::FunctionRollup => {
-                let batch = self.batch(rollup, table, Some(day))?;
-                return parquet_file::encode_batches(table, std::iter::once(Ok(batch)), out);
-            }
-        }
-        let mut rows = sample_rows(&self.profiles, |p| p.day == day).peekable();
-        let mut group = Vec::with_capacity(parquet_file::WRITE_BATCH_ROWS);
-        let batches = std::iter::from_fn(|| {
-            rows.peek()?;
-            group.clear();
-            group.extend(rows.by_ref().take(parquet_file::WRITE_BATCH_ROWS));
-            Some(samples_batch(self.source.source_id, &self.profiles, &group))
-        });
-        parquet_file::encode_batches(table, batches, out)
-    }
-
-    /// The profiles of `inputs`, and the rollup sums of each, read off its call tree while
-    /// it is built (the tree itself is not kept).
-    fn new(
-        source: &'a TableSource<'a>,
-        inputs: &'a [TableProfileInput<'a, 'a>],
-    ) -> (Self, Vec<ProfileSums>) {
-        let (profiles, sums): (Vec<TableProfile<'a>>, Vec<ProfileSums>) = inputs
-            .iter()
-            .map(|c| {
-                let (profile, tree) = TableProfile::new(source, c);
-                let sums = profile_sums(&profile, &tree);
-                (profile, sums)
-            })
-            .unzip();
-        let mut by_start: Vec<usize> = (0..profiles.len()).collect();
-        by_start.sort_by_key(|&i| (profiles[i].start_us, profiles[i].profile_id()));
-        let mut by_id: Vec<usize> = (0..profiles.len()).collect();
-        by_id.sort_by_key(|&i| profiles[i].profile_id());
-        let tab = Tabulation {
-            source,
-            profiles,
-            by_start,
-            by_id,
-        };
-        (tab, sums)
-    }
-
-    /// The profiles in `order` (`by_start` or `by_id`), all of them or those of one day.
-    fn pick(&self, order: &[usize], day: Option<i64>) -> Vec<&TableProfile<'a>> {
-        order
-            .iter()
-            .map(|&i| &self.profiles[i])
-            .filter(|p| day.is_none_or(|d| p.day == d))
-            .collect()
-    }
-
-    /// One table's rows, all of them or those of one day (`day` since the epoch).
-    fn batch(
-        &self,
-        rollup: &BTreeMap<RollupKey<'_>, RollupSums>,
-        table: Table,
-        day: Option<i64>,
-    ) -> Result<RecordBatch> {
-        let on_day = |p: &TableProfile<'_>| day.is_none_or(|d| p.day == d);
-        match table {
-            Table::Profiles => profiles_batch(self.source, &self.pick(&self.by_start, day)),
-            Table::Samples => {
-                let rows: Vec<SampleRow> = sample_rows(&self.profiles, on_day).collect();
-                samples_batch(self.source.source_id, &self.profiles, &rows)
-            }
-            Table::Stacks | Table::Frames => {
-                let profiles = self.pick(&self.by_id, day);
-                let trees: Vec<CallTree> = profiles.iter().map(|p| p.tree()).collect();
-                let held: Vec<_> = profiles.into_iter().zip(&trees).collect();
-                let (len, build) = tree_table(table);
-                build(self.source.source_id, &whole(&held, len))
-            }
-            Table::FunctionRollup => {
-                let rows: Vec<_> = rollup
-                    .iter()
-                    .filter(|(k, _)| day.is_none_or(|d| day_of_us(k.hour_us) == d))
-                    .collect();
-                rollup_batch(self.source.source_id, &rows)
-            }
-        }
-    }
-}
-
-/// Rows `range` of one table profile's rows in a table, with its call tree.
-type Segment<'a, 'p> = (&'a TableProfile<'p>, &'a CallTree, Range<usize>);
+/// Rows `range` of one table profile's rows in a table: its id, its model and its call tree.
+type Segment<'a> = (&'a str, &'a Profile, &'a CallTree, Range<usize>);
 
 /// The batch of a table's rows from slices of call trees (`source_id`, the slices).
-type TreeBatch = for<'a, 'p> fn(&str, &[Segment<'a, 'p>]) -> Result<RecordBatch>;
+type TreeBatch = for<'a> fn(&str, &[Segment<'a>]) -> Result<RecordBatch>;
 
 /// How many rows of `table` (`stacks` or `frames`) a call tree gives, and the batch of them.
 fn tree_table(table: Table) -> (fn(&CallTree) -> usize, TreeBatch) {
@@ -231,36 +111,30 @@ fn tree_table(table: Table) -> (fn(&CallTree) -> usize, TreeBatch) {
     }
 }
 
-/// Every row of each profile, in order; `len` counts a profile's rows.
-fn whole<'a, 'p>(
-    profiles: &[(&'a TableProfile<'p>, &'a CallTree)],
-    len: impl Fn(&CallTree) -> usize,
-) -> Vec<Segment<'a, 'p>> {
-    profiles.iter().map(|&(p, t)| (p, t, 0..len(t))).collect()
-}
+/// A table profile as the call tree tables read it: its id, its model, and the leaves its
+/// tree is built again from.
+type TreeSource<'a> = (&'a str, &'a Profile, &'a [StackHandle]);
 
 /// Hands `emit` the rows of `profiles`, in order, in slices of
 /// [`parquet_file::WRITE_BATCH_ROWS`] (the last one shorter); `len` counts a profile's rows
 /// in its tree. Each profile's tree is built in turn and dropped once its rows are emitted.
-fn tree_slices<'p>(
-    profiles: &[&TableProfile<'p>],
+fn tree_slices(
+    profiles: &[TreeSource<'_>],
     len: impl Fn(&CallTree) -> usize,
-    emit: &mut dyn FnMut(&[Segment<'_, 'p>]) -> Result<()>,
+    emit: &mut dyn FnMut(&[Segment<'_>]) -> Result<()>,
 ) -> Result<()> {
     const SLICE: usize = parquet_file::WRITE_BATCH_ROWS;
     // The profiles whose rows are not all emitted yet, the first one's from row `offset`.
-    let mut held: VecDeque<(&TableProfile<'p>, CallTree)> = VecDeque::new();
+    type Held<'a> = VecDeque<(&'a str, &'a Profile, CallTree)>;
+    let mut held: Held<'_> = VecDeque::new();
     let (mut offset, mut pending) = (0, 0);
-    let mut emit_slice = |held: &mut VecDeque<(&TableProfile<'p>, CallTree)>,
-                          offset: &mut usize,
-                          n: usize|
-     -> Result<()> {
+    let mut emit_slice = |held: &mut Held<'_>, offset: &mut usize, n: usize| -> Result<()> {
         let mut segments = Vec::new();
         let (mut start, mut need) = (*offset, n);
-        for (p, tree) in held.iter() {
+        for (id, model, tree) in held.iter() {
             let take = (len(tree) - start).min(need);
             if take > 0 {
-                segments.push((*p, tree, start..start + take));
+                segments.push((*id, *model, tree, start..start + take));
             }
             need -= take;
             start = 0;
@@ -270,7 +144,7 @@ fn tree_slices<'p>(
         }
         emit(&segments)?;
         let mut left = n;
-        while let Some((_, tree)) = held.front() {
+        while let Some((_, _, tree)) = held.front() {
             let rest = len(tree) - *offset;
             if rest > left {
                 *offset += left;
@@ -282,10 +156,10 @@ fn tree_slices<'p>(
         }
         Ok(())
     };
-    for &p in profiles {
-        let tree = p.tree();
+    for &(id, model, leaves) in profiles {
+        let tree = CallTree::of(model, leaves);
         pending += len(&tree);
-        held.push_back((p, tree));
+        held.push_back((id, model, tree));
         while pending >= SLICE {
             emit_slice(&mut held, &mut offset, SLICE)?;
             pending -= SLICE;
@@ -297,76 +171,84 @@ fn tree_slices<'p>(
     Ok(())
 }
 
-/// Builds the five tables of one upload from its planned profiles.
+/// Builds the five tables of one upload from its planned profiles, each as one batch: the
+/// files [`write_tables`] would write if every row were on one day, read back.
 pub fn build_tables(
     source: &TableSource<'_>,
     inputs: &[TableProfileInput<'_, '_>],
 ) -> Result<TableBatches> {
-    let (tab, sums) = Tabulation::new(source, inputs);
-    let rollup = rollup(&tab.profiles, sums);
-    let batch = |table| tab.batch(&rollup, table, None);
-    Ok(TableBatches {
-        profiles: batch(Table::Profiles)?,
-        samples: batch(Table::Samples)?,
-        stacks: batch(Table::Stacks)?,
-        frames: batch(Table::Frames)?,
-        function_rollup: batch(Table::FunctionRollup)?,
-    })
+    let mut files = TableObjects::default();
+    let mut writer = TableWriter::one_file_per_table(source);
+    writer.add(inputs, &mut files)?;
+    writer.finish(&models_of(inputs), &mut files)?;
+    let objects = files
+        .done
+        .iter()
+        .map(|o| (o.key.as_str(), o.bytes.as_slice()));
+    read_table_objects(objects)
 }
 
-/// What writes one table file's Parquet bytes into the writer it is given, and says how many
-/// rows they hold.
-pub type EncodeTable<'a> = dyn FnMut(&mut dyn Write) -> Result<u64> + 'a;
+/// An open table file, as its sink numbers it.
+pub type FileId = usize;
 
-/// Where an upload's table files go as they are encoded.
+/// Where an upload's table files go as they are encoded. Several may be open at once: a
+/// day's `samples` file stays open while the windows of a long recording are written.
 pub trait TableSink {
-    /// Every file's key, told before any file is written.
+    /// Every file's key, told before any file is opened.
     fn intend(&mut self, keys: &[String]) -> Result<()>;
-    /// Stores one file of `table` at `key`: `encode` writes its Parquet bytes into the writer
-    /// it is given, as they are produced, and says how many rows they hold.
-    fn put(&mut self, table: Table, key: &str, encode: &mut EncodeTable<'_>) -> Result<()>;
+    /// Opens the file of `table` at `key`.
+    fn open(&mut self, table: Table, key: &str) -> Result<FileId>;
+    /// Appends bytes to an open file.
+    fn write(&mut self, file: FileId, bytes: &[u8]) -> Result<()>;
+    /// Stores a file that holds `rows` rows; it appears at its key now.
+    fn close(&mut self, file: FileId, rows: u64) -> Result<()>;
+}
+
+/// An open file of a sink as a writer.
+struct SinkFile<'a> {
+    sink: &'a mut dyn TableSink,
+    file: FileId,
+}
+
+impl Write for SinkFile<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.sink.write(self.file, buf).map_err(to_io)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The models of `inputs`, each once, in order of first use: what [`TableWriter::finish`]
+/// builds the kept profiles' trees from.
+pub fn models_of<'p>(inputs: &[TableProfileInput<'_, 'p>]) -> Vec<&'p Profile> {
+    let mut models: Vec<&Profile> = Vec::new();
+    for input in inputs {
+        if !models.iter().any(|m| std::ptr::eq(*m, input.plan.profile)) {
+            models.push(input.plan.profile);
+        }
+    }
+    models
 }
 
 /// Builds the tables and encodes them as Parquet, one file per table and UTC day, each handed
 /// to `sink` as it is encoded, so no file is held whole.
 ///
-/// Files come in [`Table::ALL`] order, days ascending within a table. Every day that has a
-/// profile gets all four profile tables, even a `stacks` or `frames` file without rows (a
-/// profile whose samples have no stacks), so a query over one day's partitions never finds a
-/// table missing; `function_rollup` only has the days its hours fall on.
+/// Files are stored in [`Table::ALL`] order, days ascending within a table. Every day that
+/// has a profile gets all four profile tables, even a `stacks` or `frames` file without rows
+/// (a profile whose samples have no stacks), so a query over one day's partitions never finds
+/// a table missing; `function_rollup` only has the days its hours fall on.
 pub fn write_tables_into(
     source: &TableSource<'_>,
     inputs: &[TableProfileInput<'_, '_>],
     sink: &mut dyn TableSink,
 ) -> Result<()> {
-    let (tab, sums) = Tabulation::new(source, inputs);
-    let rollup = rollup(&tab.profiles, sums);
-    let profile_days: BTreeSet<i64> = tab.profiles.iter().map(|p| p.day).collect();
-    let rollup_days: BTreeSet<i64> = rollup.keys().map(|k| day_of_us(k.hour_us)).collect();
-    let files: Vec<(Table, i64, String)> = Table::ALL
-        .into_iter()
-        .flat_map(|table| {
-            let days = match table {
-                Table::FunctionRollup => &rollup_days,
-                _ => &profile_days,
-            };
-            days.iter().map(move |&day| {
-                let key = table_key(
-                    TABLES_SCHEMA_VERSION,
-                    table.name(),
-                    &dt(day),
-                    source.source_id,
-                );
-                (table, day, key)
-            })
-        })
-        .collect();
-    let keys: Vec<String> = files.iter().map(|(_, _, key)| key.clone()).collect();
-    sink.intend(&keys)?;
-    for (table, day, key) in files {
-        sink.put(table, &key, &mut |w| tab.encode(&rollup, table, day, w))?;
-    }
-    Ok(())
+    let mut writer = TableWriter::new(source);
+    sink.intend(&writer.keys(inputs))?;
+    writer.add(inputs, sink)?;
+    writer.finish(&models_of(inputs), sink)
 }
 
 /// [`write_tables_into`] memory: every file, encoded.
@@ -374,25 +256,45 @@ pub fn write_tables(
     source: &TableSource<'_>,
     inputs: &[TableProfileInput<'_, '_>],
 ) -> Result<Vec<TableObject>> {
-    let mut objects = Vec::new();
+    let mut objects = TableObjects::default();
     write_tables_into(source, inputs, &mut objects)?;
-    Ok(objects)
+    Ok(objects.done)
 }
 
-impl TableSink for Vec<TableObject> {
+/// Table files in memory, in the order they are stored.
+#[derive(Default)]
+struct TableObjects {
+    open: Vec<Option<TableObject>>,
+    done: Vec<TableObject>,
+}
+
+impl TableSink for TableObjects {
     fn intend(&mut self, _keys: &[String]) -> Result<()> {
         Ok(())
     }
 
-    fn put(&mut self, table: Table, key: &str, encode: &mut EncodeTable<'_>) -> Result<()> {
-        let mut bytes = Vec::new();
-        let rows = encode(&mut bytes)?;
-        self.push(TableObject {
+    fn open(&mut self, table: Table, key: &str) -> Result<FileId> {
+        self.open.push(Some(TableObject {
             table,
             key: key.to_owned(),
-            rows,
-            bytes,
-        });
+            rows: 0,
+            bytes: Vec::new(),
+        }));
+        Ok(self.open.len() - 1)
+    }
+
+    fn write(&mut self, file: FileId, bytes: &[u8]) -> Result<()> {
+        let object = self.open[file]
+            .as_mut()
+            .expect("a file is written while open");
+        object.bytes.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    fn close(&mut self, file: FileId, rows: u64) -> Result<()> {
+        let mut object = self.open[file].take().expect("a file is closed once");
+        object.rows = rows;
+        self.done.push(object);
         Ok(())
     }
 }

@@ -96,22 +96,10 @@ pub(super) const WRITE_BATCH_ROWS: usize = 16 * 1024;
 #[cfg(test)]
 pub(super) fn encode(table: Table, batch: &RecordBatch) -> Result<Vec<u8>> {
     let mut bytes = Vec::new();
-    encode_batches(table, std::iter::once(Ok(batch.clone())), &mut bytes)?;
-    Ok(bytes)
-}
-
-/// Writes the Parquet bytes of the rows of `batches`, in order, into `out`; gives how many
-/// rows there were. Batches are built as they are written, so only one is held at a time.
-pub(super) fn encode_batches(
-    table: Table,
-    batches: impl Iterator<Item = Result<RecordBatch>>,
-    out: &mut dyn Write,
-) -> Result<u64> {
     let mut encoder = Encoder::new(table)?;
-    for batch in batches {
-        encoder.write(&batch?, out)?;
-    }
-    encoder.finish(out)
+    encoder.write(batch, &mut bytes)?;
+    encoder.finish(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// One Parquet file being written: rows go in batch by batch, and the bytes are passed on as

@@ -130,58 +130,114 @@ pub(super) fn clamp(v: i128) -> i64 {
     i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
 }
 
+/// One `profiles` row, owned: it outlives the window its profile was planned in.
+#[derive(Clone, Debug)]
+pub(super) struct ProfileRow {
+    pub profile_id: String,
+    pub platform: String,
+    pub release: Option<String>,
+    pub environment: Option<String>,
+    pub service: Option<String>,
+    pub host: Option<String>,
+    pub pid: Option<i64>,
+    pub process_name: Option<String>,
+    pub sample_type: String,
+    pub sample_unit: String,
+    pub kind: &'static str,
+    pub period: Option<i64>,
+    pub frequency_hz: Option<i64>,
+    pub aggregated: bool,
+    pub start_us: i64,
+    pub end_us: i64,
+    pub samples: i64,
+    pub total_value: i64,
+    pub total_weight_ns: Option<i64>,
+    pub attributes: Vec<(String, String)>,
+}
+
+impl TableProfile<'_> {
+    /// Its `profiles` row.
+    pub fn row(&self) -> ProfileRow {
+        let owned = |v: Option<&str>| v.map(str::to_owned);
+        ProfileRow {
+            profile_id: self.profile_id().to_owned(),
+            platform: self.platform.clone(),
+            release: owned(self.input.release),
+            environment: owned(self.input.environment),
+            service: owned(self.service),
+            host: owned(self.host),
+            pid: self.process.pid,
+            process_name: owned(self.profile.opt_str(self.process.name)),
+            sample_type: self.sampled.sample_type.to_owned(),
+            sample_unit: self.sampled.sample_unit.to_owned(),
+            kind: self.sampled.kind,
+            period: self.sampled.period,
+            frequency_hz: self.sampled.frequency_hz,
+            aggregated: self.plan.aggregated,
+            start_us: self.start_us,
+            end_us: self.end_us,
+            samples: i64::try_from(self.plan.samples.len()).unwrap_or(i64::MAX),
+            total_value: self.total_value,
+            total_weight_ns: self.total_weight_ns,
+            attributes: self
+                .attributes
+                .iter()
+                .map(|&(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+        }
+    }
+}
+
 /// The `profiles` rows of `rows`, in the given order.
 pub(super) fn profiles_batch(
     source: &TableSource<'_>,
-    rows: &[&TableProfile<'_>],
+    rows: &[&ProfileRow],
 ) -> Result<RecordBatch> {
     const T: Table = Table::Profiles;
     let same = |v: &str| strings(T, rows.iter().map(|_| Some(v)));
+    let text = |f: fn(&ProfileRow) -> Option<&str>| strings(T, rows.iter().map(|r| f(r)));
     batch(
         T,
         vec![
             same(source.source_id)?,
-            strings(T, rows.iter().map(|r| Some(r.profile_id())))?,
+            text(|r| Some(&r.profile_id))?,
             same(source.source_key)?,
             same(source.source_etag)?,
             same(source.source_format)?,
             same(source.converter)?,
-            strings(T, rows.iter().map(|r| Some(r.platform.as_str())))?,
-            strings(T, rows.iter().map(|r| r.input.release))?,
-            strings(T, rows.iter().map(|r| r.input.environment))?,
-            strings(T, rows.iter().map(|r| r.service))?,
-            strings(T, rows.iter().map(|r| r.host))?,
-            int64s(rows.iter().map(|r| r.process.pid)),
-            strings(T, rows.iter().map(|r| r.profile.opt_str(r.process.name)))?,
-            strings(T, rows.iter().map(|r| Some(r.sampled.sample_type)))?,
-            strings(T, rows.iter().map(|r| Some(r.sampled.sample_unit)))?,
-            strings(T, rows.iter().map(|r| Some(r.sampled.kind)))?,
-            int64s(rows.iter().map(|r| r.sampled.period)),
-            int64s(rows.iter().map(|r| r.sampled.frequency_hz)),
-            strings(
-                T,
-                rows.iter().map(|r| {
-                    Some(if r.plan.aggregated {
-                        "aggregated"
-                    } else {
-                        "recorded"
-                    })
-                }),
-            )?,
+            text(|r| Some(&r.platform))?,
+            text(|r| r.release.as_deref())?,
+            text(|r| r.environment.as_deref())?,
+            text(|r| r.service.as_deref())?,
+            text(|r| r.host.as_deref())?,
+            int64s(rows.iter().map(|r| r.pid)),
+            text(|r| r.process_name.as_deref())?,
+            text(|r| Some(&r.sample_type))?,
+            text(|r| Some(&r.sample_unit))?,
+            text(|r| Some(r.kind))?,
+            int64s(rows.iter().map(|r| r.period)),
+            int64s(rows.iter().map(|r| r.frequency_hz)),
+            text(|r| {
+                Some(if r.aggregated {
+                    "aggregated"
+                } else {
+                    "recorded"
+                })
+            })?,
             timestamps(rows.iter().map(|r| r.start_us)),
             timestamps(rows.iter().map(|r| r.end_us)),
-            int64s(
-                rows.iter()
-                    .map(|r| Some(i64::try_from(r.plan.samples.len()).unwrap_or(i64::MAX))),
-            ),
+            int64s(rows.iter().map(|r| Some(r.samples))),
             int64s(rows.iter().map(|r| Some(r.total_value))),
             int64s(rows.iter().map(|r| r.total_weight_ns)),
             string_maps(
                 T,
                 &rows
                     .iter()
-                    .map(|r| Some(r.attributes.clone()))
-                    .collect::<Vec<_>>(),
+                    .map(|r| {
+                        let entries = r.attributes.iter();
+                        Some(entries.map(|(k, v)| (k.as_str(), v.as_str())).collect())
+                    })
+                    .collect::<Vec<Option<Vec<(&str, &str)>>>>(),
             )?,
         ],
     )

@@ -3,8 +3,6 @@
 //! Samples are first summed per (hour, stack) within a profile, so each distinct stack is
 //! walked once per hour rather than once per sample.
 
-use std::collections::BTreeMap;
-
 use arrow_array::RecordBatch;
 use rustc_hash::FxHashMap;
 
@@ -23,7 +21,7 @@ const HOUR_US: i64 = 3_600_000_000;
 pub(super) struct RollupKey<'a> {
     pub hour_us: i64,
     pub service: Option<&'a str>,
-    pub function: String,
+    pub function: &'a str,
     pub release: Option<&'a str>,
     pub environment: Option<&'a str>,
     pub platform: &'a str,
@@ -121,33 +119,78 @@ pub(super) fn profile_sums(p: &TableProfile<'_>, tree: &CallTree) -> ProfileSums
         .collect()
 }
 
-/// The rollup of every profile's sums (`sums[i]` of `profiles[i]`), sorted by key.
-pub(super) fn rollup<'a>(
-    profiles: &'a [TableProfile<'a>],
-    sums: Vec<ProfileSums>,
-) -> BTreeMap<RollupKey<'a>, RollupSums> {
-    let mut out: BTreeMap<RollupKey<'a>, RollupSums> = BTreeMap::new();
-    for (p, sums) in profiles.iter().zip(sums) {
+/// What a rollup row says besides its hour and function: profiles alike in all of it (two
+/// processes of one service, or one process's windows) share rows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct RollupGroup {
+    service: Option<String>,
+    release: Option<String>,
+    environment: Option<String>,
+    platform: String,
+    sample_type: String,
+    sample_unit: String,
+}
+
+/// The rollup of an upload, summed profile by profile as its windows are tabulated.
+#[derive(Debug, Default)]
+pub(super) struct Rollup {
+    groups: Vec<RollupGroup>,
+    /// (hour, group, function) → sums.
+    sums: FxHashMap<(i64, usize, String), RollupSums>,
+}
+
+impl Rollup {
+    /// Adds the sums of profile `p`.
+    pub fn add(&mut self, p: &TableProfile<'_>, sums: ProfileSums) {
+        let owned = |v: Option<&str>| v.map(str::to_owned);
+        let group = RollupGroup {
+            service: owned(p.service),
+            release: owned(p.input.release),
+            environment: owned(p.input.environment),
+            platform: p.platform.clone(),
+            sample_type: p.sampled.sample_type.to_owned(),
+            sample_unit: p.sampled.sample_unit.to_owned(),
+        };
+        // An upload has a handful of groups.
+        let g = match self.groups.iter().position(|g| *g == group) {
+            Some(g) => g,
+            None => {
+                self.groups.push(group);
+                self.groups.len() - 1
+            }
+        };
         for ((hour_us, function), sums) in sums {
-            let key = RollupKey {
-                hour_us,
-                service: p.service,
-                function,
-                release: p.input.release,
-                environment: p.input.environment,
-                platform: &p.platform,
-                sample_type: p.sampled.sample_type,
-                sample_unit: p.sampled.sample_unit,
-            };
-            // Profiles that share every key (two processes of one service) share rows.
-            let row = out.entry(key).or_default();
+            let row = self.sums.entry((hour_us, g, function)).or_default();
             row.self_value += sums.self_value;
             row.total_value += sums.total_value;
             row.self_rows += sums.self_rows;
             row.total_rows += sums.total_rows;
         }
     }
-    out
+
+    /// Every row, sorted by key.
+    pub fn rows(&self) -> Vec<(RollupKey<'_>, RollupSums)> {
+        let mut rows: Vec<_> = self
+            .sums
+            .iter()
+            .map(|((hour_us, g, function), &sums)| {
+                let group = &self.groups[*g];
+                let key = RollupKey {
+                    hour_us: *hour_us,
+                    service: group.service.as_deref(),
+                    function: function.as_str(),
+                    release: group.release.as_deref(),
+                    environment: group.environment.as_deref(),
+                    platform: &group.platform,
+                    sample_type: &group.sample_type,
+                    sample_unit: &group.sample_unit,
+                };
+                (key, sums)
+            })
+            .collect();
+        rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        rows
+    }
 }
 
 /// The rollup rows, in the given order.
@@ -168,7 +211,7 @@ pub(super) fn rollup_batch(
             strings(T, rows.iter().map(|(k, _)| Some(k.platform)))?,
             strings(T, rows.iter().map(|(k, _)| Some(k.sample_type)))?,
             strings(T, rows.iter().map(|(k, _)| Some(k.sample_unit)))?,
-            strings(T, rows.iter().map(|(k, _)| Some(k.function.as_str())))?,
+            strings(T, rows.iter().map(|(k, _)| Some(k.function)))?,
             sums(|s| s.self_value),
             sums(|s| s.total_value),
             sums(|s| s.self_rows),

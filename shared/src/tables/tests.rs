@@ -12,6 +12,8 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::basic::{Compression, Encoding};
 use parquet::file::metadata::{ParquetMetaData, SortingColumn};
 
+use super::profiles::TableProfile;
+use super::samples::{sample_rows, SampleRow};
 use super::*;
 use crate::metadata::UploadMetadata;
 use crate::model::{

@@ -1,0 +1,269 @@
+//! Writing an upload's tables a window at a time.
+//!
+//! The `samples` table is as long as the input, so each window's rows are encoded into the
+//! day's open file as soon as the window is added. The other tables are a few rows per table
+//! profile: what they need of each profile is kept, small, until [`TableWriter::finish`]
+//! writes them sorted as `docs/tables.md` says. Windows of the grid are disjoint in time (and
+//! in microseconds), so `samples` rows added window after window are in timestamp order, as
+//! one merge of every row would put them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+
+use super::parquet_file::{Encoder, WRITE_BATCH_ROWS};
+use super::partition::{day_of_us, dt};
+use super::profiles::{micros, profiles_batch, ProfileRow, TableProfile};
+use super::rollup::{profile_sums, rollup_batch, Rollup, RollupKey, RollupSums};
+use super::samples::{sample_rows, samples_batch};
+use super::{tree_slices, tree_table, FileId, SinkFile, Table, TableProfileInput, TableSink};
+use super::{TableSource, TABLES_SCHEMA_VERSION};
+use crate::error::Result;
+use crate::model::{Profile, StackHandle};
+use crate::store::table_key;
+
+/// What the tables keep of a table profile once its window is written.
+struct Kept {
+    /// Which model, by order of first use (see [`TableWriter::finish`]).
+    model: usize,
+    /// The leaves its call tree is built again from.
+    leaves: Vec<StackHandle>,
+    /// Its partition.
+    day: i64,
+    row: ProfileRow,
+}
+
+/// A day's `samples` file, open while windows are added.
+struct OpenFile {
+    file: FileId,
+    encoder: Encoder,
+}
+
+/// Writes the tables of one upload: [`add`](TableWriter::add) each window's planned table
+/// profiles (or all of them at once), then [`finish`](TableWriter::finish).
+pub struct TableWriter<'s> {
+    source: &'s TableSource<'s>,
+    /// One file per table and UTC day; otherwise one file per table.
+    by_day: bool,
+    samples: BTreeMap<i64, OpenFile>,
+    kept: Vec<Kept>,
+    rollup: Rollup,
+    /// The models seen, by address, in order of first use.
+    models: Vec<usize>,
+}
+
+impl<'s> TableWriter<'s> {
+    /// A writer of one file per table and UTC day.
+    pub fn new(source: &'s TableSource<'s>) -> Self {
+        TableWriter {
+            source,
+            by_day: true,
+            samples: BTreeMap::new(),
+            kept: Vec::new(),
+            rollup: Rollup::default(),
+            models: Vec::new(),
+        }
+    }
+
+    /// A writer of one file per table, whatever the days of its rows.
+    pub(super) fn one_file_per_table(source: &'s TableSource<'s>) -> Self {
+        TableWriter {
+            by_day: false,
+            ..TableWriter::new(source)
+        }
+    }
+
+    /// The partition of rows on `day`.
+    fn partition(&self, day: i64) -> i64 {
+        if self.by_day {
+            day
+        } else {
+            0
+        }
+    }
+
+    fn key(&self, table: Table, day: i64) -> String {
+        let (version, name) = (TABLES_SCHEMA_VERSION, table.name());
+        table_key(version, name, &dt(day), self.source.source_id)
+    }
+
+    /// The keys of the files `inputs` could give, in [`Table::ALL`] order: the four profile
+    /// tables on each day a profile starts, and `function_rollup` on each day from the first
+    /// profile's start to the last one's end (its hours), so a store can be told of every key
+    /// before the first is written.
+    pub fn keys(&self, inputs: &[TableProfileInput<'_, '_>]) -> Vec<String> {
+        let day = |ns: i64| self.partition(day_of_us(micros(ns)));
+        let starts: BTreeSet<i64> = inputs.iter().map(|i| day(i.plan.start_ns)).collect();
+        let first = inputs.iter().map(|i| day(i.plan.start_ns)).min();
+        let last = inputs.iter().map(|i| day(i.plan.end_ns)).max();
+        let hours: BTreeSet<i64> = match (first, last) {
+            (Some(first), Some(last)) => (first..=last).collect(),
+            _ => BTreeSet::new(),
+        };
+        self.keys_of(&starts, &hours)
+    }
+
+    /// The keys of the four profile tables on `profile_days` and of `function_rollup` on
+    /// `rollup_days`, in [`Table::ALL`] order.
+    pub fn keys_of(
+        &self,
+        profile_days: &BTreeSet<i64>,
+        rollup_days: &BTreeSet<i64>,
+    ) -> Vec<String> {
+        Table::ALL
+            .into_iter()
+            .flat_map(|table| {
+                let days = match table {
+                    Table::FunctionRollup => rollup_days,
+                    _ => profile_days,
+                };
+                days.iter().map(move |&day| self.key(table, day))
+            })
+            .collect()
+    }
+
+    fn model(&mut self, profile: &Profile) -> usize {
+        let address = std::ptr::from_ref(profile) as usize;
+        match self.models.iter().position(|&m| m == address) {
+            Some(i) => i,
+            None => {
+                self.models.push(address);
+                self.models.len() - 1
+            }
+        }
+    }
+
+    /// Tabulates `inputs`, the table profiles of one window (or of every window): their
+    /// `samples` rows are encoded into `sink` now, the rest is kept for
+    /// [`finish`](TableWriter::finish). Windows must come in time order.
+    pub fn add<'a>(
+        &mut self,
+        inputs: &'a [TableProfileInput<'a, 'a>],
+        sink: &mut dyn TableSink,
+    ) -> Result<()>
+    where
+        's: 'a,
+    {
+        let mut profiles: Vec<TableProfile<'a>> = Vec::with_capacity(inputs.len());
+        for input in inputs {
+            let (profile, tree) = TableProfile::new(self.source, input);
+            self.rollup.add(&profile, profile_sums(&profile, &tree));
+            profiles.push(profile);
+        }
+        let days: BTreeSet<i64> = profiles.iter().map(|p| self.partition(p.day)).collect();
+        for day in days {
+            let file = match self.samples.get(&day) {
+                Some(open) => open.file,
+                None => {
+                    let file = sink.open(Table::Samples, &self.key(Table::Samples, day))?;
+                    let encoder = Encoder::new(Table::Samples)?;
+                    self.samples.insert(day, OpenFile { file, encoder });
+                    file
+                }
+            };
+            let open = self.samples.get_mut(&day).expect("opened above");
+            let by_day = self.by_day;
+            let mut rows = sample_rows(&profiles, |p| !by_day || p.day == day).peekable();
+            let mut group = Vec::with_capacity(WRITE_BATCH_ROWS);
+            while rows.peek().is_some() {
+                group.clear();
+                group.extend(rows.by_ref().take(WRITE_BATCH_ROWS));
+                let batch = samples_batch(self.source.source_id, &profiles, &group)?;
+                open.encoder.write(&batch, &mut SinkFile { sink, file })?;
+            }
+        }
+        for p in profiles {
+            let model = self.model(p.profile);
+            let day = self.partition(p.day);
+            let row = p.row();
+            self.kept.push(Kept {
+                model,
+                leaves: p.leaves,
+                day,
+                row,
+            });
+        }
+        Ok(())
+    }
+
+    /// Writes what is left: `profiles`, the `samples` files added to, `stacks`, `frames` and
+    /// `function_rollup`, in [`Table::ALL`] order, days ascending. `models` are the models of
+    /// every input added, in order of first use, each with every stack and frame its samples
+    /// reached.
+    pub fn finish(mut self, models: &[&Profile], sink: &mut dyn TableSink) -> Result<()> {
+        let days: BTreeSet<i64> = self.kept.iter().map(|k| k.day).collect();
+        for &day in &days {
+            let mut rows: Vec<&ProfileRow> = self
+                .kept
+                .iter()
+                .filter(|k| k.day == day)
+                .map(|k| &k.row)
+                .collect();
+            rows.sort_by(|a, b| (a.start_us, &a.profile_id).cmp(&(b.start_us, &b.profile_id)));
+            let batch = profiles_batch(self.source, &rows)?;
+            self.file(Table::Profiles, day, sink, &mut |encoder, out| {
+                encoder.write(&batch, out)
+            })?;
+        }
+        for (_, open) in std::mem::take(&mut self.samples) {
+            let rows = open.encoder.finish(&mut SinkFile {
+                sink,
+                file: open.file,
+            })?;
+            sink.close(open.file, rows)?;
+        }
+        let source_id = self.source.source_id;
+        for table in [Table::Stacks, Table::Frames] {
+            let (len, build) = tree_table(table);
+            for &day in &days {
+                let mut of_day: Vec<&Kept> = self.kept.iter().filter(|k| k.day == day).collect();
+                of_day.sort_by(|a, b| a.row.profile_id.cmp(&b.row.profile_id));
+                let sources: Vec<_> = of_day
+                    .iter()
+                    .map(|k| {
+                        (
+                            k.row.profile_id.as_str(),
+                            models[k.model],
+                            k.leaves.as_slice(),
+                        )
+                    })
+                    .collect();
+                self.file(table, day, sink, &mut |encoder, out| {
+                    tree_slices(&sources, len, &mut |segments| {
+                        encoder.write(&build(source_id, segments)?, out)
+                    })
+                })?;
+            }
+        }
+        let rollup = self.rollup.rows();
+        let mut start = 0;
+        while start < rollup.len() {
+            let day = self.partition(day_of_us(rollup[start].0.hour_us));
+            let on_day =
+                |r: &(RollupKey<'_>, RollupSums)| self.partition(day_of_us(r.0.hour_us)) == day;
+            let end = start + rollup[start..].iter().take_while(|r| on_day(r)).count();
+            let rows: Vec<_> = rollup[start..end].iter().map(|(k, s)| (k, s)).collect();
+            let batch = rollup_batch(source_id, &rows)?;
+            self.file(Table::FunctionRollup, day, sink, &mut |encoder, out| {
+                encoder.write(&batch, out)
+            })?;
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// Writes one whole file of `table` on `day`: `fill` writes its rows into the encoder.
+    fn file(
+        &self,
+        table: Table,
+        day: i64,
+        sink: &mut dyn TableSink,
+        fill: &mut dyn FnMut(&mut Encoder, &mut dyn Write) -> Result<()>,
+    ) -> Result<()> {
+        let file = sink.open(table, &self.key(table, day))?;
+        let mut encoder = Encoder::new(table)?;
+        let mut out = SinkFile { sink, file };
+        fill(&mut encoder, &mut out)?;
+        let rows = encoder.finish(&mut out)?;
+        sink.close(file, rows)
+    }
+}
