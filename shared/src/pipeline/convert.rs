@@ -18,7 +18,7 @@ use crate::plan::{plan_sample_v2, plan_tables, SeriesCoverage, TableProfilePlan,
 use crate::sample_v2::{prepare_planned_chunk, PassThrough, SampleV2Chunk};
 use crate::store::{manifest_key, source_id, ObjectStore};
 use crate::symbolize::{symbolize, NoSymbols, SymbolSource, SymbolizeReport};
-use crate::tables::{write_tables_into, TableProfileInput, TableSource};
+use crate::tables::{write_tables_into, TableProfileInput, TableSink, TableSource, TableWriter};
 
 /// How to convert.
 #[derive(Clone, Debug, Default)]
@@ -181,20 +181,10 @@ fn convert_inner(
             .into());
         }
         let mut plan = plan_sample_v2(profile, &metadata, &source_id)?;
-        // Each chunk is streamed to the sink as it is serialized; no chunk's JSON is held.
-        for chunk_plan in &plan.chunks {
-            let chunk = prepare_planned_chunk(&metadata, chunk_plan)?;
-            sample_v2.chunks += 1;
-            sample_v2.samples += chunk.info().samples as u64;
-            out.prepared_chunk(&source_id, &chunk)?;
-        }
-        let first_timing = plan.chunks.first().map(|c| c.timing);
-        // The chunk plans hold every written sample; the tables do not need them.
-        plan.chunks = Vec::new();
         if let Some(Timing::Expanded {
             interval_ns,
             scaled_from,
-        }) = first_timing
+        }) = plan.chunks.first().map(|c| c.timing)
         {
             timestamps = format!(
                 "expanded from aggregated weights, {interval_ns} ns apart per thread, from {start}"
@@ -205,7 +195,8 @@ fn convert_inner(
             });
         }
         sample_v2.why_none = plan.why_none.clone();
-        let inputs = table_inputs(&table_plans, &metadata);
+        let mut inputs = table_inputs(&table_plans, &metadata);
+        inputs.sort_by_key(|i| i.plan.window);
         let index = build_id_index(
             &table_plans,
             source_key,
@@ -213,7 +204,37 @@ fn convert_inner(
             &manifest_key,
             &symbolization,
         );
-        write_tables_into(&table_source, &inputs, &mut out.tables(&index))?;
+        let mut tables = TableWriter::new(&table_source);
+        out.tables(&index).intend(&tables.keys(&inputs))?;
+        // Window by window: a window's chunks, then its tables' rows. Aggregated samples
+        // (no window) come first, as the `samples` table sorts rows without a time first.
+        let mut chunks = std::mem::take(&mut plan.chunks);
+        chunks.sort_by_key(|c| c.window);
+        let mut chunks = chunks.into_iter().peekable();
+        let (aggregated, timed) =
+            inputs.split_at(inputs.partition_point(|i| i.plan.window.is_none()));
+        tables.add(aggregated, &mut out.tables(&index))?;
+        let mut timed = timed;
+        while chunks.peek().is_some() || !timed.is_empty() {
+            let next_chunk = chunks.peek().map(|c| c.window);
+            let next_table = timed.first().and_then(|i| i.plan.window);
+            let window = next_chunk
+                .into_iter()
+                .chain(next_table)
+                .min()
+                .expect("one is left");
+            // Each chunk is streamed to the sink as it is serialized; no chunk's JSON is held.
+            while let Some(chunk_plan) = chunks.next_if(|c| c.window == window) {
+                let chunk = prepare_planned_chunk(&metadata, &chunk_plan)?;
+                sample_v2.chunks += 1;
+                sample_v2.samples += chunk.info().samples as u64;
+                out.prepared_chunk(&source_id, &chunk)?;
+            }
+            let n = timed.partition_point(|i| i.plan.window == Some(window));
+            tables.add(&timed[..n], &mut out.tables(&index))?;
+            timed = &timed[n..];
+        }
+        tables.finish(&[profile], &mut out.tables(&index))?;
         for (key, entry) in index {
             out.index_entry(&key, &entry)?;
         }

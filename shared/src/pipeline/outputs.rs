@@ -248,6 +248,8 @@ pub(crate) struct Outputs<'s> {
 struct OpenListing {
     object: ObjectId,
     key: String,
+    /// What the manifest lists it as.
+    kind: String,
     sha256: Sha256,
     bytes: u64,
 }
@@ -337,12 +339,13 @@ impl<'s> Outputs<'s> {
         Ok(listed)
     }
 
-    /// Opens an object at `key` that stays open while others are written.
-    fn open(&mut self, key: &str) -> Result<usize> {
+    /// Opens an object at `key`, listed as `kind`, that stays open while others are written.
+    fn open(&mut self, key: &str, kind: String) -> Result<usize> {
         let object = self.sink.open(key)?;
         self.open.push(Some(OpenListing {
             object,
             key: key.to_owned(),
+            kind,
             sha256: Sha256::new(),
             bytes: 0,
         }));
@@ -356,14 +359,14 @@ impl<'s> Outputs<'s> {
         self.sink.write(open.object, bytes)
     }
 
-    /// Finishes an open object and lists it as `kind`, with `rows` rows.
-    fn close(&mut self, id: usize, kind: String, rows: Option<u64>) -> Result<()> {
+    /// Finishes an open object and lists it, with `rows` rows.
+    fn close(&mut self, id: usize, rows: Option<u64>) -> Result<()> {
         let open = self.open[id].take().expect("closed once");
         self.sink.close(open.object)?;
         let sha256 = hex::encode(open.sha256.finalize());
         self.listed.push(ManifestOutput {
             rows,
-            ..listed_as(&open.key, kind, open.bytes, sha256)
+            ..listed_as(&open.key, open.kind, open.bytes, sha256)
         });
         Ok(())
     }
@@ -374,11 +377,7 @@ impl<'s> Outputs<'s> {
         &'o mut self,
         index: &'o [(String, BuildIdIndexEntry)],
     ) -> TableOutputs<'o, 's> {
-        TableOutputs {
-            out: self,
-            index,
-            tables: Vec::new(),
-        }
+        TableOutputs { out: self, index }
     }
 
     /// One build-ID index entry.
@@ -398,12 +397,11 @@ impl<'s> Outputs<'s> {
     }
 }
 
-/// [`Outputs`] as where the tables go.
+/// [`Outputs`] as where the tables go. It holds no state of its own, so one may be made for
+/// each call while files stay open in the outputs.
 pub(crate) struct TableOutputs<'o, 's> {
     out: &'o mut Outputs<'s>,
     index: &'o [(String, BuildIdIndexEntry)],
-    /// The table of each open file, by file id.
-    tables: Vec<Table>,
 }
 
 impl TableSink for TableOutputs<'_, '_> {
@@ -413,12 +411,7 @@ impl TableSink for TableOutputs<'_, '_> {
     }
 
     fn open(&mut self, table: Table, key: &str) -> Result<FileId> {
-        let id = self.out.open(key)?;
-        if self.tables.len() <= id {
-            self.tables.resize(id + 1, table);
-        }
-        self.tables[id] = table;
-        Ok(id)
+        self.out.open(key, format!("table:{}", table.name()))
     }
 
     fn write(&mut self, file: FileId, bytes: &[u8]) -> Result<()> {
@@ -426,7 +419,6 @@ impl TableSink for TableOutputs<'_, '_> {
     }
 
     fn close(&mut self, file: FileId, rows: u64) -> Result<()> {
-        let kind = format!("table:{}", self.tables[file].name());
-        self.out.close(file, kind, Some(rows))
+        self.out.close(file, Some(rows))
     }
 }

@@ -223,7 +223,7 @@ impl Write for SinkFile<'_> {
 
 /// The models of `inputs`, each once, in order of first use: what [`TableWriter::finish`]
 /// builds the kept profiles' trees from.
-pub fn models_of<'p>(inputs: &[TableProfileInput<'_, 'p>]) -> Vec<&'p Profile> {
+fn models_of<'p>(inputs: &[TableProfileInput<'_, 'p>]) -> Vec<&'p Profile> {
     let mut models: Vec<&Profile> = Vec::new();
     for input in inputs {
         if !models.iter().any(|m| std::ptr::eq(*m, input.plan.profile)) {
