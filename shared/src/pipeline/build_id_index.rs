@@ -74,123 +74,165 @@ pub fn build_id_index<'a, 'p: 'a>(
     manifest_key: &str,
     symbolization: &SymbolizeReport,
 ) -> Vec<(String, BuildIdIndexEntry)> {
-    #[derive(Default)]
-    struct Seen {
-        frames: u64,
-        symbolized: u64,
-        absolute: BTreeSet<u64>,
-        relative: BTreeSet<u64>,
-    }
-    // Plans of one upload share a profile, except pass-through chunks (one profile each);
-    // profiles are told apart by address, images by (profile, handle). Per profile: which
-    // stack nodes were walked already and which frames they reach, indexed by handle, so a
-    // sample costs one lookup once its stack has been seen.
-    let mut reached: Vec<(&Profile, Vec<bool>, Vec<bool>)> = Vec::new();
+    let mut reached = Reached::default();
+    let mut models: Vec<&Profile> = Vec::new();
     for plan in plans {
-        let at = match reached
-            .iter()
-            .position(|(p, _, _)| std::ptr::eq(*p, plan.profile))
-        {
+        if !models.iter().any(|m| std::ptr::eq(*m, plan.profile)) {
+            models.push(plan.profile);
+        }
+        reached.reach(plan);
+    }
+    reached.index(&models, source_key, source_id, manifest_key, symbolization)
+}
+
+/// The stacks and frames an upload's table profiles reach, gathered plan by plan (a long
+/// recording's windows one after another), for its build-ID index.
+#[derive(Debug, Default)]
+pub struct Reached {
+    /// Per model, told apart by address (the plans of one upload share a model, except
+    /// pass-through chunks, one model each): which stack nodes were walked already and which
+    /// frames they reach, by handle, so a sample costs one lookup once its stack is seen.
+    models: Vec<(usize, Vec<bool>, Vec<bool>)>,
+}
+
+impl Reached {
+    /// Adds the frames `plan`'s samples reach.
+    pub fn reach(&mut self, plan: &TableProfilePlan<'_>) {
+        let p = plan.profile;
+        let address = std::ptr::from_ref(p) as usize;
+        let at = match self.models.iter().position(|(m, _, _)| *m == address) {
             Some(at) => at,
             None => {
-                let p = plan.profile;
-                reached.push((
-                    p,
-                    vec![false; p.stacks().len()],
-                    vec![false; p.frames().len()],
-                ));
-                reached.len() - 1
+                self.models.push((address, Vec::new(), Vec::new()));
+                self.models.len() - 1
             }
         };
-        let (_, done, frames) = &mut reached[at];
+        let (_, done, frames) = &mut self.models[at];
+        // A model only grows: size the marks to what it holds now.
+        done.resize(p.stacks().len(), false);
+        frames.resize(p.frames().len(), false);
         for sample in &plan.samples {
-            let mut node = plan.profile.samples().stack(sample as usize);
+            let mut node = p.samples().stack(sample as usize);
             while let Some(stack) = node {
                 if std::mem::replace(&mut done[stack.index()], true) {
                     break; // its ancestors are in too
                 }
-                let n = plan.profile.stack(stack);
+                let n = p.stack(stack);
                 frames[n.frame.index()] = true;
                 node = n.parent;
             }
         }
     }
-    let mut by_image = Vec::new();
-    for (profile, _, frames) in reached {
-        let mut seen_here: BTreeMap<_, Seen> = BTreeMap::new();
-        for (h, frame) in profile.frames() {
-            if !frames[h.index()] {
-                continue;
-            }
-            // Frames the input named are the input's; the rest are symbolization's.
-            let named = frame.function.is_some();
-            if named && frame.symbol_status.is_none() {
-                continue;
-            }
-            let (Some(image), Some(address)) = (frame.image, frame.address) else {
-                continue;
-            };
-            let seen = seen_here.entry(image).or_default();
-            if named {
-                seen.symbolized += 1;
-            } else {
-                seen.frames += 1;
-            }
-            match address {
-                FrameAddress::Absolute(a) => seen.absolute.insert(a),
-                FrameAddress::ImageRelative(a) => seen.relative.insert(a),
-            };
+
+    /// Marks every stack and frame `profile` holds as reached.
+    pub fn reach_all(&mut self, profile: &Profile) {
+        let address = std::ptr::from_ref(profile) as usize;
+        let stacks = vec![true; profile.stacks().len()];
+        let frames = vec![true; profile.frames().len()];
+        self.models.retain(|(m, _, _)| *m != address);
+        self.models.push((address, stacks, frames));
+    }
+
+    /// The index entries, by key, in key order. `models` are the models of every plan
+    /// reached (in any order), with the frames as the tables hold them.
+    pub fn index(
+        self,
+        models: &[&Profile],
+        source_key: &str,
+        source_id: &str,
+        manifest_key: &str,
+        symbolization: &SymbolizeReport,
+    ) -> Vec<(String, BuildIdIndexEntry)> {
+        #[derive(Default)]
+        struct Seen {
+            frames: u64,
+            symbolized: u64,
+            absolute: BTreeSet<u64>,
+            relative: BTreeSet<u64>,
         }
-        by_image.extend(seen_here.into_iter().map(|(h, seen)| (profile, h, seen)));
-    }
-    let mut entries: BTreeMap<String, BuildIdIndexEntry> = BTreeMap::new();
-    for (profile, handle, seen) in by_image {
-        let image = profile.image(handle);
-        let code_id = image.code_id.as_ref().map(|c| c.as_str().to_owned());
-        let debug_id = image.debug_id.map(|d| d.to_string());
-        let Some(build_id) = image_build_id(image) else {
-            continue; // nothing to look a debug file up by
-        };
-        let symbolized_with = symbolization
-            .images
-            .iter()
-            .find(|i| i.build_id == build_id)
-            .and_then(|i| i.debug_file_sha256.clone());
-        let entry = entries
-            .entry(build_id.clone())
-            .or_insert_with(|| BuildIdIndexEntry {
-                index_version: BUILD_ID_INDEX_VERSION,
-                build_id,
-                symbolized: 0,
-                symbolized_with,
-                code_id,
-                debug_id,
-                source_key: source_key.into(),
-                source_id: source_id.into(),
-                manifest_key: manifest_key.into(),
-                frames: 0,
-                mappings: Vec::new(),
-            });
-        entry.frames += seen.frames;
-        entry.symbolized += seen.symbolized;
-        entry.mappings.push(IndexedMapping {
-            path: profile.opt_str(image.path).map(str::to_owned),
-            start: image.start,
-            end: image.end,
-            file_offset: image.file_offset,
-            load_bias: image.load_bias,
-            absolute: seen.absolute.into_iter().collect(),
-            image_relative: seen.relative.into_iter().collect(),
+        let reached = self.models.into_iter().filter_map(|(address, _, frames)| {
+            let model = models
+                .iter()
+                .find(|m| std::ptr::from_ref(**m) as usize == address)?;
+            Some((*model, frames))
         });
+        let mut by_image = Vec::new();
+        for (profile, frames) in reached {
+            let mut seen_here: BTreeMap<_, Seen> = BTreeMap::new();
+            for (h, frame) in profile.frames() {
+                if !frames.get(h.index()).copied().unwrap_or(false) {
+                    continue;
+                }
+                // Frames the input named are the input's; the rest are symbolization's.
+                let named = frame.function.is_some();
+                if named && frame.symbol_status.is_none() {
+                    continue;
+                }
+                let (Some(image), Some(address)) = (frame.image, frame.address) else {
+                    continue;
+                };
+                let seen = seen_here.entry(image).or_default();
+                if named {
+                    seen.symbolized += 1;
+                } else {
+                    seen.frames += 1;
+                }
+                match address {
+                    FrameAddress::Absolute(a) => seen.absolute.insert(a),
+                    FrameAddress::ImageRelative(a) => seen.relative.insert(a),
+                };
+            }
+            by_image.extend(seen_here.into_iter().map(|(h, seen)| (profile, h, seen)));
+        }
+        let mut entries: BTreeMap<String, BuildIdIndexEntry> = BTreeMap::new();
+        for (profile, handle, seen) in by_image {
+            let image = profile.image(handle);
+            let code_id = image.code_id.as_ref().map(|c| c.as_str().to_owned());
+            let debug_id = image.debug_id.map(|d| d.to_string());
+            let Some(build_id) = image_build_id(image) else {
+                continue; // nothing to look a debug file up by
+            };
+            let symbolized_with = symbolization
+                .images
+                .iter()
+                .find(|i| i.build_id == build_id)
+                .and_then(|i| i.debug_file_sha256.clone());
+            let entry = entries
+                .entry(build_id.clone())
+                .or_insert_with(|| BuildIdIndexEntry {
+                    index_version: BUILD_ID_INDEX_VERSION,
+                    build_id,
+                    symbolized: 0,
+                    symbolized_with,
+                    code_id,
+                    debug_id,
+                    source_key: source_key.into(),
+                    source_id: source_id.into(),
+                    manifest_key: manifest_key.into(),
+                    frames: 0,
+                    mappings: Vec::new(),
+                });
+            entry.frames += seen.frames;
+            entry.symbolized += seen.symbolized;
+            entry.mappings.push(IndexedMapping {
+                path: profile.opt_str(image.path).map(str::to_owned),
+                start: image.start,
+                end: image.end,
+                file_offset: image.file_offset,
+                load_bias: image.load_bias,
+                absolute: seen.absolute.into_iter().collect(),
+                image_relative: seen.relative.into_iter().collect(),
+            });
+        }
+        entries
+            .into_values()
+            .map(|mut entry| {
+                // Image handles follow decode order; sort so the bytes do not depend on it.
+                entry
+                    .mappings
+                    .sort_by(|a, b| (a.start, &a.path).cmp(&(b.start, &b.path)));
+                (build_id_index_key(&entry.build_id, source_id), entry)
+            })
+            .collect()
     }
-    entries
-        .into_values()
-        .map(|mut entry| {
-            // Image handles follow decode order; sort so the bytes do not depend on it.
-            entry
-                .mappings
-                .sort_by(|a, b| (a.start, &a.path).cmp(&(b.start, &b.path)));
-            (build_id_index_key(&entry.build_id, source_id), entry)
-        })
-        .collect()
 }

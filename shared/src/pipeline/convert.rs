@@ -5,20 +5,22 @@ use std::io::Read;
 use super::build_id_index::build_id_index;
 use super::decode::{decode_stream_with_limits, decode_with_limits, Decoded};
 use super::manifest::{
-    Manifest, ManifestExpansion, ManifestProfile, ManifestSampleV2, ManifestSeries, ManifestSource,
+    Manifest, ManifestExpansion, ManifestProfile, ManifestSampleV2, ManifestSource,
     MANIFEST_VERSION,
 };
 use super::outputs::{MemoryOutputs, OutputSink, Outputs};
+use super::series::SeriesTally;
+use super::windows::{index_keys, IndexOf, Windows};
 use crate::error::{ErrorKind, Result};
 use crate::formats::InputFormat;
 use crate::limits::Limits;
 use crate::metadata::UploadMetadata;
 use crate::model::{seconds_to_ns, Profile, Timestamps};
-use crate::plan::{plan_sample_v2, plan_tables, SeriesCoverage, TableProfilePlan, Timing};
-use crate::sample_v2::{prepare_planned_chunk, PassThrough, SampleV2Chunk};
+use crate::plan::{plan_tables, Grid, TableProfilePlan};
+use crate::sample_v2::{PassThrough, SampleV2Chunk};
 use crate::store::{manifest_key, source_id, ObjectStore};
 use crate::symbolize::{symbolize, NoSymbols, SymbolSource, SymbolizeReport};
-use crate::tables::{write_tables_into, TableProfileInput, TableSink, TableSource, TableWriter};
+use crate::tables::{write_tables_into, TableProfileInput, TableSource};
 
 /// How to convert.
 #[derive(Clone, Debug, Default)]
@@ -173,72 +175,26 @@ fn convert_inner(
         let start = place_aggregated(&mut decoded.profile, &metadata, options.received_at_ns);
         symbolization = symbolize(&mut decoded.profile, symbols)?;
         let profile = &decoded.profile;
-        let table_plans = plan_tables(profile, &source_id)?;
-        if table_plans.is_empty() {
-            return Err(ErrorKind::NoSamples {
-                why: "the input holds no observations".into(),
-            }
-            .into());
+        let mut windows = Windows::new(&table_source, &metadata);
+        if let Some(days) = days_of(profile) {
+            let mut keys = windows.table_keys(days);
+            keys.extend(index_keys(profile, &source_id));
+            out.intend(&keys)?;
         }
-        let mut plan = plan_sample_v2(profile, &metadata, &source_id)?;
-        if let Some(Timing::Expanded {
-            interval_ns,
-            scaled_from,
-        }) = plan.chunks.first().map(|c| c.timing)
-        {
+        windows.add(profile, Grid::of(profile), &mut out)?;
+        if let Some(ManifestExpansion { interval_ns, .. }) = windows.expansion {
             timestamps = format!(
                 "expanded from aggregated weights, {interval_ns} ns apart per thread, from {start}"
             );
-            sample_v2.expansion = Some(ManifestExpansion {
-                interval_ns,
-                scaled_from,
-            });
         }
-        sample_v2.why_none = plan.why_none.clone();
-        let mut inputs = table_inputs(&table_plans, &metadata);
-        inputs.sort_by_key(|i| i.plan.window);
-        let index = build_id_index(
-            &table_plans,
+        let index = IndexOf {
             source_key,
-            &source_id,
-            &manifest_key,
-            &symbolization,
-        );
-        let mut tables = TableWriter::new(&table_source);
-        out.tables(&index).intend(&tables.keys(&inputs))?;
-        // Window by window: a window's chunks, then its tables' rows. Aggregated samples
-        // (no window) come first, as the `samples` table sorts rows without a time first.
-        let mut chunks = std::mem::take(&mut plan.chunks);
-        chunks.sort_by_key(|c| c.window);
-        let mut chunks = chunks.into_iter().peekable();
-        let (aggregated, timed) =
-            inputs.split_at(inputs.partition_point(|i| i.plan.window.is_none()));
-        tables.add(aggregated, &mut out.tables(&index))?;
-        let mut timed = timed;
-        while chunks.peek().is_some() || !timed.is_empty() {
-            let next_chunk = chunks.peek().map(|c| c.window);
-            let next_table = timed.first().and_then(|i| i.plan.window);
-            let window = next_chunk
-                .into_iter()
-                .chain(next_table)
-                .min()
-                .expect("one is left");
-            // Each chunk is streamed to the sink as it is serialized; no chunk's JSON is held.
-            while let Some(chunk_plan) = chunks.next_if(|c| c.window == window) {
-                let chunk = prepare_planned_chunk(&metadata, &chunk_plan)?;
-                sample_v2.chunks += 1;
-                sample_v2.samples += chunk.info().samples as u64;
-                out.prepared_chunk(&source_id, &chunk)?;
-            }
-            let n = timed.partition_point(|i| i.plan.window == Some(window));
-            tables.add(&timed[..n], &mut out.tables(&index))?;
-            timed = &timed[n..];
-        }
-        tables.finish(&[profile], &mut out.tables(&index))?;
-        for (key, entry) in index {
-            out.index_entry(&key, &entry)?;
-        }
-        series_of(&[(profile, &table_plans, Some(&plan.series))])
+            manifest_key: &manifest_key,
+            symbolization: &symbolization,
+        };
+        let (series, written) = windows.finish(profile, index, &mut out)?;
+        sample_v2 = written;
+        series
     } else {
         // The input already is Sample v2: validated by the decoder, stored unchanged, and
         // tabulated chunk by chunk, each under its own platform, release and environment.
@@ -285,12 +241,12 @@ fn convert_inner(
             &manifest_key,
             &symbolization,
         );
-        let parts: Vec<_> = profiles
-            .iter()
-            .zip(&table_plans)
-            .map(|(p, plans)| (p, plans.as_slice(), None))
-            .collect();
-        let series = series_of(&parts);
+        let mut series = Vec::new();
+        for (profile, plans) in profiles.iter().zip(&table_plans) {
+            let mut tally = SeriesTally::new(false);
+            tally.add(profile, plans, &[]);
+            tally.merge_into(profile, &mut series);
+        }
         write_tables_into(&table_source, &inputs, &mut out.tables(&index))?;
         for (key, entry) in index {
             out.index_entry(&key, &entry)?;
@@ -335,93 +291,19 @@ fn convert_inner(
     })
 }
 
-/// The tables' inputs: every planned profile under the upload's metadata.
-fn table_inputs<'a, 'p>(
-    plans: &'a [TableProfilePlan<'p>],
-    metadata: &'a UploadMetadata,
-) -> Vec<TableProfileInput<'a, 'p>> {
-    plans
-        .iter()
-        .map(|plan| TableProfileInput {
-            plan,
-            platform: metadata.platform.as_deref(),
-            release: metadata.release.as_deref(),
-            environment: metadata.environment.as_deref(),
-        })
-        .collect()
-}
-
-/// One profile's part of the manifest's series: the model, its table plans, and what the
-/// chunks carry of each series (`None` for pass-through chunks).
-type SeriesPart<'a, 'p> = (
-    &'a Profile,
-    &'a [TableProfilePlan<'p>],
-    Option<&'a Vec<SeriesCoverage>>,
-);
-
-/// The manifest's series: each model series with its observations, the table rows written
-/// for it and what the chunks carry (`coverage`, by series index; `None` for pass-through
-/// chunks, which carry every observation). Series of several profiles (pass-through chunks)
-/// that share name, unit and kind are one series.
-fn series_of(parts: &[SeriesPart<'_, '_>]) -> Vec<ManifestSeries> {
-    let mut out: Vec<ManifestSeries> = Vec::new();
-    for &(profile, plans, coverage) in parts {
-        let n = profile.all_series().len();
-        let mut observations = vec![0u64; n];
-        let mut totals = vec![0i128; n];
-        let samples = profile.samples();
-        for i in 0..samples.len() {
-            let series = samples.series(i).index();
-            observations[series] += 1;
-            totals[series] += i128::from(samples.weight(i));
-        }
-        let mut rows = vec![0u64; n];
-        for plan in plans {
-            rows[plan.series.index()] += plan.samples.len() as u64;
-        }
-        for (h, series) in profile.all_series() {
-            let i = h.index();
-            let (in_chunks, chunk_samples, left_out) = match coverage {
-                Some(c) => (
-                    c[i].observations_in_chunks,
-                    c[i].chunk_samples,
-                    c[i].left_out
-                        .iter()
-                        .map(|(k, v)| ((*k).to_owned(), *v))
-                        .collect(),
-                ),
-                None => (observations[i], observations[i], Default::default()),
-            };
-            let entry = ManifestSeries {
-                sample_type: profile.str(series.name).to_owned(),
-                sample_unit: profile.str(series.unit).to_owned(),
-                kind: series.kind.name().to_owned(),
-                observations: observations[i],
-                total_value: totals[i],
-                table_rows: rows[i],
-                observations_in_chunks: in_chunks,
-                chunk_samples,
-                left_out,
-            };
-            match out.iter_mut().find(|e| {
-                (&e.sample_type, &e.sample_unit, &e.kind)
-                    == (&entry.sample_type, &entry.sample_unit, &entry.kind)
-            }) {
-                Some(e) => {
-                    e.observations += entry.observations;
-                    e.total_value += entry.total_value;
-                    e.table_rows += entry.table_rows;
-                    e.observations_in_chunks += entry.observations_in_chunks;
-                    e.chunk_samples += entry.chunk_samples;
-                    for (k, v) in entry.left_out {
-                        *e.left_out.entry(k).or_default() += v;
-                    }
-                }
-                None => out.push(entry),
-            }
-        }
+/// The UTC days (since the epoch) `profile`'s table profiles can start on: from its first
+/// sample to its last, and its start for samples without a time.
+fn days_of(profile: &Profile) -> Option<std::ops::RangeInclusive<i64>> {
+    let samples = profile.samples();
+    let mut range: Option<(i64, i64)> = None;
+    for i in 0..samples.len() {
+        let Some(t) = samples.time(i).or(profile.start_time) else {
+            continue;
+        };
+        range = Some(range.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
     }
-    out
+    let day = |ns: i64| ns.div_euclid(1000).div_euclid(86_400_000_000);
+    range.map(|(a, b)| day(a)..=day(b))
 }
 
 /// Puts trace-clock sample times on the wall clock when the metadata says when the profile

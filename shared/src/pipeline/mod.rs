@@ -8,8 +8,10 @@ mod manifest;
 mod outputs;
 mod process;
 mod rehydrate;
+mod series;
 mod supersede;
 mod symbols;
+mod windows;
 
 pub use build_id_index::{
     build_id_index, BuildIdIndexEntry, IndexedMapping, BUILD_ID_INDEX_VERSION,

@@ -149,6 +149,17 @@ pub fn plan_sample_v2<'p>(
     meta: &UploadMetadata,
     identity: &str,
 ) -> Result<SampleV2Plan<'p>> {
+    plan_sample_v2_on(profile, meta, identity, Grid::of(profile))
+}
+
+/// [`plan_sample_v2`] on a given grid: the profile may hold some windows of a longer
+/// recording, whose grid starts before its first sample (`None`: no sample has a time).
+pub fn plan_sample_v2_on<'p>(
+    profile: &'p Profile,
+    meta: &UploadMetadata,
+    identity: &str,
+    grid: Option<Grid>,
+) -> Result<SampleV2Plan<'p>> {
     if let Timestamps::TraceClock(clock) = &profile.timestamps {
         return Err(ErrorKind::NoWallClock {
             clock: clock.clone(),
@@ -172,7 +183,7 @@ pub fn plan_sample_v2<'p>(
         stand_in,
     } = timed_samples(profile, &chosen)?;
     let windows = match timed {
-        PlannedSamples::Recorded(rows) => match Grid::of(profile) {
+        PlannedSamples::Recorded(rows) => match grid {
             Some(grid) => recorded_windows(profile, rows, grid),
             None => Vec::new(),
         },

@@ -45,6 +45,16 @@ pub struct TableProfilePlan<'p> {
 /// when times cannot be placed: a profile on its trace clock, or aggregated samples without
 /// a start time.
 pub fn plan_tables<'p>(profile: &'p Profile, identity: &str) -> Result<Vec<TableProfilePlan<'p>>> {
+    plan_tables_on(profile, identity, Grid::of(profile))
+}
+
+/// [`plan_tables`] on a given grid: the profile may hold some windows of a longer recording,
+/// whose grid starts before its first sample (`None`: no sample has a time).
+pub fn plan_tables_on<'p>(
+    profile: &'p Profile,
+    identity: &str,
+    grid: Option<Grid>,
+) -> Result<Vec<TableProfilePlan<'p>>> {
     if let Timestamps::TraceClock(clock) = &profile.timestamps {
         return Err(ErrorKind::NoWallClock {
             clock: clock.clone(),
@@ -78,7 +88,6 @@ pub fn plan_tables<'p>(profile: &'p Profile, identity: &str) -> Result<Vec<Table
         }
     }
     let mut groups: Vec<_> = groups.into_iter().map(Some).collect();
-    let grid = Grid::of(profile);
     let mut plans = Vec::new();
     for ((process, series), g) in keys {
         let (timed, aggregated) = groups[g].take().expect("each group is planned once");

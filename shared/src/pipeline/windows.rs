@@ -1,0 +1,172 @@
+//! Writing a profile's outputs a window of the grid at a time.
+//!
+//! An upload decoded whole hands its samples over in one piece; a long recording streamed
+//! from its upload hands them over a few windows at a time, the model (frames, stacks,
+//! threads) already complete. Either way each piece is planned on the upload's grid and
+//! written window by window: the window's Sample v2 chunks, then its rows into the open
+//! `samples` files. The other tables, the build-ID index and the manifest's counts are
+//! gathered across pieces and written at the end, so both ways give the same bytes.
+
+use super::build_id_index::{BuildIdIndexEntry, Reached};
+use super::manifest::{ManifestExpansion, ManifestSampleV2, ManifestSeries};
+use super::outputs::Outputs;
+use super::series::SeriesTally;
+use crate::error::{ErrorKind, Result};
+use crate::metadata::UploadMetadata;
+use crate::model::Profile;
+use crate::plan::{plan_sample_v2_on, plan_tables_on, Grid, Timing};
+use crate::sample_v2::prepare_planned_chunk;
+use crate::symbolize::SymbolizeReport;
+use crate::tables::{TableProfileInput, TableSource, TableWriter};
+
+/// The outputs of one model's samples, written as its pieces come.
+pub(crate) struct Windows<'s> {
+    metadata: &'s UploadMetadata,
+    source_id: &'s str,
+    tables: TableWriter<'s>,
+    reached: Reached,
+    series: SeriesTally,
+    /// Table profiles written.
+    table_profiles: u64,
+    /// What the manifest says of the chunks.
+    sample_v2: ManifestSampleV2,
+    /// How the chunks' times were obtained when they were laid out from aggregated weights.
+    pub expansion: Option<ManifestExpansion>,
+}
+
+impl<'s> Windows<'s> {
+    pub fn new(source: &'s TableSource<'s>, metadata: &'s UploadMetadata) -> Self {
+        Windows {
+            metadata,
+            source_id: source.source_id,
+            tables: TableWriter::new(source),
+            reached: Reached::default(),
+            series: SeriesTally::new(true),
+            table_profiles: 0,
+            sample_v2: ManifestSampleV2::default(),
+            expansion: None,
+        }
+    }
+
+    /// The keys of the table files of profiles on `days` (UTC days since the epoch), to tell
+    /// a store before the first is written.
+    pub fn table_keys(&self, days: std::ops::RangeInclusive<i64>) -> Vec<String> {
+        let days = days.collect();
+        self.tables.keys_of(&days, &days)
+    }
+
+    /// Writes the outputs of the samples `profile` holds now, on `grid` (`None` when none has
+    /// a time). Pieces must come in time order, each one's windows after the last one's.
+    pub fn add(&mut self, profile: &Profile, grid: Option<Grid>, out: &mut Outputs) -> Result<()> {
+        let table_plans = plan_tables_on(profile, self.source_id, grid)?;
+        let plan = plan_sample_v2_on(profile, self.metadata, self.source_id, grid)?;
+        self.series.add(profile, &table_plans, &plan.series);
+        for p in &table_plans {
+            self.reached.reach(p);
+        }
+        self.table_profiles += table_plans.len() as u64;
+        if self.sample_v2.why_none.is_none() {
+            self.sample_v2.why_none = plan.why_none;
+        }
+        let mut chunks = plan.chunks;
+        if let Some(Timing::Expanded {
+            interval_ns,
+            scaled_from,
+        }) = chunks.first().map(|c| c.timing)
+        {
+            self.expansion = Some(ManifestExpansion {
+                interval_ns,
+                scaled_from,
+            });
+        }
+        let mut inputs: Vec<TableProfileInput> = table_plans
+            .iter()
+            .map(|plan| TableProfileInput {
+                plan,
+                platform: self.metadata.platform.as_deref(),
+                release: self.metadata.release.as_deref(),
+                environment: self.metadata.environment.as_deref(),
+            })
+            .collect();
+        // Window by window: a window's chunks, then its tables' rows. Aggregated samples
+        // (no window) come first, as the `samples` table sorts rows without a time first.
+        inputs.sort_by_key(|i| i.plan.window);
+        chunks.sort_by_key(|c| c.window);
+        let mut chunks = chunks.into_iter().peekable();
+        let untimed = inputs.partition_point(|i| i.plan.window.is_none());
+        let (aggregated, mut timed) = inputs.split_at(untimed);
+        self.tables.add(aggregated, &mut out.tables(&[]))?;
+        while chunks.peek().is_some() || !timed.is_empty() {
+            let next_chunk = chunks.peek().map(|c| c.window);
+            let next_table = timed.first().and_then(|i| i.plan.window);
+            let Some(window) = next_chunk.into_iter().chain(next_table).min() else {
+                break;
+            };
+            // Each chunk is streamed to the sink as it is serialized; no chunk's JSON is held.
+            while let Some(chunk_plan) = chunks.next_if(|c| c.window == window) {
+                let chunk = prepare_planned_chunk(self.metadata, &chunk_plan)?;
+                self.sample_v2.chunks += 1;
+                self.sample_v2.samples += chunk.info().samples as u64;
+                out.prepared_chunk(self.source_id, &chunk)?;
+            }
+            let n = timed.partition_point(|i| i.plan.window == Some(window));
+            self.tables.add(&timed[..n], &mut out.tables(&[]))?;
+            timed = &timed[n..];
+        }
+        Ok(())
+    }
+
+    /// Writes the rest of the tables and the build-ID index; gives the manifest's series and
+    /// what it says of the chunks.
+    /// `profile` is the model every piece came from, with its frames as the tables hold them.
+    pub fn finish(
+        mut self,
+        profile: &Profile,
+        index: IndexOf<'_>,
+        out: &mut Outputs,
+    ) -> Result<(Vec<ManifestSeries>, ManifestSampleV2)> {
+        if self.table_profiles == 0 {
+            return Err(ErrorKind::NoSamples {
+                why: "the input holds no observations".into(),
+            }
+            .into());
+        }
+        if self.sample_v2.chunks > 0 {
+            self.sample_v2.why_none = None;
+        }
+        self.sample_v2.expansion = self.expansion.take();
+        self.tables.finish(&[profile], &mut out.tables(&[]))?;
+        let entries = self.reached.index(
+            &[profile],
+            index.source_key,
+            self.source_id,
+            index.manifest_key,
+            index.symbolization,
+        );
+        for (key, entry) in &entries {
+            out.index_entry(key, entry)?;
+        }
+        let mut series = Vec::new();
+        self.series.merge_into(profile, &mut series);
+        Ok((series, self.sample_v2))
+    }
+}
+
+/// What the build-ID index entries name besides the frames.
+pub(crate) struct IndexOf<'a> {
+    pub source_key: &'a str,
+    pub manifest_key: &'a str,
+    pub symbolization: &'a SymbolizeReport,
+}
+
+/// The build-ID index keys `profile`'s frames could give: every image with frames left for
+/// symbolization, whether or not a sample reaches them, to tell a store before they are
+/// written.
+pub(crate) fn index_keys(profile: &Profile, source_id: &str) -> Vec<String> {
+    let mut reached = Reached::default();
+    reached.reach_all(profile);
+    let symbolization = SymbolizeReport::default();
+    let entries: Vec<(String, BuildIdIndexEntry)> =
+        reached.index(&[profile], "", source_id, "", &symbolization);
+    entries.into_iter().map(|(key, _)| key).collect()
+}
