@@ -452,6 +452,12 @@ impl Profile {
     pub fn samples(&self) -> &SampleTable {
         &self.samples
     }
+
+    /// Puts `samples` in place of the profile's samples, which it gives back: a long
+    /// recording's model holds one piece of its samples at a time.
+    pub(crate) fn replace_samples(&mut self, samples: SampleTable) -> SampleTable {
+        std::mem::replace(&mut self.samples, samples)
+    }
 }
 
 #[cfg(test)]

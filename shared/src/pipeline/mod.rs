@@ -11,7 +11,10 @@ mod rehydrate;
 mod series;
 mod supersede;
 mod symbols;
+mod window_buffer;
 mod windows;
+#[cfg(test)]
+mod windows_tests;
 
 pub use build_id_index::{
     build_id_index, BuildIdIndexEntry, IndexedMapping, BUILD_ID_INDEX_VERSION,

@@ -1,0 +1,211 @@
+//! A recording converted from its samples in file order, a few windows at a time, gives the
+//! very outputs of the same recording converted whole.
+
+use super::manifest::{ManifestSampleV2, ManifestSeries};
+use super::outputs::{MemoryOutputs, Outputs};
+use super::window_buffer::WindowBuffer;
+use super::windows::{IndexOf, Windows};
+use crate::metadata::UploadMetadata;
+use crate::model::{
+    ids_from_build_id, Frame, FrameAddress, FrameKind, Image, Profile, Sample, SampleTable, Series,
+    SeriesKind,
+};
+use crate::plan::Grid;
+use crate::symbolize::SymbolizeReport;
+use crate::tables::TableSource;
+
+const SOURCE: TableSource<'static> = TableSource {
+    source_id: "0123456789abcdef0123456789abcdef",
+    source_key: "uploads/long.pftrace",
+    source_etag: "etag",
+    source_format: "perfetto",
+    converter: "proflake test",
+    service: None,
+};
+
+fn lcg(state: &mut u64) -> u64 {
+    *state = state
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    *state >> 33
+}
+
+/// Four processes of three threads over 200 s on two series, with 40 stacks (some with an
+/// unsymbolized native frame), samples without a stack, and a thread sampled once per minute
+/// (Relay drops it). Process 4 starts 100 s in. Samples are in time order.
+fn recording() -> Profile {
+    let mut p = Profile::new("perfetto");
+    let cpu = p.intern("cpu-clock");
+    let count = p.intern("count");
+    let cpu = p.add_series(Series {
+        kind: SeriesKind::CpuTime,
+        name: cpu,
+        unit: count,
+        source: None,
+        frequency_hz: Some(100),
+        period: None,
+    });
+    let wall = p.intern("wall");
+    let ns = p.intern("nanoseconds");
+    let wall = p.add_series(Series {
+        kind: SeriesKind::WallTime,
+        name: wall,
+        unit: ns,
+        source: None,
+        frequency_hz: None,
+        period: None,
+    });
+    let path = Some(p.intern("/system/lib64/libart.so"));
+    let (code_id, debug_id) = ids_from_build_id(&[0xb1, 0x1d, 0x1d, 0x00, 0x2a, 0x17]);
+    let image = p.add_image(Image {
+        code_id,
+        debug_id,
+        ..Image::new(path, 0x7000_0000, 0x7010_0000)
+    });
+    let mut stacks = Vec::new();
+    for i in 0..40u64 {
+        let main = p.intern("main");
+        let root = p.add_frame(Frame {
+            function: Some(main),
+            ..Frame::new(FrameKind::Native)
+        });
+        let leaf = if i % 4 == 0 {
+            p.add_frame(Frame {
+                image: Some(image),
+                address: Some(FrameAddress::ImageRelative(0x1000 + i * 16)),
+                ..Frame::new(FrameKind::Native)
+            })
+        } else {
+            let name = p.intern(&format!("work{i}"));
+            p.add_frame(Frame {
+                function: Some(name),
+                ..Frame::new(FrameKind::Jvm)
+            })
+        };
+        stacks.push(p.add_stack_from_root([root, leaf]));
+    }
+    let mut threads = Vec::new();
+    for pid in 1..=4 {
+        let process = p.add_process(Some(pid));
+        for t in 0..3 {
+            threads.push((pid, p.add_thread(process, Some(pid * 100 + t))));
+        }
+    }
+    let t0 = 1_700_000_000_000_000_123;
+    let mut state = 5;
+    for i in 0..20_000i64 {
+        let time = t0 + i * 10_000_000;
+        let (pid, thread) = threads[(i % 12) as usize];
+        if pid == 4 && i < 10_000 {
+            continue;
+        }
+        // Thread 2 of process 3 is sampled once a minute only.
+        if (pid, i % 12) == (3, 8) && i % 6_000 != 8 {
+            continue;
+        }
+        let stack = stacks[(lcg(&mut state) % 40) as usize].filter(|_| i % 17 != 3);
+        let series = if i % 5 == 0 { wall } else { cpu };
+        let weight = if series == wall { 10_000_000 } else { 1 };
+        let mut s = Sample::new(thread, stack, weight, series);
+        s.time = Some(time);
+        s.cpu = Some((i % 8) as u32);
+        p.add_sample(s);
+    }
+    p
+}
+
+struct Written {
+    objects: Vec<(String, Vec<u8>)>,
+    series: Vec<ManifestSeries>,
+    sample_v2: ManifestSampleV2,
+}
+
+fn write(
+    profile: &mut Profile,
+    feed: impl FnOnce(&mut Profile, &mut Windows, &mut Outputs),
+) -> Written {
+    let metadata = UploadMetadata::default();
+    let mut sink = MemoryOutputs::default();
+    let symbolization = SymbolizeReport::default();
+    let (series, sample_v2) = {
+        let mut out = Outputs::new(&mut sink);
+        let mut windows = Windows::new(&SOURCE, &metadata);
+        feed(profile, &mut windows, &mut out);
+        let index = IndexOf {
+            source_key: SOURCE.source_key,
+            manifest_key: "converted/x/manifest.json",
+            symbolization: &symbolization,
+        };
+        windows.finish(profile, index, &mut out).unwrap()
+    };
+    Written {
+        objects: sink.objects,
+        series,
+        sample_v2,
+    }
+}
+
+#[test]
+fn samples_streamed_window_by_window_give_the_outputs_of_the_whole_recording() {
+    let mut whole = recording();
+    let grid = Grid::of(&whole).unwrap();
+    let expected = write(&mut whole, |p, windows, out| {
+        windows.add(p, Some(grid), out).unwrap();
+    });
+    assert!(expected.sample_v2.chunks >= 12, "{:?}", expected.sample_v2);
+    assert!(expected.objects.len() > expected.sample_v2.chunks as usize + 5);
+    let index = expected
+        .objects
+        .iter()
+        .filter(|(k, _)| k.starts_with("index/"));
+    assert_eq!(index.count(), 1, "the native frames' image is indexed");
+
+    for (seed, jitter_ns) in [(1, 0), (2, 3_000_000_000), (3, 59_000_000)] {
+        let mut skeleton = recording();
+        let samples: SampleTable = skeleton.replace_samples(SampleTable::default());
+        // File order: each sample up to `jitter_ns` late, as chunks of sequences interleave.
+        let mut state = seed;
+        let mut order: Vec<(i64, usize)> = (0..samples.len())
+            .map(|i| {
+                let late = (lcg(&mut state) as i64) % (jitter_ns + 1);
+                (samples.time(i).unwrap() + late, i)
+            })
+            .collect();
+        order.sort();
+        let times: Vec<i64> = order
+            .iter()
+            .map(|&(_, i)| samples.time(i).unwrap())
+            .collect();
+        // What the first pass says: no sample from position p on is earlier than this.
+        let mut watermark = vec![None; times.len() + 1];
+        for p in (0..times.len()).rev() {
+            watermark[p] = Some(watermark[p + 1].map_or(times[p], |w: i64| w.min(times[p])));
+        }
+        let mut pieces = 0;
+        let streamed = write(&mut skeleton, |p, windows, out| {
+            let mut buffer = WindowBuffer::new(grid);
+            for (position, &(_, i)) in order.iter().enumerate() {
+                let sample = samples.get(i);
+                assert!(!buffer.is_late(sample.time.unwrap()));
+                buffer.push(sample);
+                let mark = watermark[position + 1];
+                if buffer.ready(mark) && buffer.take(mark, p).is_some() {
+                    windows.add(p, Some(grid), out).unwrap();
+                    pieces += 1;
+                }
+            }
+            if buffer.take(None, p).is_some() {
+                windows.add(p, Some(grid), out).unwrap();
+                pieces += 1;
+            }
+        });
+        assert!(pieces >= 3, "seed {seed}: {pieces} pieces");
+        assert_eq!(streamed.sample_v2, expected.sample_v2, "seed {seed}");
+        assert_eq!(streamed.series, expected.series, "seed {seed}");
+        let keys = |w: &Written| w.objects.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+        assert_eq!(keys(&streamed), keys(&expected), "seed {seed}");
+        for ((key, a), (_, b)) in streamed.objects.iter().zip(&expected.objects) {
+            assert!(a == b, "seed {seed}: {key} differs");
+        }
+    }
+}
