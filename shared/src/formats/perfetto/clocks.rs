@@ -75,6 +75,17 @@ impl Conversion {
         hops.iter_mut()
             .try_fold(ts, |value, (hop, hint)| hop.apply(value, hint))
     }
+
+    /// Whether any path links the clocks: without one, no time converts.
+    pub(super) fn links(&self) -> bool {
+        self.hops.is_some()
+    }
+
+    /// Whether a later time never converts to an earlier one, so that the least of some
+    /// times converts to the least of their conversions.
+    pub(super) fn is_monotone(&self) -> bool {
+        self.multiplier > 0 && self.hops.iter().flatten().all(|(hop, _)| hop.is_monotone())
+    }
 }
 
 /// One link of a conversion path: the readings (from, to) of every snapshot holding both
@@ -103,6 +114,95 @@ impl Hop {
             .checked_sub(1)
             .map_or(self.first, |i| self.readings[i]);
         ts.checked_sub(a)?.checked_add(b)
+    }
+
+    /// Whether the offset a hop adds never decreases as the source time grows. Each reading
+    /// applies from its source reading on, the last of equal ones winning, and `first` before
+    /// them all.
+    fn is_monotone(&self) -> bool {
+        let readings = &self.readings;
+        let applied = readings
+            .iter()
+            .enumerate()
+            .filter(|&(i, r)| readings.get(i + 1).is_none_or(|next| next.0 != r.0))
+            .map(|(_, &r)| r);
+        // In i128: readings are anywhere in i64, and so their differences are not.
+        std::iter::once(self.first)
+            .chain(applied)
+            .map(|(a, b)| i128::from(b) - i128::from(a))
+            .is_sorted()
+    }
+}
+
+/// Where the samples of one clock get their times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Place {
+    /// Converted by this conversion of the [`Placer`].
+    Convert(usize),
+    /// Kept as read.
+    Raw,
+    /// None: the sample cannot be placed.
+    Drop,
+}
+
+/// Puts sample times on the clock a trace's times are given on, with the snapshots of the
+/// whole trace: the wall clock if any snapshot has one, else the default clock. Every place
+/// that converts samples goes through one, so that each gives a sample the same time.
+pub(super) struct Placer<'c> {
+    clocks: &'c ClockTracker,
+    default_clock: Option<u32>,
+    target: Option<u32>,
+    /// One conversion per source clock: a trace whose samples alternate clocks must not
+    /// search paths once per sample.
+    conversions: Vec<Conversion>,
+    by_clock: FxHashMap<ClockKey, usize>,
+}
+
+impl<'c> Placer<'c> {
+    pub(super) fn new(clocks: &'c ClockTracker) -> Self {
+        let default_clock = clocks.default_clock();
+        Placer {
+            clocks,
+            default_clock,
+            target: clocks.wall_clock().or(default_clock),
+            conversions: Vec::new(),
+            by_clock: FxHashMap::default(),
+        }
+    }
+
+    /// Where the times of samples on `clock` (`None`: the trace's default clock) go.
+    pub(super) fn place(&mut self, clock: Option<ClockKey>) -> Place {
+        let from = clock.or(self.default_clock.map(|c| ClockKey::new(c, 0)));
+        match (from, self.target) {
+            (Some(from), Some(to)) => {
+                let (conversions, clocks) = (&mut self.conversions, self.clocks);
+                let at = *self.by_clock.entry(from).or_insert_with(|| {
+                    conversions.push(clocks.conversion(from, ClockKey::new(to, 0)));
+                    conversions.len() - 1
+                });
+                Place::Convert(at)
+            }
+            (None, None) => Place::Raw,
+            // A clock id with nothing to convert to: trace_processor keeps such values as
+            // trace time.
+            (Some(_), None) => Place::Raw,
+            (None, Some(_)) => Place::Drop,
+        }
+    }
+
+    /// The time a sample placed at `place` with the raw time `ts` gets; `None` when it
+    /// cannot be placed.
+    pub(super) fn time(&mut self, place: Place, ts: i64) -> Option<i64> {
+        match place {
+            Place::Convert(at) => self.conversions[at].convert(ts),
+            Place::Raw => Some(ts),
+            Place::Drop => None,
+        }
+    }
+
+    /// The conversion of a [`Place::Convert`].
+    pub(super) fn conversion(&self, at: usize) -> &Conversion {
+        &self.conversions[at]
     }
 }
 
@@ -263,6 +363,39 @@ mod tests {
             assert!(fresh.is_some());
             assert_eq!(conversion.convert(ts), fresh, "at {ts}");
         }
+    }
+
+    #[test]
+    fn monotone_conversions_are_those_whose_offset_never_shrinks() {
+        let k = |id| ClockKey::new(id, 1);
+        let conversion = |snapshots: &[(u64, u64)]| {
+            let mut t = ClockTracker::default();
+            for &(mono, wall) in snapshots {
+                t.add_snapshot(&snapshot(&[(MONOTONIC, mono), (REALTIME, wall)]), 1);
+            }
+            t.conversion(k(MONOTONIC), k(REALTIME))
+        };
+        let cases: [(&[(u64, u64)], bool); 6] = [
+            (&[(100, 1_100), (200, 1_300)], true),
+            (&[(100, 1_100), (200, 1_150)], false),
+            // Before every reading the first snapshot applies, not the earliest reading.
+            (&[(200, 1_300), (100, 1_050)], false),
+            (&[(200, 1_300), (100, 1_200)], true),
+            // Of equal readings the later snapshot applies.
+            (&[(100, 1_100), (200, 1_050), (200, 1_300)], true),
+            (&[(100, 1_100), (200, 1_300), (200, 1_050)], false),
+        ];
+        for (snapshots, monotone) in cases {
+            let mut c = conversion(snapshots);
+            assert!(c.links());
+            assert_eq!(c.is_monotone(), monotone, "{snapshots:?}");
+            let times: Vec<i64> = (0..400).map(|ts| c.convert(ts).unwrap()).collect();
+            assert_eq!(times.is_sorted(), monotone, "{snapshots:?}");
+        }
+        let mut t = ClockTracker::default();
+        t.add_snapshot(&snapshot(&[(MONOTONIC, 1), (REALTIME, 2)]), 1);
+        let unlinked = t.conversion(k(BOOTTIME), k(REALTIME));
+        assert!(!unlinked.links() && unlinked.is_monotone());
     }
 
     #[test]

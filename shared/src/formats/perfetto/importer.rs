@@ -10,7 +10,7 @@ use proflake_proto::perfetto::{
 };
 use rustc_hash::FxHashMap;
 
-use super::clocks::{clock_name, ClockKey, ClockTracker, Conversion, MONOTONIC};
+use super::clocks::{clock_name, ClockKey, ClockTracker, Place, Placer, MONOTONIC};
 use super::module_symbols::PendingSymbols;
 use super::packets::Packet;
 use super::perf_packet::PerfSamplePacket;
@@ -31,17 +31,6 @@ const SEQ_NEEDS_INCREMENTAL_STATE: u32 = 2;
 /// its own: the joined name is held to `max_string_bytes`.
 const MAX_PATH_COMPONENTS: usize = 256;
 
-/// How the samples of one clock run get their times.
-#[derive(Clone, Copy)]
-enum Place {
-    /// Converted by this conversion of the finish pass.
-    Convert(usize),
-    /// Kept as read.
-    Raw,
-    /// None: the sample cannot be placed.
-    Drop,
-}
-
 /// What a packet says about its sequence's incremental state.
 #[derive(Default)]
 struct SequenceState {
@@ -54,9 +43,94 @@ struct SequenceState {
 
 /// A timestamp as the packet carried it: on `clock`, or on the trace's default clock.
 #[derive(Clone, Copy)]
-struct RawTime {
-    clock: Option<ClockKey>,
-    ts: i64,
+pub(super) struct RawTime {
+    pub(super) clock: Option<ClockKey>,
+    pub(super) ts: i64,
+}
+
+/// Where the importer's samples go. The importer makes the same entities, in the same order,
+/// whatever the destination, so that two passes over one trace agree on every handle.
+pub(super) trait Samples {
+    /// Takes the sample at `position` among all the trace's samples (in file order), whose
+    /// time is still `time` as read.
+    fn push(
+        &mut self,
+        profile: &mut Profile,
+        position: u64,
+        sample: Sample,
+        time: RawTime,
+    ) -> Result<()>;
+}
+
+/// The samples of one decode: into the profile with their raw times, converted in place at
+/// the end, since the snapshots needed may come after them.
+#[derive(Default)]
+pub(super) struct Store {
+    /// The clock each run of samples is on, by index of the run's first sample. A trace
+    /// rarely changes clocks, so this costs a few entries rather than one per sample.
+    clock_runs: Vec<(usize, Option<ClockKey>)>,
+}
+
+impl Samples for Store {
+    fn push(
+        &mut self,
+        profile: &mut Profile,
+        _position: u64,
+        mut sample: Sample,
+        time: RawTime,
+    ) -> Result<()> {
+        let index = profile.samples().len();
+        if self.clock_runs.last().is_none_or(|&(_, c)| c != time.clock) {
+            self.clock_runs.push((index, time.clock));
+        }
+        sample.time = Some(time.ts);
+        profile.add_sample(sample);
+        Ok(())
+    }
+}
+
+impl Store {
+    /// Converts every sample time, drops the samples that cannot be placed and orders the
+    /// rest by time.
+    fn place(self, profile: &mut Profile, clocks: &ClockTracker) {
+        let mut placer = Placer::new(clocks);
+        let runs = self.clock_runs;
+        // Without samples there are no runs, and nothing to place.
+        let mut current = runs
+            .first()
+            .map_or(Place::Drop, |&(_, clock)| placer.place(clock));
+        let starts: Vec<(usize, Place)> = runs
+            .iter()
+            .skip(1)
+            .map(|&(start, clock)| (start, placer.place(clock)))
+            .collect();
+        let mut next_run = starts.iter().peekable();
+        let mut failed = 0u64;
+        let mut index = 0;
+        profile.retain_sample_times(|time| {
+            while let Some(&(_, p)) = next_run.next_if(|&&(start, _)| start <= index) {
+                current = p;
+            }
+            index += 1;
+            let time = placer.time(current, time.unwrap_or_default());
+            failed += u64::from(time.is_none());
+            time
+        });
+        if failed > 0 {
+            *profile.stats.entry("clock_conversion_failed").or_default() += failed;
+        }
+        profile.sort_samples_by_time();
+    }
+}
+
+/// An importer's state once every packet is read.
+pub(super) struct Parts<S> {
+    pub(super) profile: Profile,
+    /// Every snapshot of the trace.
+    pub(super) clocks: ClockTracker,
+    pub(super) samples: S,
+    /// How many samples went to `samples`.
+    pub(super) pushed: u64,
 }
 
 /// Process and thread names gathered from descriptors, applied once all packets are read
@@ -91,15 +165,13 @@ impl Names {
     }
 }
 
-pub(super) struct Importer {
+pub(super) struct Importer<S = Store> {
     profile: Profile,
     sequences: FxHashMap<u32, Sequence>,
     clocks: ClockTracker,
-    /// The clock each run of samples is on, by index of the run's first sample: samples go
-    /// straight into the profile with their raw time and are converted in place at the end,
-    /// since the snapshots needed may come after them. A trace rarely changes clocks, so this
-    /// costs a few entries rather than one per sample.
-    clock_runs: Vec<(usize, Option<ClockKey>)>,
+    samples: S,
+    /// How many samples went to `samples`: the next one's position.
+    pushed: u64,
     last_time: Option<RawTime>,
     interned_entries: u64,
     names: Names,
@@ -111,11 +183,30 @@ pub(super) struct Importer {
 
 impl Importer {
     pub(super) fn new(limits: &Limits) -> Self {
+        Importer::with_samples(limits, Store::default())
+    }
+
+    /// Converts every sample time and hands over the finished profile.
+    pub(super) fn finish(self) -> Profile {
+        let Parts {
+            mut profile,
+            clocks,
+            samples,
+            ..
+        } = self.finish_parts();
+        samples.place(&mut profile, &clocks);
+        profile
+    }
+}
+
+impl<S: Samples> Importer<S> {
+    pub(super) fn with_samples(limits: &Limits, samples: S) -> Self {
         Importer {
             profile: Profile::new("perfetto"),
             sequences: FxHashMap::default(),
             clocks: ClockTracker::default(),
-            clock_runs: Vec::new(),
+            samples,
+            pushed: 0,
             last_time: None,
             interned_entries: 0,
             names: Names::default(),
@@ -298,17 +389,13 @@ impl Importer {
         }
     }
 
-    fn push(&mut self, mut sample: Sample, time: RawTime) -> Result<()> {
-        let index = self.profile.samples().len();
-        if index as u64 >= self.limits.max_samples {
+    fn push(&mut self, sample: Sample, time: RawTime) -> Result<()> {
+        let position = self.pushed;
+        if position >= self.limits.max_samples {
             return Err(exceeded("max_samples", self.limits.max_samples));
         }
-        if self.clock_runs.last().is_none_or(|&(_, c)| c != time.clock) {
-            self.clock_runs.push((index, time.clock));
-        }
-        sample.time = Some(time.ts);
-        self.profile.add_sample(sample);
-        Ok(())
+        self.pushed += 1;
+        self.samples.push(&mut self.profile, position, sample, time)
     }
 
     fn thread(&mut self, pid: Option<i64>, tid: Option<i64>) -> ThreadHandle {
@@ -573,15 +660,15 @@ impl Importer {
         self.profile.add_stack_from_root(frames)
     }
 
-    /// Converts every sample time and hands over the finished profile.
-    pub(super) fn finish(mut self) -> Profile {
+    /// Sets what only the whole trace tells: the clock times are given on, the offline
+    /// symbols and the names. The samples' times are for the destination to place.
+    pub(super) fn finish_parts(mut self) -> Parts<S> {
         let default_clock = self.clocks.default_clock();
-        let (target, timestamps) = match (self.clocks.wall_clock(), default_clock) {
-            (Some(wall), _) => (Some(wall), Timestamps::UnixEpoch),
-            (None, Some(default)) => (Some(default), Timestamps::TraceClock(clock_name(default))),
-            (None, None) => (None, Timestamps::TraceClock("trace".into())),
+        self.profile.timestamps = match (self.clocks.wall_clock(), default_clock) {
+            (Some(_), _) => Timestamps::UnixEpoch,
+            (None, Some(default)) => Timestamps::TraceClock(clock_name(default)),
+            (None, None) => Timestamps::TraceClock("trace".into()),
         };
-        self.profile.timestamps = timestamps;
         if let Some(wall) = self.clocks.wall_clock() {
             self.profile
                 .attributes
@@ -592,65 +679,20 @@ impl Importer {
                 .attributes
                 .insert("perfetto.trace_clock".into(), clock_name(default));
         }
-        let runs = std::mem::take(&mut self.clock_runs);
-        let clocks = &self.clocks;
-        let mut failed = 0u64;
-        let mut index = 0;
-        // One conversion per source clock, kept across runs: a trace whose samples alternate
-        // clocks must not search paths once per run.
-        let mut conversions: Vec<Conversion> = Vec::new();
-        let mut by_clock: FxHashMap<ClockKey, usize> = FxHashMap::default();
-        let mut place = |clock: Option<ClockKey>| {
-            let from = clock.or(default_clock.map(|c| ClockKey::new(c, 0)));
-            match (from, target) {
-                (Some(from), Some(to)) => {
-                    let at = *by_clock.entry(from).or_insert_with(|| {
-                        conversions.push(clocks.conversion(from, ClockKey::new(to, 0)));
-                        conversions.len() - 1
-                    });
-                    Place::Convert(at)
-                }
-                (None, None) => Place::Raw,
-                // A clock id with nothing to convert to: trace_processor keeps such values as
-                // trace time.
-                (Some(_), None) => Place::Raw,
-                (None, Some(_)) => Place::Drop,
-            }
-        };
-        // Without samples there are no runs, and nothing to place.
-        let mut current = runs.first().map_or(Place::Drop, |&(_, clock)| place(clock));
-        let starts: Vec<(usize, Place)> = runs
-            .iter()
-            .skip(1)
-            .map(|&(start, clock)| (start, place(clock)))
-            .collect();
-        let mut next_run = starts.iter().peekable();
-        self.profile.retain_sample_times(|time| {
-            while let Some(&(_, p)) = next_run.next_if(|&&(start, _)| start <= index) {
-                current = p;
-            }
-            index += 1;
-            let raw = time.unwrap_or_default();
-            let time = match current {
-                Place::Convert(at) => conversions[at].convert(raw),
-                Place::Raw => Some(raw),
-                Place::Drop => None,
-            };
-            failed += u64::from(time.is_none());
-            time
-        });
-        if failed > 0 {
-            *self
-                .profile
-                .stats
-                .entry("clock_conversion_failed")
-                .or_default() += failed;
-        }
-        self.profile.sort_samples_by_time();
         // traceconv appends the symbols after the samples: only now is every frame known.
         std::mem::take(&mut self.symbols).apply(&mut self.profile);
         self.apply_names();
-        self.profile
+        self.into_parts()
+    }
+
+    /// The state as the packets left it, for a pass that wants only its samples.
+    pub(super) fn into_parts(self) -> Parts<S> {
+        Parts {
+            profile: self.profile,
+            clocks: self.clocks,
+            samples: self.samples,
+            pushed: self.pushed,
+        }
     }
 
     fn apply_names(&mut self) {

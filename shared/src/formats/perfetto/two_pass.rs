@@ -1,0 +1,286 @@
+//! Two passes over one trace, for converting a long trace window by window without holding
+//! its samples: the first builds the whole model but keeps only a summary of where the
+//! samples' times lie, the second decodes the same bytes again and hands each sample on,
+//! already on the first pass's clock, as it is read.
+//!
+//! Both passes run the same importer over the same packets, so the second makes every
+//! entity in the order the first made it, and its handles are valid in the first pass's
+//! profile.
+
+use std::io::Read;
+
+use super::clocks::{ClockKey, ClockTracker, Place, Placer};
+use super::importer::{Importer, Parts, RawTime, Samples};
+use super::packets::PacketWalker;
+use crate::error::Result;
+use crate::limits::Limits;
+use crate::model::{Profile, Sample};
+
+/// Samples per block of the summary: the first pass keeps a few numbers per block, so its
+/// memory grows with the samples a 4096th as fast as a decode's sample table does.
+const BLOCK: u64 = 4096;
+
+/// What the first pass over a trace learns.
+pub(crate) struct FirstPass {
+    /// The model `decode` gives, without samples: its stats lack `clock_conversion_failed`,
+    /// which only placing every sample can count.
+    pub profile: Profile,
+    /// Where the samples' times lie, when the second pass can deliver them in windows;
+    /// `None` when it cannot (a conversion the samples need is not monotone in time, the
+    /// least or greatest time of a block that does not convert).
+    pub times: Option<SampleTimes>,
+    /// Every snapshot of the trace: the second pass reads its snapshots too late to convert
+    /// the samples before them.
+    clocks: ClockTracker,
+    samples: u64,
+}
+
+/// Where the samples of a trace lie in time, block by block of file order.
+pub(crate) struct SampleTimes {
+    samples: u64,
+    /// By block: the least placed time of the block's samples and all later ones'.
+    least_from: Vec<Option<i64>>,
+    greatest: Option<i64>,
+}
+
+impl SampleTimes {
+    /// How many samples the first pass pushed (file order positions 0..samples), placed or
+    /// not.
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+
+    /// The least converted time of any sample; `None` when no sample has one.
+    pub fn first_ns(&self) -> Option<i64> {
+        self.least_from.first().copied().flatten()
+    }
+
+    /// The greatest converted time of any sample.
+    pub fn last_ns(&self) -> Option<i64> {
+        self.greatest
+    }
+
+    /// A time no placed sample at file position `position` or later is earlier than (it may
+    /// be lower than their least time, never higher): the least time from `position`'s block
+    /// on. `None` past the last sample, and when no sample from that block on is placed.
+    pub fn watermark(&self, position: u64) -> Option<i64> {
+        if position >= self.samples {
+            return None;
+        }
+        let block = usize::try_from(position / BLOCK).ok()?;
+        self.least_from.get(block).copied().flatten()
+    }
+}
+
+/// The least and greatest raw time of one block's samples on one clock.
+struct Span {
+    block: u64,
+    clock: Option<ClockKey>,
+    least: i64,
+    greatest: i64,
+}
+
+/// The first pass's destination: samples go nowhere, their raw times into [`Span`]s.
+#[derive(Default)]
+struct Summary {
+    /// By block, then by the clock's first sample in the block. A block has one span per
+    /// clock its samples are on, mostly one.
+    spans: Vec<Span>,
+}
+
+impl Samples for Summary {
+    fn push(&mut self, _: &mut Profile, position: u64, _: Sample, time: RawTime) -> Result<()> {
+        let block = position / BLOCK;
+        let span = self
+            .spans
+            .iter_mut()
+            .rev()
+            .take_while(|s| s.block == block)
+            .find(|s| s.clock == time.clock);
+        match span {
+            Some(span) => {
+                span.least = span.least.min(time.ts);
+                span.greatest = span.greatest.max(time.ts);
+            }
+            None => self.spans.push(Span {
+                block,
+                clock: time.clock,
+                least: time.ts,
+                greatest: time.ts,
+            }),
+        }
+        Ok(())
+    }
+}
+
+impl Summary {
+    /// The converted times, when the least and greatest raw time of each span convert to the
+    /// least and greatest time of its placed samples: every conversion used is monotone, and
+    /// the bounds themselves convert.
+    fn times(self, samples: u64, placer: &mut Placer<'_>) -> Option<SampleTimes> {
+        let blocks = usize::try_from(samples.div_ceil(BLOCK)).ok()?;
+        let mut least_from: Vec<Option<i64>> = vec![None; blocks];
+        let mut greatest: Option<i64> = None;
+        let mut monotone: Vec<Option<bool>> = Vec::new();
+        for span in self.spans {
+            let place = placer.place(span.clock);
+            let (least, most) = match place {
+                // Not one of these samples is placed, so they bound nothing.
+                Place::Drop => continue,
+                Place::Convert(at) if !placer.conversion(at).links() => continue,
+                Place::Convert(at) => {
+                    if at >= monotone.len() {
+                        monotone.resize(at + 1, None);
+                    }
+                    let is_monotone =
+                        *monotone[at].get_or_insert_with(|| placer.conversion(at).is_monotone());
+                    if !is_monotone {
+                        return None;
+                    }
+                    (
+                        placer.time(place, span.least)?,
+                        placer.time(place, span.greatest)?,
+                    )
+                }
+                Place::Raw => (span.least, span.greatest),
+            };
+            let block = &mut least_from[usize::try_from(span.block).ok()?];
+            *block = Some(block.map_or(least, |b| b.min(least)));
+            greatest = Some(greatest.map_or(most, |g| g.max(most)));
+        }
+        let mut later: Option<i64> = None;
+        for block in least_from.iter_mut().rev() {
+            later = match (*block, later) {
+                (Some(b), Some(l)) => Some(b.min(l)),
+                (b, l) => b.or(l),
+            };
+            *block = later;
+        }
+        Some(SampleTimes {
+            samples,
+            least_from,
+            greatest,
+        })
+    }
+}
+
+/// Decodes a trace as `decode` does, keeping no samples: see [`FirstPass`].
+pub(crate) fn first_pass(
+    input: impl Read,
+    codec: &'static str,
+    limits: &Limits,
+) -> Result<FirstPass> {
+    let mut importer = Importer::with_samples(limits, Summary::default());
+    PacketWalker::new(limits).walk(input, codec, &mut |packet| importer.packet(packet))?;
+    let Parts {
+        profile,
+        clocks,
+        samples: summary,
+        pushed,
+    } = importer.finish_parts();
+    let times = summary.times(pushed, &mut Placer::new(&clocks));
+    Ok(FirstPass {
+        profile,
+        times,
+        clocks,
+        samples: pushed,
+    })
+}
+
+/// The second pass's destination: each sample placed with the first pass's clocks and handed
+/// on at once.
+struct Forward<'a> {
+    placer: Placer<'a>,
+    /// The last sample's clock and its place: runs of one clock look it up once.
+    last: Option<(Option<ClockKey>, Place)>,
+    sink: &'a mut dyn FnMut(u64, Sample) -> Result<()>,
+    dropped: u64,
+}
+
+impl Samples for Forward<'_> {
+    fn push(
+        &mut self,
+        _: &mut Profile,
+        position: u64,
+        mut sample: Sample,
+        time: RawTime,
+    ) -> Result<()> {
+        let place = match self.last {
+            Some((clock, place)) if clock == time.clock => place,
+            _ => {
+                let place = self.placer.place(time.clock);
+                self.last = Some((time.clock, place));
+                place
+            }
+        };
+        match self.placer.time(place, time.ts) {
+            Some(ts) => {
+                sample.time = Some(ts);
+                (self.sink)(position, sample)
+            }
+            None => {
+                self.dropped += 1;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Decodes the trace again; hands `sample(position, sample)` every sample whose time
+/// converts, in file order, with `sample.time` on the first pass's target clock (exactly the
+/// time `decode` would give it). `position` is the sample's index among all samples the first
+/// pass pushed. Gives how many samples were dropped because their time could not be placed
+/// (what `decode` counts as `clock_conversion_failed`).
+pub(crate) fn second_pass(
+    input: impl Read,
+    codec: &'static str,
+    limits: &Limits,
+    first: &FirstPass,
+    sample: &mut dyn FnMut(u64, Sample) -> Result<()>,
+) -> Result<u64> {
+    let forward = Forward {
+        placer: Placer::new(&first.clocks),
+        last: None,
+        sink: sample,
+        dropped: 0,
+    };
+    let mut importer = Importer::with_samples(limits, forward);
+    PacketWalker::new(limits).walk(input, codec, &mut |packet| importer.packet(packet))?;
+    let Parts {
+        profile,
+        samples: forward,
+        pushed,
+        ..
+    } = importer.into_parts();
+    debug_assert_eq!(pushed, first.samples, "the passes read different samples");
+    debug_assert!(
+        same_entities(&profile, &first.profile),
+        "the passes made different entities"
+    );
+    Ok(forward.dropped)
+}
+
+/// Whether `unfinished`, a second pass's profile, made the entities of `finished`, the first
+/// pass's, in the same order: its handles then mean the same there. Finishing renames
+/// processes and threads, names frames and interns the names, so only what it leaves alone
+/// is compared in full.
+fn same_entities(unfinished: &Profile, finished: &Profile) -> bool {
+    let strings = unfinished.strings().len();
+    unfinished.strings().eq(finished.strings().take(strings))
+        && unfinished.images().eq(finished.images())
+        && unfinished.frames().len() == finished.frames().len()
+        && unfinished.stacks().eq(finished.stacks())
+        && unfinished
+            .processes()
+            .map(|(h, p)| (h, p.pid))
+            .eq(finished.processes().map(|(h, p)| (h, p.pid)))
+        && unfinished
+            .threads()
+            .map(|(h, t)| (h, t.process, t.tid))
+            .eq(finished.threads().map(|(h, t)| (h, t.process, t.tid)))
+        && unfinished.all_series().eq(finished.all_series())
+}
+
+#[cfg(test)]
+#[path = "two_pass_tests.rs"]
+mod tests;
