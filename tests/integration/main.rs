@@ -11,6 +11,7 @@ mod perfetto_synthetic;
 mod pprof;
 mod sample_v2;
 mod sentry;
+mod streamed;
 mod symbolize;
 mod tables;
 mod util;

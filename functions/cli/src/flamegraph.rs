@@ -150,6 +150,7 @@ fn convert_in_memory(
         metadata: metadata.resolve()?,
         received_at_ns: modified_ns(input),
         limits: crate::limits()?,
+        ..ConvertOptions::default()
     };
     let converted = convert_upload(&upload_key(name), &content_etag(&bytes), &bytes, &options)?;
     let objects = converted

@@ -117,6 +117,7 @@ mod tests {
             objects: 4,
             frames_symbolized: 0,
             replaced: None,
+            pieces: 1,
         }));
         a.record(&Outcome::Quarantined(Quarantine {
             key: "uploads/b".into(),

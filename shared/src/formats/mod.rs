@@ -143,14 +143,22 @@ pub(crate) fn decode(
     decode_stream(bytes, bytes.len() as u64, format, limits)
 }
 
-/// [`decode`] of the `len` bytes `input` reads. Perfetto traces and folded stacks are decoded
-/// as they are read; the other formats are read whole first.
-pub(crate) fn decode_stream(
-    mut input: impl Read,
+/// An upload with its whole-file compression being undone as it is read, and its format.
+pub(crate) struct Opened<R> {
+    pub format: InputFormat,
+    pub container: Container,
+    /// The decompressed bytes, from the first.
+    pub stream: R,
+}
+
+/// Opens the `len` bytes `input` reads: detects and undoes the container and detects the
+/// format (`format` overrides detection), reading no more than the first few KiB.
+pub(crate) fn open_stream<'a>(
+    mut input: impl Read + 'a,
     len: u64,
     format: Option<InputFormat>,
     limits: &Limits,
-) -> Result<DecodedInput> {
+) -> Result<Opened<impl Read + 'a>> {
     // The container's magic, read whole even from a reader that hands out fewer bytes.
     let mut magic = Vec::with_capacity(4);
     (&mut input)
@@ -176,7 +184,35 @@ pub(crate) fn decode_stream(
             .into());
         }
     };
-    let mut stream = io::Cursor::new(prefix).chain(reader);
+    Ok(Opened {
+        format,
+        container,
+        stream: io::Cursor::new(prefix).chain(reader),
+    })
+}
+
+/// [`decode`] of the `len` bytes `input` reads. Perfetto traces and folded stacks are decoded
+/// as they are read; the other formats are read whole first.
+pub(crate) fn decode_stream(
+    input: impl Read,
+    len: u64,
+    format: Option<InputFormat>,
+    limits: &Limits,
+) -> Result<DecodedInput> {
+    decode_opened(open_stream(input, len, format, limits)?, len, limits)
+}
+
+/// Decodes an opened upload of `len` stored bytes.
+pub(crate) fn decode_opened(
+    opened: Opened<impl Read>,
+    len: u64,
+    limits: &Limits,
+) -> Result<DecodedInput> {
+    let Opened {
+        format,
+        container,
+        mut stream,
+    } = opened;
     let streamed = match format {
         InputFormat::Perfetto => Some(perfetto::decode(&mut stream, container.name(), limits)?),
         InputFormat::Folded => Some(folded::decode(&mut stream, container.name(), limits)?),

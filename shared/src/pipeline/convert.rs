@@ -3,16 +3,20 @@
 use std::io::Read;
 
 use super::build_id_index::build_id_index;
-use super::decode::{decode_stream_with_limits, decode_with_limits, Decoded};
+use super::decode::{
+    decode_opened_with_limits, decode_stream_with_limits, decode_with_limits, Decoded,
+};
 use super::manifest::{
-    Manifest, ManifestExpansion, ManifestProfile, ManifestSampleV2, ManifestSource,
+    Manifest, ManifestExpansion, ManifestProfile, ManifestSampleV2, ManifestSeries, ManifestSource,
     MANIFEST_VERSION,
 };
 use super::outputs::{MemoryOutputs, OutputSink, Outputs};
 use super::series::SeriesTally;
+use super::streamed::{streamable, write_streamed, Reopen, StreamedInput};
 use super::windows::{index_keys, IndexOf, Windows};
 use crate::error::{ErrorKind, Result};
-use crate::formats::InputFormat;
+use crate::formats::perfetto::first_pass;
+use crate::formats::{open_stream, Container, InputFormat};
 use crate::limits::Limits;
 use crate::metadata::UploadMetadata;
 use crate::model::{seconds_to_ns, Profile, Timestamps};
@@ -34,7 +38,15 @@ pub struct ConvertOptions {
     pub received_at_ns: Option<i64>,
     /// What the input may make the conversion do.
     pub limits: Limits,
+    /// Perfetto uploads of more stored bytes than this that can be read twice are converted
+    /// in two passes, a window at a time ([`STREAM_ABOVE_BYTES`] when `None`).
+    pub stream_above_bytes: Option<u64>,
 }
+
+/// Perfetto uploads larger than this are converted a window at a time when they can be read
+/// twice: the second pass costs about a tenth more CPU, and holds a window of samples instead
+/// of all of them (12 bytes each).
+pub const STREAM_ABOVE_BYTES: u64 = 32 << 20;
 
 /// The outputs of one conversion, not yet stored.
 #[derive(Debug)]
@@ -70,6 +82,9 @@ pub struct ConvertReport {
     pub manifest: Manifest,
     /// Where the manifest went.
     pub manifest_key: String,
+    /// How many pieces the samples were written in: one for an upload decoded whole, one per
+    /// few windows for a long trace converted a window at a time.
+    pub pieces: u64,
 }
 
 /// Converts one upload in memory. Pure: nothing is read or written, so the same input always
@@ -115,6 +130,9 @@ pub enum UploadInput<'a> {
         reader: Box<dyn Read + Send + 'a>,
         /// How many there are.
         len: u64,
+        /// Reads them again from the first: a long Perfetto trace is then converted in two
+        /// passes, a window at a time, so memory does not grow with its length.
+        reopen: Option<Box<Reopen<'a>>>,
     },
 }
 
@@ -147,7 +165,40 @@ fn convert_inner(
             bytes.len() as u64,
             decode_with_limits(bytes, format, limits)?,
         ),
-        UploadInput::Stream { reader, len } => {
+        UploadInput::Stream {
+            reader,
+            len,
+            reopen: Some(mut reopen),
+        } if len > options.stream_above_bytes.unwrap_or(STREAM_ABOVE_BYTES)
+            && streamable(&options.metadata)
+            && format.is_none_or(|f| f == InputFormat::Perfetto) =>
+        {
+            let opened = open_stream(reader, len, format, limits)?;
+            if opened.format != InputFormat::Perfetto {
+                (len, decode_opened_with_limits(opened, len, limits)?)
+            } else {
+                let container = opened.container;
+                let mut first = first_pass(opened.stream, container.name(), limits)?;
+                if first.times.is_some() {
+                    let input = StreamedInput {
+                        first: &mut first,
+                        container,
+                        len,
+                        reopen: &mut *reopen,
+                        limits,
+                    };
+                    return convert_streamed(source_key, etag, input, options, symbols, sink);
+                }
+                // Times the windows cannot be told from: read it again, whole.
+                let reader = reopen()?;
+                let perfetto = Some(InputFormat::Perfetto);
+                (
+                    len,
+                    decode_stream_with_limits(reader, len, perfetto, limits)?,
+                )
+            }
+        }
+        UploadInput::Stream { reader, len, .. } => {
             (len, decode_stream_with_limits(reader, len, format, limits)?)
         }
     };
@@ -158,7 +209,7 @@ fn convert_inner(
     let mut timestamps = anchor(&mut decoded.profile, metadata.timestamp)?;
     let source_id = source_id(source_key, etag);
     let etag = etag.trim_matches('"');
-    let converter = format!("proflake {}", env!("CARGO_PKG_VERSION"));
+    let converter = converter();
     let table_source = TableSource {
         source_id: &source_id,
         source_key,
@@ -254,40 +305,143 @@ fn convert_inner(
         series
     };
 
-    let profile = &decoded.profile;
-    let manifest = Manifest {
-        manifest_version: MANIFEST_VERSION,
-        converter,
-        source: ManifestSource {
-            key: source_key.into(),
-            etag: etag.into(),
-            bytes: input_bytes,
-            format: decoded.format.name().into(),
-            container: decoded.container.name().into(),
-            source_id: source_id.clone(),
-        },
-        profile: ManifestProfile {
-            timestamps,
-            samples: profile.samples().len() as u64,
-            samples_written: sample_v2.samples,
-            processes: profile.processes().len() as u64,
-            threads: profile.threads().len() as u64,
-            stats: profile
-                .stats
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), *v))
-                .collect(),
-        },
+    let manifest = manifest_of(ManifestOf {
+        source_key,
+        etag,
+        input_bytes,
+        format: decoded.format,
+        container: decoded.container,
+        source_id: &source_id,
+        profile: &decoded.profile,
+        samples: decoded.profile.samples().len() as u64,
+        timestamps,
         series,
         sample_v2,
-        symbols: symbolization.images,
-        outputs: Vec::new(),
-    };
+        symbolization,
+    });
     let manifest = out.finish(&manifest_key, manifest)?;
     Ok(ConvertReport {
         decoded,
         manifest,
         manifest_key,
+        pieces: 1,
+    })
+}
+
+/// What a manifest says before its outputs are listed.
+struct ManifestOf<'a> {
+    source_key: &'a str,
+    /// Without quotes.
+    etag: &'a str,
+    input_bytes: u64,
+    format: InputFormat,
+    container: Container,
+    source_id: &'a str,
+    profile: &'a Profile,
+    samples: u64,
+    timestamps: String,
+    series: Vec<ManifestSeries>,
+    sample_v2: ManifestSampleV2,
+    symbolization: SymbolizeReport,
+}
+
+fn manifest_of(m: ManifestOf<'_>) -> Manifest {
+    Manifest {
+        manifest_version: MANIFEST_VERSION,
+        converter: converter(),
+        source: ManifestSource {
+            key: m.source_key.into(),
+            etag: m.etag.into(),
+            bytes: m.input_bytes,
+            format: m.format.name().into(),
+            container: m.container.name().into(),
+            source_id: m.source_id.to_owned(),
+        },
+        profile: ManifestProfile {
+            timestamps: m.timestamps,
+            samples: m.samples,
+            samples_written: m.sample_v2.samples,
+            processes: m.profile.processes().len() as u64,
+            threads: m.profile.threads().len() as u64,
+            stats: m
+                .profile
+                .stats
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), *v))
+                .collect(),
+        },
+        series: m.series,
+        sample_v2: m.sample_v2,
+        symbols: m.symbolization.images,
+        outputs: Vec::new(),
+    }
+}
+
+/// `proflake <version>`: what wrote the outputs.
+fn converter() -> String {
+    format!("proflake {}", env!("CARGO_PKG_VERSION"))
+}
+
+/// Converts a Perfetto trace whose first pass is done, a window at a time.
+fn convert_streamed(
+    source_key: &str,
+    etag: &str,
+    mut input: StreamedInput<'_, '_>,
+    options: &ConvertOptions,
+    symbols: &dyn SymbolSource,
+    sink: &mut dyn OutputSink,
+) -> Result<ConvertReport> {
+    let metadata = &options.metadata;
+    options.limits.check_profile(&input.first.profile)?;
+    place_aggregated(&mut input.first.profile, metadata, options.received_at_ns);
+    let symbolization = symbolize(&mut input.first.profile, symbols)?;
+    let source_id = source_id(source_key, etag);
+    let etag = etag.trim_matches('"');
+    let converter = converter();
+    let table_source = TableSource {
+        source_id: &source_id,
+        source_key,
+        source_etag: etag,
+        source_format: InputFormat::Perfetto.name(),
+        converter: &converter,
+        service: metadata.service.as_deref(),
+    };
+    let manifest_key = manifest_key(&source_id);
+    let mut out = Outputs::new(sink);
+    let index = IndexOf {
+        source_key,
+        manifest_key: &manifest_key,
+        symbolization: &symbolization,
+    };
+    let streamed = write_streamed(&mut input, &table_source, metadata, index, &mut out)?;
+    let profile = std::mem::take(&mut input.first.profile);
+    let manifest = manifest_of(ManifestOf {
+        source_key,
+        etag,
+        input_bytes: input.len,
+        format: InputFormat::Perfetto,
+        container: input.container,
+        source_id: &source_id,
+        profile: &profile,
+        samples: streamed.samples,
+        timestamps: streamed.timestamps,
+        series: streamed.series,
+        sample_v2: streamed.sample_v2,
+        symbolization,
+    });
+    let manifest = out.finish(&manifest_key, manifest)?;
+    let decoded = Decoded {
+        profile,
+        format: InputFormat::Perfetto,
+        container: input.container,
+        metadata: None,
+        chunks: Vec::new(),
+    };
+    Ok(ConvertReport {
+        decoded,
+        manifest,
+        manifest_key,
+        pieces: streamed.pieces,
     })
 }
 

@@ -54,6 +54,15 @@ pub fn decode_stream_with_limits(
     accept_decoded(formats::decode_stream(input, len, format, limits)?, limits)
 }
 
+/// [`decode_stream_with_limits`] of an upload already opened (its format detected).
+pub(crate) fn decode_opened_with_limits(
+    opened: formats::Opened<impl Read>,
+    len: u64,
+    limits: &Limits,
+) -> Result<Decoded> {
+    accept_decoded(formats::decode_opened(opened, len, limits)?, limits)
+}
+
 fn accept_decoded(input: formats::DecodedInput, limits: &Limits) -> Result<Decoded> {
     let mut profile = input.profile;
     let mut chunks = Vec::with_capacity(input.sample_v2.len());

@@ -9,6 +9,7 @@ mod outputs;
 mod process;
 mod rehydrate;
 mod series;
+mod streamed;
 mod supersede;
 mod symbols;
 mod window_buffer;
@@ -21,7 +22,7 @@ pub use build_id_index::{
 };
 pub use convert::{
     convert_into, convert_upload, convert_upload_with, publish, ConvertOptions, ConvertReport,
-    Converted, UploadInput,
+    Converted, UploadInput, STREAM_ABOVE_BYTES,
 };
 pub use decode::{decode, decode_stream_with_limits, decode_with_limits, Decoded};
 pub use manifest::{
@@ -34,6 +35,7 @@ pub use process::{
     ERROR_REPORT_VERSION,
 };
 pub use rehydrate::{rehydrate, rehydrate_keys, RehydrateOptions, RehydratePage, RehydrateScope};
+pub use streamed::Reopen;
 pub use symbols::{
     add_debug_file, current_debug_meta, list_debug_files, DebugFileOutcome, StoreSymbols,
 };

@@ -6,6 +6,8 @@
 //! everything about the input itself ends in [`Outcome::Quarantined`], written down once and
 //! never retried.
 
+use std::io::Read;
+
 use serde::{Deserialize, Serialize};
 
 use super::convert::{convert_into, ConvertOptions, UploadInput};
@@ -13,7 +15,7 @@ use super::manifest::Manifest;
 use super::outputs::{PendingConversion, StoreOutputs};
 use super::supersede::{settle, Settled};
 use super::symbols::{current_debug_meta, StoreSymbols};
-use crate::error::{error_chain, Error, Result};
+use crate::error::{error_chain, Error, ErrorKind, Result};
 use crate::formats::InputFormat;
 use crate::limits::Limits;
 use crate::metadata::UploadMetadata;
@@ -41,6 +43,9 @@ pub struct ProcessOptions {
     pub limits: Limits,
     /// Convert again even when the upload's manifest already exists.
     pub reconvert: bool,
+    /// Perfetto uploads larger than this are converted a window at a time
+    /// ([`STREAM_ABOVE_BYTES`](crate::pipeline::STREAM_ABOVE_BYTES) when `None`).
+    pub stream_above_bytes: Option<u64>,
 }
 
 /// What processing one key did.
@@ -87,6 +92,9 @@ pub struct ConvertedUpload {
     pub frames_symbolized: u64,
     /// The earlier conversion of the same key (other content) this one replaced and removed.
     pub replaced: Option<String>,
+    /// How many pieces the samples were written in: one, or one per few windows for a long
+    /// Perfetto trace converted a window at a time.
+    pub pieces: u64,
 }
 
 /// An upload that cannot be converted.
@@ -233,6 +241,7 @@ fn process_profile(
         metadata,
         received_at_ns: info.last_modified_ns,
         limits: options.limits.clone(),
+        stream_above_bytes: options.stream_above_bytes,
     };
     // What a reconversion must take back: outputs of the previous run it does not write again.
     let previous_outputs = previous_outputs(outputs, &manifest)?;
@@ -262,6 +271,7 @@ fn process_profile(
             UploadInput::Stream {
                 reader,
                 len: info.size,
+                reopen: Some(Box::new(|| reread(uploads, key, max_bytes, &info.etag))),
             },
             &convert_options,
             &symbols,
@@ -316,6 +326,7 @@ fn process_profile(
         objects,
         frames_symbolized: m.symbols.iter().map(|i| i.symbolicated).sum(),
         replaced,
+        pieces: converted.pieces,
     }))
 }
 
@@ -442,3 +453,22 @@ fn quarantine(
 #[cfg(test)]
 #[path = "process_tests.rs"]
 mod tests;
+
+/// The upload at `key` read again from its first byte, for a second pass: a storage error
+/// (transient) when it is gone or its content is no longer the one with `etag`, as the job
+/// that converts the new content settles the key.
+fn reread<'s>(
+    uploads: &'s dyn ObjectStore,
+    key: &str,
+    max_bytes: u64,
+    etag: &str,
+) -> Result<Box<dyn Read + Send + 's>> {
+    match uploads.get_reader(key, max_bytes)? {
+        Some((reader, again)) if again.etag == etag => Ok(reader),
+        _ => Err(
+            Error::new(ErrorKind::Storage { key: key.into() }).with_source(std::io::Error::other(
+                "the upload changed between the two passes of its conversion",
+            )),
+        ),
+    }
+}

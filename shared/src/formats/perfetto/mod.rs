@@ -13,8 +13,6 @@ mod module_symbols;
 mod packets;
 mod perf_packet;
 mod sequence;
-// Windowed conversion is to call the two passes; until it does, only their tests do.
-#[allow(dead_code)]
 mod two_pass;
 mod vocab;
 
@@ -25,8 +23,7 @@ use crate::error::Result;
 use crate::limits::Limits;
 use crate::model::Profile;
 
-#[allow(unused_imports)]
-pub(crate) use two_pass::{first_pass, second_pass, FirstPass, SampleTimes};
+pub(crate) use two_pass::{first_pass, second_pass, FirstPass};
 
 /// Whether decompressed content looks like a Perfetto trace: a first `Trace.packet` record
 /// whose body parses as protobuf fields with a known `TracePacket` field number.
