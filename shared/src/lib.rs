@@ -7,6 +7,7 @@
 
 #![warn(missing_docs)]
 
+pub mod allocator;
 pub mod calendar;
 pub mod error;
 pub mod events;
@@ -42,7 +43,7 @@ pub use model::{
 pub use pipeline::{
     build_id_index, convert_upload, decode, decode_with_limits, process_upload, BuildIdIndexEntry,
     ConvertOptions, Converted, ConvertedUpload, Decoded, ErrorReport, Manifest, Outcome,
-    ProcessOptions, Quarantine, SkipReason,
+    ProcessOptions, Quarantine, SkipReason, STREAM_ABOVE_BYTES,
 };
 pub use plan::{
     left_out, plan_chunks, plan_tables, Timing, DEFAULT_INTERVAL_NS, MAX_CHUNK_DURATION_NS,

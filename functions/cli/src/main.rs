@@ -213,7 +213,21 @@ pub(crate) fn limits() -> anyhow::Result<Limits> {
     Ok(Limits::from_env()?)
 }
 
+/// `PROFLAKE_STREAM_ABOVE_BYTES`, as the convert function reads it: Perfetto uploads larger
+/// than this are converted in two passes, a window at a time.
+fn stream_above_bytes() -> anyhow::Result<Option<u64>> {
+    const VARIABLE: &str = "PROFLAKE_STREAM_ABOVE_BYTES";
+    match std::env::var(VARIABLE).ok().filter(|v| !v.is_empty()) {
+        None => Ok(None),
+        Some(v) => match v.parse::<u64>() {
+            Ok(n) if n > 0 => Ok(Some(n)),
+            _ => anyhow::bail!("{VARIABLE}={v:?} is invalid: a whole number of bytes, at least 1"),
+        },
+    }
+}
+
 fn main() -> ExitCode {
+    proflake::allocator::return_large_blocks();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("PROFLAKE_LOG")
@@ -249,6 +263,7 @@ fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
         format: args.format,
         reconvert: true,
         limits: limits()?,
+        stream_above_bytes: stream_above_bytes()?,
         ..ProcessOptions::default()
     };
     let store = LocalDirStore::new(&args.out);
@@ -393,6 +408,7 @@ fn process(mut args: ProcessArgs) -> anyhow::Result<ExitCode> {
         format: args.format,
         limits,
         reconvert: args.reconvert,
+        stream_above_bytes: stream_above_bytes()?,
         ..ProcessOptions::default()
     };
     let (mut done, mut failed) = (0usize, 0usize);

@@ -6,13 +6,19 @@ use proflake_lambda::{ConfigError, Vars};
 pub const DEFAULT_FUNCTION_NAME: &str = "proflake-convert";
 
 /// Settings of the convert function: the ones every proflake function shares (see
-/// [`proflake_lambda::Config`] for the variables and their defaults); convert reads no others.
+/// [`proflake_lambda::Config`] for the variables and their defaults), and one of its own:
+///
+/// | variable | meaning | default |
+/// |---|---|---|
+/// | `PROFLAKE_STREAM_ABOVE_BYTES` | Perfetto uploads larger than this are converted in two passes, a window at a time | [`proflake::STREAM_ABOVE_BYTES`] |
 ///
 /// `AWS_LAMBDA_FUNCTION_NAME` defaults to [`DEFAULT_FUNCTION_NAME`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
     /// The shared settings.
     pub common: proflake_lambda::Config,
+    /// `PROFLAKE_STREAM_ABOVE_BYTES`.
+    pub stream_above_bytes: Option<u64>,
 }
 
 impl Config {
@@ -30,6 +36,7 @@ impl Config {
     pub fn from_vars(vars: &Vars<'_>) -> Result<Config, ConfigError> {
         Ok(Config {
             common: proflake_lambda::Config::from_vars(vars, DEFAULT_FUNCTION_NAME)?,
+            stream_above_bytes: vars.positive("PROFLAKE_STREAM_ABOVE_BYTES")?,
         })
     }
 }
@@ -63,6 +70,20 @@ mod tests {
         );
         let err = Config::from_lookup(|name| (name == "PROFLAKE_CONCURRENCY").then(|| "0".into()));
         assert_eq!(err.unwrap_err().variable, "PROFLAKE_CONCURRENCY");
+    }
+
+    #[test]
+    fn the_streaming_threshold_is_read() {
+        let c = Config::from_lookup(|_| None).unwrap();
+        assert_eq!(c.stream_above_bytes, None);
+        let set = |v: &'static str| {
+            Config::from_lookup(move |name| {
+                (name == "PROFLAKE_STREAM_ABOVE_BYTES").then(|| v.into())
+            })
+        };
+        assert_eq!(set("1048576").unwrap().stream_above_bytes, Some(1 << 20));
+        let err = set("lots").unwrap_err();
+        assert_eq!(err.variable, "PROFLAKE_STREAM_ABOVE_BYTES");
     }
 
     #[test]

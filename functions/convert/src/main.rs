@@ -8,6 +8,7 @@ use proflake_lambda::init_logging;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
+    proflake::allocator::return_large_blocks();
     // Cold-start time is worth seeing: it is paid by the first message of each instance.
     let started = Instant::now();
     let config = match Config::from_env() {

@@ -37,6 +37,7 @@ pub(crate) async fn handle_object(
     let stores = app.stores_for(bucket);
     let options = ProcessOptions {
         limits: app.config().common.limits.clone(),
+        stream_above_bytes: app.config().stream_above_bytes,
         ..ProcessOptions::default()
     };
     let started = Instant::now();

@@ -723,6 +723,18 @@ impl SampleTable {
         each_column!(self, column => column.reorder(&order));
     }
 
+    /// Moves rows `at..` into a new table, in order.
+    pub(crate) fn split_off(&mut self, at: usize) -> SampleTable {
+        let at = at.min(self.len);
+        let mut rest = SampleTable::default();
+        for i in at..self.len {
+            rest.push(self.get(i));
+        }
+        self.len = at;
+        each_column!(self, column => column.truncate(at));
+        rest
+    }
+
     /// Gives back capacity the columns grew into but do not use.
     pub(crate) fn shrink_to_fit(&mut self) {
         let len = self.len;

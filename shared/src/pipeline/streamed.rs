@@ -132,8 +132,11 @@ pub(crate) fn write_streamed(
                     sample.time = Some(time);
                     buffer.push(sample);
                     samples += 1;
-                    let mark = times.watermark(position + 1).map(shift);
-                    if buffer.ready(mark) && buffer.take(mark, &mut profile).is_some() {
+                    // The last windows wait for the pass to end, its decoder's state freed.
+                    let Some(mark) = times.watermark(position + 1).map(shift) else {
+                        return Ok(());
+                    };
+                    if buffer.ready(Some(mark)) && buffer.take(Some(mark), &mut profile).is_some() {
                         write(&mut profile, &mut windows, out)?;
                     }
                     Ok(())

@@ -50,21 +50,31 @@ impl WindowBuffer {
     /// back the samples it held; `None` when there are none to hand out.
     pub fn take(&mut self, watermark: Option<i64>, profile: &mut Profile) -> Option<SampleTable> {
         let before = watermark.map_or(i64::MAX, |t| self.grid.window(t));
-        let time = |s: &Sample| s.time.unwrap_or(i64::MIN);
-        let (mut out, mut kept) = (SampleTable::default(), SampleTable::default());
-        for s in self.pending.iter() {
-            if self.grid.window(time(&s)) < before {
-                out.push(s);
+        // Sorted in place, the samples to hand out are a prefix, and only the few after it
+        // are copied: the buffer is never held twice.
+        self.pending.sort_by_time();
+        let window = |i: usize| self.grid.window(self.pending.time(i).unwrap_or(i64::MIN));
+        let (mut lo, mut hi) = (0, self.pending.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if window(mid) < before {
+                lo = mid + 1;
             } else {
-                kept.push(s);
+                hi = mid;
             }
         }
-        self.pending = kept;
+        let kept = self.pending.split_off(lo);
+        let mut out = std::mem::replace(&mut self.pending, kept);
         self.next = self.next.max(before);
+        tracing::debug!(
+            windows_before = before,
+            written = out.len(),
+            waiting = self.pending.len(),
+            "windows complete"
+        );
         if out.is_empty() {
             return None;
         }
-        out.sort_by_time();
         out.shrink_to_fit();
         Some(profile.replace_samples(out))
     }
