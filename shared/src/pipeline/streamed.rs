@@ -8,7 +8,7 @@
 
 use std::io::Read;
 
-use super::window_buffer::WindowBuffer;
+use super::window_buffer::{Anchor, WindowBuffer};
 use super::windows::{index_keys, IndexOf, Windows};
 use crate::error::{ErrorKind, Result};
 use crate::formats::perfetto::{second_pass, FirstPass};
@@ -16,7 +16,6 @@ use crate::formats::{open_stream, Container, InputFormat};
 use crate::limits::Limits;
 use crate::metadata::UploadMetadata;
 use crate::model::{seconds_to_ns, Profile, SampleTable, Timestamps};
-use crate::plan::Grid;
 use crate::tables::TableSource;
 
 use super::manifest::{ManifestSampleV2, ManifestSeries};
@@ -75,79 +74,75 @@ pub(crate) fn write_streamed(
         .times
         .as_ref()
         .expect("streamed only with the samples' times");
-    let (offset, timestamps) = match first.profile.timestamps.clone() {
+    let (anchor, timestamps) = match first.profile.timestamps.clone() {
         Timestamps::TraceClock(clock) => {
             let Some(start) = metadata.timestamp else {
                 return Err(ErrorKind::NoWallClock { clock }.into());
             };
-            // As `Profile::anchor_first_sample_at`: the first sample goes to the start.
-            let first_ns = times.first_ns().unwrap_or(0);
             first.profile.timestamps = Timestamps::UnixEpoch;
             let text = format!("{clock} clock, anchored at metadata timestamp {start}");
-            (seconds_to_ns(start).saturating_sub(first_ns), text)
+            (Anchor::FirstAt(seconds_to_ns(start)), text)
         }
-        _ => (0, "unix".to_owned()),
+        _ => (Anchor::Keep, "unix".to_owned()),
     };
-    let shift = |t: i64| t.saturating_add(offset);
     let mut profile = std::mem::take(&mut first.profile);
     let mut windows = Windows::new(source, metadata);
-    let grid = times.first_ns().map(|t| Grid::from_first(shift(t)));
+    // The days the tables can fall on, from bounds on the earliest and latest times: the
+    // exact ones are only known as the second pass goes.
     if let (Some(a), Some(b)) = (times.first_ns(), times.last_ns()) {
-        let day = |ns: i64| shift(ns).div_euclid(1000).div_euclid(86_400_000_000);
+        let (a, b) = match anchor {
+            Anchor::Keep => (a, b),
+            Anchor::FirstAt(start) => (start, start.saturating_add(b.saturating_sub(a))),
+        };
+        let day = |ns: i64| ns.div_euclid(1000).div_euclid(86_400_000_000);
         let mut keys = windows.table_keys(day(a)..=day(b));
         keys.extend(index_keys(&profile, source.source_id));
         out.intend(&keys)?;
     }
     let (mut samples, mut pieces) = (0u64, 0u64);
-    let dropped = match grid {
-        None => 0,
-        Some(grid) => {
-            let mut buffer = WindowBuffer::new(grid);
-            let reader = reopen()?;
-            let opened = open_stream(reader, len, Some(InputFormat::Perfetto), limits)?;
-            let mut write = |profile: &mut Profile, windows: &mut Windows, out: &mut Outputs| {
-                pieces += 1;
-                windows.add(profile, Some(grid), out)?;
-                profile.replace_samples(SampleTable::default());
-                Ok::<(), crate::Error>(())
-            };
-            let dropped = second_pass(
-                opened.stream,
-                container.name(),
-                limits,
-                first,
-                &mut |position, mut sample| {
-                    let time = shift(sample.time.unwrap_or_default());
-                    if buffer.is_late(time) {
-                        return Err(ErrorKind::Malformed {
-                            format: "perfetto",
-                            offset: 0,
-                            what: format!(
-                                "sample {position} at {time} ns came after the first pass saw \
-                                 every sample of its window"
-                            ),
-                        }
-                        .into());
-                    }
-                    sample.time = Some(time);
-                    buffer.push(sample);
-                    samples += 1;
-                    // The last windows wait for the pass to end, its decoder's state freed.
-                    let Some(mark) = times.watermark(position + 1).map(shift) else {
-                        return Ok(());
-                    };
-                    if buffer.ready(Some(mark)) && buffer.take(Some(mark), &mut profile).is_some() {
-                        write(&mut profile, &mut windows, out)?;
-                    }
-                    Ok(())
-                },
-            )?;
-            if buffer.take(None, &mut profile).is_some() {
-                write(&mut profile, &mut windows, out)?;
-            }
-            dropped
+    let mut buffer = WindowBuffer::new(anchor);
+    let mut write = |buffer: &mut WindowBuffer,
+                     mark: Option<i64>,
+                     profile: &mut Profile,
+                     windows: &mut Windows,
+                     out: &mut Outputs| {
+        if buffer.ready(mark) && buffer.take(mark, profile).is_some() {
+            pieces += 1;
+            windows.add(profile, buffer.grid(), out)?;
+            profile.replace_samples(SampleTable::default());
         }
+        Ok::<(), crate::Error>(())
     };
+    let reader = reopen()?;
+    let opened = open_stream(reader, len, Some(InputFormat::Perfetto), limits)?;
+    let dropped = second_pass(
+        opened.stream,
+        container.name(),
+        limits,
+        first,
+        &mut |position, sample| {
+            let time = sample.time.unwrap_or_default();
+            if buffer.is_late(time) {
+                return Err(ErrorKind::Malformed {
+                    format: "perfetto",
+                    offset: 0,
+                    what: format!(
+                        "sample {position} at {time} ns came after the first pass said no \
+                         sample that early was left"
+                    ),
+                }
+                .into());
+            }
+            buffer.push(sample);
+            samples += 1;
+            // The last windows wait for the pass to end, its decoder's state freed.
+            match times.watermark(position + 1) {
+                Some(mark) => write(&mut buffer, Some(mark), &mut profile, &mut windows, out),
+                None => Ok(()),
+            }
+        },
+    )?;
+    write(&mut buffer, None, &mut profile, &mut windows, out)?;
     if dropped > 0 {
         *profile.stats.entry("clock_conversion_failed").or_default() += dropped;
     }

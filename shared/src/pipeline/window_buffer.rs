@@ -6,54 +6,114 @@
 //! window whose end the watermark has passed can get no more samples, so its samples leave
 //! the buffer, sorted by time, to be written. The buffer holds about one window of samples,
 //! packed as the model packs them, whatever the length of the recording.
+//!
+//! Where the windows start, the earliest sample, is only known once the watermark has passed
+//! the earliest sample seen; until then samples wait. Times are kept as the decoder gives
+//! them and moved by the anchoring offset (known with the earliest sample) as they leave.
 
 use crate::model::{Profile, Sample, SampleTable};
 use crate::plan::Grid;
 
+/// How the decoder's times become the outputs'.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Anchor {
+    /// As they are (on the wall clock already).
+    Keep,
+    /// Moved so that the earliest is at this time (a trace clock anchored by the metadata),
+    /// as `Profile::anchor_first_sample_at` moves them.
+    FirstAt(i64),
+}
+
 /// Samples waiting for their window to be complete.
 pub(crate) struct WindowBuffer {
-    grid: Grid,
+    anchor: Anchor,
+    /// The grid and the offset from the decoder's times to the outputs', once known.
+    grid: Option<(Grid, i64)>,
+    /// The earliest time pushed; once the grid is settled, the earliest of all.
+    least: Option<i64>,
     pending: SampleTable,
     /// The first window not handed out yet: every sample before it has been.
     next: i64,
 }
 
 impl WindowBuffer {
-    pub fn new(grid: Grid) -> Self {
+    pub fn new(anchor: Anchor) -> Self {
         WindowBuffer {
-            grid,
+            anchor,
+            grid: None,
+            least: None,
             pending: SampleTable::default(),
             next: i64::MIN,
         }
     }
 
-    /// Adds a sample with a time.
+    /// The grid, once settled.
+    pub fn grid(&self) -> Option<Grid> {
+        self.grid.map(|(grid, _)| grid)
+    }
+
+    fn window(&self, time: i64) -> i64 {
+        match self.grid {
+            Some((grid, offset)) => grid.window(time.saturating_add(offset)),
+            None => i64::MIN,
+        }
+    }
+
+    /// Adds a sample with a time, as the decoder gives it.
     #[inline]
     pub fn push(&mut self, sample: Sample) {
+        if let Some(t) = sample.time {
+            self.least = Some(self.least.map_or(t, |l| l.min(t)));
+        }
         self.pending.push(sample);
+    }
+
+    /// Fixes the grid once no sample to come can be earlier than the earliest pushed.
+    fn settle(&mut self, watermark: Option<i64>) -> Option<(Grid, i64)> {
+        if self.grid.is_none() {
+            let first = self.least?;
+            if watermark.is_some_and(|w| w < first) {
+                return None;
+            }
+            let offset = match self.anchor {
+                Anchor::Keep => 0,
+                Anchor::FirstAt(start) => start.saturating_sub(first),
+            };
+            self.grid = Some((Grid::from_first(first.saturating_add(offset)), offset));
+        }
+        self.grid
     }
 
     /// Whether a sample at `time` belongs to a window already handed out: the watermark it
     /// came after was wrong.
     pub fn is_late(&self, time: i64) -> bool {
-        self.grid.window(time) < self.next
+        self.grid.is_some() && (self.window(time) < self.next || self.least > Some(time))
     }
 
-    /// Whether [`take`](WindowBuffer::take) at `watermark` would hand out a window.
+    /// Whether [`take`](WindowBuffer::take) at `watermark` could hand out a window.
     #[inline]
     pub fn ready(&self, watermark: Option<i64>) -> bool {
-        !self.pending.is_empty() && watermark.is_none_or(|t| self.grid.window(t) > self.next)
+        if self.pending.is_empty() {
+            return false;
+        }
+        match (self.grid, watermark) {
+            (_, None) => true,
+            (None, Some(w)) => self.least.is_some_and(|first| w >= first),
+            (Some(_), Some(w)) => self.window(w) > self.next,
+        }
     }
 
     /// Puts into `profile` the samples of every window before the one holding `watermark`
-    /// (every sample when `None`: none is left to come), in time order (stable), and gives
-    /// back the samples it held; `None` when there are none to hand out.
+    /// (every sample when `None`: none is left to come), in time order (stable) and moved by
+    /// the anchoring offset, and gives back the samples it held; `None` when there are none
+    /// to hand out yet.
     pub fn take(&mut self, watermark: Option<i64>, profile: &mut Profile) -> Option<SampleTable> {
-        let before = watermark.map_or(i64::MAX, |t| self.grid.window(t));
+        let (_, offset) = self.settle(watermark)?;
+        let before = watermark.map_or(i64::MAX, |t| self.window(t));
         // Sorted in place, the samples to hand out are a prefix, and only the few after it
         // are copied: the buffer is never held twice.
         self.pending.sort_by_time();
-        let window = |i: usize| self.grid.window(self.pending.time(i).unwrap_or(i64::MIN));
+        let window = |i: usize| self.window(self.pending.time(i).unwrap_or(i64::MIN));
         let (mut lo, mut hi) = (0, self.pending.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
@@ -74,6 +134,9 @@ impl WindowBuffer {
         );
         if out.is_empty() {
             return None;
+        }
+        if offset != 0 {
+            out.map_times(|t| t.map(|t| t.saturating_add(offset)));
         }
         out.shrink_to_fit();
         Some(profile.replace_samples(out))

@@ -3,7 +3,7 @@
 
 use super::manifest::{ManifestSampleV2, ManifestSeries};
 use super::outputs::{MemoryOutputs, Outputs};
-use super::window_buffer::WindowBuffer;
+use super::window_buffer::{Anchor, WindowBuffer};
 use super::windows::{IndexOf, Windows};
 use crate::metadata::UploadMetadata;
 use crate::model::{
@@ -147,65 +147,92 @@ fn write(
 
 #[test]
 fn samples_streamed_window_by_window_give_the_outputs_of_the_whole_recording() {
-    let mut whole = recording();
-    let grid = Grid::of(&whole).unwrap();
-    let expected = write(&mut whole, |p, windows, out| {
-        windows.add(p, Some(grid), out).unwrap();
-    });
-    assert!(expected.sample_v2.chunks >= 12, "{:?}", expected.sample_v2);
-    assert!(expected.objects.len() > expected.sample_v2.chunks as usize + 5);
-    let index = expected
-        .objects
-        .iter()
-        .filter(|(k, _)| k.starts_with("index/"));
-    assert_eq!(index.count(), 1, "the native frames' image is indexed");
-
-    for (seed, jitter_ns) in [(1, 0), (2, 3_000_000_000), (3, 59_000_000)] {
-        let mut skeleton = recording();
-        let samples: SampleTable = skeleton.replace_samples(SampleTable::default());
-        // File order: each sample up to `jitter_ns` late, as chunks of sequences interleave.
-        let mut state = seed;
-        let mut order: Vec<(i64, usize)> = (0..samples.len())
-            .map(|i| {
-                let late = (lcg(&mut state) as i64) % (jitter_ns + 1);
-                (samples.time(i).unwrap() + late, i)
-            })
-            .collect();
-        order.sort();
-        let times: Vec<i64> = order
-            .iter()
-            .map(|&(_, i)| samples.time(i).unwrap())
-            .collect();
-        // What the first pass says: no sample from position p on is earlier than this.
-        let mut watermark = vec![None; times.len() + 1];
-        for p in (0..times.len()).rev() {
-            watermark[p] = Some(watermark[p + 1].map_or(times[p], |w: i64| w.min(times[p])));
+    // On the wall clock already, and on a trace clock anchored at a start time.
+    let start = 1_750_000_000_000_000_777;
+    for anchor in [Anchor::Keep, Anchor::FirstAt(start)] {
+        let mut whole = recording();
+        if let Anchor::FirstAt(start) = anchor {
+            whole.anchor_first_sample_at(start);
         }
-        let mut pieces = 0;
-        let streamed = write(&mut skeleton, |p, windows, out| {
-            let mut buffer = WindowBuffer::new(grid);
-            for (position, &(_, i)) in order.iter().enumerate() {
-                let sample = samples.get(i);
-                assert!(!buffer.is_late(sample.time.unwrap()));
-                buffer.push(sample);
-                let mark = watermark[position + 1];
-                if buffer.ready(mark) && buffer.take(mark, p).is_some() {
-                    windows.add(p, Some(grid), out).unwrap();
-                    pieces += 1;
-                }
-            }
-            if buffer.take(None, p).is_some() {
-                windows.add(p, Some(grid), out).unwrap();
-                pieces += 1;
-            }
+        let grid = Grid::of(&whole).unwrap();
+        let expected = write(&mut whole, |p, windows, out| {
+            windows.add(p, Some(grid), out).unwrap();
         });
-        assert!(pieces >= 3, "seed {seed}: {pieces} pieces");
-        assert_eq!(streamed.sample_v2, expected.sample_v2, "seed {seed}");
-        assert_eq!(streamed.series, expected.series, "seed {seed}");
-        let keys = |w: &Written| w.objects.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
-        assert_eq!(keys(&streamed), keys(&expected), "seed {seed}");
-        for ((key, a), (_, b)) in streamed.objects.iter().zip(&expected.objects) {
-            assert!(a == b, "seed {seed}: {key} differs");
+        assert!(expected.sample_v2.chunks >= 12, "{:?}", expected.sample_v2);
+        assert!(expected.objects.len() > expected.sample_v2.chunks as usize + 5);
+        let index = expected
+            .objects
+            .iter()
+            .filter(|(k, _)| k.starts_with("index/"));
+        assert_eq!(index.count(), 1, "the native frames' image is indexed");
+
+        // Each sample up to `jitter_ns` late in file order, as chunks of sequences interleave;
+        // the watermark a bound `slack_ns` below the earliest sample left.
+        for (seed, jitter_ns, slack_ns) in [
+            (1, 0, 0),
+            (2, 3_000_000_000, 0),
+            (3, 59_000_000, 0),
+            (4, 2_000_000_000, 1_500_000_000),
+        ] {
+            let streamed = streamed(anchor, seed, jitter_ns, slack_ns);
+            let what = format!("{anchor:?}, seed {seed}");
+            assert!(streamed.pieces >= 3, "{what}: {} pieces", streamed.pieces);
+            let streamed = streamed.written;
+            assert_eq!(streamed.sample_v2, expected.sample_v2, "{what}");
+            assert_eq!(streamed.series, expected.series, "{what}");
+            let keys = |w: &Written| w.objects.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+            assert_eq!(keys(&streamed), keys(&expected), "{what}");
+            for ((key, a), (_, b)) in streamed.objects.iter().zip(&expected.objects) {
+                assert!(a == b, "{what}: {key} differs");
+            }
         }
     }
+}
+
+struct Streamed {
+    written: Written,
+    pieces: usize,
+}
+
+/// The recording's samples fed to a [`WindowBuffer`] in a jittered file order, windows
+/// written as the watermark passes them.
+fn streamed(anchor: Anchor, seed: u64, jitter_ns: i64, slack_ns: i64) -> Streamed {
+    let mut skeleton = recording();
+    let samples: SampleTable = skeleton.replace_samples(SampleTable::default());
+    let mut state = seed;
+    let mut order: Vec<(i64, usize)> = (0..samples.len())
+        .map(|i| {
+            let late = (lcg(&mut state) as i64) % (jitter_ns + 1);
+            (samples.time(i).unwrap() + late, i)
+        })
+        .collect();
+    order.sort();
+    let times: Vec<i64> = order
+        .iter()
+        .map(|&(_, i)| samples.time(i).unwrap())
+        .collect();
+    // What the first pass says: no sample from position p on is earlier than this.
+    let mut watermark = vec![None; times.len() + 1];
+    for p in (0..times.len()).rev() {
+        watermark[p] = Some(watermark[p + 1].map_or(times[p], |w: i64| w.min(times[p])));
+    }
+    let mut pieces = 0;
+    let written = write(&mut skeleton, |p, windows, out| {
+        let mut buffer = WindowBuffer::new(anchor);
+        for (position, &(_, i)) in order.iter().enumerate() {
+            let sample = samples.get(i);
+            assert!(!buffer.is_late(sample.time.unwrap()));
+            buffer.push(sample);
+            let mark = watermark[position + 1].map(|w| w - slack_ns);
+            if mark.is_some() && buffer.ready(mark) && buffer.take(mark, p).is_some() {
+                windows.add(p, buffer.grid(), out).unwrap();
+                pieces += 1;
+            }
+        }
+        if buffer.take(None, p).is_some() {
+            windows.add(p, buffer.grid(), out).unwrap();
+            pieces += 1;
+        }
+    });
+    Streamed { written, pieces }
 }
