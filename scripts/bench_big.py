@@ -7,7 +7,9 @@ Generates the inputs with proflake-gen-inputs (deterministic), then times, in al
 order so drift hits every command alike, N runs (default 5) of each of:
 
   upb        protobuf's upb backend parses the file (scripts/upb_parse.py; parse-only baseline)
-  convert    `proflake convert FILE --out DIR` into a fresh directory (the whole job, written)
+  convert    `proflake convert FILE --out DIR` into a fresh directory (the whole job, written);
+             Perfetto traces over 32 MiB are converted a window at a time, in two passes
+  whole      the same with PROFLAKE_STREAM_ABOVE_BYTES set past the file (Perfetto only)
   inspect    `proflake inspect FILE`
   decode     `proflake inspect FILE --decode-only` (decoding alone, nothing summarized)
   gzip -dc   of the gzipped trace (the decompression floor)
@@ -37,9 +39,11 @@ class Run:
         self.wall, self.cpu, self.rss_mb = wall, cpu, rss_mb
 
 
-def run(argv: list[str], stdout=subprocess.DEVNULL) -> Run:
+def run(argv: list[str], stdout=subprocess.DEVNULL, env: dict[str, str] | None = None) -> Run:
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        argv, stdout=stdout, stderr=subprocess.PIPE, env=None if env is None else {**os.environ, **env}
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
@@ -93,14 +97,17 @@ def main() -> None:
     with open(gz, "wb") as out:
         subprocess.run(["gzip", "-6", "-c", str(inputs["perfetto 60 s"][0])], stdout=out, check=True)
 
-    def convert(path: Path) -> Run:
+    def convert(path: Path, whole: bool = False) -> Run:
         out = work / "out"
         shutil.rmtree(out, ignore_errors=True)
-        return run([args.proflake, "convert", str(path), "--out", str(out)])
+        env = {"PROFLAKE_STREAM_ABOVE_BYTES": str(1 << 40)} if whole else None
+        return run([args.proflake, "convert", str(path), "--out", str(out)], env=env)
 
     commands = {}
     for name, (path, _, kind) in inputs.items():
         commands[(name, "convert")] = lambda p=path: convert(p)
+        if kind == "perfetto":
+            commands[(name, "whole")] = lambda p=path: convert(p, whole=True)
         commands[(name, "inspect")] = lambda p=path: run([args.proflake, "inspect", str(p)])
         commands[(name, "decode")] = lambda p=path: run(
             [args.proflake, "inspect", str(p), "--decode-only"]
@@ -134,8 +141,10 @@ def main() -> None:
         parse_rss = max(r for _, r in upb[name])
         size = path.stat().st_size / 1e6
         print(f"| {name} ({size:.1f} MB) | upb parse only | {parse:.3f} | | {parse_rss:.0f} | 1.00 |")
-        for command in ("convert", "decode", "inspect"):
+        for command in ("convert", "whole", "decode", "inspect"):
             key = (name, command)
+            if key not in results:
+                continue
             ratio = f"{wall(key) / parse:.2f}× upb"
             if command == "inspect":
                 ratio += f", {wall(key) / wall((name, 'decode')):.2f}× decode"
@@ -159,8 +168,9 @@ def main() -> None:
         f"| folded 100 MB ({size:.1f} MB) | convert | {wall(key):.3f} | {cpu(key):.3f} | "
         f"{rss(key):.0f} | peak RSS {rss(key) / size:.2f}× the input |"
     )
-    small, big = rss(("perfetto 60 s", "convert")), rss(("perfetto 240 s", "convert"))
-    print(f"\nconvert peak RSS, 240 s trace / 60 s trace: {big / small:.2f}×")
+    for command in ("convert", "whole"):
+        small, big = rss(("perfetto 60 s", command)), rss(("perfetto 240 s", command))
+        print(f"\n{command} peak RSS, 240 s trace / 60 s trace: {big / small:.2f}×")
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ pub struct ConvertOptions {
 }
 
 /// Perfetto uploads larger than this are converted a window at a time when they can be read
-/// twice: the second pass costs about a tenth more CPU, and holds a window of samples instead
+/// twice: the second pass costs about a fifth more CPU, and holds a window of samples instead
 /// of all of them (12 bytes each).
 pub const STREAM_ABOVE_BYTES: u64 = 32 << 20;
 
