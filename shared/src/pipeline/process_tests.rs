@@ -707,3 +707,84 @@ fn the_sweep_removes_what_a_late_job_of_replaced_content_left() {
     assert_eq!((page.pending_removed, page.pending_kept), (1, 1));
     assert_eq!(keys_of(&out, ""), expected);
 }
+
+/// Replaces the upload at `key` with `replacement` as it is read the second time.
+struct ReplacedOnSecondRead {
+    inner: LocalDirStore,
+    key: &'static str,
+    replacement: &'static [u8],
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+impl ObjectStore for ReplacedOnSecondRead {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        self.inner.get(key)
+    }
+    fn get_object(&self, key: &str, max: u64) -> Result<Option<(Vec<u8>, ObjectInfo)>> {
+        self.inner.get_object(key, max)
+    }
+    fn get_reader<'s>(
+        &'s self,
+        key: &str,
+        max_bytes: u64,
+    ) -> Result<Option<(Box<dyn std::io::Read + Send + 's>, ObjectInfo)>> {
+        if key == self.key && self.reads.fetch_add(1, Ordering::SeqCst) == 1 {
+            self.inner.put(key, self.replacement)?;
+        }
+        self.inner.get_reader(key, max_bytes)
+    }
+    fn head(&self, key: &str) -> Result<Option<ObjectInfo>> {
+        self.inner.head(key)
+    }
+    fn exists(&self, key: &str) -> Result<bool> {
+        self.inner.exists(key)
+    }
+    fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
+        self.inner.put(key, bytes)
+    }
+    fn delete(&self, key: &str) -> Result<()> {
+        self.inner.delete(key)
+    }
+    fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        self.inner.list(prefix)
+    }
+}
+
+#[test]
+fn a_trace_replaced_between_its_two_passes_is_retried_and_its_new_content_converted() {
+    const KEY: &str = "uploads/app.pftrace";
+    let trace = include_bytes!("../../../samples/perfetto/android_app.pftrace");
+    let (_dir, uploads) = local();
+    let (_out_dir, out) = local();
+    uploads.put(KEY, trace).unwrap();
+    let replacing = ReplacedOnSecondRead {
+        inner: uploads.clone(),
+        key: KEY,
+        replacement: FOLDED,
+        reads: Default::default(),
+    };
+    let opts = ProcessOptions {
+        stream_above_bytes: Some(1),
+        ..ProcessOptions::default()
+    };
+    // The second pass finds other content: a transient error, and no manifest.
+    let err = process_upload(&replacing, &out, KEY, &opts).unwrap_err();
+    assert!(err.kind().is_transient(), "{err}");
+    assert!(err.to_string().contains(KEY), "{err}");
+    assert_eq!(replacing.reads.load(Ordering::SeqCst), 2);
+    assert!(keys_of(&out, "converted/")
+        .iter()
+        .all(|k| !k.ends_with("manifest.json")));
+    // Retried, the key's new content converts, and nothing of the cut-short run is left.
+    let outcome = process_upload(&uploads, &out, KEY, &opts).unwrap();
+    let Outcome::Converted(c) = &outcome else {
+        panic!("{outcome:?}");
+    };
+    assert_eq!(c.format, "folded");
+    let m = manifest(&out, &c.manifest_key);
+    let mut kept: Vec<String> = m.outputs.iter().map(|o| o.key.clone()).collect();
+    kept.push(c.manifest_key.clone());
+    kept.push(crate::store::current_conversion_key(KEY));
+    kept.sort();
+    assert_eq!(keys_of(&out, ""), kept);
+}
