@@ -98,6 +98,7 @@ fn log_outcome(message_id: &str, bucket: &str, outcome: &Outcome, duration_ms: u
             bytes = c.bytes,
             samples = c.samples,
             objects = c.objects,
+            pieces = c.pieces,
             replaced = c.replaced.as_deref(),
             duration_ms,
             "object converted"
