@@ -83,10 +83,36 @@ impl Conversion {
 
     /// Whether a later time never converts to an earlier one, so that the least of some
     /// times converts to the least of their conversions.
+    #[cfg(test)]
     pub(super) fn is_monotone(&self) -> bool {
-        self.multiplier > 0 && self.hops.iter().flatten().all(|(hop, _)| hop.is_monotone())
+        self.multiplier > 0 && self.hops.iter().flatten().all(|(hop, _)| hop.monotone)
+    }
+
+    /// Bounds on what the times `least..=greatest` convert to: none converts to less than the
+    /// first or more than the second. They are the conversions of `least` and `greatest` when
+    /// the conversion is monotone. `None` when no path links the clocks, or when a bound
+    /// overflows (as converting the time there would).
+    pub(super) fn bounds(&self, least: i64, greatest: i64) -> Option<(i64, i64)> {
+        debug_assert!(least <= greatest);
+        let (a, b) = (
+            least.checked_mul(self.multiplier)?,
+            greatest.checked_mul(self.multiplier)?,
+        );
+        // A hop's bounds hold for every time between the previous hop's, so for whichever
+        // of those times the previous hop actually gives.
+        self.hops
+            .as_ref()?
+            .iter()
+            .try_fold((a.min(b), a.max(b)), |(low, high), (hop, _)| {
+                hop.bounds(low, high)
+            })
     }
 }
+
+/// Readings [`Hop::bounds`] visits one by one at most. A block's raw times mostly lie
+/// between a few snapshots; one whose times cross more (a producer's buffer written long
+/// after its samples) gets looser bounds rather than costing every snapshot of the trace.
+const MAX_VISITED: usize = 512;
 
 /// One link of a conversion path: the readings (from, to) of every snapshot holding both
 /// clocks, sorted by the source reading (snapshot order among equal readings).
@@ -94,9 +120,43 @@ struct Hop {
     readings: Vec<(i64, i64)>,
     /// The first snapshot's pair, used for times before every snapshot.
     first: (i64, i64),
+    /// Whether the offset the hop adds never decreases as the source time grows: bounds then
+    /// need only the ends of a range, whatever lies inside it.
+    monotone: bool,
+    /// The least and greatest offset of any reading (in i128: readings are anywhere in i64,
+    /// and so their differences are not), for bounds over too many readings to visit.
+    offsets: (i128, i128),
 }
 
 impl Hop {
+    /// `readings` sorted by source reading, snapshot order among equals.
+    fn new(readings: Vec<(i64, i64)>, first: (i64, i64)) -> Self {
+        let offset = |(a, b): (i64, i64)| i128::from(b) - i128::from(a);
+        // Each reading applies from its source reading on, the last of equal ones winning,
+        // and `first` before them all.
+        let applied = readings
+            .iter()
+            .enumerate()
+            .filter(|&(i, r)| readings.get(i + 1).is_none_or(|next| next.0 != r.0))
+            .map(|(_, &r)| r);
+        let monotone = std::iter::once(first)
+            .chain(applied)
+            .map(offset)
+            .is_sorted();
+        let offsets = readings
+            .iter()
+            .map(|&r| offset(r))
+            .fold((offset(first), offset(first)), |(low, high), o| {
+                (low.min(o), high.max(o))
+            });
+        Hop {
+            readings,
+            first,
+            monotone,
+            offsets,
+        }
+    }
+
     /// The latest snapshot whose source reading is not after `ts` (the later one of equals).
     /// `hint` is where the last time found it, and becomes where this one does.
     #[inline]
@@ -110,27 +170,45 @@ impl Hop {
             readings.partition_point(|&(a, _)| a <= ts)
         };
         *hint = after;
+        self.through(after, ts)
+    }
+
+    /// [`Hop::apply`] without a hint.
+    fn at(&self, ts: i64) -> Option<i64> {
+        self.through(self.readings.partition_point(|&(a, _)| a <= ts), ts)
+    }
+
+    /// `ts` through the last of the first `after` readings, or `first` when `after` is 0.
+    #[inline]
+    fn through(&self, after: usize, ts: i64) -> Option<i64> {
         let (a, b) = after
             .checked_sub(1)
             .map_or(self.first, |i| self.readings[i]);
         ts.checked_sub(a)?.checked_add(b)
     }
 
-    /// Whether the offset a hop adds never decreases as the source time grows. Each reading
-    /// applies from its source reading on, the last of equal ones winning, and `first` before
-    /// them all.
-    fn is_monotone(&self) -> bool {
-        let readings = &self.readings;
-        let applied = readings
-            .iter()
-            .enumerate()
-            .filter(|&(i, r)| readings.get(i + 1).is_none_or(|next| next.0 != r.0))
-            .map(|(_, &r)| r);
-        // In i128: readings are anywhere in i64, and so their differences are not.
-        std::iter::once(self.first)
-            .chain(applied)
-            .map(|(a, b)| i128::from(b) - i128::from(a))
-            .is_sorted()
+    /// Bounds on what the times `least..=greatest` (in ns) go to: the least and greatest
+    /// results, or looser ones when more than [`MAX_VISITED`] readings lie inside the range.
+    /// Between readings a result goes up one for one with the time, so each piece is least
+    /// at its first time and greatest at its last: the least result is at `least` or at a
+    /// reading inside the range, the greatest at `greatest` or just before one.
+    fn bounds(&self, least: i64, greatest: i64) -> Option<(i64, i64)> {
+        let (low, high) = (self.at(least)?, self.at(greatest)?);
+        if self.monotone {
+            return Some((low, high));
+        }
+        let inside = &self.readings[self.readings.partition_point(|&(a, _)| a <= least)
+            ..self.readings.partition_point(|&(a, _)| a <= greatest)];
+        if inside.len() > MAX_VISITED {
+            // Every piece adds one of the offsets.
+            let low = i128::from(least) + self.offsets.0;
+            let high = i128::from(greatest) + self.offsets.1;
+            return Some((i64::try_from(low).ok()?, i64::try_from(high).ok()?));
+        }
+        // Each reading inside is after `least`, so `a - 1` is still in the range.
+        inside.iter().try_fold((low, high), |(low, high), &(a, _)| {
+            Some((low.min(self.at(a)?), high.max(self.at(a - 1)?)))
+        })
     }
 }
 
@@ -290,7 +368,7 @@ impl ClockTracker {
                 let first = *readings.first()?;
                 let mut readings = readings;
                 readings.sort_by_key(|&(a, _)| a);
-                Some(Hop { readings, first })
+                Some(Hop::new(readings, first))
             })
             .collect()
     }
@@ -327,6 +405,7 @@ impl ClockTracker {
 mod tests {
     use super::*;
     use proflake_proto::perfetto::clock_snapshot::Clock;
+    use proptest::prelude::*;
 
     fn snapshot(clocks: &[(u32, u64)]) -> ClockSnapshot {
         ClockSnapshot {
@@ -414,5 +493,211 @@ mod tests {
         assert_eq!(t.convert(k(5), 600, k(REALTIME)), None);
         assert_eq!(t.default_clock(), Some(BOOTTIME));
         assert_eq!(t.wall_clock(), Some(REALTIME));
+    }
+
+    fn in_units(clocks: &[(u32, u64, u64)]) -> ClockSnapshot {
+        ClockSnapshot {
+            clocks: clocks
+                .iter()
+                .map(|&(id, ts, unit)| Clock {
+                    clock_id: Some(id),
+                    timestamp: Some(ts),
+                    unit_multiplier_ns: (unit != 1).then_some(unit),
+                    ..Default::default()
+                })
+                .collect(),
+            primary_trace_clock: None,
+        }
+    }
+
+    /// The least and greatest conversion of `points`, one by one; every point must convert.
+    fn extremes(c: &mut Conversion, points: impl IntoIterator<Item = i64>) -> (i64, i64) {
+        points
+            .into_iter()
+            .map(|ts| c.convert(ts).unwrap_or_else(|| panic!("{ts} converts")))
+            .fold((i64::MAX, i64::MIN), |(low, high), t| {
+                (low.min(t), high.max(t))
+            })
+    }
+
+    /// Source readings (small, scaled up below) and offsets of one hop's snapshots.
+    fn hop_readings() -> impl Strategy<Value = Vec<(u64, i64)>> {
+        proptest::collection::vec((0u64..2_000, -300i64..300), 1..12)
+    }
+
+    /// Keeps the readings but makes the offset grow with the source reading, and with the
+    /// snapshot among equal ones.
+    fn made_monotone(readings: &mut [(u64, i64)]) {
+        readings.sort_by_key(|&(a, _)| a);
+        let mut offsets: Vec<i64> = readings.iter().map(|&(_, o)| o).collect();
+        offsets.sort();
+        for (r, o) in readings.iter_mut().zip(offsets) {
+            r.1 = o;
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1_000))]
+
+        /// MONOTONIC (in `unit` ns) to REALTIME directly or through BOOTTIME, readings `scale`
+        /// apart from `base` on: the bounds of a range hold for every time in it (all of
+        /// them when the range is short; else its ends, every piece's ends and some between),
+        /// and are its least and greatest conversion for a monotone conversion, and for one
+        /// hop in ns (the points tried hold the ends of all its pieces).
+        #[test]
+        fn bounds_hold_for_every_time_in_the_range(
+            mut hops in proptest::collection::vec(hop_readings(), 1..=2),
+            monotone: bool,
+            unit in prop_oneof![Just(1u64), Just(3)],
+            scale in prop_oneof![Just(1u64), Just(1_000_003)],
+            base in prop_oneof![Just(0u64), Just(1_700_000_000_000_000_000 / 3)],
+            ends in (-200i64..2_200, -200i64..2_200),
+        ) {
+            if monotone {
+                hops.iter_mut().for_each(|h| made_monotone(h));
+            }
+            // Target readings stay positive whatever the offset.
+            const AHEAD: u64 = 1_000_000_000;
+            let shift = |o: i64| (AHEAD as i64 + o * scale as i64) as u64;
+            let mut t = ClockTracker::default();
+            for &(a, o) in &hops[0] {
+                let a = base + a * scale;
+                let to = if hops.len() == 1 { REALTIME } else { BOOTTIME };
+                let readings = [(MONOTONIC, a, unit), (to, a * unit + shift(o), 1)];
+                t.add_snapshot(&in_units(&readings), 1);
+            }
+            // The second hop's readings lie among the first hop's results.
+            for &(c, o) in hops.get(1).into_iter().flatten() {
+                let c = (base + c * scale) * unit + AHEAD;
+                let readings = [(BOOTTIME, c, 1), (REALTIME, c + shift(o), 1)];
+                t.add_snapshot(&in_units(&readings), 1);
+            }
+            let k = |id| ClockKey::new(id, 1);
+            let mut c = t.conversion(k(MONOTONIC), k(REALTIME));
+            prop_assert_eq!(c.hops.as_ref().map(Vec::len), Some(hops.len()));
+            if monotone {
+                prop_assert!(c.is_monotone());
+            }
+
+            let at = |x: i64| base as i64 + x * scale as i64;
+            let (lo, hi) = (at(ends.0.min(ends.1)), at(ends.0.max(ends.1)));
+            let mut points: Vec<i64> = vec![lo, hi];
+            if hi - lo <= 5_000 {
+                points.extend(lo..=hi);
+            } else {
+                points.extend((1..64).map(|i| lo + (hi - lo) / 64 * i));
+            }
+            let first_hop = &c.hops.as_ref().unwrap()[0].0;
+            let unit = unit as i64;
+            for &(a, b) in &first_hop.readings {
+                // Where a reading starts to apply, and the last time before.
+                points.extend([a / unit, a / unit - 1]);
+                // Where the first hop's result, through this reading's offset, reaches
+                // one of the second hop's readings, and the times either side.
+                for (hop, _) in c.hops.as_ref().unwrap().iter().skip(1) {
+                    for &(r, _) in &hop.readings {
+                        let ts = (r - (b - a)).div_euclid(unit);
+                        points.extend([ts - 1, ts, ts + 1]);
+                    }
+                }
+            }
+            points.retain(|p| (lo..=hi).contains(p));
+
+            let bounds = c.bounds(lo, hi).expect("nothing overflows");
+            let (least, greatest) = extremes(&mut c, points);
+            prop_assert!(
+                bounds.0 <= least && greatest <= bounds.1,
+                "{:?} vs {:?}", bounds, (least, greatest)
+            );
+            // One hop's pieces start and end at reading times in ns, which a unit of several
+            // ns may step over: then the bounds are off by less than the unit.
+            if hops.len() == 1 {
+                prop_assert!(least - bounds.0 < unit && bounds.1 - greatest < unit);
+            }
+            if (hops.len() == 1 && unit == 1) || c.is_monotone() {
+                prop_assert_eq!(bounds, (least, greatest));
+            }
+            if c.is_monotone() {
+                prop_assert_eq!(bounds, (c.convert(lo).unwrap(), c.convert(hi).unwrap()));
+            }
+        }
+    }
+
+    #[test]
+    fn bounds_over_more_readings_than_are_visited() {
+        // Readings 10 apart from 1000 on. Monotone, the offset grows by one at each; else it
+        // is 100, then 105 at every other reading.
+        let readings = 3 * MAX_VISITED as u64;
+        let hop = |monotone: bool| {
+            let mut t = ClockTracker::default();
+            for i in 0..readings {
+                let offset = if monotone { 100 + i } else { 100 + 5 * (i % 2) };
+                t.add_snapshot(
+                    &snapshot(&[
+                        (MONOTONIC, 1_000 + 10 * i),
+                        (REALTIME, 1_000 + 10 * i + offset),
+                    ]),
+                    1,
+                );
+            }
+            t.conversion(ClockKey::new(MONOTONIC, 1), ClockKey::new(REALTIME, 1))
+        };
+        let reading = |i: usize| 1_000 + 10 * i as i64;
+        // Ranges and whether more than MAX_VISITED readings lie after their start.
+        let ranges = [
+            ((990, reading(MAX_VISITED - 1)), false),
+            ((990, reading(MAX_VISITED)), true),
+            ((0, reading(readings as usize) + 50), true),
+            // Ends on an offset of 100 just after one of 105: the exact greatest is 1 less
+            // than the end plus 105.
+            ((500, reading(2 * MAX_VISITED)), true),
+        ];
+        for monotone in [false, true] {
+            let mut c = hop(monotone);
+            assert_eq!(c.is_monotone(), monotone);
+            for ((lo, hi), many) in ranges {
+                let bounds = c.bounds(lo, hi).unwrap();
+                let exact = extremes(&mut c, lo..=hi);
+                if monotone || !many {
+                    assert_eq!(bounds, exact, "{lo}..={hi}");
+                } else {
+                    // The least and greatest offset, whatever the range holds.
+                    assert_eq!(bounds, (lo + 100, hi + 105), "{lo}..={hi}");
+                    assert!(bounds.0 <= exact.0 && exact.1 <= bounds.1, "{lo}..={hi}");
+                }
+            }
+        }
+        let mut c = hop(false);
+        let (lo, hi) = (500, reading(2 * MAX_VISITED));
+        assert_eq!(extremes(&mut c, lo..=hi).1, hi + 104);
+    }
+
+    #[test]
+    fn bounds_that_overflow_are_none() {
+        let mut t = ClockTracker::default();
+        t.add_snapshot(
+            &in_units(&[(MONOTONIC, 100, 1_000), (REALTIME, 1_000_000, 1)]),
+            1,
+        );
+        t.add_snapshot(
+            &in_units(&[(MONOTONIC, 200, 1_000), (REALTIME, 1_000, 1)]),
+            1,
+        );
+        let k = |id| ClockKey::new(id, 1);
+        let c = t.conversion(k(MONOTONIC), k(REALTIME));
+        assert!(!c.is_monotone());
+        // 100 and 200 µs give 1 ms and 1 µs: the wall clock went back at 200 µs, from
+        // 1.1 ms. The greatest bound is the time 1 ns before that, less than a unit above
+        // what 199 µs gives.
+        assert_eq!(c.bounds(150, 250), Some((1_000, 1_100_000 - 1)));
+        assert_eq!(t.convert(k(MONOTONIC), 199, k(REALTIME)), Some(1_099_000));
+        // The unit overflows, then the offset.
+        assert_eq!(c.bounds(0, i64::MAX / 1_000 + 1), None);
+        let mut t = ClockTracker::default();
+        t.add_snapshot(&snapshot(&[(MONOTONIC, 0), (REALTIME, 10)]), 1);
+        let c = t.conversion(k(MONOTONIC), k(REALTIME));
+        assert_eq!(c.bounds(0, i64::MAX - 10), Some((10, i64::MAX)));
+        assert_eq!(c.bounds(0, i64::MAX - 9), None);
+        assert_eq!(t.conversion(k(BOOTTIME), k(REALTIME)).bounds(0, 1), None);
     }
 }

@@ -25,9 +25,9 @@ pub(crate) struct FirstPass {
     /// The model `decode` gives, without samples: its stats lack `clock_conversion_failed`,
     /// which only placing every sample can count.
     pub profile: Profile,
-    /// Where the samples' times lie, when the second pass can deliver them in windows;
-    /// `None` when it cannot (a conversion the samples need is not monotone in time, the
-    /// least or greatest time of a block that does not convert).
+    /// Bounds on the samples' times, by which the second pass's samples can be gathered in
+    /// windows; `None` when a bound cannot be computed (the least or greatest raw time of a
+    /// block does not convert, or a bound overflows).
     pub times: Option<SampleTimes>,
     /// Every snapshot of the trace: the second pass reads its snapshots too late to convert
     /// the samples before them.
@@ -36,12 +36,23 @@ pub(crate) struct FirstPass {
     entities: Entities,
 }
 
-/// Where the samples of a trace lie in time, block by block of file order.
+/// Bounds on the times of a trace's samples, block by block of file order. They are the
+/// times themselves (the least and greatest of the samples, of those from each block on)
+/// when every conversion the samples use is monotone. When one is not (the wall clock slewed
+/// back between two snapshots), a later raw time can convert to an earlier time, so a
+/// block's bounds hold for every raw time between its least and greatest on each clock: they
+/// may be wider than its samples' times by what the conversion's offset drops across those
+/// raw times (a little more through a clock with a unit of several ns or several hops, and as
+/// much as the offset ever varies when those raw times cross hundreds of snapshots).
 pub(crate) struct SampleTimes {
     samples: u64,
-    /// By block: the least placed time of the block's samples and all later ones'.
+    /// By block: a time no placed sample of the block or of a later one is earlier than.
     least_from: Vec<Option<i64>>,
+    /// A time no placed sample is later than.
     greatest: Option<i64>,
+    /// Whether every conversion the samples use is monotone, so that the bounds are exact.
+    #[cfg(test)]
+    exact: bool,
 }
 
 impl SampleTimes {
@@ -52,19 +63,31 @@ impl SampleTimes {
         self.samples
     }
 
-    /// The least converted time of any sample; `None` when no sample has one.
+    /// A time no delivered sample is earlier than: the least time of any when every
+    /// conversion the samples use is monotone, else possibly lower (see [`SampleTimes`]).
+    /// `None` when no sample is placed.
     pub fn first_ns(&self) -> Option<i64> {
         self.least_from.first().copied().flatten()
     }
 
-    /// The greatest converted time of any sample.
+    /// A time no delivered sample is later than: the greatest time of any when every
+    /// conversion the samples use is monotone, else possibly higher (see [`SampleTimes`]).
+    /// `None` when no sample is placed.
     pub fn last_ns(&self) -> Option<i64> {
         self.greatest
     }
 
-    /// A time no placed sample at file position `position` or later is earlier than (it may
-    /// be lower than their least time, never higher): the least time from `position`'s block
-    /// on. `None` past the last sample, and when no sample from that block on is placed.
+    /// Whether the bounds are the samples' least and greatest times, not just bounds on them.
+    #[cfg(test)]
+    pub fn exact(&self) -> bool {
+        self.exact
+    }
+
+    /// A time no delivered sample at file position `position` or later is earlier than, by
+    /// block: a lower bound on the least time from `position`'s block on, equal to it when
+    /// every conversion the samples use is monotone (so never higher than the least time from
+    /// `position` on). `None` past the last sample, and when no sample from that block on is
+    /// placed.
     pub fn watermark(&self, position: u64) -> Option<i64> {
         if position >= self.samples {
             return None;
@@ -116,14 +139,14 @@ impl Samples for Summary {
 }
 
 impl Summary {
-    /// The converted times, when the least and greatest raw time of each span convert to the
-    /// least and greatest time of its placed samples: every conversion used is monotone, and
-    /// the bounds themselves convert.
+    /// Bounds on the placed times, from each span's bounds on what the raw times between its
+    /// least and greatest convert to; `None` when one of those does not convert or overflows.
     fn times(self, samples: u64, placer: &mut Placer<'_>) -> Option<SampleTimes> {
         let blocks = usize::try_from(samples.div_ceil(BLOCK)).ok()?;
         let mut least_from: Vec<Option<i64>> = vec![None; blocks];
         let mut greatest: Option<i64> = None;
-        let mut monotone: Vec<Option<bool>> = Vec::new();
+        #[cfg(test)]
+        let mut exact = true;
         for span in self.spans {
             let place = placer.place(span.clock);
             let (least, most) = match place {
@@ -131,18 +154,12 @@ impl Summary {
                 Place::Drop => continue,
                 Place::Convert(at) if !placer.conversion(at).links() => continue,
                 Place::Convert(at) => {
-                    if at >= monotone.len() {
-                        monotone.resize(at + 1, None);
+                    let conversion = placer.conversion(at);
+                    #[cfg(test)]
+                    {
+                        exact &= conversion.is_monotone();
                     }
-                    let is_monotone =
-                        *monotone[at].get_or_insert_with(|| placer.conversion(at).is_monotone());
-                    if !is_monotone {
-                        return None;
-                    }
-                    (
-                        placer.time(place, span.least)?,
-                        placer.time(place, span.greatest)?,
-                    )
+                    conversion.bounds(span.least, span.greatest)?
                 }
                 Place::Raw => (span.least, span.greatest),
             };
@@ -162,6 +179,8 @@ impl Summary {
             samples,
             least_from,
             greatest,
+            #[cfg(test)]
+            exact,
         })
     }
 }

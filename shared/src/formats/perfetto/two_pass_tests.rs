@@ -94,8 +94,26 @@ fn assert_same_model(label: &str, got: &Profile, want: &Profile) {
     all(label, "links", got.links(), want.links());
 }
 
-/// The summary against the delivered samples: the count, the bounds, and at every position
-/// a watermark no later sample is before, no lower than the least time from its block on.
+/// The least time of the samples delivered at or after each position (of `samples`, and past
+/// the last one).
+fn least_from(delivered: &[(u64, Sample)], samples: u64) -> Vec<Option<i64>> {
+    let n = usize::try_from(samples).unwrap();
+    let mut least_from: Vec<Option<i64>> = vec![None; n + 1];
+    for &(position, sample) in delivered {
+        least_from[usize::try_from(position).unwrap()] = sample.time;
+    }
+    for p in (0..n).rev() {
+        least_from[p] = match (least_from[p], least_from[p + 1]) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+    least_from
+}
+
+/// The summary against the delivered samples: the count; bounds that hold (first and last,
+/// at every position a watermark no later sample is before, never falling as positions
+/// grow); and when every conversion is monotone, bounds that are the times themselves.
 fn check_times(
     label: &str,
     times: &SampleTimes,
@@ -109,30 +127,46 @@ fn check_times(
         "{label}: samples"
     );
     let decoded_times = || decoded.samples().iter().filter_map(|s| s.time);
-    assert_eq!(times.first_ns(), decoded_times().min(), "{label}: first_ns");
-    assert_eq!(times.last_ns(), decoded_times().max(), "{label}: last_ns");
+    let (min, max) = (decoded_times().min(), decoded_times().max());
+    assert_eq!(
+        times.first_ns().is_some(),
+        min.is_some(),
+        "{label}: first_ns"
+    );
+    assert_eq!(times.last_ns().is_some(), max.is_some(), "{label}: last_ns");
+    if let (Some(first), Some(min)) = (times.first_ns(), min) {
+        assert!(first <= min, "{label}: first_ns {first} after {min}");
+    }
+    if let (Some(last), Some(max)) = (times.last_ns(), max) {
+        assert!(last >= max, "{label}: last_ns {last} before {max}");
+    }
+    if times.exact() {
+        assert_eq!(times.first_ns(), min, "{label}: first_ns");
+        assert_eq!(times.last_ns(), max, "{label}: last_ns");
+    }
 
-    // The least time at or after each position.
     let n = usize::try_from(times.samples()).unwrap();
-    let mut least_from: Vec<Option<i64>> = vec![None; n + 1];
-    for &(position, sample) in delivered {
-        least_from[usize::try_from(position).unwrap()] = sample.time;
-    }
-    for p in (0..n).rev() {
-        least_from[p] = match (least_from[p], least_from[p + 1]) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-    }
+    let least_from = least_from(delivered, times.samples());
+    let mut previous: Option<i64> = None;
     for (p, &least) in least_from[..n].iter().enumerate() {
         let watermark = times.watermark(p as u64);
         if let Some(least) = least {
             let w = watermark.unwrap_or_else(|| panic!("{label}: no watermark at {p}"));
             assert!(w <= least, "{label}: watermark {w} at {p} after {least}");
         }
+        assert!(watermark >= previous, "{label}: the watermark falls at {p}");
+        previous = watermark;
         // As tight as blocks allow: the least time from the block's start on.
         let block_start = p - p % BLOCK as usize;
-        assert_eq!(watermark, least_from[block_start], "{label}: at {p}");
+        if times.exact() {
+            assert_eq!(watermark, least_from[block_start], "{label}: at {p}");
+        } else {
+            assert_eq!(
+                watermark.is_some(),
+                least_from[block_start].is_some(),
+                "{label}: at {p}"
+            );
+        }
     }
     for past in [n as u64, n as u64 + 1, u64::MAX] {
         assert_eq!(times.watermark(past), None, "{label}: past the end");
@@ -157,7 +191,8 @@ fn android_sample_agrees_with_decode() {
     let times = first
         .times
         .as_ref()
-        .expect("the sample's clocks are monotone");
+        .expect("the sample's times are bounded");
+    assert!(times.exact(), "the sample's clocks are monotone");
     assert!(times.samples() > BLOCK / 2);
 }
 
@@ -555,7 +590,8 @@ fn monotone_trace() -> Vec<u8> {
 fn interleaved_sequences_on_two_clocks_agree_with_decode() {
     let bytes = monotone_trace();
     let (decoded, first) = check("synthetic", &bytes).expect("the trace decodes");
-    let times = first.times.as_ref().expect("every conversion is monotone");
+    let times = first.times.as_ref().expect("the times are bounded");
+    assert!(times.exact(), "every conversion is monotone");
 
     // What the trace was built to exercise.
     let samples = decoded.samples();
@@ -610,16 +646,93 @@ fn interleaved_sequences_on_two_clocks_agree_with_decode() {
 }
 
 #[test]
-fn a_conversion_that_goes_back_in_time_gives_no_summary() {
-    // REALTIME - MONOTONIC shrinks at the middle snapshot: later MONOTONIC times can convert
-    // to earlier wall times.
+fn a_conversion_that_goes_back_in_time_gives_bounds() {
+    // REALTIME - MONOTONIC shrinks by 3 ms at the middle snapshot, REALTIME - BOOTTIME by
+    // 3 ms and the 1 µs BOOTTIME gains there: later raw times can convert to earlier wall
+    // times. No offset drops anywhere else, so no bound is further off than that.
+    const DROP: i64 = 3_001_000;
     let bytes = synthetic([WALL, WALL - 3_000_000, WALL + 1_000]);
     let (decoded, first) = check("shrinking offset", &bytes).expect("the trace decodes");
-    assert!(first.times.is_none());
-    assert!(decoded.samples().len() > 1_000);
+    let times = first
+        .times
+        .as_ref()
+        .expect("bounds despite the shrinking offset");
+    assert!(!times.exact());
+    assert!(decoded.samples().len() as u64 > 2 * BLOCK);
+
+    // check() saw the bounds hold; here, that they are no looser than the drop.
+    let mut delivered = Vec::new();
+    second_pass(
+        &bytes[..],
+        "none",
+        &Limits::default(),
+        &first,
+        &mut |p, s| {
+            delivered.push((p, s));
+            Ok(())
+        },
+    )
+    .unwrap();
+    let all = || delivered.iter().map(|(_, s)| s.time.unwrap());
+    let (min, max) = (all().min().unwrap(), all().max().unwrap());
+    let (first_ns, last_ns) = (times.first_ns().unwrap(), times.last_ns().unwrap());
+    assert!(
+        (0..=DROP).contains(&(min - first_ns)),
+        "{first_ns} vs {min}"
+    );
+    assert!((0..=DROP).contains(&(last_ns - max)), "{last_ns} vs {max}");
+    let least_from = least_from(&delivered, times.samples());
+    for block_start in (0..times.samples()).step_by(BLOCK as usize) {
+        let least = least_from[block_start as usize].unwrap();
+        let watermark = times.watermark(block_start).unwrap();
+        assert!(
+            (0..=DROP).contains(&(least - watermark)),
+            "at {block_start}: {watermark} vs {least}"
+        );
+    }
+
+    // Samples 1 ms apart around the drop, in one block: the earliest and the latest are
+    // not the conversions of the least and greatest raw time, but of the first after the
+    // drop and the last before it. The bounds are the wall times at the drop and 1 ns
+    // before it, each 0.5 ms beyond the samples'.
+    let drop_at = 1_010_000_000u64;
+    let mut packets = vec![
+        snapshot(drop_at - 10_000_000, BOOT, WALL),
+        snapshot(drop_at, BOOT, WALL - 3_000_000),
+        perf_start(1, drop_at, LEAF_PC, Some(MONOTONIC)),
+    ];
+    for (i, ts) in [-1_500_000i64, -500_000, 500_000, 1_500_000]
+        .into_iter()
+        .enumerate()
+    {
+        packets.push(perf_sample(
+            1,
+            drop_at.wrapping_add_signed(ts),
+            None,
+            10,
+            i as u64,
+        ));
+    }
+    let bytes = Trace { packet: packets }.encode_to_vec();
+    let (decoded, first) = check("around the drop", &bytes).unwrap();
+    let times = first.times.unwrap();
+    let wall = (drop_at + WALL) as i64;
+    let all: Vec<i64> = decoded.samples().iter().map(|s| s.time.unwrap()).collect();
+    assert_eq!(
+        all,
+        [
+            wall - 2_500_000,
+            wall - 1_500_000,
+            wall - 1_500_000,
+            wall - 500_000
+        ]
+    );
+    assert_eq!(times.first_ns(), Some(wall - 3_000_000));
+    assert_eq!(times.last_ns(), Some(wall - 1));
+    assert_eq!(times.watermark(3), Some(wall - 3_000_000));
 
     // Only the conversions samples use count: a snapshot whose REALTIME runs backwards
-    // against a clock no sample is on leaves the summary.
+    // against a clock no sample is on leaves the bounds exact.
     let mut trace = Trace::decode(&monotone_trace()[..]).unwrap();
     for (mono, other) in [(500_000_000u64, 900u64), (600_000_000, 100)] {
         trace.packet.insert(
@@ -640,7 +753,7 @@ fn a_conversion_that_goes_back_in_time_gives_no_summary() {
         );
     }
     let (_, first) = check("unused clock", &trace.encode_to_vec()).unwrap();
-    assert!(first.times.is_some());
+    assert!(first.times.unwrap().exact());
 }
 
 #[test]
