@@ -209,18 +209,10 @@ fn convert_inner(
         None => options.metadata.clone(),
     };
     let mut timestamps = anchor(&mut decoded.profile, metadata.timestamp)?;
-    let source_id = source_id(source_key, etag);
-    let etag = etag.trim_matches('"');
-    let converter = converter();
-    let table_source = TableSource {
-        source_id: &source_id,
-        source_key,
-        source_etag: etag,
-        source_format: decoded.format.name(),
-        converter: &converter,
-        service: metadata.service.as_deref(),
-    };
-    let manifest_key = manifest_key(&source_id);
+    let naming = Naming::new(source_key, etag);
+    let (source_id, etag) = (&naming.source_id, naming.etag);
+    let table_source = naming.table_source(decoded.format, &metadata);
+    let manifest_key = manifest_key(source_id);
     let mut sample_v2 = ManifestSampleV2::default();
     let mut out = Outputs::new(sink);
     let mut symbolization = SymbolizeReport::default();
@@ -231,7 +223,7 @@ fn convert_inner(
         let mut windows = Windows::new(&table_source, &metadata);
         if let Some(days) = days_of(profile) {
             let mut keys = windows.table_keys(days);
-            keys.extend(index_keys(profile, &source_id));
+            keys.extend(index_keys(profile, source_id));
             out.intend(&keys)?;
         }
         windows.add(profile, Grid::of(profile), &mut out)?;
@@ -273,7 +265,7 @@ fn convert_inner(
         for chunk in &mut chunks {
             sample_v2.chunks += 1;
             sample_v2.samples += chunk.samples as u64;
-            out.chunk(&source_id, chunk)?;
+            out.chunk(source_id, chunk)?;
         }
         let inputs: Vec<TableProfileInput> = table_plans
             .iter()
@@ -290,7 +282,7 @@ fn convert_inner(
         let index = build_id_index(
             table_plans.iter().flatten(),
             source_key,
-            &source_id,
+            source_id,
             &manifest_key,
             &symbolization,
         );
@@ -313,7 +305,7 @@ fn convert_inner(
         input_bytes,
         format: decoded.format,
         container: decoded.container,
-        source_id: &source_id,
+        source_id,
         profile: &decoded.profile,
         samples: decoded.profile.samples().len() as u64,
         timestamps,
@@ -384,6 +376,42 @@ fn converter() -> String {
     format!("proflake {}", env!("CARGO_PKG_VERSION"))
 }
 
+/// How the outputs name the upload and what converted it.
+struct Naming<'a> {
+    source_key: &'a str,
+    source_id: String,
+    /// Without quotes.
+    etag: &'a str,
+    converter: String,
+}
+
+impl<'a> Naming<'a> {
+    fn new(source_key: &'a str, etag: &'a str) -> Self {
+        Naming {
+            source_key,
+            source_id: source_id(source_key, etag),
+            etag: etag.trim_matches('"'),
+            converter: converter(),
+        }
+    }
+
+    /// The upload as the tables describe it, decoded as `format`, under `metadata`.
+    fn table_source<'s>(
+        &'s self,
+        format: InputFormat,
+        metadata: &'s UploadMetadata,
+    ) -> TableSource<'s> {
+        TableSource {
+            source_id: &self.source_id,
+            source_key: self.source_key,
+            source_etag: self.etag,
+            source_format: format.name(),
+            converter: &self.converter,
+            service: metadata.service.as_deref(),
+        }
+    }
+}
+
 /// Converts a Perfetto trace whose first pass is done, a window at a time.
 fn convert_streamed(
     source_key: &str,
@@ -397,18 +425,10 @@ fn convert_streamed(
     options.limits.check_profile(&input.first.profile)?;
     place_aggregated(&mut input.first.profile, metadata, options.received_at_ns);
     let symbolization = symbolize(&mut input.first.profile, symbols)?;
-    let source_id = source_id(source_key, etag);
-    let etag = etag.trim_matches('"');
-    let converter = converter();
-    let table_source = TableSource {
-        source_id: &source_id,
-        source_key,
-        source_etag: etag,
-        source_format: InputFormat::Perfetto.name(),
-        converter: &converter,
-        service: metadata.service.as_deref(),
-    };
-    let manifest_key = manifest_key(&source_id);
+    let naming = Naming::new(source_key, etag);
+    let (source_id, etag) = (&naming.source_id, naming.etag);
+    let table_source = naming.table_source(InputFormat::Perfetto, metadata);
+    let manifest_key = manifest_key(source_id);
     let mut out = Outputs::new(sink);
     let index = IndexOf {
         source_key,
@@ -423,7 +443,7 @@ fn convert_streamed(
         input_bytes: input.len,
         format: InputFormat::Perfetto,
         container: input.container,
-        source_id: &source_id,
+        source_id,
         profile: &profile,
         samples: streamed.samples,
         timestamps: streamed.timestamps,

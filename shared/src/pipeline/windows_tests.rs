@@ -35,26 +35,19 @@ fn lcg(state: &mut u64) -> u64 {
 /// (Relay drops it). Process 4 starts 100 s in. Samples are in time order.
 fn recording() -> Profile {
     let mut p = Profile::new("perfetto");
-    let cpu = p.intern("cpu-clock");
-    let count = p.intern("count");
-    let cpu = p.add_series(Series {
-        kind: SeriesKind::CpuTime,
-        name: cpu,
-        unit: count,
-        source: None,
-        frequency_hz: Some(100),
-        period: None,
-    });
-    let wall = p.intern("wall");
-    let ns = p.intern("nanoseconds");
-    let wall = p.add_series(Series {
-        kind: SeriesKind::WallTime,
-        name: wall,
-        unit: ns,
-        source: None,
-        frequency_hz: None,
-        period: None,
-    });
+    let mut series = |kind, name: &str, unit: &str, frequency_hz| {
+        let (name, unit) = (p.intern(name), p.intern(unit));
+        p.add_series(Series {
+            kind,
+            name,
+            unit,
+            source: None,
+            frequency_hz,
+            period: None,
+        })
+    };
+    let cpu = series(SeriesKind::CpuTime, "cpu-clock", "count", Some(100));
+    let wall = series(SeriesKind::WallTime, "wall", "nanoseconds", None);
     let path = Some(p.intern("/system/lib64/libart.so"));
     let (code_id, debug_id) = ids_from_build_id(&[0xb1, 0x1d, 0x1d, 0x00, 0x2a, 0x17]);
     let image = p.add_image(Image {
