@@ -46,7 +46,7 @@ pub struct ConvertOptions {
 /// Perfetto uploads larger than this are converted a window at a time when they can be read
 /// twice. The second pass costs about a sixth more CPU, for memory that holds a window of
 /// samples instead of all of them (12 bytes each): a trace of this size converted whole peaks
-/// about as high as a long one converted a window at a time (some 75 vs 62 MB at 16 threads
+/// about as high as a long one converted a window at a time (62 vs 60 MB at 16 threads
 /// sampled at 1 kHz), so below it the CPU would buy nothing.
 pub const STREAM_ABOVE_BYTES: u64 = 64 << 20;
 
