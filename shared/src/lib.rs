@@ -41,9 +41,10 @@ pub use model::{
     Profile, Sample, Series, SeriesKind, StackHandle, Thread, Timestamps,
 };
 pub use pipeline::{
-    build_id_index, convert_upload, decode, decode_with_limits, process_upload, BuildIdIndexEntry,
-    ConvertOptions, Converted, ConvertedUpload, Decoded, ErrorReport, Manifest, Outcome,
-    ProcessOptions, Quarantine, SkipReason, STREAM_ABOVE_BYTES,
+    build_id_index, convert_upload, decode, decode_with_limits, process_upload,
+    stream_above_bytes_from, BuildIdIndexEntry, ConvertOptions, Converted, ConvertedUpload,
+    Decoded, ErrorReport, Manifest, Outcome, ProcessOptions, Quarantine, SkipReason,
+    STREAM_ABOVE_BYTES,
 };
 pub use plan::{
     left_out, plan_chunks, plan_tables, Timing, DEFAULT_INTERVAL_NS, MAX_CHUNK_DURATION_NS,

@@ -142,7 +142,7 @@ pub struct LimitsError {
     pub expected: String,
 }
 
-fn read(
+pub(crate) fn read(
     get: &impl Fn(&str) -> Option<String>,
     variable: &'static str,
     min: u64,

@@ -216,14 +216,9 @@ pub(crate) fn limits() -> anyhow::Result<Limits> {
 /// `PROFLAKE_STREAM_ABOVE_BYTES`, as the convert function reads it: Perfetto uploads larger
 /// than this are converted in two passes, a window at a time.
 fn stream_above_bytes() -> anyhow::Result<Option<u64>> {
-    const VARIABLE: &str = "PROFLAKE_STREAM_ABOVE_BYTES";
-    match std::env::var(VARIABLE).ok().filter(|v| !v.is_empty()) {
-        None => Ok(None),
-        Some(v) => match v.parse::<u64>() {
-            Ok(n) if n > 0 => Ok(Some(n)),
-            _ => anyhow::bail!("{VARIABLE}={v:?} is invalid: a whole number of bytes, at least 1"),
-        },
-    }
+    Ok(proflake::stream_above_bytes_from(|name| {
+        std::env::var(name).ok()
+    })?)
 }
 
 fn main() -> ExitCode {

@@ -36,7 +36,8 @@ impl Config {
     pub fn from_vars(vars: &Vars<'_>) -> Result<Config, ConfigError> {
         Ok(Config {
             common: proflake_lambda::Config::from_vars(vars, DEFAULT_FUNCTION_NAME)?,
-            stream_above_bytes: vars.positive("PROFLAKE_STREAM_ABOVE_BYTES")?,
+            stream_above_bytes: proflake::stream_above_bytes_from(|name| vars.get(name))
+                .map_err(|e| ConfigError::new(e.variable, &e.value, e.expected))?,
         })
     }
 }

@@ -17,7 +17,7 @@ use super::windows::{index_keys, IndexOf, Windows};
 use crate::error::{ErrorKind, Result};
 use crate::formats::perfetto::first_pass;
 use crate::formats::{open_stream, Container, InputFormat};
-use crate::limits::Limits;
+use crate::limits::{Limits, LimitsError};
 use crate::metadata::UploadMetadata;
 use crate::model::{seconds_to_ns, Profile, Timestamps};
 use crate::plan::{plan_tables, Grid, TableProfilePlan};
@@ -49,6 +49,14 @@ pub struct ConvertOptions {
 /// about as high as a long one converted a window at a time (62 vs 60 MB at 16 threads
 /// sampled at 1 kHz), so below it the CPU would buy nothing.
 pub const STREAM_ABOVE_BYTES: u64 = 64 << 20;
+
+/// [`ConvertOptions::stream_above_bytes`] as the functions and the command line read it from
+/// `PROFLAKE_STREAM_ABOVE_BYTES` (`get` gives a variable's value); `None` when it is unset.
+pub fn stream_above_bytes_from(
+    get: impl Fn(&str) -> Option<String>,
+) -> std::result::Result<Option<u64>, LimitsError> {
+    crate::limits::read(&get, "PROFLAKE_STREAM_ABOVE_BYTES", 1, u64::MAX)
+}
 
 /// The outputs of one conversion, not yet stored.
 #[derive(Debug)]

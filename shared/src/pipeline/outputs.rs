@@ -14,9 +14,6 @@ use crate::sample_v2::{PreparedChunk, SampleV2Chunk};
 use crate::store::{chunk_key, from_io, pending_conversion_key, ObjectStore, ObjectWriter};
 use crate::tables::{FileId, Table, TableSink};
 
-/// What writes one object into the writer it is given.
-pub type WriteObject<'a> = dyn FnMut(&mut dyn Write) -> io::Result<()> + 'a;
-
 /// An object open in a sink, as the sink numbers it.
 pub type ObjectId = usize;
 
@@ -30,13 +27,6 @@ pub trait OutputSink {
     fn write(&mut self, object: ObjectId, bytes: &[u8]) -> Result<()>;
     /// Finishes an open object: it appears at its key now.
     fn close(&mut self, object: ObjectId) -> Result<()>;
-    /// Stores the object `write` produces, streamed to its destination as it is written.
-    fn put_with(&mut self, key: &str, write: &mut WriteObject<'_>) -> Result<()> {
-        let object = self.open(key)?;
-        let mut out = SinkObject { sink: self, object };
-        write(&mut out).map_err(|e| from_io(key, e))?;
-        self.close(object)
-    }
     /// Says which objects outside the conversion's own folder are about to be written, before
     /// any is: a store records them, so that a job cut short can still be cleaned up.
     fn intend(&mut self, _keys: &[&str]) -> Result<()> {
@@ -81,23 +71,6 @@ impl PendingConversion {
         };
         let json = serde_json::to_vec_pretty(&record).expect("a pending record serializes");
         store.put(&pending_conversion_key(source_key, source_id), &json)
-    }
-}
-
-/// An open object of a sink as a writer.
-struct SinkObject<'a, S: ?Sized> {
-    sink: &'a mut S,
-    object: ObjectId,
-}
-
-impl<S: OutputSink + ?Sized> Write for SinkObject<'_, S> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.sink.write(self.object, buf).map_err(to_io)?;
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }
 
@@ -216,26 +189,6 @@ impl OutputSink for StoreOutputs<'_> {
     }
 }
 
-/// Counts and hashes the bytes on their way to `inner`, for the manifest's listing.
-struct Listing<'w> {
-    inner: &'w mut dyn Write,
-    sha256: Sha256,
-    bytes: u64,
-}
-
-impl Write for Listing<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.sha256.update(&buf[..n]);
-        self.bytes += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-}
-
 /// Lists every object for the manifest on its way to the sink.
 pub(crate) struct Outputs<'s> {
     sink: &'s mut dyn OutputSink,
@@ -310,33 +263,18 @@ impl<'s> Outputs<'s> {
     /// One Sample v2 chunk, serialized straight into the sink.
     pub fn prepared_chunk(&mut self, source_id: &str, chunk: &PreparedChunk<'_>) -> Result<()> {
         let key = chunk_key(source_id, chunk.chunk_id());
-        let (bytes, sha256) = self.put_listed(&key, &mut |w| chunk.write_to(w))?;
+        let id = self.open(&key, "sample_v2".into())?;
+        let mut out = ListedObject { out: self, id };
+        chunk.write_to(&mut out).map_err(|e| from_io(&key, e))?;
         let info = chunk.info();
-        self.listed.push(ManifestOutput {
+        self.close(id, |listed| ManifestOutput {
             pid: info.pid,
             chunk_id: Some(chunk.chunk_id().to_owned()),
             samples: Some(info.samples as u64),
             start_ns: Some(info.start_ns),
             end_ns: Some(info.end_ns),
-            ..listed_as(&key, "sample_v2".into(), bytes, sha256)
-        });
-        Ok(())
-    }
-
-    /// Streams what `write` writes into the sink at `key`; gives its size and SHA-256.
-    fn put_listed(&mut self, key: &str, write: &mut WriteObject<'_>) -> Result<(u64, String)> {
-        let mut listed = (0, String::new());
-        self.sink.put_with(key, &mut |w: &mut dyn Write| {
-            let mut listing = Listing {
-                inner: w,
-                sha256: Sha256::new(),
-                bytes: 0,
-            };
-            write(&mut listing)?;
-            listed = (listing.bytes, hex::encode(listing.sha256.finalize()));
-            Ok(())
-        })?;
-        Ok(listed)
+            ..listed
+        })
     }
 
     /// Opens an object at `key`, listed as `kind`, that stays open while others are written.
@@ -359,15 +297,17 @@ impl<'s> Outputs<'s> {
         self.sink.write(open.object, bytes)
     }
 
-    /// Finishes an open object and lists it, with `rows` rows.
-    fn close(&mut self, id: usize, rows: Option<u64>) -> Result<()> {
+    /// Finishes an open object and lists it as `describe` completes its listing.
+    fn close(
+        &mut self,
+        id: usize,
+        describe: impl FnOnce(ManifestOutput) -> ManifestOutput,
+    ) -> Result<()> {
         let open = self.open[id].take().expect("closed once");
         self.sink.close(open.object)?;
         let sha256 = hex::encode(open.sha256.finalize());
-        self.listed.push(ManifestOutput {
-            rows,
-            ..listed_as(&open.key, open.kind, open.bytes, sha256)
-        });
+        let listed = listed_as(&open.key, open.kind, open.bytes, sha256);
+        self.listed.push(describe(listed));
         Ok(())
     }
 
@@ -419,6 +359,26 @@ impl TableSink for TableOutputs<'_, '_> {
     }
 
     fn close(&mut self, file: FileId, rows: u64) -> Result<()> {
-        self.out.close(file, Some(rows))
+        self.out.close(file, |listed| ManifestOutput {
+            rows: Some(rows),
+            ..listed
+        })
+    }
+}
+
+/// An object open in [`Outputs`] as a writer.
+struct ListedObject<'o, 's> {
+    out: &'o mut Outputs<'s>,
+    id: usize,
+}
+
+impl Write for ListedObject<'_, '_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.out.write(self.id, buf).map_err(to_io)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }

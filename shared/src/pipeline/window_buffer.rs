@@ -34,6 +34,11 @@ pub(crate) struct WindowBuffer {
     pending: SampleTable,
     /// The first window not handed out yet: every sample before it has been.
     next: i64,
+    /// In the decoder's times, where window `next` starts (a sample before it is late) and
+    /// where the window after it starts (a watermark past it completes `next`): compared
+    /// with every sample, so worked out only when `next` or the grid changes.
+    late_before: i64,
+    ready_at: i64,
 }
 
 impl WindowBuffer {
@@ -44,6 +49,18 @@ impl WindowBuffer {
             least: None,
             pending: SampleTable::default(),
             next: i64::MIN,
+            late_before: i64::MIN,
+            ready_at: i64::MIN,
+        }
+    }
+
+    /// Moves `next` on to `window`, and the times compared with it.
+    fn advance(&mut self, window: i64) {
+        self.next = self.next.max(window);
+        if let Some((grid, offset)) = self.grid {
+            let start = |n: i64| grid.start(n).saturating_sub(offset);
+            self.late_before = start(self.next);
+            self.ready_at = start(self.next.saturating_add(1));
         }
     }
 
@@ -80,14 +97,16 @@ impl WindowBuffer {
                 Anchor::FirstAt(start) => start.saturating_sub(first),
             };
             self.grid = Some((Grid::from_first(first.saturating_add(offset)), offset));
+            self.advance(self.next);
         }
         self.grid
     }
 
     /// Whether a sample at `time` belongs to a window already handed out: the watermark it
     /// came after was wrong.
+    #[inline]
     pub fn is_late(&self, time: i64) -> bool {
-        self.grid.is_some() && (self.window(time) < self.next || self.least > Some(time))
+        self.grid.is_some() && (time < self.late_before || self.least > Some(time))
     }
 
     /// Whether [`take`](WindowBuffer::take) at `watermark` could hand out a window.
@@ -99,7 +118,7 @@ impl WindowBuffer {
         match (self.grid, watermark) {
             (_, None) => true,
             (None, Some(w)) => self.least.is_some_and(|first| w >= first),
-            (Some(_), Some(w)) => self.window(w) > self.next,
+            (Some(_), Some(w)) => w >= self.ready_at,
         }
     }
 
@@ -125,7 +144,7 @@ impl WindowBuffer {
         }
         let kept = self.pending.split_off(lo);
         let mut out = std::mem::replace(&mut self.pending, kept);
-        self.next = self.next.max(before);
+        self.advance(before);
         tracing::debug!(
             windows_before = before,
             written = out.len(),

@@ -40,8 +40,15 @@ impl Grid {
     /// The window holding time `t` (never before the origin for a sample of the profile).
     #[inline]
     pub fn window(self, t: i64) -> i64 {
-        let n = (i128::from(t) - i128::from(self.origin_ns)).div_euclid(i128::from(WINDOW_NS));
-        i64::try_from(n).unwrap_or(if n < 0 { i64::MIN } else { i64::MAX })
+        match t.checked_sub(self.origin_ns) {
+            Some(d) => d.div_euclid(WINDOW_NS),
+            // Only times some 292 years from the origin get here.
+            None => {
+                let d = i128::from(t) - i128::from(self.origin_ns);
+                let n = d.div_euclid(i128::from(WINDOW_NS));
+                i64::try_from(n).unwrap_or(if n < 0 { i64::MIN } else { i64::MAX })
+            }
+        }
     }
 
     /// Where window `n` starts, saturated at the ends of time.
@@ -70,11 +77,13 @@ pub(crate) fn time_windows(
     grid: Grid,
 ) -> Vec<TimeWindow> {
     let mut windows: Vec<TimeWindow> = Vec::new();
+    // Where the last window ends: in time order, a sample before it is in that window, so
+    // the window is worked out only for a sample that starts a new one.
+    let mut end = i64::MIN;
     for row in timed {
         let t = time(row);
-        let number = grid.window(t);
         match windows.last_mut() {
-            Some(w) if w.number == number => {
+            Some(w) if t < end => {
                 w.last_ns = t;
                 w.rows.push(row);
             }
@@ -82,6 +91,8 @@ pub(crate) fn time_windows(
                 if let Some(w) = last {
                     w.rows.shrink_to_fit();
                 }
+                let number = grid.window(t);
+                end = grid.start(number.saturating_add(1));
                 let mut rows = Rows::new();
                 rows.push(row);
                 windows.push(TimeWindow {
