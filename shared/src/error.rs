@@ -132,6 +132,25 @@ pub enum ErrorKind {
         /// The key.
         key: String,
     },
+    /// A table of the lake (a Delta table under `lake/`) could not be read or written, or a
+    /// commit kept conflicting with other writers. Transient: the same work can be retried.
+    #[error("lake table {table}: {what}")]
+    Lake {
+        /// The table's location.
+        table: String,
+        /// What failed.
+        what: String,
+    },
+    /// A conversion cannot be published into the lake: a landing file its manifest lists is
+    /// missing, or its bytes are not those the manifest recorded. Permanent until the upload
+    /// is converted again.
+    #[error("cannot publish {manifest_key}: {what}")]
+    Unpublishable {
+        /// The conversion's manifest.
+        manifest_key: String,
+        /// What is wrong.
+        what: String,
+    },
     /// Reading or writing storage failed.
     #[error("storage I/O failed on {key}")]
     Storage {
@@ -144,7 +163,7 @@ impl ErrorKind {
     /// Whether retrying the same input can succeed: storage failures are transient, everything
     /// about the input itself is permanent.
     pub fn is_transient(&self) -> bool {
-        matches!(self, ErrorKind::Storage { .. })
+        matches!(self, ErrorKind::Storage { .. } | ErrorKind::Lake { .. })
     }
 
     /// A short, stable name for the kind: the `reason` of error reports and failure metrics.
@@ -167,6 +186,8 @@ impl ErrorKind {
             ErrorKind::NoBuildId { .. } => "no_build_id",
             ErrorKind::BuildIdMismatch { .. } => "build_id_mismatch",
             ErrorKind::DebugFileKey { .. } => "debug_file_key",
+            ErrorKind::Lake { .. } => "lake",
+            ErrorKind::Unpublishable { .. } => "unpublishable",
             ErrorKind::Storage { .. } => "storage",
         }
     }

@@ -14,6 +14,8 @@ pub mod events;
 pub mod flamegraph;
 pub mod formats;
 pub mod ids;
+#[cfg(feature = "lake")]
+pub mod lake;
 #[cfg(test)]
 mod layering_tests;
 pub mod limits;

@@ -1,6 +1,7 @@
 //! `proflake`: run the conversion pipeline on a local directory laid out like the bucket.
 
 mod flamegraph;
+mod lake;
 mod output;
 mod report;
 mod symbols;
@@ -46,6 +47,11 @@ enum Command {
     /// Convert kept uploads again with the debug files stored now (those whose images have
     /// new symbols, every upload with --all, or the given keys).
     Rehydrate(symbols::RehydrateArgs),
+    /// Publish settled conversions from the landing tables into the lake (DIR/lake/, Delta
+    /// tables): new uploads appended, rehydrated or replaced ones swapped, removed ones dropped.
+    Publish(lake::PublishArgs),
+    /// Lake maintenance: pack small files to the target size, checkpoint, vacuum.
+    Compact(lake::CompactArgs),
 }
 
 #[derive(Args)]
@@ -61,6 +67,9 @@ struct ConvertArgs {
     format: Option<InputFormat>,
     #[command(flatten)]
     metadata: MetadataArgs,
+    /// Do not publish the conversions into the lake (DIR/lake/) at the end.
+    #[arg(long)]
+    no_publish: bool,
 }
 
 // Default: `flamegraph` builds one from the few metadata flags it takes.
@@ -117,6 +126,9 @@ struct ProcessArgs {
     /// PROFLAKE_LIMIT_MAX_OBJECT_BYTES, else 256 MiB).
     #[arg(long)]
     max_object_bytes: Option<u64>,
+    /// Do not publish the conversions into the lake (DIR/lake/) at the end.
+    #[arg(long)]
+    no_publish: bool,
 }
 
 #[derive(Args)]
@@ -226,7 +238,7 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("PROFLAKE_LOG")
-                .unwrap_or_else(|_| "warn".into()),
+                .unwrap_or_else(|_| "warn,buoyant_kernel::snapshot::builder=off".into()),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -238,6 +250,8 @@ fn main() -> ExitCode {
         Command::Flamegraph(args) => flamegraph::flamegraph(*args),
         Command::Symbols(command) => symbols::symbols(command),
         Command::Rehydrate(args) => symbols::rehydrate_command(args),
+        Command::Publish(args) => lake::publish(args),
+        Command::Compact(args) => lake::compact(args),
     };
     match result {
         Ok(code) => code,
@@ -272,6 +286,7 @@ fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
     );
     let mut failed = 0usize;
     let mut stdout = Stdout::default();
+    let mut keys = Vec::new();
     for input in &args.inputs {
         bar.set_message(input.display().to_string());
         match convert_one(&store, input, sidecar.as_ref(), &options) {
@@ -287,6 +302,12 @@ fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
     bar.finish_and_clear();
     let ok = args.inputs.len() - failed;
     eprintln!("{ok} converted, {failed} failed");
+    for input in &args.inputs {
+        keys.push(upload_key(upload_name(input)?));
+    }
+    if !args.no_publish {
+        failed += publish_after(&args.out, keys)?;
+    }
     Ok(if failed == 0 {
         ExitCode::SUCCESS
     } else {
@@ -424,11 +445,25 @@ fn process(mut args: ProcessArgs) -> anyhow::Result<ExitCode> {
         }
     }
     eprintln!("{done} processed, {failed} failed");
+    if !args.no_publish {
+        failed += publish_after(&dir, keys)?;
+    }
     Ok(if failed == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Publishes the keys just converted into the lake; the number of keys it could not publish.
+fn publish_after(dir: &Path, keys: Vec<String>) -> anyhow::Result<usize> {
+    let scope = proflake::lake::PublishScope::Keys(keys);
+    let report = lake::publish_store(dir, &scope, &Default::default(), false)?;
+    eprintln!("{}", lake::summary(&report));
+    for q in &report.quarantined {
+        eprintln!("error: {}: not published: {}", q.key, q.error);
+    }
+    Ok(report.quarantined.len())
 }
 
 fn modified_ns(path: &Path) -> Option<i64> {

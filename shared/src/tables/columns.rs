@@ -92,10 +92,16 @@ fn offsets(
 ) -> Result<OffsetBufferBuilder<i32>> {
     let lengths = lengths.into_iter();
     let mut builder = OffsetBufferBuilder::<i32>::new(lengths.size_hint().0);
+    let mut total: usize = 0;
     for n in lengths {
-        builder
-            .try_push_length(n)
-            .map_err(|e| encoding_error(table, e))?;
+        total = total.saturating_add(n);
+        if total > i32::MAX as usize {
+            return Err(encoding_error(
+                table,
+                format!("a list column holds more than {} entries", i32::MAX),
+            ));
+        }
+        builder.push_length(n);
     }
     Ok(builder)
 }
@@ -116,9 +122,7 @@ pub(super) fn string_maps<K: AsRef<str>, V: AsRef<str>>(
     let values = strings(table, entries.map(|(_, v)| Some(v.as_ref())))?;
     let entries = StructArray::try_new(entry_fields, vec![keys, values], None)
         .map_err(|e| encoding_error(table, e))?;
-    let offsets = offsets(table, rows.iter().map(|r| r.as_ref().map_or(0, Vec::len)))?
-        .try_finish()
-        .map_err(|e| encoding_error(table, e))?;
+    let offsets = offsets(table, rows.iter().map(|r| r.as_ref().map_or(0, Vec::len)))?.finish();
     let mut nulls = NullBufferBuilder::new(rows.len());
     for r in rows {
         nulls.append(r.is_some());
@@ -154,9 +158,7 @@ pub(super) fn inlined_lists(
     ];
     let items = StructArray::try_new(inlined_call_fields(), columns, None)
         .map_err(|e| encoding_error(table, e))?;
-    let offsets = offsets(table, rows.iter().map(Vec::len))?
-        .try_finish()
-        .map_err(|e| encoding_error(table, e))?;
+    let offsets = offsets(table, rows.iter().map(Vec::len))?.finish();
     let list = ListArray::try_new(list_field.clone(), offsets, Arc::new(items), None)
         .map_err(|e| encoding_error(table, e))?;
     Ok(Arc::new(list))

@@ -29,6 +29,9 @@ use std::ops::Range;
 
 use arrow_array::RecordBatch;
 
+#[cfg(feature = "lake")]
+pub(crate) use parquet_file::encoding;
+pub(crate) use read::conform;
 pub use read::{read_table_objects, read_tables, table_prefix};
 pub use schema::{Table, TABLES_SCHEMA_VERSION};
 pub use writer::TableWriter;

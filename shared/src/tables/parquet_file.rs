@@ -7,7 +7,7 @@ use arrow_schema::{DataType, Field};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::file::metadata::{KeyValue, SortingColumn};
-use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::file::properties::{EnabledStatistics, WriterProperties, WriterPropertiesBuilder};
 use parquet::schema::types::ColumnPath;
 
 use super::columns::encoding_error;
@@ -41,10 +41,9 @@ fn leaves(field: &Field) -> usize {
     }
 }
 
-/// The writer settings of `table`.
+/// The writer settings of `table`'s landing files: [`encoding`], and the sort they declare.
 pub(super) fn properties(table: Table) -> Result<WriterProperties> {
     let schema = table.schema();
-    let level = ZstdLevel::try_new(ZSTD_LEVEL).map_err(|e| encoding_error(table, e))?;
     let sorting = table
         .sort_columns()
         .iter()
@@ -61,12 +60,20 @@ pub(super) fn properties(table: Table) -> Result<WriterProperties> {
             })
         })
         .collect::<Result<Vec<_>>>()?;
+    Ok(encoding(table)?.set_sorting_columns(Some(sorting)).build())
+}
+
+/// The settings every file of `table` is encoded with, in the landing tier and in the lake:
+/// ZSTD, dictionaries, page statistics, delta-packed ids and times, row-group size, and the
+/// key-value metadata naming the table and schema version.
+pub(crate) fn encoding(table: Table) -> Result<WriterPropertiesBuilder> {
+    let schema = table.schema();
+    let level = ZstdLevel::try_new(ZSTD_LEVEL).map_err(|e| encoding_error(table, e))?;
     let mut builder = WriterProperties::builder()
         .set_compression(Compression::ZSTD(level))
         .set_dictionary_enabled(true)
         .set_statistics_enabled(EnabledStatistics::Page)
         .set_max_row_group_row_count(Some(MAX_ROW_GROUP_ROWS))
-        .set_sorting_columns(Some(sorting))
         .set_key_value_metadata(Some(vec![
             KeyValue::new(
                 "proflake.schema_version".to_owned(),
@@ -82,7 +89,7 @@ pub(super) fn properties(table: Table) -> Result<WriterProperties> {
                 .set_column_encoding(path, Encoding::DELTA_BINARY_PACKED);
         }
     }
-    Ok(builder.build())
+    Ok(builder)
 }
 
 /// Rows handed to the Parquet writer at once. The samples table is built this many rows at a

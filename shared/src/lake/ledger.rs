@@ -1,0 +1,94 @@
+//! The publisher's record of what the lake holds of each upload key:
+//! `lake/_published/<key_id>.json`, beside the tables.
+//!
+//! The record is what lets a repeated publish change nothing: a key whose record names the
+//! conversion (source id and manifest digest) that is current in the landing tier is skipped
+//! without touching a table. It is written `pending` before a batch touches any table and
+//! `published` after every table committed, so a batch cut short leaves `pending` records,
+//! and the next publish replaces those uploads' rows whatever the tables hold (it never trusts
+//! a pending record to say what is there). The tables' commits themselves are what keep rows
+//! from being counted twice: each removes whatever rows of the batch's uploads it finds before
+//! adding theirs, and concurrent publishers conflict on the commit (see `delta.rs`).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::store::ObjectStore;
+
+/// Where the records are.
+pub(super) const LEDGER_PREFIX: &str = "lake/_published/";
+
+/// Where reports of conversions that could not be published are.
+pub(super) const QUARANTINE_PREFIX: &str = "lake/_quarantine/";
+
+/// One conversion as the lake holds it: its identity and the partitions its rows are in.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Held {
+    /// The upload's source id.
+    pub source_id: String,
+    /// Hex SHA-256 of the manifest the rows came from: a rehydrated conversion keeps its
+    /// source id and gets a new manifest.
+    pub manifest_sha256: String,
+    /// Per table, the `dt` partitions holding its rows.
+    pub partitions: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// The record of one upload key.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Record {
+    /// The upload key.
+    pub key: String,
+    /// What the last completed publish put in the lake, if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published: Option<Held>,
+    /// Conversions a batch that has not completed may have put in, or left in, the lake: the
+    /// next publish removes their rows wherever it finds them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<Held>,
+}
+
+impl Record {
+    /// Every conversion whose rows the lake may hold for this key.
+    pub fn possibly_held(&self) -> impl Iterator<Item = &Held> {
+        self.published.iter().chain(&self.pending)
+    }
+}
+
+/// The record's key for the upload key whose id (as in `converted/by-key/<key_id>.json`) is
+/// `key_id`.
+pub(super) fn record_key(key_id: &str) -> String {
+    format!("{LEDGER_PREFIX}{key_id}.json")
+}
+
+/// The key id a record's key names.
+pub(super) fn key_id_of(record_key: &str) -> Option<&str> {
+    record_key
+        .strip_prefix(LEDGER_PREFIX)?
+        .strip_suffix(".json")
+        .filter(|id| !id.is_empty() && !id.contains('/'))
+}
+
+/// The record of `key_id`; an unreadable one counts as pending for nothing known, which makes
+/// the next publish of the key replace its rows.
+pub(super) fn read(store: &dyn ObjectStore, key_id: &str) -> Result<Option<Record>> {
+    let Some(json) = store.get(&record_key(key_id))? else {
+        return Ok(None);
+    };
+    Ok(Some(serde_json::from_slice(&json).unwrap_or_else(|e| {
+        tracing::warn!(key_id, error = %e, "unreadable lake record; the key is published again");
+        Record::default()
+    })))
+}
+
+/// Writes the record of `key_id`.
+pub(super) fn write(store: &dyn ObjectStore, key_id: &str, record: &Record) -> Result<()> {
+    let json = serde_json::to_vec_pretty(record).expect("a record serializes");
+    store.put(&record_key(key_id), &json)
+}
+
+/// Removes the record of `key_id`: the lake holds nothing of the key.
+pub(super) fn remove(store: &dyn ObjectStore, key_id: &str) -> Result<()> {
+    store.delete(&record_key(key_id))
+}

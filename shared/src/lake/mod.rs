@@ -1,0 +1,121 @@
+//! The lake tier: the five stack tables as Delta Lake tables under `lake/<table>/`, partitioned
+//! by `dt`, filled from the landing tier (`tables/v2/`, one file per upload) in batches and
+//! compacted to large files, so that a query's cost follows the data and not the number of
+//! uploads. `docs/lake.md` is its contract and says why Delta.
+//!
+//! The landing tier stays the source of truth; the lake is derived from it and can be rebuilt
+//! from it. Every change to a lake table is one Delta commit through delta-rs, adds and removes
+//! together, so a reader sees each upload's rows once or not at all:
+//!
+//! - [`Lake::publish`] brings the lake in line with the landing tier for a set of upload keys
+//!   (or all of them): an upload's rows are appended when it is new, replaced when its
+//!   conversion changed (rehydrated, or new content under its key), removed when it is gone.
+//! - [`Lake::compact`] bin-packs small files, writes a checkpoint, and vacuums files no
+//!   version within the retention refers to.
+//!
+//! Deltalake is asynchronous; like the S3 store, the lake blocks on a runtime handle, so call
+//! it from a thread outside the runtime.
+
+mod compact;
+mod delta;
+mod files;
+mod landing;
+mod ledger;
+mod publish;
+mod schema;
+
+use std::path::Path;
+
+use tokio::runtime::Handle;
+use url::Url;
+
+pub use compact::CompactReport;
+pub use publish::{PublishReport, PublishScope, Quarantined};
+pub use schema::{lake_schema, PARTITION_COLUMN};
+
+use crate::error::{ErrorKind, Result};
+
+/// Milliseconds since the Unix epoch, now.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Where the lake is under a store's root.
+pub const LAKE_PREFIX: &str = "lake/";
+
+/// Settings of the lake.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LakeSettings {
+    /// The size data files are written and compacted to (128–512 MB is what engines read
+    /// best; files are rolled once they pass it).
+    pub target_file_bytes: u64,
+    /// How long files that no version refers to any more are kept before vacuum deletes them,
+    /// so queries that started on an older version finish.
+    pub retention_hours: u64,
+    /// Commit attempts before a batch gives up (each retry plans again on the new version).
+    pub max_commit_attempts: u32,
+}
+
+/// Default [`LakeSettings::target_file_bytes`]: 256 MiB.
+pub const DEFAULT_TARGET_FILE_BYTES: u64 = 256 << 20;
+/// Default [`LakeSettings::retention_hours`]: 7 days.
+pub const DEFAULT_RETENTION_HOURS: u64 = 7 * 24;
+
+impl Default for LakeSettings {
+    fn default() -> Self {
+        LakeSettings {
+            target_file_bytes: DEFAULT_TARGET_FILE_BYTES,
+            retention_hours: DEFAULT_RETENTION_HOURS,
+            max_commit_attempts: 8,
+        }
+    }
+}
+
+/// The lake of one store: where its tables are, and the runtime its I/O runs on.
+#[derive(Clone, Debug)]
+pub struct Lake {
+    /// The lake's root (ends with `/`); table `t` is at `<root>t/`.
+    root: Url,
+    /// Options for delta-rs's object store (credentials, endpoint), empty for a directory.
+    storage_options: std::collections::HashMap<String, String>,
+    runtime: Handle,
+    settings: LakeSettings,
+}
+
+impl Lake {
+    /// The lake of a directory that mirrors the bucket: `dir/lake/`.
+    pub fn local(dir: &Path, runtime: Handle, settings: LakeSettings) -> Result<Self> {
+        let lake_dir = dir.join(LAKE_PREFIX.trim_end_matches('/'));
+        std::fs::create_dir_all(&lake_dir)
+            .map_err(|e| crate::error::from_io(&lake_dir.display().to_string(), e))?;
+        let absolute = lake_dir
+            .canonicalize()
+            .map_err(|e| crate::error::from_io(&lake_dir.display().to_string(), e))?;
+        let root = Url::from_directory_path(&absolute).map_err(|()| {
+            crate::Error::new(ErrorKind::Lake {
+                table: absolute.display().to_string(),
+                what: "not an absolute path".into(),
+            })
+        })?;
+        Ok(Lake {
+            root,
+            storage_options: Default::default(),
+            runtime,
+            settings,
+        })
+    }
+
+    /// The location of `table`'s Delta table.
+    pub fn table_url(&self, table: crate::Table) -> Url {
+        self.root
+            .join(&format!("{}/", table.name()))
+            .expect("a table name is a valid URL path segment")
+    }
+
+    /// The lake's settings.
+    pub fn settings(&self) -> &LakeSettings {
+        &self.settings
+    }
+}

@@ -1,0 +1,413 @@
+//! Publishing: bringing the lake in line with the landing tier for a set of upload keys, in
+//! one commit per table for the whole batch.
+//!
+//! For each key the landing tier's current conversion is compared with the key's record
+//! (`ledger.rs`). Keys whose record already names that conversion are left alone, so a
+//! repeated publish writes nothing. For the rest (the work), each table in turn:
+//!
+//! 1. finds the active files, in the partitions the work's conversions have or had rows in,
+//!    that hold rows of any of them (bloom filter on `source_id`, then the column itself);
+//! 2. writes those files again without those rows, and the landing rows of the conversions
+//!    that are current;
+//! 3. commits the new files and the removal of the old ones as one version, fenced against
+//!    concurrent publishers; on a conflict it plans again on the new version.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::FxHashSet;
+use serde::Serialize;
+
+use super::delta::{info, publish_operation, Committed};
+use super::files::landing_batches;
+use super::landing::{self, Conversion, Landing};
+use super::ledger::{self, Held, Record, QUARANTINE_PREFIX};
+use super::schema::{lake_error, with_partition};
+use super::{now_ms, Lake};
+use crate::error::{error_chain, Result};
+use crate::store::ObjectStore;
+use crate::Table;
+
+/// Which upload keys to publish.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PublishScope {
+    /// Every key with a conversion, and every key the lake holds rows of (the sweep).
+    All,
+    /// These upload keys.
+    Keys(Vec<String>),
+    /// The keys of the conversions whose manifests are at these keys (manifest events).
+    Manifests(Vec<String>),
+}
+
+/// A conversion that could not be published.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Quarantined {
+    /// The upload key.
+    pub key: String,
+    /// Why, in the error's words.
+    pub error: String,
+    /// Its stable name (`unpublishable`).
+    pub reason: String,
+}
+
+/// What a publish did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PublishReport {
+    /// Upload keys looked at.
+    pub keys: u64,
+    /// Keys whose lake rows were already those of their current conversion.
+    pub up_to_date: u64,
+    /// Conversions whose rows were added (new, or replacing an earlier conversion's).
+    pub published: u64,
+    /// Of those, conversions that replaced rows the lake held for their key.
+    pub replaced: u64,
+    /// Keys with no conversion any more whose rows were removed.
+    pub removed: u64,
+    /// Rows added from landing files.
+    pub rows: u64,
+    /// Data files added (new rows, and files written again without replaced rows).
+    pub files_added: u64,
+    /// Data files removed.
+    pub files_removed: u64,
+    /// Commits made (at most one per table).
+    pub commits: u64,
+    /// Commits planned again after another writer committed first.
+    pub commit_retries: u64,
+    /// Manifests whose conversion is still settling its key: publish them again later.
+    pub settling: Vec<String>,
+    /// Conversions that cannot be published (a report is under `lake/_quarantine/`).
+    pub quarantined: Vec<Quarantined>,
+    /// Longest time from a published manifest's write to its commit, in milliseconds.
+    pub max_lag_ms: Option<i64>,
+}
+
+/// One key to bring in line.
+struct Work {
+    key_id: String,
+    /// The conversion to publish, or none to only remove.
+    want: Option<Conversion>,
+    /// The key's record before this batch.
+    had: Record,
+}
+
+impl Work {
+    /// Every conversion whose rows may be in the lake or must be: all are searched for.
+    fn searched(&self) -> impl Iterator<Item = &Held> {
+        self.had
+            .possibly_held()
+            .chain(self.want.iter().map(|c| &c.held))
+    }
+}
+
+impl Lake {
+    /// Brings the lake in line with the landing tier in `outputs` for `scope`'s keys
+    /// (`uploads` is where the uploads are, for manifests whose key is still settling).
+    pub fn publish(
+        &self,
+        uploads: &dyn ObjectStore,
+        outputs: &dyn ObjectStore,
+        scope: &PublishScope,
+    ) -> Result<PublishReport> {
+        let mut report = PublishReport::default();
+        let key_ids = self.key_ids(uploads, outputs, scope, &mut report)?;
+        let mut work = Vec::new();
+        for key_id in key_ids {
+            report.keys += 1;
+            if let Some(w) = plan_key(outputs, &key_id, &mut report)? {
+                work.push(w);
+            } else {
+                report.up_to_date += 1;
+            }
+        }
+        if work.is_empty() {
+            return Ok(report);
+        }
+        // Every landing file is checked before any table is touched, so a bad conversion is
+        // quarantined rather than published into some tables and not others.
+        work.retain(|w| match check_files(outputs, w) {
+            Ok(()) => true,
+            Err(e) => {
+                quarantine(outputs, w, &e, &mut report);
+                false
+            }
+        });
+        for w in &work {
+            let mut record = w.had.clone();
+            for held in w.searched() {
+                if !record.pending.contains(held) {
+                    record.pending.push(held.clone());
+                }
+            }
+            record.key = w.want.as_ref().map_or(w.had.key.clone(), |c| c.key.clone());
+            ledger::write(outputs, &w.key_id, &record)?;
+        }
+        let batch = now_ms();
+        for table in Table::ALL {
+            self.publish_table(outputs, table, &work, batch, &mut report)?;
+        }
+        let now_ms = now_ms();
+        for w in &work {
+            match &w.want {
+                Some(c) => {
+                    report.published += 1;
+                    if w.had.possibly_held().any(|h| {
+                        h.source_id != c.held.source_id
+                            || h.manifest_sha256 != c.held.manifest_sha256
+                    }) {
+                        report.replaced += 1;
+                    }
+                    if let Some(written) = c.manifest_written_ms {
+                        let lag = now_ms.saturating_sub(written);
+                        report.max_lag_ms = Some(report.max_lag_ms.map_or(lag, |m| m.max(lag)));
+                    }
+                    let record = Record {
+                        key: c.key.clone(),
+                        published: Some(c.held.clone()),
+                        pending: Vec::new(),
+                    };
+                    ledger::write(outputs, &w.key_id, &record)?;
+                }
+                None => {
+                    report.removed += 1;
+                    ledger::remove(outputs, &w.key_id)?;
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// Drops the lake (tables and records) and publishes every conversion again.
+    pub fn rebuild(
+        &self,
+        uploads: &dyn ObjectStore,
+        outputs: &dyn ObjectStore,
+    ) -> Result<PublishReport> {
+        for table in Table::ALL {
+            let url = self.table_url(table);
+            if let Ok(path) = url.to_file_path() {
+                match std::fs::remove_dir_all(&path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(crate::error::from_io(&path.display().to_string(), e)),
+                }
+            } else {
+                return Err(lake_error(url.as_str(), "rebuild is only for a local lake"));
+            }
+        }
+        for key in outputs.list(ledger::LEDGER_PREFIX)? {
+            outputs.delete(&key)?;
+        }
+        self.publish(uploads, outputs, &PublishScope::All)
+    }
+
+    /// The key ids `scope` names, sorted and without repeats.
+    fn key_ids(
+        &self,
+        uploads: &dyn ObjectStore,
+        outputs: &dyn ObjectStore,
+        scope: &PublishScope,
+        report: &mut PublishReport,
+    ) -> Result<BTreeSet<String>> {
+        let mut ids = BTreeSet::new();
+        match scope {
+            PublishScope::All => {
+                ids.extend(landing::key_ids(outputs)?);
+                for record in outputs.list(ledger::LEDGER_PREFIX)? {
+                    ids.extend(ledger::key_id_of(&record).map(str::to_owned));
+                }
+            }
+            PublishScope::Keys(keys) => ids.extend(keys.iter().map(|k| landing::key_id(k))),
+            PublishScope::Manifests(manifests) => {
+                for manifest_key in manifests {
+                    match landing::key_of_manifest(uploads, outputs, manifest_key) {
+                        Ok(Some((_, true))) => report.settling.push(manifest_key.clone()),
+                        Ok(Some((id, false))) => {
+                            ids.insert(id);
+                        }
+                        Ok(None) => {}
+                        Err(e) if matches!(e.kind(), crate::ErrorKind::Unpublishable { .. }) => {
+                            report.quarantined.push(Quarantined {
+                                key: manifest_key.clone(),
+                                error: error_chain(&e),
+                                reason: e.kind().reason().into(),
+                            });
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+            }
+        }
+        Ok(ids)
+    }
+
+    /// Brings `table` in line for `work` in one commit.
+    fn publish_table(
+        &self,
+        outputs: &dyn ObjectStore,
+        table: Table,
+        work: &[Work],
+        batch: i64,
+        report: &mut PublishReport,
+    ) -> Result<()> {
+        let ids: FxHashSet<&str> = work
+            .iter()
+            .flat_map(Work::searched)
+            .map(|h| h.source_id.as_str())
+            .collect();
+        let dts: BTreeSet<String> = work
+            .iter()
+            .flat_map(Work::searched)
+            .flat_map(|h| h.partitions.get(table.name()).into_iter().flatten())
+            .cloned()
+            .collect();
+        let mut delta = self.open(table)?;
+        for attempt in 0..self.settings.max_commit_attempts {
+            if attempt > 0 {
+                report.commit_retries += 1;
+            }
+            let fence = self.fence_of(&delta)?.map_or(batch, |f| batch.max(f + 1));
+            let mut writer = self.writer(table, &delta)?;
+            // Rows the lake holds of the work's conversions, wherever they are.
+            let mut removes = Vec::new();
+            let mut replaced = BTreeSet::new();
+            for file in self.active_files(&delta, Some(&dts))? {
+                let data = self.lake_file(&delta, &file)?;
+                if !data.may_hold(&ids)? || data.rows_of(&ids)? == 0 {
+                    continue;
+                }
+                for batch in data.batches_without(table, &file.dt, &ids)? {
+                    writer.write(self, batch?)?;
+                }
+                removes.push(file.remove.clone());
+                replaced.extend(ids.iter().map(|id| (*id).to_owned()));
+            }
+            let kept = writer.rows();
+            for w in work {
+                let Some(conversion) = &w.want else { continue };
+                for file in conversion.files.iter().filter(|f| f.table == table) {
+                    let bytes = landing::read_file(outputs, conversion, file)?;
+                    for rows in landing_batches(table, &file.key, bytes)? {
+                        writer.write(self, with_partition(table, &rows, &file.dt)?)?;
+                    }
+                }
+            }
+            let added_rows = writer.rows() - kept;
+            let adds = writer.finish(self)?;
+            if adds.is_empty() && removes.is_empty() {
+                return Ok(());
+            }
+            let (files_added, files_removed) = (adds.len() as u64, removes.len() as u64);
+            let metadata = info(&[
+                ("proflake.batch", batch.into()),
+                ("proflake.uploads", (work.len() as u64).into()),
+                ("proflake.rows_added", added_rows.into()),
+            ]);
+            let kept_adds = adds.clone();
+            match self.commit(
+                &mut delta,
+                adds,
+                removes,
+                publish_operation(&replaced),
+                Some(fence),
+                metadata,
+            )? {
+                Committed::Version(version) => {
+                    tracing::info!(
+                        table = table.name(),
+                        version,
+                        uploads = work.len(),
+                        rows = added_rows,
+                        files_added,
+                        files_removed,
+                        "lake commit"
+                    );
+                    report.commits += 1;
+                    report.rows += added_rows;
+                    report.files_added += files_added;
+                    report.files_removed += files_removed;
+                    return Ok(());
+                }
+                Committed::Conflict => self.discard(&delta, &kept_adds),
+            }
+        }
+        Err(lake_error(
+            self.table_url(table).as_str(),
+            format!(
+                "gave up after {} commits conflicting with other writers",
+                self.settings.max_commit_attempts
+            ),
+        ))
+    }
+}
+
+/// What the key needs, or `None` when its lake rows are already its current conversion's.
+fn plan_key(
+    outputs: &dyn ObjectStore,
+    key_id: &str,
+    report: &mut PublishReport,
+) -> Result<Option<Work>> {
+    let had = ledger::read(outputs, key_id)?.unwrap_or_default();
+    let want = match landing::current(outputs, key_id) {
+        Ok(Landing::Current(c)) => Some(c),
+        Ok(Landing::Gone) => None,
+        Err(e) if matches!(e.kind(), crate::ErrorKind::Unpublishable { .. }) => {
+            report.quarantined.push(Quarantined {
+                key: key_id.to_owned(),
+                error: error_chain(&e),
+                reason: e.kind().reason().into(),
+            });
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
+    let settled =
+        had.pending.is_empty() && had.published.as_ref() == want.as_ref().map(|c| &c.held);
+    if settled {
+        return Ok(None);
+    }
+    Ok(Some(Work {
+        key_id: key_id.to_owned(),
+        want,
+        had,
+    }))
+}
+
+/// Checks every landing file of the work's conversion.
+fn check_files(outputs: &dyn ObjectStore, w: &Work) -> Result<()> {
+    if let Some(c) = &w.want {
+        for file in &c.files {
+            landing::read_file(outputs, c, file)?;
+        }
+    }
+    Ok(())
+}
+
+/// Reports a conversion that cannot be published, beside the lake.
+fn quarantine(
+    outputs: &dyn ObjectStore,
+    w: &Work,
+    error: &crate::Error,
+    report: &mut PublishReport,
+) {
+    let key = w.want.as_ref().map_or(w.had.key.clone(), |c| c.key.clone());
+    let entry = Quarantined {
+        key,
+        error: error_chain(error),
+        reason: error.kind().reason().into(),
+    };
+    tracing::warn!(
+        key = entry.key,
+        error = entry.error,
+        "conversion not published"
+    );
+    let body: BTreeMap<&str, &str> = [
+        ("key", entry.key.as_str()),
+        ("reason", entry.reason.as_str()),
+        ("error", entry.error.as_str()),
+    ]
+    .into();
+    let json = serde_json::to_vec_pretty(&body).expect("a report serializes");
+    if let Err(e) = outputs.put(&format!("{QUARANTINE_PREFIX}{}.json", w.key_id), &json) {
+        tracing::warn!(error = %e, "quarantine report not written");
+    }
+    report.quarantined.push(entry);
+}
