@@ -229,9 +229,16 @@ fn converting_again_rewrites_identical_objects() {
         first,
         "a redelivery must not add or change objects"
     );
+    // The lake's files are named by delta-rs with random ids, and its log records commit
+    // times: the converter's objects are what two machines must write alike.
+    let converter = |t: BTreeMap<String, Vec<u8>>| -> BTreeMap<String, Vec<u8>> {
+        t.into_iter()
+            .filter(|(k, _)| !k.starts_with("lake/"))
+            .collect()
+    };
     assert_eq!(
-        tree(b.path()),
-        first,
+        converter(tree(b.path())),
+        converter(first),
         "two machines must write the same objects"
     );
 }
