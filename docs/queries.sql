@@ -12,23 +12,39 @@
 --     SET VARIABLE service = 'checkout';
 --     SET VARIABLE sample_type = 'alloc_space';
 --     .read docs/queries.sql
--- The views read `read_parquet(getvariable('tables_root') || '/tables/v2/<table>/*/*.parquet')`:
--- DuckDB 2.0 accepts that expression as the path, and a view re-reads the variable each time it
--- is queried (the root must hold the tables when the views are created). `union_by_name`
--- reads files of older writers, which lack the columns added since, as NULL in those columns
--- (without it, DuckDB takes the first file's columns and drops newer ones from every file).
+--
+-- Two tiers hold the same rows, and `tier` picks the one the views read:
+--   'landing' (the default): the Parquet files each conversion writes,
+--       <tables_root>/tables/v2/<table>/dt=YYYY-MM-DD/<source_id>.parquet, read with
+--       read_parquet; `union_by_name` reads files of older writers, which lack the columns added
+--       since, as NULL in those columns (without it, DuckDB takes the first file's columns and
+--       drops newer ones from every file);
+--   'lake': the Delta tables `proflake publish` keeps, <tables_root>/lake/<table>, read with
+--       the delta extension's delta_scan (DuckDB 1.4 with the delta extension: `INSTALL delta;
+--       LOAD delta;`, or the duckdb-ext-delta wheel of tests/lake/requirements.txt).
+--     SET VARIABLE tier = 'lake';
+--     .read docs/queries.sql
+-- Every query below runs unchanged on either tier; the test suites check they answer the same.
+-- Each view reads `query(stack_table('<table>'))`: stack_table writes the scan of the tier and
+-- root the variables name, and query() runs it. A view re-reads the variables each time it is
+-- queried, so changing `tier` or `tables_root` later needs no new views (the root must hold
+-- the tables when the views are created).
 
 -- ---------------------------------------------------------------------------------------------
 -- Set-up: parameters and views.
 
 -- Where the output lives: the directory given to `proflake convert --out`, or the bucket.
 SET VARIABLE tables_root = coalesce(getvariable('tables_root'), 'out');
+-- Which tier the views read: 'landing' (the Parquet files under tables/v2/) or 'lake' (the
+-- Delta tables under lake/, which need the delta extension).
+SET VARIABLE tier = coalesce(getvariable('tier'), 'landing');
 -- Which series the queries read (see `selected_profiles` below):
 --   NULL (the default): each upload's CPU-time series, or its wall-time series when it has no
 --       CPU-time series: the series its Sample v2 chunks hold, and the flame graph's default;
 --   a name (`profiles.sample_type`: 'cpu', 'wall', 'alloc_space', 'cpu-clock', …): that series;
 --   '*': every series.
-SET VARIABLE sample_type = coalesce(getvariable('sample_type'), NULL);
+-- (A typed NULL: DuckDB 1.4 gives an untyped one the type INTEGER, and `= '*'` then fails.)
+SET VARIABLE sample_type = coalesce(getvariable('sample_type'), NULL::VARCHAR);
 -- The service the flame graph is drawn for (`profiles.service`).
 SET VARIABLE service = coalesce(getvariable('service'), 'com.example.app');
 -- The two releases compared (`profiles.release`), A the baseline.
@@ -40,26 +56,30 @@ SET VARIABLE top_n = coalesce(getvariable('top_n'), 20);
 SET VARIABLE time_from = coalesce(getvariable('time_from'), TIMESTAMPTZ '2025-11-22 08:26:40+00');
 SET VARIABLE time_to = coalesce(getvariable('time_to'), TIMESTAMPTZ '2025-11-22 08:27:10+00');
 
-CREATE OR REPLACE VIEW profiles AS
-SELECT * FROM read_parquet(getvariable('tables_root') || '/tables/v2/profiles/*/*.parquet',
-                           hive_partitioning = true, hive_types = {'dt': DATE},
-                           union_by_name = true);
-CREATE OR REPLACE VIEW samples AS
-SELECT * FROM read_parquet(getvariable('tables_root') || '/tables/v2/samples/*/*.parquet',
-                           hive_partitioning = true, hive_types = {'dt': DATE},
-                           union_by_name = true);
-CREATE OR REPLACE VIEW stacks AS
-SELECT * FROM read_parquet(getvariable('tables_root') || '/tables/v2/stacks/*/*.parquet',
-                           hive_partitioning = true, hive_types = {'dt': DATE},
-                           union_by_name = true);
-CREATE OR REPLACE VIEW frames AS
-SELECT * FROM read_parquet(getvariable('tables_root') || '/tables/v2/frames/*/*.parquet',
-                           hive_partitioning = true, hive_types = {'dt': DATE},
-                           union_by_name = true);
-CREATE OR REPLACE VIEW function_rollup AS
-SELECT * FROM read_parquet(getvariable('tables_root') || '/tables/v2/function_rollup/*/*.parquet',
-                           hive_partitioning = true, hive_types = {'dt': DATE},
-                           union_by_name = true);
+-- The scan of one table in the tier `tier` names, as SQL text for query(). Both tiers give
+-- the table's columns (docs/tables.md) and `dt`, the day: over the landing files a DATE from
+-- their hive partition (dt=YYYY-MM-DD), over the lake the Delta tables' own partition column, a
+-- 'YYYY-MM-DD' string. Compare `dt` with a 'YYYY-MM-DD' string (`WHERE dt >= '2025-11-01'`,
+-- or `CAST(dt AS VARCHAR)` against a computed one, as samples_in_time_window does): that skips
+-- other days' files on both tiers. (A CAST of the lake's `dt` to DATE would read every file:
+-- delta_scan only skips files by filters on the column itself.)
+CREATE OR REPLACE MACRO sql_string(s) AS '''' || replace(s, '''', '''''') || '''';
+CREATE OR REPLACE MACRO stack_table(name) AS
+CASE getvariable('tier')
+    WHEN 'landing' THEN
+        'SELECT * FROM read_parquet('
+        || sql_string(getvariable('tables_root') || '/tables/v2/' || name || '/*/*.parquet')
+        || ', hive_partitioning = true, hive_types = {''dt'': DATE}, union_by_name = true)'
+    WHEN 'lake' THEN
+        'SELECT * FROM delta_scan(' || sql_string(getvariable('tables_root') || '/lake/' || name) || ')'
+    ELSE error('tier is ''landing'' or ''lake'', not ' || coalesce('''' || getvariable('tier') || '''', 'NULL'))
+END;
+
+CREATE OR REPLACE VIEW profiles AS FROM query(stack_table('profiles'));
+CREATE OR REPLACE VIEW samples AS FROM query(stack_table('samples'));
+CREATE OR REPLACE VIEW stacks AS FROM query(stack_table('stacks'));
+CREATE OR REPLACE VIEW frames AS FROM query(stack_table('frames'));
+CREATE OR REPLACE VIEW function_rollup AS FROM query(stack_table('function_rollup'));
 -- The profiles of the series `sample_type` selects. An upload gives one profile per series,
 -- process and minute, and values of different series do not add up (CPU nanoseconds, bytes
 -- allocated, events counted), so every query reads these profiles and answers per series.
@@ -220,7 +240,7 @@ ORDER BY r.service NULLS LAST, r.sample_type, r.sample_unit, self_value DESC, r.
 -- name: flame_graph_folded
 -- The service's samples as folded stacks (`root;...;leaf value`, inlined callers expanded), one series per graph, for flamegraph.pl, speedscope or inferno.
 -- Export one series with: COPY (SELECT folded FROM (<this query>) WHERE sample_type = 'cpu') TO 'service.folded' (HEADER false, QUOTE '');
--- Profiles without a service: run `SET VARIABLE service = NULL;` after the set-up block.
+-- Profiles without a service: run `SET VARIABLE service = NULL::VARCHAR;` after the set-up block.
 WITH RECURSIVE
 paths AS (
     SELECT st.profile_id, st.dt, st.stack_id, fn.names
@@ -364,8 +384,9 @@ SELECT p.service,
        max(s.timestamp) AS last_sample
 FROM samples s
 JOIN selected_profiles p ON p.profile_id = s.profile_id AND p.dt = s.dt
-WHERE s.dt BETWEEN CAST(timezone('UTC', getvariable('time_from')) AS DATE)
-               AND CAST(timezone('UTC', getvariable('time_to')) AS DATE)
+-- `dt` as its 'YYYY-MM-DD' text, so the filter skips files on both tiers (see `stack_table`).
+WHERE CAST(s.dt AS VARCHAR) BETWEEN strftime(timezone('UTC', getvariable('time_from')), '%Y-%m-%d')
+                                AND strftime(timezone('UTC', getvariable('time_to')), '%Y-%m-%d')
   AND s.timestamp >= getvariable('time_from')
   AND s.timestamp < getvariable('time_to')
 GROUP BY p.service, p.sample_type, p.sample_unit

@@ -2,7 +2,8 @@
 # Runs every check: formatting, lints (Rust and the infra template), all tests (the end-to-end
 # suite against moto server included), a check that the committed sample traces are exactly
 # what their generators write, and a short fuzzing run of every decoder. Installs what it needs on a bare machine: Python
-# test tools go into .venv (pinned in tests/requirements.txt); Rust crates come from crates.io.
+# test tools go into .venv (pinned in tests/requirements.txt), the lake tests' DuckDB 1.4.4 and its delta
+# extension into .venv-lake (tests/lake/requirements.txt); Rust crates come from crates.io.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -76,6 +77,17 @@ cargo build -q --locked -p proflake-cli
 PROFLAKE_BIN="${CARGO_TARGET_DIR:-target}/debug/proflake" \
   .venv/bin/python tests/duckdb/test_queries.py 2>&1 | tee "$tmp/duckdb.log"
 
+step "lake: Delta tables read by DuckDB 1.4.4's delta extension (.venv-lake)"
+# The lake tier (proflake publish / compact) against the landing tables of the same stores, read by
+# a reader that shares no code with the writer: the delta extension wheel fits only DuckDB 1.4.4,
+# so it has a venv of its own (pinned in tests/lake/requirements.txt). Reuses the CLI built above.
+if [ ! -x .venv-lake/bin/python ]; then
+  python3 -m venv .venv-lake
+fi
+.venv-lake/bin/python -m pip install --quiet --disable-pip-version-check -r tests/lake/requirements.txt
+PROFLAKE_BIN="${CARGO_TARGET_DIR:-target}/debug/proflake" \
+  .venv-lake/bin/python tests/lake/test_lake.py 2>&1 | tee "$tmp/lake.log"
+
 step "the compiled convert function under cargo lambda watch, against moto"
 cargo build -q --locked -p proflake-convert --bin convert
 PATH="$PWD/.venv/bin:$PATH" .venv/bin/python tests/e2e/lambda_watch.py
@@ -104,7 +116,8 @@ echo "disk: $(df -h . | awk 'NR == 2 { print $4 " free of " $2 }')"
 # fixtures: an input that panics, hangs or runs away with memory fails the run, which names it.
 FUZZ_SECONDS=${FUZZ_SECONDS:-10} scripts/fuzz.sh
 
-# One closing line for the whole run, summed over every test binary and the DuckDB tests.
+# One closing line for the whole run, summed over every test binary, the DuckDB and the lake tests.
 awk '/^test result:/ { p += $4; f += $6 }
      /^duckdb tests:/ { p += $3; f += $5 }
-     END { printf "\nall tests: %d passed, %d failed\n", p, f }' "$tmp/test.log" "$tmp/duckdb.log"
+     /^lake tests:/ { p += $3; f += $5 }
+     END { printf "\nall tests: %d passed, %d failed\n", p, f }' "$tmp/test.log" "$tmp/duckdb.log" "$tmp/lake.log"
