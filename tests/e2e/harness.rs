@@ -406,7 +406,7 @@ impl Env {
 }
 
 /// A queue and its dead-letter queue with the production redrive policy: (URL, ARN, DLQ URL).
-async fn create_queue_pair(
+pub async fn create_queue_pair(
     sqs: &aws_sdk_sqs::Client,
     name: &str,
     dlq_name: &str,

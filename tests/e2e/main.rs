@@ -14,5 +14,6 @@ mod faults_under_load;
 mod harness;
 mod load;
 mod moto;
+mod publish;
 mod rehydrate;
 mod store;

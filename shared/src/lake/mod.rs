@@ -35,6 +35,33 @@ pub use schema::{lake_schema, PARTITION_COLUMN};
 
 use crate::error::{ErrorKind, Result};
 
+/// delta-rs's S3 options for an endpoint of its own (MinIO, moto; `None` for AWS): plain HTTP
+/// allowed when the endpoint says `http://`, and path-style addressing, since such endpoints
+/// cannot resolve `bucket.host` names. Region and credentials come from the standard AWS
+/// environment.
+pub fn s3_options(endpoint: Option<&str>) -> std::collections::HashMap<String, String> {
+    let mut options = std::collections::HashMap::new();
+    if let Some(endpoint) = endpoint.filter(|e| !e.is_empty()) {
+        if endpoint.starts_with("http://") {
+            options.insert("AWS_ALLOW_HTTP".to_owned(), "true".to_owned());
+        }
+        options.insert("AWS_ENDPOINT_URL".to_owned(), endpoint.to_owned());
+        options.insert(
+            "AWS_VIRTUAL_HOSTED_STYLE_REQUEST".to_owned(),
+            "false".to_owned(),
+        );
+    }
+    options
+}
+
+/// [`s3_options`] for the endpoint in `AWS_ENDPOINT_URL_S3`, else `AWS_ENDPOINT_URL`.
+pub fn s3_options_from_env() -> std::collections::HashMap<String, String> {
+    let endpoint = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok().filter(|v| !v.is_empty()));
+    s3_options(endpoint.as_deref())
+}
+
 /// Milliseconds since the Unix epoch, now.
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -99,12 +126,49 @@ impl Lake {
                 what: "not an absolute path".into(),
             })
         })?;
-        Ok(Lake {
+        Ok(Lake::at(root, Default::default(), runtime, settings))
+    }
+
+    /// The lake at `root` (a `file://` or, with the `lake-s3` feature, an `s3://` URL of a
+    /// folder), reached with delta-rs's `storage_options` (endpoint, region, credentials; an
+    /// empty map takes them from the environment).
+    pub fn at(
+        root: Url,
+        storage_options: std::collections::HashMap<String, String>,
+        runtime: Handle,
+        settings: LakeSettings,
+    ) -> Self {
+        let mut root = root;
+        if !root.path().ends_with('/') {
+            root.set_path(&format!("{}/", root.path()));
+        }
+        Lake {
             root,
-            storage_options: Default::default(),
+            storage_options,
             runtime,
             settings,
-        })
+        }
+    }
+
+    /// The lake of the bucket `bucket` under `prefix` (the outputs' prefix):
+    /// `s3://bucket/<prefix>lake/`, reached with delta-rs's `storage_options` (see
+    /// [`s3_options_from_env`]).
+    #[cfg(feature = "lake-s3")]
+    pub fn s3(
+        bucket: &str,
+        prefix: &str,
+        storage_options: std::collections::HashMap<String, String>,
+        runtime: Handle,
+        settings: LakeSettings,
+    ) -> Result<Self> {
+        let location = format!("s3://{bucket}/{prefix}{LAKE_PREFIX}");
+        let root = Url::parse(&location).map_err(|e| {
+            crate::Error::new(ErrorKind::Lake {
+                table: location.clone(),
+                what: e.to_string(),
+            })
+        })?;
+        Ok(Lake::at(root, storage_options, runtime, settings))
     }
 
     /// The location of `table`'s Delta table.

@@ -1,0 +1,97 @@
+//! The function's settings, read once at cold start from its environment.
+
+use proflake::lake::LakeSettings;
+use proflake_lambda::{ConfigError, Vars};
+
+/// Default of `AWS_LAMBDA_FUNCTION_NAME` when running outside Lambda.
+pub const DEFAULT_FUNCTION_NAME: &str = "proflake-publish";
+
+/// Settings of the publish function: the shared ones (see [`proflake_lambda::Config`]), of
+/// which `PROFLAKE_OUTPUT_BUCKET` is required here, and its own:
+///
+/// | variable | meaning | default |
+/// |---|---|---|
+/// | `PROFLAKE_UPLOAD_BUCKET` | the bucket the uploads are in (is a conversion still settling its key?) | required |
+/// | `PROFLAKE_LAKE_TARGET_FILE_BYTES` | size data files are written and compacted to | `268435456` |
+/// | `PROFLAKE_LAKE_RETENTION_HOURS` | hours unreferenced files are kept before vacuum | `168` |
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// The shared settings.
+    pub common: proflake_lambda::Config,
+    /// `PROFLAKE_OUTPUT_BUCKET`: the landing tables and the lake.
+    pub output_bucket: String,
+    /// `PROFLAKE_UPLOAD_BUCKET`.
+    pub upload_bucket: String,
+    /// The lake's settings.
+    pub lake: LakeSettings,
+}
+
+impl Config {
+    /// The settings from the process environment.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        Config::from_vars(&Vars::from_env())
+    }
+
+    /// The settings from `get`, which returns a variable's value (`None` when unset).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        Config::from_vars(&Vars::from_lookup(get))
+    }
+
+    /// The settings from `vars`.
+    pub fn from_vars(vars: &Vars<'_>) -> Result<Config, ConfigError> {
+        let required = |name: &'static str, what: &str| {
+            vars.get(name)
+                .ok_or_else(|| ConfigError::new(name, "", format!("required: {what}")))
+        };
+        let common = proflake_lambda::Config::from_vars(vars, DEFAULT_FUNCTION_NAME)?;
+        let mut lake = LakeSettings::default();
+        if let Some(bytes) = vars.positive("PROFLAKE_LAKE_TARGET_FILE_BYTES")? {
+            lake.target_file_bytes = bytes;
+        }
+        if let Some(hours) = vars.positive("PROFLAKE_LAKE_RETENTION_HOURS")? {
+            lake.retention_hours = hours;
+        }
+        Ok(Config {
+            output_bucket: required("PROFLAKE_OUTPUT_BUCKET", "the output bucket's name")?,
+            upload_bucket: required("PROFLAKE_UPLOAD_BUCKET", "the upload bucket's name")?,
+            lake,
+            common,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(extra: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let required = [("PROFLAKE_OUTPUT_BUCKET", "out"), ("PROFLAKE_UPLOAD_BUCKET", "up")];
+        Config::from_lookup(|name| {
+            extra
+                .iter()
+                .chain(required.iter())
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        })
+    }
+
+    #[test]
+    fn defaults_required_and_own_variables() {
+        let c = config(&[]).unwrap();
+        assert_eq!(c.common.function_name, "proflake-publish");
+        assert_eq!((c.output_bucket.as_str(), c.upload_bucket.as_str()), ("out", "up"));
+        assert_eq!(c.lake, LakeSettings::default());
+        let c = config(&[
+            ("PROFLAKE_LAKE_TARGET_FILE_BYTES", "1000"),
+            ("PROFLAKE_LAKE_RETENTION_HOURS", "2"),
+        ])
+        .unwrap();
+        assert_eq!((c.lake.target_file_bytes, c.lake.retention_hours), (1000, 2));
+        for name in ["PROFLAKE_OUTPUT_BUCKET", "PROFLAKE_UPLOAD_BUCKET"] {
+            let err = config(&[(name, "")]).unwrap_err();
+            assert_eq!(err.variable, name);
+        }
+        let err = config(&[("PROFLAKE_LAKE_TARGET_FILE_BYTES", "x")]).unwrap_err();
+        assert_eq!(err.variable, "PROFLAKE_LAKE_TARGET_FILE_BYTES");
+    }
+}
