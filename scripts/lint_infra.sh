@@ -5,8 +5,11 @@
 # 2. the project's own rules: no Allow statement grants a wildcard action or the resource "*";
 #    object ARNs name a key prefix (bucket/prefix/..., never bucket/*); every function has its
 #    own role (no SAM-generated policies) and sends SQS messages only to queues it consumes;
-#    the convert queue's visibility timeout is 6x the function timeout for every choice, and a
-#    queue with a fixed timeout is at least 6x its consumer's.
+#    every queue a function consumes has a dead-letter queue, and its visibility timeout is at
+#    least 6x the function's timeout plus the event source's longest batching window, for every
+#    value the parameters allow (AWS's guidance: https://docs.aws.amazon.com/lambda/latest/dg/
+#    services-sqs-configure.html, "Batch window"); an event source whose batch size may exceed
+#    10 has a batching window of at least 1 s (Lambda refuses it otherwise).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -80,6 +83,39 @@ def get_att_target(value):
 
 
 resources = template.get("Resources", {})
+parameters = template.get("Parameters", {})
+
+
+def choices(value):
+    """Every value an integer setting can take: [n] for a literal, the AllowedValues of the
+    parameter a {"Ref": name} names, else its [MinValue, MaxValue]; None when unbounded."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
+        return [int(value)]
+    if isinstance(value, dict) and set(value) == {"Ref"}:
+        param = parameters.get(value["Ref"], {})
+        if "AllowedValues" in param:
+            return [int(v) for v in param["AllowedValues"]]
+        if "MinValue" in param and "MaxValue" in param:
+            return [int(param["MinValue"]), int(param["MaxValue"])]
+    return None
+
+
+def visibility_for(queue_props, timeout_ref, timeout):
+    """The queue's visibility timeout when its function's timeout is `timeout`: a literal, or a
+    Fn::FindInMap keyed by the same parameter as the function's Timeout."""
+    value = queue_props.get("VisibilityTimeout")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, dict) and "Fn::FindInMap" in value:
+        mapping, key, attribute = value["Fn::FindInMap"]
+        if key == {"Ref": timeout_ref}:
+            entry = template.get("Mappings", {}).get(mapping, {}).get(str(timeout), {})
+            return entry.get(attribute)
+    return None
+
+
 for name, resource in resources.items():
     if resource.get("Type") != "AWS::Serverless::Function":
         continue
@@ -96,14 +132,33 @@ for name, resource in resources.items():
     if users != [name]:
         failures.append(f"{role}: shared by {users}; each function has its own role")
     queues = set()
-    for event in props.get("Events", {}).values():
-        if event.get("Type") == "SQS":
-            queue = get_att_target(event.get("Properties", {}).get("Queue"))
-            queues.add(queue)
-            timeout = props.get("Timeout")
-            visibility = resources.get(queue, {}).get("Properties", {}).get("VisibilityTimeout")
-            if isinstance(timeout, int) and isinstance(visibility, int) and visibility < 6 * timeout:
-                failures.append(f"{queue}: visibility timeout {visibility} < 6 x {name}'s timeout {timeout}")
+    for event_name, event in props.get("Events", {}).items():
+        if event.get("Type") != "SQS":
+            continue
+        event_props = event.get("Properties", {})
+        queue = get_att_target(event_props.get("Queue"))
+        queues.add(queue)
+        queue_props = resources.get(queue, {}).get("Properties", {})
+        if "RedrivePolicy" not in queue_props:
+            failures.append(f"{queue}: consumed by {name} but has no dead-letter queue (RedrivePolicy)")
+        timeouts = choices(props.get("Timeout", 3))
+        windows = choices(event_props.get("MaximumBatchingWindowInSeconds", 0))
+        batch_sizes = choices(event_props.get("BatchSize", 10))
+        if timeouts is None or windows is None or batch_sizes is None:
+            failures.append(f"{name}.{event_name}: timeout, batch size or batching window is not bounded")
+            continue
+        if max(batch_sizes) > 10 and min(windows) < 1:
+            failures.append(f"{name}.{event_name}: batch size up to {max(batch_sizes)} needs a batching window of at least 1 s")
+        timeout_ref = props.get("Timeout", {}).get("Ref") if isinstance(props.get("Timeout"), dict) else None
+        for timeout in timeouts:
+            visibility = visibility_for(queue_props, timeout_ref, timeout)
+            needed = 6 * timeout + max(windows)
+            if not isinstance(visibility, int):
+                failures.append(f"{queue}: visibility timeout for {name}'s timeout {timeout} cannot be checked")
+            elif visibility < needed:
+                failures.append(
+                    f"{queue}: visibility timeout {visibility} < 6 x {name}'s timeout {timeout} + batching window {max(windows)} = {needed}"
+                )
     for where, statement in statements(resources[role].get("Properties", {}), role):
         if statement.get("Effect") != "Allow":
             continue
@@ -112,14 +167,7 @@ for name, resource in resources.items():
                 if get_att_target(target) not in queues:
                     failures.append(f"{where}: {name} may send to {target!r}, which it does not consume")
 
-timeouts = template["Parameters"]["FunctionTimeout"]["AllowedValues"]
-visibility = template["Mappings"]["VisibilityTimeout"]
-for timeout in timeouts:
-    seconds = visibility.get(str(timeout), {}).get("Seconds")
-    if seconds != 6 * int(timeout):
-        failures.append(f"visibility timeout for a {timeout} s function is {seconds}, not {6 * int(timeout)}")
-
 if failures:
     sys.exit("\n".join([f"{path}:"] + failures))
 PY
-echo "$template: no findings (cfn-lint $("$venv/cfn-lint" --version | awk '{print $2}'), informational included; IAM and timeout checks)"
+echo "$template: no findings (cfn-lint $("$venv/cfn-lint" --version | awk '{print $2}'), informational included; IAM, queue and timeout checks)"

@@ -88,6 +88,12 @@ fi
 PROFLAKE_BIN="${CARGO_TARGET_DIR:-target}/debug/proflake" \
   .venv-lake/bin/python tests/lake/test_lake.py 2>&1 | tee "$tmp/lake.log"
 
+step "Glue: the template's lake and landing tables registered on moto, against docs/tables.md"
+# Creates the Glue database and tables of infra/template.yaml on a moto server of its own and
+# checks them against docs/tables.md's columns, with the publish function's event source, queue,
+# schedules and the output bucket's manifest notification (routed through moto's S3).
+.venv/bin/python tests/e2e/glue_tables.py 2>&1 | tee "$tmp/glue.log"
+
 step "the compiled convert function under cargo lambda watch, against moto"
 cargo build -q --locked -p proflake-convert --bin convert
 PATH="$PWD/.venv/bin:$PATH" .venv/bin/python tests/e2e/lambda_watch.py
@@ -116,8 +122,9 @@ echo "disk: $(df -h . | awk 'NR == 2 { print $4 " free of " $2 }')"
 # fixtures: an input that panics, hangs or runs away with memory fails the run, which names it.
 FUZZ_SECONDS=${FUZZ_SECONDS:-10} scripts/fuzz.sh
 
-# One closing line for the whole run, summed over every test binary, the DuckDB and the lake tests.
+# One closing line for the whole run, summed over every test binary, the DuckDB, lake and Glue tests.
 awk '/^test result:/ { p += $4; f += $6 }
      /^duckdb tests:/ { p += $3; f += $5 }
      /^lake tests:/ { p += $3; f += $5 }
-     END { printf "\nall tests: %d passed, %d failed\n", p, f }' "$tmp/test.log" "$tmp/duckdb.log" "$tmp/lake.log"
+     /^glue tests:/ { p += $3; f += $5 }
+     END { printf "\nall tests: %d passed, %d failed\n", p, f }' "$tmp/test.log" "$tmp/duckdb.log" "$tmp/lake.log" "$tmp/glue.log"

@@ -28,11 +28,12 @@ fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
     out
 }
 
-/// Outputs only: what the pipeline wrote, not the uploads.
+/// Outputs only: what the converter wrote, not the uploads, nor the lake (whose data files
+/// delta-rs names with random ids, and whose log records commit times).
 fn outputs(root: &Path) -> BTreeMap<String, Vec<u8>> {
     files(root)
         .into_iter()
-        .filter(|(k, _)| !k.starts_with("uploads/"))
+        .filter(|(k, _)| !k.starts_with("uploads/") && !k.starts_with("lake/"))
         .collect()
 }
 
