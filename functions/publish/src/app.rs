@@ -43,7 +43,11 @@ impl App {
 
     /// Buckets reached through `s3`, the lake in the output bucket reached with
     /// `lake_options` (tests point both at moto).
-    pub fn new(config: Config, s3: aws_sdk_s3::Client, lake_options: HashMap<String, String>) -> App {
+    pub fn new(
+        config: Config,
+        s3: aws_sdk_s3::Client,
+        lake_options: HashMap<String, String>,
+    ) -> App {
         App::build(config, Stores::s3(s3), LakeRoot::S3(lake_options))
     }
 

@@ -157,7 +157,11 @@ fn sort_messages(
 
 /// Publishes `scope` off the runtime; the manifests still settling, or `Err` when the
 /// publish failed (logged and counted).
-async fn publish(app: &App, scope: PublishScope, tally: &mut BatchTally) -> Result<Vec<String>, ()> {
+async fn publish(
+    app: &App,
+    scope: PublishScope,
+    tally: &mut BatchTally,
+) -> Result<Vec<String>, ()> {
     let started = Instant::now();
     let stores = app.stores();
     let lake = app.lake();
@@ -170,7 +174,12 @@ async fn publish(app: &App, scope: PublishScope, tally: &mut BatchTally) -> Resu
         Ok(Ok(report)) => {
             tally.record_publish(&report);
             for q in &report.quarantined {
-                warn!(key = q.key.as_str(), reason = q.reason.as_str(), error = q.error.as_str(), "not published");
+                warn!(
+                    key = q.key.as_str(),
+                    reason = q.reason.as_str(),
+                    error = q.error.as_str(),
+                    "not published"
+                );
             }
             info!(
                 keys = report.keys,
@@ -188,7 +197,12 @@ async fn publish(app: &App, scope: PublishScope, tally: &mut BatchTally) -> Resu
         }
         Ok(Err(e)) => {
             tally.fail(e.kind().reason());
-            error!(reason = e.kind().reason(), error = error_chain(&e), duration_ms, "publish failed; its messages will be retried");
+            error!(
+                reason = e.kind().reason(),
+                error = error_chain(&e),
+                duration_ms,
+                "publish failed; its messages will be retried"
+            );
             Err(())
         }
         Err(join) => {
@@ -217,7 +231,11 @@ async fn compact(app: &App, tally: &mut BatchTally) -> Result<(), ()> {
         }
         Ok(Err(e)) => {
             tally.fail(e.kind().reason());
-            error!(reason = e.kind().reason(), error = error_chain(&e), "compaction failed");
+            error!(
+                reason = e.kind().reason(),
+                error = error_chain(&e),
+                "compaction failed"
+            );
             Err(())
         }
         Err(join) => {

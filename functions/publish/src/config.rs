@@ -65,7 +65,10 @@ mod tests {
     use super::*;
 
     fn config(extra: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let required = [("PROFLAKE_OUTPUT_BUCKET", "out"), ("PROFLAKE_UPLOAD_BUCKET", "up")];
+        let required = [
+            ("PROFLAKE_OUTPUT_BUCKET", "out"),
+            ("PROFLAKE_UPLOAD_BUCKET", "up"),
+        ];
         Config::from_lookup(|name| {
             extra
                 .iter()
@@ -79,14 +82,20 @@ mod tests {
     fn defaults_required_and_own_variables() {
         let c = config(&[]).unwrap();
         assert_eq!(c.common.function_name, "proflake-publish");
-        assert_eq!((c.output_bucket.as_str(), c.upload_bucket.as_str()), ("out", "up"));
+        assert_eq!(
+            (c.output_bucket.as_str(), c.upload_bucket.as_str()),
+            ("out", "up")
+        );
         assert_eq!(c.lake, LakeSettings::default());
         let c = config(&[
             ("PROFLAKE_LAKE_TARGET_FILE_BYTES", "1000"),
             ("PROFLAKE_LAKE_RETENTION_HOURS", "2"),
         ])
         .unwrap();
-        assert_eq!((c.lake.target_file_bytes, c.lake.retention_hours), (1000, 2));
+        assert_eq!(
+            (c.lake.target_file_bytes, c.lake.retention_hours),
+            (1000, 2)
+        );
         for name in ["PROFLAKE_OUTPUT_BUCKET", "PROFLAKE_UPLOAD_BUCKET"] {
             let err = config(&[(name, "")]).unwrap_err();
             assert_eq!(err.variable, name);

@@ -75,7 +75,10 @@ mod tests {
         );
         let err = parse_request(r#"{"source":"proflake.schedule","action":"sweep"}"#).unwrap_err();
         assert_eq!(err.kind().reason(), "invalid_event");
-        assert_eq!(parse_request(r#"{"Event":"s3:TestEvent"}"#).unwrap(), Request::Test);
+        assert_eq!(
+            parse_request(r#"{"Event":"s3:TestEvent"}"#).unwrap(),
+            Request::Test
+        );
         let body = r#"{"Records":[{"eventName":"ObjectCreated:Put","s3":{"bucket":{"name":"out"},"object":{"key":"converted/ab/manifest.json","size":10}}}]}"#;
         let Request::Objects(events) = parse_request(body).unwrap() else {
             panic!("objects");
