@@ -56,7 +56,7 @@ impl Lake {
         let small = (self.settings.target_file_bytes as f64 * SMALL_SHARE) as u64;
         let mut by_dt: BTreeMap<String, Vec<ActiveFile>> = BTreeMap::new();
         for file in self.active_files(&delta, None)? {
-            if file.size < small {
+            if file.size < small || file.per_upload {
                 by_dt.entry(file.dt.clone()).or_default().push(file);
             }
         }
@@ -73,7 +73,11 @@ impl Lake {
                 bin_bytes += file.size;
                 bins.last_mut().expect("a bin was pushed").push(file);
             }
-            let bins: Vec<_> = bins.into_iter().filter(|b| b.len() > 1).collect();
+            // A lone file is left as it is, unless its row groups are the landing files'.
+            let bins: Vec<_> = bins
+                .into_iter()
+                .filter(|b| b.len() > 1 || b.iter().any(|f| f.per_upload))
+                .collect();
             if bins.is_empty() {
                 continue;
             }

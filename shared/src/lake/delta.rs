@@ -32,6 +32,8 @@ pub(super) struct ActiveFile {
     pub path: String,
     pub dt: String,
     pub size: u64,
+    /// Its row groups are the landing files' (see `copy.rs`): compaction rewrites it.
+    pub per_upload: bool,
     pub remove: Remove,
 }
 
@@ -131,6 +133,7 @@ impl Lake {
                 path: add.path.clone(),
                 dt,
                 size: u64::try_from(add.size).unwrap_or(0),
+                per_upload: super::copy::is_per_upload(add.tags.as_ref()),
                 remove: view.remove_action(true),
             });
         }
@@ -147,6 +150,7 @@ impl Lake {
             path,
             size: file.size,
             runtime: self.runtime.clone(),
+            window: Default::default(),
         })
     }
 

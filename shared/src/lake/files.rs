@@ -2,7 +2,7 @@
 //! through ranged reads of delta-rs's object store (so a 512 MB file is never held whole).
 
 use std::io::Read;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow_array::{Array, BooleanArray, RecordBatch, StringArray};
 use bytes::{Buf, Bytes};
@@ -14,6 +14,7 @@ use parquet::errors::ParquetError;
 use parquet::file::properties::ReaderProperties;
 use parquet::file::reader::{ChunkReader, FileReader, Length};
 use parquet::file::serialized_reader::{ReadOptionsBuilder, SerializedFileReader};
+use parquet::file::statistics::Statistics;
 use rustc_hash::FxHashSet;
 use tokio::runtime::Handle;
 
@@ -24,8 +25,13 @@ use crate::Table;
 /// Rows per batch read back.
 const READ_BATCH_ROWS: usize = 16 * 1024;
 
-/// Bytes one ranged read of a stream fetches.
-const READ_CHUNK_BYTES: u64 = 4 << 20;
+/// Bytes the first ranged read of a stream fetches; each next one fetches twice as many, up
+/// to [`MAX_READ_BYTES`]. Parquet's reader opens a stream per column chunk and reads only that
+/// chunk, so a small first read keeps a file of many small chunks from being read many times
+/// over, and the doubling keeps a large chunk to a few requests.
+const FIRST_READ_BYTES: u64 = 64 << 10;
+/// The most one ranged read of a stream fetches.
+const MAX_READ_BYTES: u64 = 8 << 20;
 
 /// The rows of a landing file of `table`, in the current schema.
 pub(super) fn landing_batches(table: Table, key: &str, bytes: Bytes) -> Result<Vec<RecordBatch>> {
@@ -40,6 +46,12 @@ pub(super) fn landing_batches(table: Table, key: &str, bytes: Bytes) -> Result<V
         .collect()
 }
 
+/// Bytes fetched at once from a data file: Parquet's reader asks for each column chunk (a
+/// file of copied landing row groups has thousands of small ones), and one request per chunk
+/// would cost more than the bytes; the reader goes forward through the file, so one window
+/// serves many chunks, and memory holds one window (or one larger chunk) at a time.
+const WINDOW_BYTES: u64 = 8 << 20;
+
 /// A data file of a lake table, read by ranges.
 #[derive(Clone)]
 pub(super) struct LakeFile {
@@ -47,17 +59,32 @@ pub(super) struct LakeFile {
     pub path: Path,
     pub size: u64,
     pub runtime: Handle,
+    /// The last window fetched: its offset and bytes.
+    pub window: Arc<Mutex<Option<(u64, Bytes)>>>,
 }
 
 impl LakeFile {
+    /// The bytes `start..end`, from the window when it holds them, else from a new window
+    /// starting at `start`.
     fn fetch(&self, start: u64, end: u64) -> parquet::errors::Result<Bytes> {
-        self.runtime
+        let mut window = self.window.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((at, bytes)) = window.as_ref() {
+            if *at <= start && end <= at + bytes.len() as u64 {
+                return Ok(bytes.slice((start - at) as usize..(end - at) as usize));
+            }
+        }
+        let until = end.max(start.saturating_add(WINDOW_BYTES)).min(self.size);
+        let bytes = self
+            .runtime
             .block_on(ObjectStoreExt::get_range(
                 self.store.as_ref(),
                 &self.path,
-                start..end,
+                start..until,
             ))
-            .map_err(|e| ParquetError::External(Box::new(e)))
+            .map_err(|e| ParquetError::External(Box::new(e)))?;
+        let wanted = bytes.slice(0..(end - start) as usize);
+        *window = Some((start, bytes));
+        Ok(wanted)
     }
 
     /// Whether the file may hold rows of any of `ids`: a row group's `source_id` bloom filter
@@ -83,6 +110,21 @@ impl LakeFile {
             return Ok(false);
         };
         for group in 0..reader.num_row_groups() {
+            // A row group's range of source ids first: a copied landing row group holds one.
+            let stats = reader
+                .metadata()
+                .row_group(group)
+                .column(column)
+                .statistics();
+            if let Some(Statistics::ByteArray(s)) = stats {
+                if let (Some(min), Some(max)) = (s.min_opt(), s.max_opt()) {
+                    let (min, max) = (min.data(), max.data());
+                    let inside = |id: &&str| min <= id.as_bytes() && id.as_bytes() <= max;
+                    if !ids.iter().any(inside) {
+                        continue;
+                    }
+                }
+            }
             let row_group = reader.get_row_group(group).map_err(|e| self.error(e))?;
             match row_group.get_column_bloom_filter(column) {
                 Some(filter) => {
@@ -172,6 +214,7 @@ impl ChunkReader for LakeFile {
             file: self.clone(),
             position: start,
             buffer: Bytes::new(),
+            next_read: FIRST_READ_BYTES,
         })
     }
 
@@ -185,6 +228,7 @@ pub(super) struct RangeReader {
     file: LakeFile,
     position: u64,
     buffer: Bytes,
+    next_read: u64,
 }
 
 impl Read for RangeReader {
@@ -193,7 +237,8 @@ impl Read for RangeReader {
             if self.position >= self.file.size {
                 return Ok(0);
             }
-            let end = (self.position + READ_CHUNK_BYTES).min(self.file.size);
+            let end = (self.position + self.next_read).min(self.file.size);
+            self.next_read = (self.next_read * 2).min(MAX_READ_BYTES);
             self.buffer = self
                 .file
                 .fetch(self.position, end)

@@ -17,6 +17,7 @@
 //! it from a thread outside the runtime.
 
 mod compact;
+mod copy;
 mod delta;
 mod files;
 mod landing;

@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use rustc_hash::FxHashSet;
 use serde::Serialize;
 
+use super::copy::RowGroupCopier;
 use super::delta::{info, publish_operation, Committed};
 use super::files::landing_batches;
 use super::landing::{self, Conversion, Landing};
@@ -281,17 +282,24 @@ impl Lake {
                 replaced.extend(ids.iter().map(|id| (*id).to_owned()));
             }
             let kept = writer.rows();
+            // Landing files are copied a row group at a time; one of another writer's columns
+            // is decoded and written.
+            let mut copier = RowGroupCopier::new(self, table, delta.log_store().object_store(None));
             for w in work {
                 let Some(conversion) = &w.want else { continue };
                 for file in conversion.files.iter().filter(|f| f.table == table) {
                     let bytes = landing::read_file(outputs, conversion, file)?;
+                    if copier.copy(&file.key, &file.dt, &bytes)? {
+                        continue;
+                    }
                     for rows in landing_batches(table, &file.key, bytes)? {
                         writer.write(self, with_partition(table, &rows, &file.dt)?)?;
                     }
                 }
             }
-            let added_rows = writer.rows() - kept;
-            let adds = writer.finish(self)?;
+            let added_rows = writer.rows() - kept + copier.rows();
+            let mut adds = writer.finish(self)?;
+            adds.extend(copier.finish()?);
             if adds.is_empty() && removes.is_empty() {
                 return Ok(());
             }
