@@ -170,3 +170,92 @@ fn compaction_packs_each_partition_into_one_file() {
         );
     }
 }
+
+#[test]
+fn a_corrupt_landing_file_quarantines_its_publish_and_the_rest_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path();
+    let s = store.to_str().unwrap();
+    let perfetto = repo("samples/perfetto/android_app.pftrace");
+    let pprof = repo("samples/pprof/google-pprof_report_sample.cpu.pb.gz");
+    convert(store, &perfetto, &["--no-publish"]);
+    convert(store, &pprof, &["--no-publish"]);
+    // One landing file of the pprof upload loses its last byte.
+    let manifest: serde_json::Value = fs::read_dir(store.join("converted"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("manifest.json"))
+        .filter(|m| m.is_file())
+        .map(|m| serde_json::from_slice::<serde_json::Value>(&fs::read(m).unwrap()).unwrap())
+        .find(|m| m["source"]["format"] == "pprof")
+        .unwrap();
+    let samples_key = manifest["outputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "table:samples")
+        .unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let path = store.join(&samples_key);
+    let mut bytes = fs::read(&path).unwrap();
+    bytes.pop();
+    fs::write(&path, bytes).unwrap();
+
+    let out = proflake(&["publish", "--store", s]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["published"], 1);
+    assert_eq!(report["quarantined"].as_array().unwrap().len(), 1);
+    assert!(
+        report["quarantined"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains(&samples_key),
+        "{report}"
+    );
+    let reports: Vec<_> = fs::read_dir(store.join("lake/_quarantine")).unwrap().collect();
+    assert_eq!(reports.len(), 1);
+    // The lake holds the perfetto upload alone, in every table.
+    for table in TABLES {
+        let lake = rows(&parquet_files(&store.join("lake").join(table)));
+        let landing: i64 = manifest_rows(store, "perfetto", table);
+        assert_eq!(lake, landing, "{table}");
+    }
+}
+
+/// Rows the manifest of the upload of `format` records for `table`.
+fn manifest_rows(store: &Path, format: &str, table: &str) -> i64 {
+    fs::read_dir(store.join("converted"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("manifest.json"))
+        .filter(|m| m.is_file())
+        .map(|m| serde_json::from_slice::<serde_json::Value>(&fs::read(m).unwrap()).unwrap())
+        .filter(|m| m["source"]["format"] == format)
+        .flat_map(|m| m["outputs"].as_array().unwrap().clone())
+        .filter(|o| o["kind"] == format!("table:{table}"))
+        .map(|o| o["rows"].as_i64().unwrap())
+        .sum()
+}
+
+#[test]
+fn files_a_crash_left_uncommitted_are_vacuumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path();
+    convert(store, &repo("samples/folded/pyspy.folded"), &[]);
+    // A data file written but never committed, as a publish cut short between the two leaves.
+    let partition = fs::read_dir(store.join("lake/samples"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("dt="))
+        .unwrap();
+    let committed = parquet_files(&partition)[0].clone();
+    let orphan = partition.join("part-00000-orphan-c000.zstd.parquet");
+    fs::copy(&committed, &orphan).unwrap();
+    // Within the retention it stays (a query may still read it)...
+    run(&["compact", "--store", store.to_str().unwrap()]);
+    assert!(orphan.exists());
+    // ...past it, vacuum removes it, and only it.
+    assert_lake_matches_landing(store);
+    assert!(!orphan.exists());
+}

@@ -147,6 +147,9 @@ impl Lake {
                     .vacuum()
                     .with_retention_period(retention)
                     .with_enforce_retention_duration(false)
+                    // Full: files no version ever referenced (a publish cut short between
+                    // writing and committing) go too, not only those removed by a commit.
+                    .with_mode(deltalake::operations::vacuum::VacuumMode::Full)
                     .into_future(),
             )
             .map_err(|e| lake_error(&url, format!("vacuum: {e}")))?;
