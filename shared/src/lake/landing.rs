@@ -21,6 +21,8 @@ pub(super) struct LandingFile {
     pub key: String,
     /// Hex SHA-256 the manifest recorded.
     pub sha256: String,
+    /// Size in bytes the manifest recorded.
+    pub bytes: u64,
 }
 
 /// A settled conversion.
@@ -141,6 +143,7 @@ fn conversion(manifest_key: &str, bytes: &[u8], manifest: &Manifest) -> Result<C
             dt: dt.to_owned(),
             key: output.key.clone(),
             sha256: output.sha256.clone(),
+            bytes: output.bytes,
         });
     }
     Ok(Conversion {

@@ -20,6 +20,46 @@ use crate::store::ObjectStore;
 /// Where the records are.
 pub(super) const LEDGER_PREFIX: &str = "lake/_published/";
 
+/// Where a batch's record of the conversions it is about to touch is kept while it runs.
+pub(super) const BATCHES_PREFIX: &str = "lake/_published/_batches/";
+
+/// What a batch may put in, or leave in, the lake, per key id: written once before the batch
+/// touches any table, removed after every key's record says what it published. A batch cut
+/// short leaves it, and the next publish replaces the rows of every key it names.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct BatchRecord {
+    /// Key id, and the conversions whose rows the lake may hold for it.
+    pub keys: Vec<(String, Vec<Held>)>,
+}
+
+/// Writes the record of the batch `name`; its key.
+pub(super) fn write_batch(
+    store: &dyn ObjectStore,
+    name: &str,
+    record: &BatchRecord,
+) -> Result<String> {
+    let key = format!("{BATCHES_PREFIX}{name}.json");
+    let json = serde_json::to_vec(record).expect("a batch record serializes");
+    store.put(&key, &json)?;
+    Ok(key)
+}
+
+/// The records of batches that have not completed (cut short, or still running), by key.
+/// An unreadable one names nothing.
+pub(super) fn read_batches(store: &dyn ObjectStore) -> Result<Vec<(String, BatchRecord)>> {
+    let mut out = Vec::new();
+    for key in store.list(BATCHES_PREFIX)? {
+        if let Some(json) = store.get(&key)? {
+            let record = serde_json::from_slice(&json).unwrap_or_else(|e| {
+                tracing::warn!(key, error = %e, "unreadable batch record");
+                BatchRecord::default()
+            });
+            out.push((key, record));
+        }
+    }
+    Ok(out)
+}
+
 /// Where reports of conversions that could not be published are.
 pub(super) const QUARANTINE_PREFIX: &str = "lake/_quarantine/";
 
@@ -44,7 +84,8 @@ pub(super) struct Record {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub published: Option<Held>,
     /// Conversions a batch that has not completed may have put in, or left in, the lake: the
-    /// next publish removes their rows wherever it finds them.
+    /// next publish removes their rows wherever it finds them. (Batches now keep these in
+    /// their own record, [`BatchRecord`]; records of earlier writers may still hold some.)
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending: Vec<Held>,
 }

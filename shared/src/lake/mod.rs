@@ -22,6 +22,7 @@ mod delta;
 mod files;
 mod landing;
 mod ledger;
+mod parallel;
 mod publish;
 mod schema;
 
@@ -177,6 +178,16 @@ impl Lake {
         self.root
             .join(&format!("{}/", table.name()))
             .expect("a table name is a valid URL path segment")
+    }
+
+    /// Store requests a batch makes at once: several to a bucket, one at a time to a
+    /// directory (see `parallel.rs`).
+    fn in_flight(&self) -> usize {
+        if self.root.scheme() == "file" {
+            1
+        } else {
+            parallel::IN_FLIGHT
+        }
     }
 
     /// The lake's settings.

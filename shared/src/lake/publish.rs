@@ -20,10 +20,10 @@ use serde::Serialize;
 use super::copy::RowGroupCopier;
 use super::delta::{info, publish_operation, Committed};
 use super::files::landing_batches;
-use super::landing::{self, Conversion, Landing};
-use super::ledger::{self, Held, Record, QUARANTINE_PREFIX};
+use super::landing::{self, Conversion, Landing, LandingFile};
+use super::ledger::{self, BatchRecord, Held, Record, QUARANTINE_PREFIX};
 use super::schema::{lake_error, with_partition};
-use super::{now_ms, Lake};
+use super::{now_ms, parallel, Lake};
 use crate::error::{error_chain, Result};
 use crate::store::ObjectStore;
 use crate::Table;
@@ -109,39 +109,61 @@ impl Lake {
         scope: &PublishScope,
     ) -> Result<PublishReport> {
         let mut report = PublishReport::default();
-        let key_ids = self.key_ids(uploads, outputs, scope, &mut report)?;
+        let mut key_ids = self.key_ids(uploads, outputs, scope, &mut report)?;
+        // Batches that did not complete: every key they name is published again, and the
+        // conversions they name are searched for.
+        let unfinished = ledger::read_batches(outputs)?;
+        let mut left: BTreeMap<&str, Vec<Held>> = BTreeMap::new();
+        for (_, record) in &unfinished {
+            for (key_id, held) in &record.keys {
+                key_ids.insert(key_id.clone());
+                left.entry(key_id).or_default().extend(held.iter().cloned());
+            }
+        }
+        let key_ids: Vec<String> = key_ids.into_iter().collect();
         let mut work = Vec::new();
-        for key_id in key_ids {
+        let plans = parallel::map(self.in_flight(), &key_ids, |id| {
+            plan_key(
+                outputs,
+                id,
+                left.get(id.as_str()).map_or(&[], Vec::as_slice),
+            )
+        });
+        for planned in plans {
             report.keys += 1;
-            if let Some(w) = plan_key(outputs, &key_id, &mut report)? {
-                work.push(w);
-            } else {
-                report.up_to_date += 1;
+            match planned? {
+                Planned::Work(w) => work.push(*w),
+                Planned::UpToDate => report.up_to_date += 1,
+                Planned::Unpublishable(q) => report.quarantined.push(q),
             }
         }
         if work.is_empty() {
+            remove_batches(outputs, unfinished.iter().map(|(k, _)| k.as_str()))?;
             return Ok(report);
         }
         // Every landing file is checked before any table is touched, so a bad conversion is
         // quarantined rather than published into some tables and not others.
-        work.retain(|w| match check_files(outputs, w) {
-            Ok(()) => true,
-            Err(e) => {
-                quarantine(outputs, w, &e, &mut report);
-                false
+        let checks = parallel::map(self.in_flight(), &work, |w| check_files(outputs, w));
+        let mut checked = Vec::with_capacity(work.len());
+        for (w, check) in work.into_iter().zip(checks) {
+            match check {
+                Ok(()) => checked.push(w),
+                Err(e) => quarantine(outputs, &w, &e, &mut report),
             }
-        });
-        for w in &work {
-            let mut record = w.had.clone();
-            for held in w.searched() {
-                if !record.pending.contains(held) {
-                    record.pending.push(held.clone());
-                }
-            }
-            record.key = w.want.as_ref().map_or(w.had.key.clone(), |c| c.key.clone());
-            ledger::write(outputs, &w.key_id, &record)?;
         }
+        let work = checked;
         let batch = now_ms();
+        let record = BatchRecord {
+            keys: work
+                .iter()
+                .map(|w| (w.key_id.clone(), w.searched().cloned().collect()))
+                .collect(),
+        };
+        let batch_key = ledger::write_batch(
+            outputs,
+            &format!("{batch}-{}", uuid::Uuid::new_v4()),
+            &record,
+        )?;
         for table in Table::ALL {
             self.publish_table(outputs, table, &work, batch, &mut report)?;
         }
@@ -160,19 +182,25 @@ impl Lake {
                         let lag = now_ms.saturating_sub(written);
                         report.max_lag_ms = Some(report.max_lag_ms.map_or(lag, |m| m.max(lag)));
                     }
-                    let record = Record {
-                        key: c.key.clone(),
-                        published: Some(c.held.clone()),
-                        pending: Vec::new(),
-                    };
-                    ledger::write(outputs, &w.key_id, &record)?;
                 }
-                None => {
-                    report.removed += 1;
-                    ledger::remove(outputs, &w.key_id)?;
-                }
+                None => report.removed += 1,
             }
         }
+        let settled = parallel::map(self.in_flight(), &work, |w| match &w.want {
+            Some(c) => ledger::write(
+                outputs,
+                &w.key_id,
+                &Record {
+                    key: c.key.clone(),
+                    published: Some(c.held.clone()),
+                    pending: Vec::new(),
+                },
+            ),
+            None => ledger::remove(outputs, &w.key_id),
+        });
+        settled.into_iter().collect::<Result<Vec<()>>>()?;
+        let done = unfinished.iter().map(|(k, _)| k.as_str());
+        remove_batches(outputs, done.chain([batch_key.as_str()]))?;
         Ok(report)
     }
 
@@ -285,10 +313,23 @@ impl Lake {
             // Landing files are copied a row group at a time; one of another writer's columns
             // is decoded and written.
             let mut copier = RowGroupCopier::new(self, table, delta.log_store().object_store(None));
-            for w in work {
-                let Some(conversion) = &w.want else { continue };
-                for file in conversion.files.iter().filter(|f| f.table == table) {
-                    let bytes = landing::read_file(outputs, conversion, file)?;
+            let files: Vec<(&Conversion, &LandingFile)> = work
+                .iter()
+                .filter_map(|w| w.want.as_ref())
+                .flat_map(|c| {
+                    c.files
+                        .iter()
+                        .filter(|f| f.table == table)
+                        .map(move |f| (c, f))
+                })
+                .collect();
+            // Read several at a time, a bounded slice of the batch after another, in order.
+            for slice in prefetch_slices(&files) {
+                let read = parallel::map(self.in_flight(), slice, |(c, f)| {
+                    landing::read_file(outputs, c, f)
+                });
+                for ((_, file), bytes) in slice.iter().zip(read) {
+                    let bytes = bytes?;
                     if copier.copy(&file.key, &file.dt, &bytes)? {
                         continue;
                     }
@@ -347,36 +388,81 @@ impl Lake {
     }
 }
 
-/// What the key needs, or `None` when its lake rows are already its current conversion's.
-fn plan_key(
+/// What one key needs.
+enum Planned {
+    /// Its lake rows must change.
+    Work(Box<Work>),
+    /// Its lake rows are its current conversion's.
+    UpToDate,
+    /// Its conversion's manifest cannot be read.
+    Unpublishable(Quarantined),
+}
+
+/// Removes the records of batches whose keys are all settled now.
+fn remove_batches<'k>(
     outputs: &dyn ObjectStore,
-    key_id: &str,
-    report: &mut PublishReport,
-) -> Result<Option<Work>> {
-    let had = ledger::read(outputs, key_id)?.unwrap_or_default();
+    keys: impl Iterator<Item = &'k str>,
+) -> Result<()> {
+    for key in keys {
+        outputs.delete(key)?;
+    }
+    Ok(())
+}
+
+/// What the key needs; `left` names conversions a batch that did not complete may have left.
+fn plan_key(outputs: &dyn ObjectStore, key_id: &str, left: &[Held]) -> Result<Planned> {
+    let mut had = ledger::read(outputs, key_id)?.unwrap_or_default();
+    for held in left {
+        if !had.pending.contains(held) {
+            had.pending.push(held.clone());
+        }
+    }
     let want = match landing::current(outputs, key_id) {
         Ok(Landing::Current(c)) => Some(c),
         Ok(Landing::Gone) => None,
         Err(e) if matches!(e.kind(), crate::ErrorKind::Unpublishable { .. }) => {
-            report.quarantined.push(Quarantined {
+            return Ok(Planned::Unpublishable(Quarantined {
                 key: key_id.to_owned(),
                 error: error_chain(&e),
                 reason: e.kind().reason().into(),
-            });
-            return Ok(None);
+            }));
         }
         Err(e) => return Err(e),
     };
     let settled =
         had.pending.is_empty() && had.published.as_ref() == want.as_ref().map(|c| &c.held);
     if settled {
-        return Ok(None);
+        return Ok(Planned::UpToDate);
     }
-    Ok(Some(Work {
+    Ok(Planned::Work(Box::new(Work {
         key_id: key_id.to_owned(),
         want,
         had,
-    }))
+    })))
+}
+
+/// Landing files read ahead at most, and their bytes at most.
+const PREFETCH_FILES: usize = 4 * parallel::IN_FLIGHT;
+const PREFETCH_BYTES: u64 = 64 << 20;
+
+/// `files` cut into consecutive slices of at most [`PREFETCH_FILES`] files and, unless one
+/// file is larger, [`PREFETCH_BYTES`] bytes.
+fn prefetch_slices<'a, 'c>(
+    files: &'a [(&'c Conversion, &'c LandingFile)],
+) -> Vec<&'a [(&'c Conversion, &'c LandingFile)]> {
+    let mut slices = Vec::new();
+    let (mut start, mut bytes) = (0, 0);
+    for (i, (_, file)) in files.iter().enumerate() {
+        if i > start && (i - start >= PREFETCH_FILES || bytes + file.bytes > PREFETCH_BYTES) {
+            slices.push(&files[start..i]);
+            (start, bytes) = (i, 0);
+        }
+        bytes += file.bytes;
+    }
+    if start < files.len() {
+        slices.push(&files[start..]);
+    }
+    slices
 }
 
 /// Checks every landing file of the work's conversion.
