@@ -214,7 +214,9 @@ fn a_corrupt_landing_file_quarantines_its_publish_and_the_rest_goes_on() {
             .contains(&samples_key),
         "{report}"
     );
-    let reports: Vec<_> = fs::read_dir(store.join("lake/_quarantine")).unwrap().collect();
+    let reports: Vec<_> = fs::read_dir(store.join("lake/_quarantine"))
+        .unwrap()
+        .collect();
     assert_eq!(reports.len(), 1);
     // The lake holds the perfetto upload alone, in every table.
     for table in TABLES {
@@ -258,4 +260,44 @@ fn files_a_crash_left_uncommitted_are_vacuumed() {
     // ...past it, vacuum removes it, and only it.
     assert_lake_matches_landing(store);
     assert!(!orphan.exists());
+}
+
+#[test]
+fn a_batch_cut_short_is_published_again_from_its_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path();
+    convert(store, &repo("samples/folded/pyspy.folded"), &[]);
+    convert(store, &repo("samples/perfetto/android_app.pftrace"), &[]);
+    // The record a batch writes before touching any table, left behind as by a batch that
+    // stopped after committing: it names the folded upload's key and conversion.
+    let records: Vec<PathBuf> = fs::read_dir(store.join("lake/_published"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    let (key_id, held) = records
+        .iter()
+        .map(|p| {
+            let record: serde_json::Value = serde_json::from_slice(&fs::read(p).unwrap()).unwrap();
+            let id = p.file_stem().unwrap().to_string_lossy().into_owned();
+            (id, record)
+        })
+        .find(|(_, r)| r["key"] == "uploads/pyspy.folded")
+        .map(|(id, r)| (id, r["published"].clone()))
+        .unwrap();
+    let batches = store.join("lake/_published/_batches");
+    fs::create_dir_all(&batches).unwrap();
+    let record = serde_json::json!({ "keys": [[key_id, [held]]] });
+    fs::write(batches.join("1-cut.json"), record.to_string()).unwrap();
+
+    let report = run(&["publish", "--store", store.to_str().unwrap()]);
+    let report: serde_json::Value = serde_json::from_str(&report).unwrap();
+    // That key alone is published again: its rows replaced, once, and the record gone.
+    assert_eq!(
+        (report["published"].as_u64(), report["up_to_date"].as_u64()),
+        (Some(1), Some(1)),
+        "{report}"
+    );
+    assert!(fs::read_dir(&batches).map_or(true, |mut d| d.next().is_none()));
+    assert_lake_matches_landing(store);
 }
