@@ -15,7 +15,11 @@ target_dir="${CARGO_TARGET_DIR:-target}"
 .venv/bin/python scripts/bench_big.py --proflake "$target_dir/release/proflake" \
   --gen "$target_dir/release/proflake-gen-inputs" --runs "${BENCH_RUNS:-5}" \
   --work "$target_dir/bench-inputs"
+# The lake at fleet scale: publish, compaction and the analysts' queries over both tiers (needs
+# .venv-lake, which the README's test command makes).
+.venv-lake/bin/python scripts/bench_lake.py --proflake "$target_dir/release/proflake" \
+  --uploads "${BENCH_LAKE_UPLOADS:-10000}"
 # Cold start of the convert function, and the size of each release binary.
-cargo build --release --locked -q -p proflake-convert -p proflake-rehydrate
+cargo build --release --locked -q -p proflake-convert -p proflake-rehydrate -p proflake-publish
 .venv/bin/python scripts/cold_start.py "$target_dir/release/convert" --runs 20
-ls -l "$target_dir"/release/{convert,rehydrate,proflake} | awk '{printf "%-40s %6.1f MB\n", $9, $5 / 1e6}'
+ls -l "$target_dir"/release/{convert,rehydrate,publish,proflake} | awk '{printf "%-40s %6.1f MB\n", $9, $5 / 1e6}'
