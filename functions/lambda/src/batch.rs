@@ -104,16 +104,28 @@ where
         }
     }
     failed.sort();
-    tally.set_failed_messages(failed.len() as u64);
+    let response = finish_batch(config, &mut tally, failed, started);
+    (response, tally)
+}
 
+/// Closes a batch: records how many messages failed, logs the tally's summary, prints its
+/// metrics as EMF lines, and makes the response that lists the failed messages (sorted) for
+/// SQS. For functions that handle a batch as a whole rather than message by message.
+pub fn finish_batch<T: Tally>(
+    config: &Config,
+    tally: &mut T,
+    failed: impl IntoIterator<Item = String>,
+    started: Instant,
+) -> SqsBatchResponse {
+    let failed: Vec<String> = failed.into_iter().collect();
+    tally.set_failed_messages(failed.len() as u64);
     let duration_ms = started.elapsed().as_millis() as u64;
     tally.log_batch(duration_ms);
     let target = MetricsTarget {
         namespace: &config.metrics_namespace,
         function_name: &config.function_name,
     };
-    print_documents(&emf_documents(target, &tally, duration_ms, now_ms()));
-
+    print_documents(&emf_documents(target, &*tally, duration_ms, now_ms()));
     let mut response = SqsBatchResponse::default();
     response.batch_item_failures = failed
         .into_iter()
@@ -123,7 +135,7 @@ where
             failure
         })
         .collect();
-    (response, tally)
+    response
 }
 
 fn now_ms() -> u64 {

@@ -14,7 +14,7 @@ mod metrics;
 mod stores;
 mod tally;
 
-pub use batch::{handle_batch, handle_batch_tallied, MessageOutcome};
+pub use batch::{finish_batch, handle_batch, handle_batch_tallied, MessageOutcome};
 pub use config::{
     Config, ConfigError, LogFormat, Vars, DEFAULT_CONCURRENCY, DEFAULT_METRICS_NAMESPACE,
 };

@@ -3,13 +3,13 @@
 //! Failures are reported per message, so SQS redelivers only those.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
-use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::LambdaEvent;
 use proflake::lake::PublishScope;
 use proflake::{error_chain, ObjectChange};
-use proflake_lambda::{emf_documents, print_documents, MetricsTarget, Tally};
+use proflake_lambda::Tally;
 use tracing::{error, info, warn};
 
 use crate::app::App;
@@ -66,24 +66,7 @@ pub async fn handle_batch_tallied(app: &App, event: SqsEvent) -> (SqsBatchRespon
         failed.extend(work.compactions.iter().cloned());
     }
 
-    tally.set_failed_messages(failed.len() as u64);
-    let duration_ms = started.elapsed().as_millis() as u64;
-    tally.log_batch(duration_ms);
-    let config = &app.config().common;
-    let target = MetricsTarget {
-        namespace: &config.metrics_namespace,
-        function_name: &config.function_name,
-    };
-    print_documents(&emf_documents(target, &tally, duration_ms, now_ms()));
-    let mut response = SqsBatchResponse::default();
-    response.batch_item_failures = failed
-        .into_iter()
-        .map(|message_id| {
-            let mut failure = BatchItemFailure::default();
-            failure.item_identifier = message_id;
-            failure
-        })
-        .collect();
+    let response = proflake_lambda::finish_batch(&app.config().common, &mut tally, failed, started);
     (response, tally)
 }
 
@@ -244,10 +227,4 @@ async fn compact(app: &App, tally: &mut BatchTally) -> Result<(), ()> {
             Err(())
         }
     }
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
