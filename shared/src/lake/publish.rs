@@ -81,6 +81,9 @@ pub struct PublishReport {
     pub max_lag_ms: Option<i64>,
 }
 
+/// Records of batches that did not complete, by their keys.
+type Unfinished = Vec<(String, BatchRecord)>;
+
 /// One key to bring in line.
 struct Work {
     key_id: String,
@@ -109,49 +112,11 @@ impl Lake {
         scope: &PublishScope,
     ) -> Result<PublishReport> {
         let mut report = PublishReport::default();
-        let mut key_ids = self.key_ids(uploads, outputs, scope, &mut report)?;
-        // Batches that did not complete: every key they name is published again, and the
-        // conversions they name are searched for.
-        let unfinished = ledger::read_batches(outputs)?;
-        let mut left: BTreeMap<&str, Vec<Held>> = BTreeMap::new();
-        for (_, record) in &unfinished {
-            for (key_id, held) in &record.keys {
-                key_ids.insert(key_id.clone());
-                left.entry(key_id).or_default().extend(held.iter().cloned());
-            }
-        }
-        let key_ids: Vec<String> = key_ids.into_iter().collect();
-        let mut work = Vec::new();
-        let plans = parallel::map(self.in_flight(), &key_ids, |id| {
-            plan_key(
-                outputs,
-                id,
-                left.get(id.as_str()).map_or(&[], Vec::as_slice),
-            )
-        });
-        for planned in plans {
-            report.keys += 1;
-            match planned? {
-                Planned::Work(w) => work.push(*w),
-                Planned::UpToDate => report.up_to_date += 1,
-                Planned::Unpublishable(q) => report.quarantined.push(q),
-            }
-        }
+        let (work, unfinished) = self.plan(uploads, outputs, scope, &mut report)?;
         if work.is_empty() {
             remove_batches(outputs, unfinished.iter().map(|(k, _)| k.as_str()))?;
             return Ok(report);
         }
-        // Every landing file is checked before any table is touched, so a bad conversion is
-        // quarantined rather than published into some tables and not others.
-        let checks = parallel::map(self.in_flight(), &work, |w| check_files(outputs, w));
-        let mut checked = Vec::with_capacity(work.len());
-        for (w, check) in work.into_iter().zip(checks) {
-            match check {
-                Ok(()) => checked.push(w),
-                Err(e) => quarantine(outputs, &w, &e, &mut report),
-            }
-        }
-        let work = checked;
         let batch = now_ms();
         let record = BatchRecord {
             keys: work
@@ -167,26 +132,86 @@ impl Lake {
         for table in Table::ALL {
             self.publish_table(outputs, table, &work, batch, &mut report)?;
         }
-        let now_ms = now_ms();
-        for w in &work {
-            match &w.want {
-                Some(c) => {
-                    report.published += 1;
-                    if w.had.possibly_held().any(|h| {
-                        h.source_id != c.held.source_id
-                            || h.manifest_sha256 != c.held.manifest_sha256
-                    }) {
-                        report.replaced += 1;
-                    }
-                    if let Some(written) = c.manifest_written_ms {
-                        let lag = now_ms.saturating_sub(written);
-                        report.max_lag_ms = Some(report.max_lag_ms.map_or(lag, |m| m.max(lag)));
-                    }
-                }
-                None => report.removed += 1,
+        self.settle(outputs, &work, &mut report)?;
+        let done = unfinished.iter().map(|(k, _)| k.as_str());
+        remove_batches(outputs, done.chain([batch_key.as_str()]))?;
+        Ok(report)
+    }
+
+    /// The work of a batch: every key of `scope` and of the batches that did not complete
+    /// (returned with their records' keys) whose lake rows must change, with its landing files
+    /// checked; conversions that cannot be published are quarantined.
+    fn plan(
+        &self,
+        uploads: &dyn ObjectStore,
+        outputs: &dyn ObjectStore,
+        scope: &PublishScope,
+        report: &mut PublishReport,
+    ) -> Result<(Vec<Work>, Unfinished)> {
+        let mut key_ids = self.key_ids(uploads, outputs, scope, report)?;
+        // Batches that did not complete: every key they name is published again, and the
+        // conversions they name are searched for.
+        let unfinished = ledger::read_batches(outputs)?;
+        let mut left: BTreeMap<&str, Vec<Held>> = BTreeMap::new();
+        for (_, record) in &unfinished {
+            for (key_id, held) in &record.keys {
+                key_ids.insert(key_id.clone());
+                left.entry(key_id).or_default().extend(held.iter().cloned());
             }
         }
-        let settled = parallel::map(self.in_flight(), &work, |w| match &w.want {
+        let key_ids: Vec<String> = key_ids.into_iter().collect();
+        let mut work = Vec::new();
+        let plans = parallel::map(self.in_flight(), &key_ids, |id| {
+            let left = left.get(id.as_str()).map_or(&[][..], Vec::as_slice);
+            plan_key(outputs, id, left)
+        });
+        for planned in plans {
+            report.keys += 1;
+            match planned? {
+                Planned::Work(w) => work.push(*w),
+                Planned::UpToDate => report.up_to_date += 1,
+                Planned::Unpublishable(q) => report.quarantined.push(q),
+            }
+        }
+        // Every landing file is checked before any table is touched, so a bad conversion is
+        // quarantined rather than published into some tables and not others.
+        let checks = parallel::map(self.in_flight(), &work, |w| check_files(outputs, w));
+        let mut checked = Vec::with_capacity(work.len());
+        for (w, check) in work.into_iter().zip(checks) {
+            match check {
+                Ok(()) => checked.push(w),
+                Err(e) => quarantine(outputs, &w, &e, report),
+            }
+        }
+        Ok((checked, unfinished))
+    }
+
+    /// After every table committed: counts what the batch did, and writes each key's record.
+    fn settle(
+        &self,
+        outputs: &dyn ObjectStore,
+        work: &[Work],
+        report: &mut PublishReport,
+    ) -> Result<()> {
+        let now_ms = now_ms();
+        for w in work {
+            let Some(c) = &w.want else {
+                report.removed += 1;
+                continue;
+            };
+            report.published += 1;
+            let differs = |h: &Held| {
+                h.source_id != c.held.source_id || h.manifest_sha256 != c.held.manifest_sha256
+            };
+            if w.had.possibly_held().any(differs) {
+                report.replaced += 1;
+            }
+            if let Some(written) = c.manifest_written_ms {
+                let lag = now_ms.saturating_sub(written);
+                report.max_lag_ms = Some(report.max_lag_ms.map_or(lag, |m| m.max(lag)));
+            }
+        }
+        let settled = parallel::map(self.in_flight(), work, |w| match &w.want {
             Some(c) => ledger::write(
                 outputs,
                 &w.key_id,
@@ -199,9 +224,7 @@ impl Lake {
             None => ledger::remove(outputs, &w.key_id),
         });
         settled.into_iter().collect::<Result<Vec<()>>>()?;
-        let done = unfinished.iter().map(|(k, _)| k.as_str());
-        remove_batches(outputs, done.chain([batch_key.as_str()]))?;
-        Ok(report)
+        Ok(())
     }
 
     /// Drops the lake (tables and records) and publishes every conversion again.
