@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::future::IntoFuture;
 
 use deltalake::protocol::DeltaOperation;
+use deltalake::DeltaTable;
 use rustc_hash::FxHashSet;
 use serde::Serialize;
 
@@ -52,7 +53,6 @@ impl Lake {
 
     fn compact_table(&self, table: Table, report: &mut CompactReport) -> Result<()> {
         let mut delta = self.open(table)?;
-        let url = self.table_url(table).to_string();
         let small = (self.settings.target_file_bytes as f64 * SMALL_SHARE) as u64;
         let mut by_dt: BTreeMap<String, Vec<ActiveFile>> = BTreeMap::new();
         for file in self.active_files(&delta, None)? {
@@ -60,80 +60,107 @@ impl Lake {
                 by_dt.entry(file.dt.clone()).or_default().push(file);
             }
         }
-        let none = FxHashSet::default();
         for (dt, files) in by_dt {
-            // First fit in file order: each bin is at most the target size.
-            let mut bins: Vec<Vec<ActiveFile>> = Vec::new();
-            let mut bin_bytes = 0;
-            for file in files {
-                if bins.is_empty() || bin_bytes + file.size > self.settings.target_file_bytes {
-                    bins.push(Vec::new());
-                    bin_bytes = 0;
-                }
-                bin_bytes += file.size;
-                bins.last_mut().expect("a bin was pushed").push(file);
-            }
-            // A lone file is left as it is, unless its row groups are the landing files'.
-            let bins: Vec<_> = bins
-                .into_iter()
-                .filter(|b| b.len() > 1 || b.iter().any(|f| f.per_upload))
-                .collect();
-            if bins.is_empty() {
-                continue;
-            }
-            let mut adds = Vec::new();
-            let mut removes = Vec::new();
-            let mut rows = 0;
-            for bin in &bins {
-                let mut writer = self.writer(table, &delta)?;
-                for file in bin {
-                    for batch in self
-                        .lake_file(&delta, file)?
-                        .batches_without(table, &dt, &none)?
-                    {
-                        writer.write(self, batch?)?;
-                    }
-                    let mut remove = file.remove.clone();
-                    remove.data_change = false;
-                    removes.push(remove);
-                }
-                rows += writer.rows();
-                adds.extend(writer.finish(self)?.into_iter().map(|mut add| {
-                    add.data_change = false;
-                    add
-                }));
-            }
-            let (added, removed) = (adds.len() as u64, removes.len() as u64);
-            let kept_adds = adds.clone();
-            let operation = DeltaOperation::Optimize {
-                predicate: Some(format!("dt = '{dt}'")),
-                target_size: i64::try_from(self.settings.target_file_bytes).unwrap_or(i64::MAX),
-            };
-            let metadata = info(&[("proflake.compacted_rows", rows.into())]);
-            match self.commit(&mut delta, adds, removes, operation, None, metadata)? {
-                Committed::Version(version) => {
-                    tracing::info!(
-                        table = table.name(),
-                        dt,
-                        version,
-                        removed,
-                        added,
-                        rows,
-                        "lake compaction"
-                    );
-                    report.partitions_compacted += 1;
-                    report.files_added += added;
-                    report.files_removed += removed;
-                    report.rows += rows;
-                }
-                // A publisher rewrote some of these files meanwhile: the next run packs what
-                // is there then.
-                Committed::Conflict => {
-                    self.discard(&delta, &kept_adds);
-                    report.conflicts += 1;
-                }
+            let bins = self.bins(files);
+            if !bins.is_empty() {
+                self.pack(table, &mut delta, &dt, &bins, report)?;
             }
         }
+        self.checkpoint_and_vacuum(table, delta, report)
+    }
+
+    /// A partition's small files in bins of at most the target size (first fit, in file
+    /// order). A lone file is left as it is, unless its row groups are the landing files'.
+    fn bins(&self, files: Vec<ActiveFile>) -> Vec<Vec<ActiveFile>> {
+        let mut bins: Vec<Vec<ActiveFile>> = Vec::new();
+        let mut bin_bytes = 0;
+        for file in files {
+            if bins.is_empty() || bin_bytes + file.size > self.settings.target_file_bytes {
+                bins.push(Vec::new());
+                bin_bytes = 0;
+            }
+            bin_bytes += file.size;
+            bins.last_mut().expect("a bin was pushed").push(file);
+        }
+        bins.into_iter()
+            .filter(|b| b.len() > 1 || b.iter().any(|f| f.per_upload))
+            .collect()
+    }
+
+    /// Writes each bin of partition `dt` as new files and commits them with the removal of
+    /// the bins' files, in one version.
+    fn pack(
+        &self,
+        table: Table,
+        delta: &mut DeltaTable,
+        dt: &str,
+        bins: &[Vec<ActiveFile>],
+        report: &mut CompactReport,
+    ) -> Result<()> {
+        let none = FxHashSet::default();
+        let mut adds = Vec::new();
+        let mut removes = Vec::new();
+        let mut rows = 0;
+        for bin in bins {
+            let mut writer = self.writer(table, delta)?;
+            for file in bin {
+                for batch in self
+                    .lake_file(delta, file)?
+                    .batches_without(table, dt, &none)?
+                {
+                    writer.write(self, batch?)?;
+                }
+                let mut remove = file.remove.clone();
+                remove.data_change = false;
+                removes.push(remove);
+            }
+            rows += writer.rows();
+            adds.extend(writer.finish(self)?.into_iter().map(|mut add| {
+                add.data_change = false;
+                add
+            }));
+        }
+        let (added, removed) = (adds.len() as u64, removes.len() as u64);
+        let kept_adds = adds.clone();
+        let operation = DeltaOperation::Optimize {
+            predicate: Some(format!("dt = '{dt}'")),
+            target_size: i64::try_from(self.settings.target_file_bytes).unwrap_or(i64::MAX),
+        };
+        let metadata = info(&[("proflake.compacted_rows", rows.into())]);
+        match self.commit(delta, adds, removes, operation, None, metadata)? {
+            Committed::Version(version) => {
+                tracing::info!(
+                    table = table.name(),
+                    dt,
+                    version,
+                    removed,
+                    added,
+                    rows,
+                    "lake compaction"
+                );
+                report.partitions_compacted += 1;
+                report.files_added += added;
+                report.files_removed += removed;
+                report.rows += rows;
+            }
+            // A publisher rewrote some of these files meanwhile: the next run packs what is
+            // there then.
+            Committed::Conflict => {
+                self.discard(delta, &kept_adds);
+                report.conflicts += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// A checkpoint of `table`'s log, then vacuum of what the retention no longer keeps.
+    fn checkpoint_and_vacuum(
+        &self,
+        table: Table,
+        delta: DeltaTable,
+        report: &mut CompactReport,
+    ) -> Result<()> {
+        let url = self.table_url(table).to_string();
         self.runtime
             .block_on(deltalake::checkpoints::create_checkpoint(&delta, None))
             .map_err(|e| lake_error(&url, format!("checkpoint: {e}")))?;

@@ -1,6 +1,7 @@
 //! Reading Parquet files: a landing file's rows, and a lake data file a row group at a time
 //! through ranged reads of delta-rs's object store (so a 512 MB file is never held whole).
 
+use std::collections::BTreeSet;
 use std::io::Read;
 use std::sync::{Arc, Mutex};
 
@@ -138,8 +139,8 @@ impl LakeFile {
         Ok(false)
     }
 
-    /// How many of the file's rows belong to `ids` (reads only the `source_id` column).
-    pub fn rows_of(&self, ids: &FxHashSet<&str>) -> Result<u64> {
+    /// Which of `ids` the file's rows belong to (reads only the `source_id` column).
+    pub fn ids_held(&self, ids: &FxHashSet<&str>) -> Result<BTreeSet<String>> {
         let builder =
             ParquetRecordBatchReaderBuilder::try_new(self.clone()).map_err(|e| self.error(e))?;
         let mask = ProjectionMask::columns(builder.parquet_schema(), ["source_id"]);
@@ -148,13 +149,22 @@ impl LakeFile {
             .with_batch_size(READ_BATCH_ROWS)
             .build()
             .map_err(|e| self.error(e))?;
-        let mut rows = 0;
+        let mut held = BTreeSet::new();
         for batch in reader {
             let batch = batch.map_err(|e| lake_error(self.path.as_ref(), e.to_string()))?;
-            let held = holds(&batch, ids);
-            rows += held.true_count() as u64;
+            let Some(column) = batch
+                .column_by_name("source_id")
+                .and_then(|c| c.as_any().downcast_ref::<StringArray>())
+            else {
+                continue;
+            };
+            for id in column.iter().flatten() {
+                if ids.contains(id) && !held.contains(id) {
+                    held.insert(id.to_owned());
+                }
+            }
         }
-        Ok(rows)
+        Ok(held)
     }
 
     /// The file's rows as lake rows of `table` in partition `dt` (the file itself does not

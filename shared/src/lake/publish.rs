@@ -14,6 +14,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use deltalake::kernel::{Add, Remove};
+use deltalake::DeltaTable;
 use rustc_hash::FxHashSet;
 use serde::Serialize;
 
@@ -79,6 +81,16 @@ pub struct PublishReport {
     pub quarantined: Vec<Quarantined>,
     /// Longest time from a published manifest's write to its commit, in milliseconds.
     pub max_lag_ms: Option<i64>,
+}
+
+/// One attempt at a table's commit.
+struct TableChange {
+    adds: Vec<Add>,
+    removes: Vec<Remove>,
+    /// Source ids whose rows the removed files held.
+    replaced: BTreeSet<String>,
+    /// Landing rows added.
+    rows: u64,
 }
 
 /// Records of batches that did not complete, by their keys.
@@ -317,68 +329,24 @@ impl Lake {
                 report.commit_retries += 1;
             }
             let fence = self.fence_of(&delta)?.map_or(batch, |f| batch.max(f + 1));
-            let mut writer = self.writer(table, &delta)?;
-            // Rows the lake holds of the work's conversions, wherever they are.
-            let mut removes = Vec::new();
-            let mut replaced = BTreeSet::new();
-            for file in self.active_files(&delta, Some(&dts))? {
-                let data = self.lake_file(&delta, &file)?;
-                if !data.may_hold(&ids)? || data.rows_of(&ids)? == 0 {
-                    continue;
-                }
-                for batch in data.batches_without(table, &file.dt, &ids)? {
-                    writer.write(self, batch?)?;
-                }
-                removes.push(file.remove.clone());
-                replaced.extend(ids.iter().map(|id| (*id).to_owned()));
-            }
-            let kept = writer.rows();
-            // Landing files are copied a row group at a time; one of another writer's columns
-            // is decoded and written.
-            let mut copier = RowGroupCopier::new(self, table, delta.log_store().object_store(None));
-            let files: Vec<(&Conversion, &LandingFile)> = work
-                .iter()
-                .filter_map(|w| w.want.as_ref())
-                .flat_map(|c| {
-                    c.files
-                        .iter()
-                        .filter(|f| f.table == table)
-                        .map(move |f| (c, f))
-                })
-                .collect();
-            // Read several at a time, a bounded slice of the batch after another, in order.
-            for slice in prefetch_slices(&files) {
-                let read = parallel::map(self.in_flight(), slice, |(c, f)| {
-                    landing::read_file(outputs, c, f)
-                });
-                for ((_, file), bytes) in slice.iter().zip(read) {
-                    let bytes = bytes?;
-                    if copier.copy(&file.key, &file.dt, &bytes)? {
-                        continue;
-                    }
-                    for rows in landing_batches(table, &file.key, bytes)? {
-                        writer.write(self, with_partition(table, &rows, &file.dt)?)?;
-                    }
-                }
-            }
-            let added_rows = writer.rows() - kept + copier.rows();
-            let mut adds = writer.finish(self)?;
-            adds.extend(copier.finish()?);
-            if adds.is_empty() && removes.is_empty() {
+            let change = self.table_change(outputs, table, work, &delta, &ids, &dts)?;
+            if change.adds.is_empty() && change.removes.is_empty() {
                 return Ok(());
             }
-            let (files_added, files_removed) = (adds.len() as u64, removes.len() as u64);
+            let (files_added, files_removed) =
+                (change.adds.len() as u64, change.removes.len() as u64);
             let metadata = info(&[
                 ("proflake.batch", batch.into()),
                 ("proflake.uploads", (work.len() as u64).into()),
-                ("proflake.rows_added", added_rows.into()),
+                ("proflake.rows_added", change.rows.into()),
             ]);
-            let kept_adds = adds.clone();
+            let adds = change.adds.clone();
+            let operation = publish_operation(&change.replaced);
             match self.commit(
                 &mut delta,
-                adds,
-                removes,
-                publish_operation(&replaced),
+                change.adds,
+                change.removes,
+                operation,
                 Some(fence),
                 metadata,
             )? {
@@ -387,18 +355,18 @@ impl Lake {
                         table = table.name(),
                         version,
                         uploads = work.len(),
-                        rows = added_rows,
+                        rows = change.rows,
                         files_added,
                         files_removed,
                         "lake commit"
                     );
                     report.commits += 1;
-                    report.rows += added_rows;
+                    report.rows += change.rows;
                     report.files_added += files_added;
                     report.files_removed += files_removed;
                     return Ok(());
                 }
-                Committed::Conflict => self.discard(&delta, &kept_adds),
+                Committed::Conflict => self.discard(&delta, &adds),
             }
         }
         Err(lake_error(
@@ -408,6 +376,76 @@ impl Lake {
                 self.settings.max_commit_attempts
             ),
         ))
+    }
+
+    /// One attempt at `table`'s commit, planned on `delta`'s version: the files holding rows
+    /// of `ids` in the partitions `dts`, written again without them, and the work's landing
+    /// rows added.
+    fn table_change(
+        &self,
+        outputs: &dyn ObjectStore,
+        table: Table,
+        work: &[Work],
+        delta: &DeltaTable,
+        ids: &FxHashSet<&str>,
+        dts: &BTreeSet<String>,
+    ) -> Result<TableChange> {
+        let mut writer = self.writer(table, delta)?;
+        let mut removes = Vec::new();
+        let mut replaced = BTreeSet::new();
+        for file in self.active_files(delta, Some(dts))? {
+            let data = self.lake_file(delta, &file)?;
+            if !data.may_hold(ids)? {
+                continue;
+            }
+            let held = data.ids_held(ids)?;
+            if held.is_empty() {
+                continue;
+            }
+            for batch in data.batches_without(table, &file.dt, ids)? {
+                writer.write(self, batch?)?;
+            }
+            removes.push(file.remove.clone());
+            replaced.extend(held);
+        }
+        let kept = writer.rows();
+        // Landing files are copied a row group at a time; one of another writer's columns is
+        // decoded and written.
+        let mut copier = RowGroupCopier::new(self, table, delta.log_store().object_store(None));
+        let files: Vec<(&Conversion, &LandingFile)> = work
+            .iter()
+            .filter_map(|w| w.want.as_ref())
+            .flat_map(|c| {
+                c.files
+                    .iter()
+                    .filter(|f| f.table == table)
+                    .map(move |f| (c, f))
+            })
+            .collect();
+        // Read several at a time, a bounded slice of the batch after another, in order.
+        for slice in prefetch_slices(&files) {
+            let read = parallel::map(self.in_flight(), slice, |(c, f)| {
+                landing::read_file(outputs, c, f)
+            });
+            for ((_, file), bytes) in slice.iter().zip(read) {
+                let bytes = bytes?;
+                if copier.copy(&file.key, &file.dt, &bytes)? {
+                    continue;
+                }
+                for rows in landing_batches(table, &file.key, bytes)? {
+                    writer.write(self, with_partition(table, &rows, &file.dt)?)?;
+                }
+            }
+        }
+        let rows = writer.rows() - kept + copier.rows();
+        let mut adds = writer.finish(self)?;
+        adds.extend(copier.finish()?);
+        Ok(TableChange {
+            adds,
+            removes,
+            replaced,
+            rows,
+        })
     }
 }
 
