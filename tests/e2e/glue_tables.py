@@ -37,6 +37,8 @@ import time
 import unittest
 from pathlib import Path
 
+from moto_server import MotoServer
+
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = REPO / ".venv" / "bin"
 TEMPLATE = REPO / "infra" / "template.yaml"
@@ -263,56 +265,8 @@ class Resolved:
 # ------------------------------------------------------------------------------ moto
 
 
-class Moto:
-    """moto_server on 127.0.0.1, port picked by the kernel (read from its start-up line)."""
-
-    def __init__(self) -> None:
-        server = Path(os.environ.get("PROFLAKE_MOTO_SERVER", VENV_BIN / "moto_server"))
-        if not server.is_file():
-            raise RuntimeError(
-                f"moto_server not found at {server}: run scripts/test.sh, which installs moto into .venv"
-            )
-        env = dict(os.environ)
-        # moto_site/sitecustomize.py silences the per-request log (as tests/e2e/moto.rs does).
-        site = str(REPO / "tests" / "e2e" / "moto_site")
-        env["PYTHONPATH"] = site + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        self.proc = subprocess.Popen(
-            [str(server), "-H", "127.0.0.1", "-p", "0"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            env=env,
-        )
-        found = threading.Event()
-        self.port = 0
-        lines: list[str] = []
-
-        def read() -> None:
-            for raw in self.proc.stderr:  # keeps draining so moto never blocks on the pipe
-                if not found.is_set():
-                    line = raw.decode(errors="replace")
-                    lines.append(line)
-                    m = re.search(r"Running on http://127\.0\.0\.1:(\d+)", line)
-                    if m:
-                        self.port = int(m.group(1))
-                        found.set()
-
-        threading.Thread(target=read, daemon=True).start()
-        deadline = time.monotonic() + 60
-        while not found.wait(0.1):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("moto_server did not start:\n" + "".join(lines))
-        self.endpoint = f"http://127.0.0.1:{self.port}"
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError("moto_server does not answer")
-                time.sleep(0.05)
+class Moto(MotoServer):
+    """moto_server on 127.0.0.1 (see moto_server.py), with boto3 clients of it."""
 
     def client(self, service: str):
         import boto3
@@ -327,11 +281,6 @@ class Moto:
             aws_secret_access_key="test",
             config=config,
         )
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
 
 
 MOTO: Moto | None = None

@@ -36,6 +36,8 @@ import threading
 import time
 from pathlib import Path
 
+from moto_server import MotoError, MotoServer
+
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = REPO / ".venv" / "bin"
 REGION = "us-east-1"
@@ -66,56 +68,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class Moto:
-    """moto_server on 127.0.0.1, port picked by the kernel (read from its start-up line)."""
-
-    def __init__(self) -> None:
-        server = Path(os.environ.get("PROFLAKE_MOTO_SERVER", VENV_BIN / "moto_server"))
-        if not server.is_file():
-            raise Failure(
-                f"moto_server not found at {server}: run scripts/test.sh, which installs moto "
-                "into .venv"
-            )
-        self.proc = subprocess.Popen(
-            [str(server), "-H", "127.0.0.1", "-p", "0"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        found = threading.Event()
-        self.port = 0
-        lines: list[str] = []
-
-        def read() -> None:
-            for raw in self.proc.stderr:  # keeps draining so moto never blocks on the pipe
-                if not found.is_set():
-                    line = raw.decode(errors="replace")
-                    lines.append(line)
-                    m = re.search(r"Running on http://127\.0\.0\.1:(\d+)", line)
-                    if m:
-                        self.port = int(m.group(1))
-                        found.set()
-
-        threading.Thread(target=read, daemon=True).start()
-        deadline = time.monotonic() + 60
-        while not found.wait(0.1):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise Failure("moto_server did not start:\n" + "".join(lines))
-        self.endpoint = f"http://127.0.0.1:{self.port}"
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise Failure("moto_server does not answer")
-                time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
+class Moto(MotoServer):
+    """moto_server on 127.0.0.1 (see moto_server.py)."""
 
 
 def clients(endpoint: str):
@@ -417,7 +371,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="lambda_watch."))
     try:
         summary = run(args.timeout, work)
-    except (Failure, Timeout, subprocess.TimeoutExpired) as e:
+    except (Failure, MotoError, Timeout, subprocess.TimeoutExpired) as e:
         print(f"lambda_watch: FAIL: {e}", file=sys.stderr)
         print(f"lambda_watch: work dir {work}", file=sys.stderr)
         return 1

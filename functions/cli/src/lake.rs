@@ -124,10 +124,15 @@ pub(crate) fn summary(report: &PublishReport) -> String {
     )
 }
 
-pub(crate) fn exit_code(report: &PublishReport) -> ExitCode {
+/// One error line per conversion the publish could not publish.
+pub(crate) fn report_quarantined(report: &PublishReport) {
     for q in &report.quarantined {
         eprintln!("error: {}: not published: {}", q.key, q.error);
     }
+}
+
+pub(crate) fn exit_code(report: &PublishReport) -> ExitCode {
+    report_quarantined(report);
     if report.quarantined.is_empty() {
         ExitCode::SUCCESS
     } else {

@@ -460,9 +460,7 @@ fn publish_after(dir: &Path, keys: Vec<String>) -> anyhow::Result<usize> {
     let scope = proflake::lake::PublishScope::Keys(keys);
     let report = lake::publish_store(dir, &scope, &Default::default(), false)?;
     eprintln!("{}", lake::summary(&report));
-    for q in &report.quarantined {
-        eprintln!("error: {}: not published: {}", q.key, q.error);
-    }
+    lake::report_quarantined(&report);
     Ok(report.quarantined.len())
 }
 

@@ -6,7 +6,7 @@
 //! publishers never both commit a plan made on the same version: the later one plans again on
 //! the new version, finds the other's rows and replaces them.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use arrow_array::RecordBatch;
 use deltalake::kernel::transaction::{CommitBuilder, CommitProperties, TransactionError};
@@ -297,7 +297,5 @@ pub(super) fn info(pairs: &[(&str, serde_json::Value)]) -> Vec<(String, serde_js
     pairs
         .iter()
         .map(|(k, v)| ((*k).to_owned(), v.clone()))
-        .collect::<HashMap<_, _>>()
-        .into_iter()
         .collect()
 }

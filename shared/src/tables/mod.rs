@@ -31,6 +31,7 @@ use arrow_array::RecordBatch;
 
 #[cfg(feature = "lake")]
 pub(crate) use parquet_file::encoding;
+#[cfg(feature = "lake")]
 pub(crate) use read::conform;
 pub use read::{read_table_objects, read_tables, table_prefix};
 pub use schema::{Table, TABLES_SCHEMA_VERSION};
