@@ -7,16 +7,19 @@
 mod container;
 mod folded;
 mod otlp;
-pub(crate) mod perfetto;
+mod perfetto;
 mod pprof;
 mod protowire;
 mod sentry;
+mod two_readings;
 mod value_types;
 
 use std::io::{self, Read};
 
 pub use container::Container;
 pub(crate) use container::LimitHit;
+pub use two_readings::Reopen;
+pub(crate) use two_readings::{decode_in_two_readings, Decoding, TwoReadings};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::limits::Limits;

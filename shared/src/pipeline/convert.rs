@@ -1,30 +1,22 @@
 //! The convert job: one upload in, Sample v2 chunks and a manifest out.
 
-use std::io::Read;
-
-use super::build_id_index::build_id_index;
-use super::decode::{
-    decode_opened_with_limits, decode_stream_with_limits, decode_with_limits, Decoded,
-};
+use super::clock::{anchor, place_aggregated, Anchor};
+use super::decode::{decode_upload, Decoded, DecodedUpload, UploadInput};
 use super::manifest::{
     Manifest, ManifestExpansion, ManifestProfile, ManifestSampleV2, ManifestSeries, ManifestSource,
     MANIFEST_VERSION,
 };
 use super::outputs::{MemoryOutputs, OutputSink, Outputs};
-use super::series::SeriesTally;
-use super::streamed::{streamable, write_streamed, Reopen, StreamedInput};
-use super::windows::{index_keys, IndexOf, Windows};
-use crate::error::{ErrorKind, Result};
-use crate::formats::perfetto::first_pass;
-use crate::formats::{open_stream, Container, InputFormat};
+use super::pieces::Pieces;
+use super::profile_writer::{IndexOf, ProfileWriter};
+use crate::error::Result;
+use crate::formats::{Container, InputFormat};
 use crate::limits::{Limits, LimitsError};
 use crate::metadata::UploadMetadata;
-use crate::model::{seconds_to_ns, Profile, Timestamps};
-use crate::plan::{plan_tables, Grid, TableProfilePlan};
-use crate::sample_v2::{PassThrough, SampleV2Chunk};
+use crate::model::Profile;
 use crate::store::{manifest_key, source_id, ObjectStore};
-use crate::symbolize::{symbolize, NoSymbols, SymbolSource, SymbolizeReport};
-use crate::tables::{write_tables_into, TableProfileInput, TableSource};
+use crate::symbolize::{NoSymbols, SymbolSource, SymbolizeReport};
+use crate::tables::TableSource;
 
 /// How to convert.
 #[derive(Clone, Debug, Default)]
@@ -56,6 +48,14 @@ pub fn stream_above_bytes_from(
     get: impl Fn(&str) -> Option<String>,
 ) -> std::result::Result<Option<u64>, LimitsError> {
     crate::limits::read(&get, "PROFLAKE_STREAM_ABOVE_BYTES", 1, u64::MAX)
+}
+
+/// Whether an upload with this metadata may be converted window by window: the metadata
+/// names no chunk id (kept only when the whole upload is one chunk, which only the end can
+/// tell) and no measurements (each chunk takes those of its window, its process's first and
+/// last also what lies before and after, which only the end can tell either).
+fn streamable(metadata: &UploadMetadata) -> bool {
+    metadata.chunk_id.is_none() && metadata.measurements.is_empty()
 }
 
 /// The outputs of one conversion, not yet stored.
@@ -129,23 +129,6 @@ pub fn convert_upload_with(
     })
 }
 
-/// An upload's bytes as a conversion reads them.
-pub enum UploadInput<'a> {
-    /// In memory.
-    Bytes(&'a [u8]),
-    /// The `len` bytes a reader gives (a stored file, an S3 body): a Perfetto trace is
-    /// decoded as it arrives and never held whole, and the reader is dropped once decoded.
-    Stream {
-        /// The bytes.
-        reader: Box<dyn Read + Send + 'a>,
-        /// How many there are.
-        len: u64,
-        /// Reads them again from the first: a long Perfetto trace is then converted in two
-        /// passes, a window at a time, so memory does not grow with its length.
-        reopen: Option<Box<Reopen<'a>>>,
-    },
-}
-
 /// Converts one upload, naming its native frames from `symbols`, and hands each object to
 /// `sink` as it is produced and the manifest last. Errors name `source_key`.
 pub fn convert_into(
@@ -160,6 +143,8 @@ pub fn convert_into(
         .map_err(|e| e.for_input(source_key))
 }
 
+/// Decodes the upload, puts its samples on the wall clock, names its frames, writes its
+/// pieces and, last, the manifest.
 fn convert_inner(
     source_key: &str,
     etag: &str,
@@ -169,156 +154,57 @@ fn convert_inner(
     sink: &mut dyn OutputSink,
 ) -> Result<ConvertReport> {
     options.metadata.validate()?;
-    let (format, limits) = (options.format, &options.limits);
-    let (input_bytes, mut decoded) = match bytes {
-        UploadInput::Bytes(bytes) => (
-            bytes.len() as u64,
-            decode_with_limits(bytes, format, limits)?,
-        ),
-        UploadInput::Stream {
-            reader,
-            len,
-            reopen: Some(mut reopen),
-        } if len > options.stream_above_bytes.unwrap_or(STREAM_ABOVE_BYTES)
-            && streamable(&options.metadata)
-            && format.is_none_or(|f| f == InputFormat::Perfetto) =>
-        {
-            let opened = open_stream(reader, len, format, limits)?;
-            if opened.format != InputFormat::Perfetto {
-                (len, decode_opened_with_limits(opened, len, limits)?)
-            } else {
-                let container = opened.container;
-                let mut first = first_pass(opened.stream, container.name(), limits)?;
-                if first.times.is_some() {
-                    let input = StreamedInput {
-                        first: &mut first,
-                        container,
-                        len,
-                        reopen: &mut *reopen,
-                        limits,
-                    };
-                    return convert_streamed(source_key, etag, input, options, symbols, sink);
-                }
-                // Times the windows cannot be told from: read it again, whole.
-                let reader = reopen()?;
-                let perfetto = Some(InputFormat::Perfetto);
-                (
-                    len,
-                    decode_stream_with_limits(reader, len, perfetto, limits)?,
-                )
-            }
-        }
-        UploadInput::Stream { reader, len, .. } => {
-            (len, decode_stream_with_limits(reader, len, format, limits)?)
-        }
-    };
+    // A long recording is read twice only when the end need not be known before the first
+    // window is written (see `streamable`).
+    let read_twice_above = streamable(&options.metadata)
+        .then(|| options.stream_above_bytes.unwrap_or(STREAM_ABOVE_BYTES));
+    let upload = decode_upload(bytes, options.format, &options.limits, read_twice_above)?;
+    let DecodedUpload {
+        mut decoded,
+        input_bytes,
+        mut pieces,
+    } = upload;
     let metadata = match decoded.metadata.take() {
         Some(embedded) => embedded.merge(options.metadata.clone()),
         None => options.metadata.clone(),
     };
-    let mut timestamps = anchor(&mut decoded.profile, metadata.timestamp)?;
-    let naming = Naming::new(source_key, etag);
-    let (source_id, etag) = (&naming.source_id, naming.etag);
-    let table_source = naming.table_source(decoded.format, &metadata);
-    let manifest_key = manifest_key(source_id);
-    let mut sample_v2 = ManifestSampleV2::default();
-    let mut out = Outputs::new(sink);
-    let mut symbolization = SymbolizeReport::default();
-    let series = if decoded.chunks.is_empty() {
-        let start = place_aggregated(&mut decoded.profile, &metadata, options.received_at_ns);
-        symbolization = symbolize(&mut decoded.profile, symbols)?;
-        let profile = &decoded.profile;
-        let mut windows = Windows::new(&table_source, &metadata);
-        if let Some(days) = days_of(profile) {
-            let mut keys = windows.table_keys(days);
-            keys.extend(index_keys(profile, source_id));
-            out.intend(&keys)?;
-        }
-        windows.add(profile, Grid::of(profile), &mut out)?;
-        if let Some(ManifestExpansion { interval_ns, .. }) = windows.expansion {
-            timestamps = format!(
-                "expanded from aggregated weights, {interval_ns} ns apart per thread, from {start}"
-            );
-        }
-        let index = IndexOf {
-            source_key,
-            manifest_key: &manifest_key,
-            symbolization: &symbolization,
-        };
-        let (series, written) = windows.finish(profile, index, &mut out)?;
-        sample_v2 = written;
-        series
-    } else {
-        // The input already is Sample v2: validated by the decoder, stored unchanged, and
-        // tabulated chunk by chunk, each under its own platform, release and environment.
-        let (mut profiles, mut chunks): (Vec<Profile>, Vec<SampleV2Chunk>) =
-            std::mem::take(&mut decoded.chunks)
-                .into_iter()
-                .map(PassThrough::into_output)
-                .unzip();
-        // Chunks stay as received unless symbols name some of their frames; then they are
-        // written again through the typed schema.
-        for (profile, chunk) in profiles.iter_mut().zip(&mut chunks) {
-            let report = symbolize(profile, symbols)?;
-            if report.symbolicated() > 0 {
-                chunk.rewrite_frames(profile)?;
-            }
-            symbolization.merge(report);
-        }
-        let mut table_plans: Vec<Vec<TableProfilePlan>> = Vec::with_capacity(chunks.len());
-        for (profile, chunk) in profiles.iter().zip(&chunks) {
-            let identity = format!("{source_id}/{}", chunk.chunk_id);
-            table_plans.push(plan_tables(profile, &identity)?);
-        }
-        for chunk in &mut chunks {
-            sample_v2.chunks += 1;
-            sample_v2.samples += chunk.samples as u64;
-            out.chunk(source_id, chunk)?;
-        }
-        let inputs: Vec<TableProfileInput> = table_plans
-            .iter()
-            .zip(&chunks)
-            .flat_map(|(plans, chunk)| {
-                plans.iter().map(move |plan| TableProfileInput {
-                    plan,
-                    platform: Some(&chunk.platform),
-                    release: chunk.release.as_deref(),
-                    environment: chunk.environment.as_deref(),
-                })
-            })
-            .collect();
-        let index = build_id_index(
-            table_plans.iter().flatten(),
-            source_key,
-            source_id,
-            &manifest_key,
-            &symbolization,
-        );
-        let mut series = Vec::new();
-        for (profile, plans) in profiles.iter().zip(&table_plans) {
-            let mut tally = SeriesTally::new(false);
-            tally.add(profile, plans, &[]);
-            tally.merge_into(profile, &mut series);
-        }
-        write_tables_into(&table_source, &inputs, &mut out.tables(&index))?;
-        for (key, entry) in index {
-            out.index_entry(&key, &entry)?;
-        }
-        series
+    let profile = &mut decoded.profile;
+    let (anchor, timestamps) = anchor(profile, metadata.timestamp)?;
+    let start = match pieces {
+        // Chunks carry their own times.
+        Pieces::Chunks { .. } => "",
+        _ => place_aggregated(profile, &metadata, options.received_at_ns),
     };
-
+    let symbolization = pieces.symbolize(profile, symbols)?;
+    let naming = Naming::new(source_key, etag);
+    let table_source = naming.table_source(decoded.format, &metadata);
+    let manifest_key = manifest_key(&naming.source_id);
+    let mut out = Outputs::new(sink);
+    let index = IndexOf {
+        source_key,
+        manifest_key: &manifest_key,
+        symbolization: &symbolization,
+    };
+    let writer = ProfileWriter::new(&table_source, &metadata);
+    let wrote = write_pieces(profile, &mut pieces, anchor, writer, index, &mut out)?;
+    let timestamps = match &wrote.sample_v2.expansion {
+        Some(ManifestExpansion { interval_ns, .. }) => format!(
+            "expanded from aggregated weights, {interval_ns} ns apart per thread, from {start}"
+        ),
+        None => timestamps,
+    };
     let manifest = manifest_of(ManifestOf {
         source_key,
-        etag,
+        etag: naming.etag,
         input_bytes,
         format: decoded.format,
         container: decoded.container,
-        source_id,
+        source_id: &naming.source_id,
         profile: &decoded.profile,
-        samples: decoded.profile.samples().len() as u64,
+        samples: wrote.samples,
         timestamps,
-        series,
-        sample_v2,
+        series: wrote.series,
+        sample_v2: wrote.sample_v2,
         symbolization,
     });
     let manifest = out.finish(&manifest_key, manifest)?;
@@ -326,7 +212,38 @@ fn convert_inner(
         decoded,
         manifest,
         manifest_key,
-        pieces: 1,
+        pieces: wrote.pieces,
+    })
+}
+
+/// What writing an upload's pieces gives the manifest.
+struct Wrote {
+    samples: u64,
+    pieces: u64,
+    series: Vec<ManifestSeries>,
+    sample_v2: ManifestSampleV2,
+}
+
+/// Tells `out` the keys outside the conversion's folder it may write, then writes every piece
+/// through `writer` and finishes the tables and the build-ID index.
+fn write_pieces(
+    profile: &mut Profile,
+    pieces: &mut Pieces<'_>,
+    anchor: Anchor,
+    mut writer: ProfileWriter<'_>,
+    index: IndexOf<'_>,
+    out: &mut Outputs,
+) -> Result<Wrote> {
+    if let Some(days) = pieces.days(profile, anchor) {
+        out.intend(&writer.keys(days, profile))?;
+    }
+    let written = pieces.write(profile, anchor, &mut writer, out)?;
+    let (series, sample_v2) = writer.finish(&pieces.models(profile), index, out)?;
+    Ok(Wrote {
+        samples: written.samples,
+        pieces: written.pieces,
+        series,
+        sample_v2,
     })
 }
 
@@ -418,112 +335,6 @@ impl<'a> Naming<'a> {
             service: metadata.service.as_deref(),
         }
     }
-}
-
-/// Converts a Perfetto trace whose first pass is done, a window at a time.
-fn convert_streamed(
-    source_key: &str,
-    etag: &str,
-    mut input: StreamedInput<'_, '_>,
-    options: &ConvertOptions,
-    symbols: &dyn SymbolSource,
-    sink: &mut dyn OutputSink,
-) -> Result<ConvertReport> {
-    let metadata = &options.metadata;
-    options.limits.check_profile(&input.first.profile)?;
-    place_aggregated(&mut input.first.profile, metadata, options.received_at_ns);
-    let symbolization = symbolize(&mut input.first.profile, symbols)?;
-    let naming = Naming::new(source_key, etag);
-    let (source_id, etag) = (&naming.source_id, naming.etag);
-    let table_source = naming.table_source(InputFormat::Perfetto, metadata);
-    let manifest_key = manifest_key(source_id);
-    let mut out = Outputs::new(sink);
-    let index = IndexOf {
-        source_key,
-        manifest_key: &manifest_key,
-        symbolization: &symbolization,
-    };
-    let streamed = write_streamed(&mut input, &table_source, metadata, index, &mut out)?;
-    let profile = std::mem::take(&mut input.first.profile);
-    let manifest = manifest_of(ManifestOf {
-        source_key,
-        etag,
-        input_bytes: input.len,
-        format: InputFormat::Perfetto,
-        container: input.container,
-        source_id,
-        profile: &profile,
-        samples: streamed.samples,
-        timestamps: streamed.timestamps,
-        series: streamed.series,
-        sample_v2: streamed.sample_v2,
-        symbolization,
-    });
-    let manifest = out.finish(&manifest_key, manifest)?;
-    let decoded = Decoded {
-        profile,
-        format: InputFormat::Perfetto,
-        container: input.container,
-        metadata: None,
-        chunks: Vec::new(),
-    };
-    Ok(ConvertReport {
-        decoded,
-        manifest,
-        manifest_key,
-        pieces: streamed.pieces,
-    })
-}
-
-/// The UTC days (since the epoch) `profile`'s table profiles can start on: from its first
-/// sample to its last, and its start for samples without a time.
-fn days_of(profile: &Profile) -> Option<std::ops::RangeInclusive<i64>> {
-    let samples = profile.samples();
-    let mut range: Option<(i64, i64)> = None;
-    for i in 0..samples.len() {
-        let Some(t) = samples.time(i).or(profile.start_time) else {
-            continue;
-        };
-        range = Some(range.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
-    }
-    let day = |ns: i64| ns.div_euclid(1000).div_euclid(86_400_000_000);
-    range.map(|(a, b)| day(a)..=day(b))
-}
-
-/// Puts trace-clock sample times on the wall clock when the metadata says when the profile
-/// started; says how times were obtained.
-fn anchor(profile: &mut Profile, start_seconds: Option<f64>) -> Result<String> {
-    let Timestamps::TraceClock(clock) = profile.timestamps.clone() else {
-        return Ok("unix".into());
-    };
-    let Some(start) = start_seconds else {
-        return Err(ErrorKind::NoWallClock { clock }.into());
-    };
-    profile.anchor_first_sample_at(seconds_to_ns(start));
-    Ok(format!(
-        "{clock} clock, anchored at metadata timestamp {start}"
-    ))
-}
-
-/// Gives an aggregated profile (samples without times) a start time when the input recorded
-/// none: the metadata timestamp, else the upload's arrival. Says where the start came from.
-fn place_aggregated(
-    profile: &mut Profile,
-    metadata: &UploadMetadata,
-    received_at_ns: Option<i64>,
-) -> &'static str {
-    if profile.start_time.is_some() {
-        return "the input's start time";
-    }
-    if let Some(start) = metadata.timestamp {
-        profile.start_time = Some(seconds_to_ns(start));
-        return "the metadata timestamp";
-    }
-    if let Some(received) = received_at_ns {
-        profile.start_time = Some(received);
-        return "the upload's arrival time";
-    }
-    "nowhere"
 }
 
 /// Stores a conversion: every output first, the manifest last, so a manifest is never seen

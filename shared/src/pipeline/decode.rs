@@ -1,15 +1,17 @@
 //! Decoding an upload: the format's decoder builds the model, and the Sample v2 chunks a
 //! Sentry input already holds are checked against Relay's rules, kept as sent, and read into
-//! the same model.
+//! the same model. A long recording whose format allows it is decoded in two readings, its
+//! samples left for the second.
 
 use std::io::Read;
 
+use super::pieces::Pieces;
 use crate::error::Result;
-use crate::formats::{self, Container, InputFormat};
+use crate::formats::{self, Container, Decoding, InputFormat, Reopen};
 use crate::limits::Limits;
 use crate::metadata::UploadMetadata;
 use crate::model::Profile;
-use crate::sample_v2::{self, PassThrough};
+use crate::sample_v2::{self, PassThrough, SampleV2Chunk};
 
 /// A decoded input.
 #[derive(Debug)]
@@ -54,15 +56,6 @@ pub fn decode_stream_with_limits(
     accept_decoded(formats::decode_stream(input, len, format, limits)?, limits)
 }
 
-/// [`decode_stream_with_limits`] of an upload already opened (its format detected).
-pub(crate) fn decode_opened_with_limits(
-    opened: formats::Opened<impl Read>,
-    len: u64,
-    limits: &Limits,
-) -> Result<Decoded> {
-    accept_decoded(formats::decode_opened(opened, len, limits)?, limits)
-}
-
 fn accept_decoded(input: formats::DecodedInput, limits: &Limits) -> Result<Decoded> {
     let mut profile = input.profile;
     let mut chunks = Vec::with_capacity(input.sample_v2.len());
@@ -88,5 +81,90 @@ fn accept_decoded(input: formats::DecodedInput, limits: &Limits) -> Result<Decod
         container: input.container,
         metadata: input.metadata,
         chunks,
+    })
+}
+
+/// An upload's bytes as a conversion reads them.
+pub enum UploadInput<'a> {
+    /// In memory.
+    Bytes(&'a [u8]),
+    /// The `len` bytes a reader gives (a stored file, an S3 body): a Perfetto trace is
+    /// decoded as it arrives and never held whole, and the reader is dropped once decoded.
+    Stream {
+        /// The bytes.
+        reader: Box<dyn Read + Send + 'a>,
+        /// How many there are.
+        len: u64,
+        /// Reads them again from the first: a long Perfetto trace is then converted in two
+        /// passes, a window at a time, so memory does not grow with its length.
+        reopen: Option<Box<Reopen<'a>>>,
+    },
+}
+
+/// An upload decoded as far as its model, and where its samples come from.
+pub(crate) struct DecodedUpload<'a> {
+    /// The decoded input; its profile is the upload's model.
+    pub decoded: Decoded,
+    /// Stored bytes of the upload.
+    pub input_bytes: u64,
+    pub pieces: Pieces<'a>,
+}
+
+/// Decodes an upload for conversion: in two readings when it is a stream that can be read
+/// again, longer than `read_twice_above` bytes (`None`: never), and of a format that allows
+/// it; otherwise whole.
+pub(crate) fn decode_upload<'a>(
+    input: UploadInput<'a>,
+    format: Option<InputFormat>,
+    limits: &Limits,
+    read_twice_above: Option<u64>,
+) -> Result<DecodedUpload<'a>> {
+    let (input_bytes, decoding) = match input {
+        UploadInput::Bytes(bytes) => {
+            let whole = formats::decode(bytes, format, limits)?;
+            (bytes.len() as u64, Decoding::Whole(whole))
+        }
+        UploadInput::Stream {
+            reader,
+            len,
+            reopen: Some(reopen),
+        } if read_twice_above.is_some_and(|above| len > above) => (
+            len,
+            formats::decode_in_two_readings(reader, len, format, limits, reopen)?,
+        ),
+        UploadInput::Stream { reader, len, .. } => {
+            let whole = formats::decode_stream(reader, len, format, limits)?;
+            (len, Decoding::Whole(whole))
+        }
+    };
+    let (decoded, pieces) = match decoding {
+        Decoding::Whole(input) => {
+            let mut decoded = accept_decoded(input, limits)?;
+            let pieces = match std::mem::take(&mut decoded.chunks) {
+                chunks if chunks.is_empty() => Pieces::Whole,
+                chunks => {
+                    let (models, chunks): (Vec<Profile>, Vec<SampleV2Chunk>) =
+                        chunks.into_iter().map(PassThrough::into_output).unzip();
+                    Pieces::Chunks { models, chunks }
+                }
+            };
+            (decoded, pieces)
+        }
+        Decoding::TwoReadings(mut reading) => {
+            limits.check_profile(&reading.profile)?;
+            let decoded = Decoded {
+                profile: std::mem::take(&mut reading.profile),
+                format: reading.format,
+                container: reading.container,
+                metadata: None,
+                chunks: Vec::new(),
+            };
+            (decoded, Pieces::Read(Box::new(reading)))
+        }
+    };
+    Ok(DecodedUpload {
+        decoded,
+        input_bytes,
+        pieces,
     })
 }

@@ -8,14 +8,17 @@
 
 use std::io::Read;
 
-use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 
-use super::convert::{convert_into, ConvertOptions, UploadInput};
+use super::convert::{convert_into, ConvertOptions, ConvertReport};
+use super::decode::UploadInput;
+use super::error_report::{write_error_report, ErrorReport};
 use super::manifest::Manifest;
+use super::outcome::{skipped, ConvertedUpload, Outcome, Quarantine, SkipReason};
 use super::outputs::{PendingConversion, StoreOutputs};
 use super::supersede::{settle, Settled};
 use super::symbols::{current_debug_meta, StoreSymbols};
-use crate::error::{error_chain, Error, ErrorKind, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::formats::InputFormat;
 use crate::limits::Limits;
 use crate::metadata::UploadMetadata;
@@ -27,9 +30,6 @@ use crate::store::{
 /// Conversions of one upload in one job: the first, and reruns when debug files for its images
 /// arrived meanwhile.
 const MAX_SYMBOL_ROUNDS: usize = 3;
-
-/// Version of the error report layout.
-pub const ERROR_REPORT_VERSION: u32 = 1;
 
 /// How to process uploads.
 #[derive(Clone, Debug, Default)]
@@ -46,116 +46,6 @@ pub struct ProcessOptions {
     /// Perfetto uploads larger than this are converted a window at a time
     /// ([`STREAM_ABOVE_BYTES`](crate::pipeline::STREAM_ABOVE_BYTES) when `None`).
     pub stream_above_bytes: Option<u64>,
-}
-
-/// What processing one key did.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Outcome {
-    /// Converted and stored; the manifest was written last.
-    Converted(ConvertedUpload),
-    /// The manifest of this exact upload (key and ETag) already exists: nothing was written.
-    AlreadyConverted {
-        /// The upload's key.
-        key: String,
-        /// Its manifest.
-        manifest_key: String,
-    },
-    /// The upload cannot be converted; an error report was written next to it.
-    Quarantined(Quarantine),
-    /// Nothing to do for this key.
-    Skipped {
-        /// The key.
-        key: String,
-        /// Why.
-        why: SkipReason,
-    },
-}
-
-/// A stored conversion, summed up for logs and metrics.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ConvertedUpload {
-    /// The upload's key.
-    pub key: String,
-    /// Its identity ([`source_id`]).
-    pub source_id: String,
-    /// Its manifest.
-    pub manifest_key: String,
-    /// Detected format.
-    pub format: String,
-    /// Bytes read.
-    pub bytes: u64,
-    /// Samples written to Sample v2.
-    pub samples: u64,
-    /// Objects written, the manifest included.
-    pub objects: u64,
-    /// Frames a debug file named.
-    pub frames_symbolized: u64,
-    /// The earlier conversion of the same key (other content) this one replaced and removed.
-    pub replaced: Option<String>,
-    /// How many pieces the samples were written in: one, or one per few windows for a long
-    /// Perfetto trace converted a window at a time.
-    pub pieces: u64,
-}
-
-/// An upload that cannot be converted.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Quarantine {
-    /// The upload's key.
-    pub key: String,
-    /// Where its error report is.
-    pub report_key: String,
-    /// [`ErrorKind::reason`](crate::ErrorKind::reason) of the failure.
-    pub reason: &'static str,
-    /// The error, readable.
-    pub message: String,
-    /// Bytes of the upload (0 when it was refused unread).
-    pub bytes: u64,
-}
-
-/// Why a key needs no work.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SkipReason {
-    /// The object no longer exists (deleted or overwritten before it was read).
-    Missing,
-    /// The key is one of proflake's own error reports.
-    ErrorReport,
-    /// The key is a metadata sidecar whose upload has not arrived (it is converted with the
-    /// sidecar when it does).
-    SidecarWithoutUpload,
-    /// The key was overwritten while this content was converted; the newer content's own event
-    /// converts it, and this conversion was removed.
-    Overwritten,
-}
-
-impl SkipReason {
-    /// A short, stable name for logs and metrics.
-    pub fn name(self) -> &'static str {
-        match self {
-            SkipReason::Missing => "missing",
-            SkipReason::ErrorReport => "error_report",
-            SkipReason::SidecarWithoutUpload => "sidecar_without_upload",
-            SkipReason::Overwritten => "overwritten",
-        }
-    }
-}
-
-/// The error report written next to a quarantined upload (`<key>.error.json`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ErrorReport {
-    /// Layout version ([`ERROR_REPORT_VERSION`]).
-    pub report_version: u32,
-    /// The converter and its version.
-    pub converter: String,
-    /// The upload's key.
-    pub key: String,
-    /// The upload's ETag, so a report can be matched to the content it is about.
-    pub etag: String,
-    /// Bytes of the upload (0 when refused unread).
-    pub bytes: u64,
-    /// [`ErrorKind::reason`](crate::ErrorKind::reason).
-    pub reason: String,
-    /// The error and its causes, readable.
-    pub error: String,
 }
 
 /// Processes the object at `key` in `uploads`, writing outputs to `outputs` (the same store
@@ -191,21 +81,13 @@ pub fn process_upload(
     process_profile(uploads, outputs, key, options)
 }
 
-fn skipped(key: &str, why: SkipReason) -> Outcome {
-    Outcome::Skipped {
-        key: key.into(),
-        why,
-    }
-}
-
 fn process_profile(
     uploads: &dyn ObjectStore,
     outputs: &dyn ObjectStore,
     key: &str,
     options: &ProcessOptions,
 ) -> Result<Outcome> {
-    let max_bytes = options.limits.max_object_bytes;
-    let (reader, info) = match uploads.get_reader(key, max_bytes) {
+    let (reader, info) = match uploads.get_reader(key, options.limits.max_object_bytes) {
         Ok(Some(object)) => object,
         Ok(None) => return Ok(skipped(key, SkipReason::Missing)),
         Err(e) if e.kind().is_transient() => return Err(e),
@@ -214,28 +96,22 @@ fn process_profile(
             return quarantine(uploads, outputs, key, None, e);
         }
     };
-    let mine = source_id(key, &info.etag);
-    let manifest = manifest_key(&mine);
+    let job = Job {
+        uploads,
+        outputs,
+        key,
+        info: &info,
+        source_id: source_id(key, &info.etag),
+    };
+    let manifest = manifest_key(&job.source_id);
     if !options.reconvert && outputs.exists(&manifest)? {
-        // Settled again: a clean-up cut short by a failure finishes on redelivery, the removal
-        // of an earlier content's error report included.
-        return Ok(match settle(uploads, outputs, key, &info.etag, true)? {
-            Settled::Current { .. } => {
-                remove_outdated_report(uploads, key, &info.etag)?;
-                Outcome::AlreadyConverted {
-                    key: key.into(),
-                    manifest_key: manifest,
-                }
-            }
-            Settled::Outdated => skipped(key, SkipReason::Overwritten),
-        });
+        return job.already_converted(manifest);
     }
     let metadata = match upload_metadata(uploads, key, &info, options) {
         Ok(metadata) => metadata,
         Err(e) if e.kind().is_transient() => return Err(e),
         Err(e) => return quarantine(uploads, outputs, key, Some(&info), e),
     };
-    let mut objects = 0;
     let convert_options = ConvertOptions {
         format: options.format,
         metadata,
@@ -245,116 +121,136 @@ fn process_profile(
     };
     // What a reconversion must take back: outputs of the previous run it does not write again.
     let previous_outputs = previous_outputs(outputs, &manifest)?;
-    let symbols = StoreSymbols::new(outputs);
     // Recorded before any output is written: if this job is cut short and the key's content
     // replaced, whoever settles the new content removes what this one wrote.
-    PendingConversion::start(outputs, key, &mine)?;
-    let mut converted = None;
-    let mut input = Some(reader);
-    // A debug file stored while the conversion ran is seen by the check after publishing; the
-    // conversion then runs again with it (at most a few times: each run sees newer symbols).
-    for _ in 0..MAX_SYMBOL_ROUNDS {
-        // The upload is read as a stream, so a later round reads it again; if it changed
-        // meanwhile, the settling below finds it outdated.
-        let reader = match input.take() {
-            Some(reader) => reader,
-            None => match uploads.get_reader(key, max_bytes)? {
-                Some((reader, again)) if again.etag == info.etag => reader,
-                _ => break,
-            },
-        };
-        // Objects go to the store as they are produced, the manifest last.
-        let mut written = StoreOutputs::pending(outputs, key, &mine);
-        let report = match convert_into(
-            key,
-            &info.etag,
-            UploadInput::Stream {
+    PendingConversion::start(outputs, key, &job.source_id)?;
+    let (converted, objects) = match job.convert(reader, &convert_options)? {
+        Ok(converted) => converted,
+        Err(quarantined) => return Ok(quarantined),
+    };
+    job.take_back(&previous_outputs, &converted.manifest)?;
+    job.settle_converted(&converted, objects)
+}
+
+/// One upload being processed.
+struct Job<'a> {
+    uploads: &'a dyn ObjectStore,
+    outputs: &'a dyn ObjectStore,
+    key: &'a str,
+    info: &'a ObjectInfo,
+    source_id: String,
+}
+
+impl Job<'_> {
+    /// The upload's manifest, `manifest`, exists: settled again, so a clean-up cut short by a
+    /// failure finishes on redelivery, the removal of an earlier content's error report
+    /// included.
+    fn already_converted(&self, manifest: String) -> Result<Outcome> {
+        let (uploads, key, etag) = (self.uploads, self.key, &self.info.etag);
+        Ok(match settle(uploads, self.outputs, key, etag, true)? {
+            Settled::Current { .. } => {
+                remove_outdated_report(uploads, key, etag)?;
+                Outcome::AlreadyConverted {
+                    key: key.into(),
+                    manifest_key: manifest,
+                }
+            }
+            Settled::Outdated => skipped(key, SkipReason::Overwritten),
+        })
+    }
+
+    /// Converts the upload `reader` reads, storing each output as it is produced and the
+    /// manifest last; gives the conversion and how many objects it wrote, or the outcome of
+    /// quarantining the upload.
+    ///
+    /// A debug file stored while the conversion ran is seen by the check after publishing; the
+    /// conversion then runs again with it (at most a few times: each run sees newer symbols).
+    fn convert(
+        &self,
+        reader: Box<dyn Read + Send + '_>,
+        options: &ConvertOptions,
+    ) -> Result<std::result::Result<(ConvertReport, u64), Outcome>> {
+        let (uploads, key, info) = (self.uploads, self.key, self.info);
+        let max_bytes = options.limits.max_object_bytes;
+        let symbols = StoreSymbols::new(self.outputs);
+        let mut converted = None;
+        let mut input = Some(reader);
+        for _ in 0..MAX_SYMBOL_ROUNDS {
+            // The upload is read as a stream, so a later round reads it again; if it changed
+            // meanwhile, the settling after finds it outdated.
+            let reader = match input.take() {
+                Some(reader) => reader,
+                None => match uploads.get_reader(key, max_bytes)? {
+                    Some((reader, again)) if again.etag == info.etag => reader,
+                    _ => break,
+                },
+            };
+            let upload = UploadInput::Stream {
                 reader,
                 len: info.size,
                 reopen: Some(Box::new(|| reread(uploads, key, max_bytes, &info.etag))),
-            },
-            &convert_options,
-            &symbols,
-            &mut written,
-        ) {
-            Ok(report) => report,
-            Err(e) if e.kind().is_transient() => return Err(e),
-            Err(e) => {
-                // A conversion that failed half-way takes back what it wrote: no manifest lists it.
-                written.discard()?;
-                return quarantine(uploads, outputs, key, Some(&info), e);
+            };
+            let mut written = StoreOutputs::pending(self.outputs, key, &self.source_id);
+            let report =
+                match convert_into(key, &info.etag, upload, options, &symbols, &mut written) {
+                    Ok(report) => report,
+                    Err(e) if e.kind().is_transient() => return Err(e),
+                    Err(e) => {
+                        // A conversion that failed half-way takes back what it wrote: no manifest
+                        // lists it.
+                        written.discard()?;
+                        let quarantined = quarantine(uploads, self.outputs, key, Some(info), e)?;
+                        return Ok(Err(quarantined));
+                    }
+                };
+            let stale = symbols_changed(self.outputs, &report.manifest)?;
+            converted = Some((report, written.written() as u64));
+            if !stale {
+                break;
             }
-        };
-        objects = written.written() as u64;
-        let stale = symbols_changed(outputs, &report.manifest)?;
-        converted = Some(report);
-        if !stale {
-            break;
         }
+        Ok(Ok(converted.expect("at least one round ran")))
     }
-    let converted = converted.expect("at least one round ran");
-    let now: std::collections::BTreeSet<&str> = converted
-        .manifest
-        .outputs
-        .iter()
-        .map(|o| o.key.as_str())
-        .collect();
-    for old in previous_outputs
-        .iter()
-        .filter(|k| !now.contains(k.as_str()))
-    {
-        outputs.delete(old)?;
-    }
-    let replaced = match settle(uploads, outputs, key, &info.etag, true)? {
-        Settled::Current { replaced } => replaced,
-        Settled::Outdated => return Ok(skipped(key, SkipReason::Overwritten)),
-    };
-    // A report about earlier content under this key no longer applies. Checked first: in a
-    // versioned bucket every delete, even of nothing, leaves a delete marker.
-    let report_key = error_report_key(key);
-    if uploads.exists(&report_key)? {
-        uploads.delete(&report_key)?;
-    }
-    let m = &converted.manifest;
-    Ok(Outcome::Converted(ConvertedUpload {
-        key: key.into(),
-        source_id: m.source.source_id.clone(),
-        manifest_key: converted.manifest_key.clone(),
-        format: m.source.format.clone(),
-        bytes: m.source.bytes,
-        samples: m.profile.samples_written,
-        objects,
-        frames_symbolized: m.symbols.iter().map(|i| i.symbolicated).sum(),
-        replaced,
-        pieces: converted.pieces,
-    }))
-}
 
-/// Writes the error report of the object at `key` (an upload, or a debug file) next to it;
-/// returns where it went, the reason and the readable error.
-pub(crate) fn write_error_report(
-    store: &dyn ObjectStore,
-    key: &str,
-    etag: &str,
-    bytes: u64,
-    error: Error,
-) -> Result<(String, &'static str, String)> {
-    let error = error.for_input(key);
-    let reason = error.kind().reason();
-    let message = error_chain(&error);
-    let report = ErrorReport {
-        report_version: ERROR_REPORT_VERSION,
-        converter: format!("proflake {}", env!("CARGO_PKG_VERSION")),
-        key: key.into(),
-        etag: etag.into(),
-        bytes,
-        reason: reason.into(),
-        error: message.clone(),
-    };
-    let report_key = error_report_key(key);
-    let json = serde_json::to_vec_pretty(&report).expect("error report serializes");
-    store.put(&report_key, &json)?;
-    Ok((report_key, reason, message))
+    /// Removes the outputs of the previous conversion that `manifest` does not list.
+    fn take_back(&self, previous_outputs: &[String], manifest: &Manifest) -> Result<()> {
+        let now: BTreeSet<&str> = manifest.outputs.iter().map(|o| o.key.as_str()).collect();
+        for old in previous_outputs
+            .iter()
+            .filter(|k| !now.contains(k.as_str()))
+        {
+            self.outputs.delete(old)?;
+        }
+        Ok(())
+    }
+
+    /// Settles the key on the stored conversion and sums it up.
+    fn settle_converted(&self, converted: &ConvertReport, objects: u64) -> Result<Outcome> {
+        let (uploads, key) = (self.uploads, self.key);
+        let replaced = match settle(uploads, self.outputs, key, &self.info.etag, true)? {
+            Settled::Current { replaced } => replaced,
+            Settled::Outdated => return Ok(skipped(key, SkipReason::Overwritten)),
+        };
+        // A report about earlier content under this key no longer applies. Checked first: in a
+        // versioned bucket every delete, even of nothing, leaves a delete marker.
+        let report_key = error_report_key(key);
+        if uploads.exists(&report_key)? {
+            uploads.delete(&report_key)?;
+        }
+        let m = &converted.manifest;
+        Ok(Outcome::Converted(ConvertedUpload {
+            key: key.into(),
+            source_id: m.source.source_id.clone(),
+            manifest_key: converted.manifest_key.clone(),
+            format: m.source.format.clone(),
+            bytes: m.source.bytes,
+            samples: m.profile.samples_written,
+            objects,
+            frames_symbolized: m.symbols.iter().map(|i| i.symbolicated).sum(),
+            replaced,
+            pieces: converted.pieces,
+        }))
+    }
 }
 
 /// Removes the key's error report if it is about other content than `etag` (an earlier upload

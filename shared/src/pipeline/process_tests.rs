@@ -2,6 +2,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::*;
 use crate::error::ErrorKind;
+use crate::pipeline::error_report::ERROR_REPORT_VERSION;
 use crate::pipeline::outputs::OutputSink;
 use crate::pipeline::{rehydrate, RehydrateOptions, RehydratePage, RehydrateScope};
 use crate::store::LocalDirStore;

@@ -14,7 +14,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::build_id_index::BuildIdIndexEntry;
-use super::process::{process_upload, Outcome, ProcessOptions};
+use super::outcome::Outcome;
+use super::process::{process_upload, ProcessOptions};
 use super::supersede::{is_pending_record, sweep_pending, Swept};
 use super::symbols::current_debug_meta;
 use crate::error::Result;

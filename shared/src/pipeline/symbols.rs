@@ -3,7 +3,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::process::write_error_report;
+use super::error_report::write_error_report;
 use crate::error::{error_chain, Error, ErrorKind, Result};
 use crate::store::{debug_info_key, debug_meta_key, error_report_key, DebugInfoKey, ObjectStore};
 use crate::symbolize::{ingest_debug_file, DebugFileMeta, SymbolSource, Symbols};

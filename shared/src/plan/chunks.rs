@@ -9,9 +9,9 @@
 
 use std::collections::BTreeMap;
 
+use super::grid::{time_windows, Grid, WINDOW_NS};
 use super::rows::Rows;
 use super::timeline::{timed_samples, Planned, PlannedSamples, Timed, Timing, NO_STAND_IN};
-use super::windows::{time_windows, Grid, WINDOW_NS};
 use crate::error::{ErrorKind, Result};
 use crate::ids::derived_id;
 use crate::metadata::{normalize_id, UploadMetadata};

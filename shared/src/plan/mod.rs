@@ -5,16 +5,17 @@
 //! a bounded timeline. The tables keep every observation of every series.
 
 mod chunks;
+mod grid;
 mod platform;
 mod rows;
 mod tables;
 mod timeline;
-mod windows;
 
 pub use chunks::{
     left_out, plan_chunks, plan_sample_v2, plan_sample_v2_on, ChunkPlan, SampleV2Plan,
     SeriesCoverage, MAX_CHUNK_DURATION_NS,
 };
+pub use grid::{Grid, WINDOW_NS};
 pub use platform::Runtimes;
 pub use rows::{Rows, RowsIter};
 pub use tables::{plan_tables, plan_tables_on, TableProfilePlan, TABLE_WINDOW_NS};
@@ -22,4 +23,3 @@ pub use timeline::{
     PlannedIter, PlannedSample, PlannedSamples, Timing, DEFAULT_INTERVAL_NS, MAX_EXPANDED_SAMPLES,
     MIN_INTERVAL_NS,
 };
-pub use windows::{Grid, WINDOW_NS};

@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use crate::error::{ErrorKind, Result};
 use crate::ids::derived_id;
 use crate::model::{ProcessHandle, Profile, SeriesHandle, Timestamps};
+use crate::plan::grid::{time_windows, Grid, WINDOW_NS};
 use crate::plan::rows::Rows;
-use crate::plan::windows::{time_windows, Grid, WINDOW_NS};
 
 /// Longest span of one table profile's timed samples: one window, as Sample v2 chunks.
 pub const TABLE_WINDOW_NS: i64 = WINDOW_NS;

@@ -187,9 +187,19 @@ impl<'s> TableWriter<'s> {
 
     /// Writes what is left: `profiles`, the `samples` files added to, `stacks`, `frames` and
     /// `function_rollup`, in [`Table::ALL`] order, days ascending. `models` are the models of
-    /// every input added, in order of first use, each with every stack and frame its samples
-    /// reached.
+    /// every input added, each with every stack and frame its samples
+    /// reached (in any order: they are told apart by address).
     pub fn finish(mut self, models: &[&Profile], sink: &mut dyn TableSink) -> Result<()> {
+        let models: Vec<&Profile> = self
+            .models
+            .iter()
+            .map(|&address| {
+                let found = models
+                    .iter()
+                    .find(|m| std::ptr::from_ref(**m) as usize == address);
+                *found.expect("the model of every input added is given")
+            })
+            .collect();
         let days: BTreeSet<i64> = self.kept.iter().map(|k| k.day).collect();
         for &day in &days {
             let mut rows: Vec<&ProfileRow> = self

@@ -5,7 +5,7 @@
 //!
 //! The trace is streamed packet by packet; memory grows with the interned state and the
 //! samples, not with the file. [`first_pass`] and [`second_pass`] read a trace twice so as
-//! not to hold its samples.
+//! not to hold its samples; [`first_reading`] offers them as the pipeline's two readings.
 
 mod clocks;
 mod importer;
@@ -23,7 +23,7 @@ use crate::error::Result;
 use crate::limits::Limits;
 use crate::model::Profile;
 
-pub(crate) use two_pass::{first_pass, second_pass, FirstPass};
+pub(crate) use two_pass::first_reading;
 
 /// Whether decompressed content looks like a Perfetto trace: a first `Trace.packet` record
 /// whose body parses as protobuf fields with a known `TracePacket` field number.

@@ -13,6 +13,8 @@ use super::clocks::{ClockKey, ClockTracker, Place, Placer};
 use super::importer::{Importer, Parts, RawTime, Samples};
 use super::packets::PacketWalker;
 use crate::error::Result;
+use crate::formats::two_readings::SampleReading;
+use crate::formats::Container;
 use crate::limits::Limits;
 use crate::model::{Profile, Sample};
 
@@ -207,6 +209,43 @@ pub(crate) fn first_pass(
         clocks,
         samples: pushed,
     })
+}
+
+/// The first of two readings of a trace: its model without samples, and the second reading;
+/// `None` when the samples' times cannot be bounded, so they cannot be gathered in windows.
+pub(crate) fn first_reading(
+    input: impl Read,
+    container: Container,
+    limits: &Limits,
+) -> Result<Option<(Profile, Box<dyn SampleReading>)>> {
+    let mut first = first_pass(input, container.name(), limits)?;
+    if first.times.is_none() {
+        return Ok(None);
+    }
+    let profile = std::mem::take(&mut first.profile);
+    Ok(Some((profile, Box::new(first))))
+}
+
+/// The second reading, by what the first learned (its profile taken by the caller).
+impl SampleReading for FirstPass {
+    fn watermark(&self, position: u64) -> Option<i64> {
+        self.times.as_ref()?.watermark(position)
+    }
+
+    fn bounds(&self) -> Option<(i64, i64)> {
+        let times = self.times.as_ref()?;
+        Some((times.first_ns()?, times.last_ns()?))
+    }
+
+    fn read(
+        &self,
+        input: &mut dyn Read,
+        codec: &'static str,
+        limits: &Limits,
+        sample: &mut dyn FnMut(u64, Sample) -> Result<()>,
+    ) -> Result<u64> {
+        second_pass(input, codec, limits, self, sample)
+    }
 }
 
 /// The second pass's destination: each sample placed with the first pass's clocks and handed

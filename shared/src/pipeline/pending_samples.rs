@@ -11,21 +11,12 @@
 //! the earliest sample seen; until then samples wait. Times are kept as the decoder gives
 //! them and moved by the anchoring offset (known with the earliest sample) as they leave.
 
+use super::clock::Anchor;
 use crate::model::{Profile, Sample, SampleTable};
 use crate::plan::Grid;
 
-/// How the decoder's times become the outputs'.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Anchor {
-    /// As they are (on the wall clock already).
-    Keep,
-    /// Moved so that the earliest is at this time (a trace clock anchored by the metadata),
-    /// as `Profile::anchor_first_sample_at` moves them.
-    FirstAt(i64),
-}
-
 /// Samples waiting for their window to be complete.
-pub(crate) struct WindowBuffer {
+pub(crate) struct PendingSamples {
     anchor: Anchor,
     /// The grid and the offset from the decoder's times to the outputs', once known.
     grid: Option<(Grid, i64)>,
@@ -41,9 +32,9 @@ pub(crate) struct WindowBuffer {
     ready_at: i64,
 }
 
-impl WindowBuffer {
+impl PendingSamples {
     pub fn new(anchor: Anchor) -> Self {
-        WindowBuffer {
+        PendingSamples {
             anchor,
             grid: None,
             least: None,
@@ -109,7 +100,7 @@ impl WindowBuffer {
         self.grid.is_some() && (time < self.late_before || self.least > Some(time))
     }
 
-    /// Whether [`take`](WindowBuffer::take) at `watermark` could hand out a window.
+    /// Whether [`take`](PendingSamples::take) at `watermark` could hand out a window.
     #[inline]
     pub fn ready(&self, watermark: Option<i64>) -> bool {
         if self.pending.is_empty() {

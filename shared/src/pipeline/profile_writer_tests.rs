@@ -1,10 +1,11 @@
 //! A recording converted from its samples in file order, a few windows at a time, gives the
 //! very outputs of the same recording converted whole.
 
+use super::clock::Anchor;
 use super::manifest::{ManifestSampleV2, ManifestSeries};
 use super::outputs::{MemoryOutputs, Outputs};
-use super::window_buffer::{Anchor, WindowBuffer};
-use super::windows::{IndexOf, Windows};
+use super::pending_samples::PendingSamples;
+use super::profile_writer::{IndexOf, ProfileWriter};
 use crate::metadata::UploadMetadata;
 use crate::model::{
     ids_from_build_id, Frame, FrameAddress, FrameKind, Image, Profile, Sample, SampleTable, Series,
@@ -115,21 +116,21 @@ struct Written {
 
 fn write(
     profile: &mut Profile,
-    feed: impl FnOnce(&mut Profile, &mut Windows, &mut Outputs),
+    feed: impl FnOnce(&mut Profile, &mut ProfileWriter, &mut Outputs),
 ) -> Written {
     let metadata = UploadMetadata::default();
     let mut sink = MemoryOutputs::default();
     let symbolization = SymbolizeReport::default();
     let (series, sample_v2) = {
         let mut out = Outputs::new(&mut sink);
-        let mut windows = Windows::new(&SOURCE, &metadata);
-        feed(profile, &mut windows, &mut out);
+        let mut writer = ProfileWriter::new(&SOURCE, &metadata);
+        feed(profile, &mut writer, &mut out);
         let index = IndexOf {
             source_key: SOURCE.source_key,
             manifest_key: "converted/x/manifest.json",
             symbolization: &symbolization,
         };
-        windows.finish(profile, index, &mut out).unwrap()
+        writer.finish(&[profile], index, &mut out).unwrap()
     };
     Written {
         objects: sink.objects,
@@ -187,7 +188,7 @@ struct Streamed {
     pieces: usize,
 }
 
-/// The recording's samples fed to a [`WindowBuffer`] in a jittered file order, windows
+/// The recording's samples fed to a [`PendingSamples`] in a jittered file order, windows
 /// written as the watermark passes them.
 fn streamed(anchor: Anchor, seed: u64, jitter_ns: i64, slack_ns: i64) -> Streamed {
     let mut skeleton = recording();
@@ -211,7 +212,7 @@ fn streamed(anchor: Anchor, seed: u64, jitter_ns: i64, slack_ns: i64) -> Streame
     }
     let mut pieces = 0;
     let written = write(&mut skeleton, |p, windows, out| {
-        let mut buffer = WindowBuffer::new(anchor);
+        let mut buffer = PendingSamples::new(anchor);
         for (position, &(_, i)) in order.iter().enumerate() {
             let sample = samples.get(i);
             assert!(!buffer.is_late(sample.time.unwrap()));

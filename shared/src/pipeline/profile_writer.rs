@@ -1,11 +1,15 @@
-//! Writing a profile's outputs a window of the grid at a time.
+//! Writing an upload's outputs piece by piece.
 //!
-//! An upload decoded whole hands its samples over in one piece; a long recording streamed
-//! from its upload hands them over a few windows at a time, the model (frames, stacks,
-//! threads) already complete. Either way each piece is planned on the upload's grid and
-//! written window by window: the window's Sample v2 chunks, then its rows into the open
-//! `samples` files. The other tables, the build-ID index and the manifest's counts are
-//! gathered across pieces and written at the end, so both ways give the same bytes.
+//! An upload decoded whole hands its samples over in one piece; a long recording read twice
+//! hands them over a few windows at a time, the model (frames, stacks, threads) already
+//! complete. Either way each piece is planned on the upload's grid and written window by
+//! window: the window's Sample v2 chunks, then its rows into the open `samples` files. The
+//! other tables, the build-ID index and the manifest's counts are gathered across pieces and
+//! written at the end, so both ways give the same bytes.
+//!
+//! An input that already is Sample v2 gives its chunks instead: each is stored as received
+//! (rewritten only where symbols named its frames) and tabulated from its own model, under
+//! its own platform, release and environment.
 
 use super::build_id_index::{BuildIdIndexEntry, Reached};
 use super::manifest::{ManifestExpansion, ManifestSampleV2, ManifestSeries};
@@ -14,45 +18,49 @@ use super::series::SeriesTally;
 use crate::error::{ErrorKind, Result};
 use crate::metadata::UploadMetadata;
 use crate::model::Profile;
-use crate::plan::{plan_sample_v2_on, plan_tables_on, Grid, Timing};
-use crate::sample_v2::prepare_planned_chunk;
+use crate::plan::{plan_sample_v2_on, plan_tables, plan_tables_on, Grid, Timing};
+use crate::sample_v2::{prepare_planned_chunk, SampleV2Chunk};
 use crate::symbolize::SymbolizeReport;
 use crate::tables::{TableProfileInput, TableSource, TableWriter};
 
-/// The outputs of one model's samples, written as its pieces come.
-pub(crate) struct Windows<'s> {
+/// The outputs of an upload's samples, written as its pieces come.
+pub(crate) struct ProfileWriter<'s> {
     metadata: &'s UploadMetadata,
     source_id: &'s str,
     tables: TableWriter<'s>,
     reached: Reached,
-    series: SeriesTally,
+    /// One per model, in the order of the models `finish` is given.
+    series: Vec<SeriesTally>,
     /// Table profiles written.
     table_profiles: u64,
     /// What the manifest says of the chunks.
     sample_v2: ManifestSampleV2,
     /// How the chunks' times were obtained when they were laid out from aggregated weights.
-    pub expansion: Option<ManifestExpansion>,
+    expansion: Option<ManifestExpansion>,
 }
 
-impl<'s> Windows<'s> {
+impl<'s> ProfileWriter<'s> {
     pub fn new(source: &'s TableSource<'s>, metadata: &'s UploadMetadata) -> Self {
-        Windows {
+        ProfileWriter {
             metadata,
             source_id: source.source_id,
             tables: TableWriter::new(source),
             reached: Reached::default(),
-            series: SeriesTally::new(true),
+            series: Vec::new(),
             table_profiles: 0,
             sample_v2: ManifestSampleV2::default(),
             expansion: None,
         }
     }
 
-    /// The keys of the table files of profiles on `days` (UTC days since the epoch), to tell
-    /// a store before the first is written.
-    pub fn table_keys(&self, days: std::ops::RangeInclusive<i64>) -> Vec<String> {
+    /// The keys outside the conversion's folder it may write, to tell a store before the
+    /// first is written: the table files of profiles on `days` (UTC days since the epoch) and
+    /// the build-ID index entries `profile`'s frames could give.
+    pub fn keys(&self, days: std::ops::RangeInclusive<i64>, profile: &Profile) -> Vec<String> {
         let days = days.collect();
-        self.tables.keys_of(&days, &days)
+        let mut keys = self.tables.keys_of(&days, &days);
+        keys.extend(index_keys(profile, self.source_id));
+        keys
     }
 
     /// Writes the outputs of the samples `profile` holds now, on `grid` (`None` when none has
@@ -60,7 +68,10 @@ impl<'s> Windows<'s> {
     pub fn add(&mut self, profile: &Profile, grid: Option<Grid>, out: &mut Outputs) -> Result<()> {
         let table_plans = plan_tables_on(profile, self.source_id, grid)?;
         let plan = plan_sample_v2_on(profile, self.metadata, self.source_id, grid)?;
-        self.series.add(profile, &table_plans, &plan.series);
+        if self.series.is_empty() {
+            self.series.push(SeriesTally::new(true));
+        }
+        self.series[0].add(profile, &table_plans, &plan.series);
         for p in &table_plans {
             self.reached.reach(p);
         }
@@ -116,12 +127,49 @@ impl<'s> Windows<'s> {
         Ok(())
     }
 
+    /// Writes the Sample v2 chunks an input held, each as received, and tabulates each from
+    /// `models`, its own model, under its own platform, release and environment.
+    pub fn add_given(
+        &mut self,
+        models: &[Profile],
+        chunks: &mut [SampleV2Chunk],
+        out: &mut Outputs,
+    ) -> Result<()> {
+        let mut table_plans = Vec::with_capacity(chunks.len());
+        for (profile, chunk) in models.iter().zip(chunks.iter()) {
+            let identity = format!("{}/{}", self.source_id, chunk.chunk_id);
+            table_plans.push(plan_tables(profile, &identity)?);
+        }
+        for chunk in chunks.iter_mut() {
+            self.sample_v2.chunks += 1;
+            self.sample_v2.samples += chunk.samples as u64;
+            out.chunk(self.source_id, chunk)?;
+        }
+        let mut inputs = Vec::new();
+        for ((profile, plans), chunk) in models.iter().zip(&table_plans).zip(chunks.iter()) {
+            let mut series = SeriesTally::new(false);
+            series.add(profile, plans, &[]);
+            self.series.push(series);
+            for plan in plans {
+                self.reached.reach(plan);
+                inputs.push(TableProfileInput {
+                    plan,
+                    platform: Some(&chunk.platform),
+                    release: chunk.release.as_deref(),
+                    environment: chunk.environment.as_deref(),
+                });
+            }
+        }
+        self.table_profiles += inputs.len() as u64;
+        self.tables.add(&inputs, &mut out.tables(&[]))
+    }
+
     /// Writes the rest of the tables and the build-ID index; gives the manifest's series and
-    /// what it says of the chunks.
-    /// `profile` is the model every piece came from, with its frames as the tables hold them.
+    /// what it says of the chunks. `models` are the models the pieces came from (one, but for
+    /// chunks given whole), with their frames as the tables hold them.
     pub fn finish(
         mut self,
-        profile: &Profile,
+        models: &[&Profile],
         index: IndexOf<'_>,
         out: &mut Outputs,
     ) -> Result<(Vec<ManifestSeries>, ManifestSampleV2)> {
@@ -135,9 +183,9 @@ impl<'s> Windows<'s> {
             self.sample_v2.why_none = None;
         }
         self.sample_v2.expansion = self.expansion.take();
-        self.tables.finish(&[profile], &mut out.tables(&[]))?;
+        self.tables.finish(models, &mut out.tables(&[]))?;
         let entries = self.reached.index(
-            &[profile],
+            models,
             index.source_key,
             self.source_id,
             index.manifest_key,
@@ -147,7 +195,9 @@ impl<'s> Windows<'s> {
             out.index_entry(key, entry)?;
         }
         let mut series = Vec::new();
-        self.series.merge_into(profile, &mut series);
+        for (tally, profile) in self.series.iter().zip(models) {
+            tally.merge_into(profile, &mut series);
+        }
         Ok((series, self.sample_v2))
     }
 }
@@ -162,7 +212,7 @@ pub(crate) struct IndexOf<'a> {
 /// The build-ID index keys `profile`'s frames could give: every image with frames left for
 /// symbolization, whether or not a sample reaches them, to tell a store before they are
 /// written.
-pub(crate) fn index_keys(profile: &Profile, source_id: &str) -> Vec<String> {
+fn index_keys(profile: &Profile, source_id: &str) -> Vec<String> {
     let mut reached = Reached::default();
     reached.reach_all(profile);
     let symbolization = SymbolizeReport::default();

@@ -1,0 +1,117 @@
+//! Decoding a long recording in two readings of its upload, so its samples are never held
+//! all at once.
+//!
+//! A format that can tell its samples from the rest of the recording (Perfetto) builds the
+//! whole model but its samples in a first reading, and learns bounds on where their times
+//! lie. A second reading then hands each sample on as it is decoded, with a watermark: a time
+//! no later sample is earlier than. The pipeline gathers them into windows with that and
+//! writes each window as it completes. Formats that cannot be read this way, and recordings
+//! whose times cannot be bounded, are decoded whole.
+
+use std::io::Read;
+
+use super::{decode_opened, decode_stream, open_stream, Container, DecodedInput, InputFormat};
+use crate::error::Result;
+use crate::limits::Limits;
+use crate::model::{Profile, Sample};
+
+/// Reads an upload again from its first byte.
+pub type Reopen<'a> = dyn FnMut() -> Result<Box<dyn Read + Send + 'a>> + 'a;
+
+/// An upload decoded whole, or its model now and its samples in a second reading.
+pub(crate) enum Decoding<'a> {
+    /// Every sample is in the model.
+    Whole(DecodedInput),
+    /// The model holds no samples yet.
+    TwoReadings(TwoReadings<'a>),
+}
+
+/// What a first reading learned, and how to read the samples.
+pub(crate) struct TwoReadings<'a> {
+    /// The model, whole but for its samples.
+    pub profile: Profile,
+    pub format: InputFormat,
+    pub container: Container,
+    /// Stored bytes of the upload.
+    pub len: u64,
+    /// No sample is earlier than the first nor later than the second; `None` when no sample
+    /// has a time.
+    pub bounds: Option<(i64, i64)>,
+    samples: Box<dyn SampleReading>,
+    reopen: Box<Reopen<'a>>,
+    limits: Limits,
+}
+
+/// A format's second reading of an upload.
+pub(crate) trait SampleReading {
+    /// A time no sample at file position `position` or later is earlier than; `None` past
+    /// the last sample, and when none from there on has a time.
+    fn watermark(&self, position: u64) -> Option<i64>;
+
+    /// Bounds on the samples' times (see [`TwoReadings::bounds`]).
+    fn bounds(&self) -> Option<(i64, i64)>;
+
+    /// Decodes the (decompressed) upload again and hands `sample(position, sample)` every
+    /// sample whose time could be placed, in file order, with the model's handles. Gives how
+    /// many samples were dropped because their time could not be placed.
+    fn read(
+        &self,
+        input: &mut dyn Read,
+        codec: &'static str,
+        limits: &Limits,
+        sample: &mut dyn FnMut(u64, Sample) -> Result<()>,
+    ) -> Result<u64>;
+}
+
+impl TwoReadings<'_> {
+    /// Reads the upload again and hands `each(position, sample, watermark)` every sample
+    /// whose time could be placed (see [`SampleReading::read`]), with the watermark after it
+    /// (see [`SampleReading::watermark`]). Gives how many samples were dropped.
+    pub fn read_samples(
+        &mut self,
+        each: &mut dyn FnMut(u64, Sample, Option<i64>) -> Result<()>,
+    ) -> Result<u64> {
+        let reader = (self.reopen)()?;
+        let mut opened = open_stream(reader, self.len, Some(self.format), &self.limits)?;
+        let codec = self.container.name();
+        let samples = &*self.samples;
+        samples.read(
+            &mut opened.stream,
+            codec,
+            &self.limits,
+            &mut |position, sample| each(position, sample, samples.watermark(position + 1)),
+        )
+    }
+}
+
+/// Decodes the `len` bytes `input` reads in two readings when the format allows it, `reopen`
+/// giving the second; otherwise whole. `format` overrides detection.
+pub(crate) fn decode_in_two_readings<'a>(
+    input: impl Read,
+    len: u64,
+    format: Option<InputFormat>,
+    limits: &Limits,
+    mut reopen: Box<Reopen<'a>>,
+) -> Result<Decoding<'a>> {
+    let opened = open_stream(input, len, format, limits)?;
+    let container = opened.container;
+    let first = match opened.format {
+        InputFormat::Perfetto => super::perfetto::first_reading(opened.stream, container, limits)?,
+        _ => return Ok(Decoding::Whole(decode_opened(opened, len, limits)?)),
+    };
+    let Some((profile, samples)) = first else {
+        // Times the windows cannot be told from: read it again, whole.
+        let whole = decode_stream(reopen()?, len, Some(InputFormat::Perfetto), limits)?;
+        return Ok(Decoding::Whole(whole));
+    };
+    Ok(Decoding::TwoReadings(TwoReadings {
+        profile,
+        format: InputFormat::Perfetto,
+        container,
+        len,
+        bounds: samples.bounds(),
+        samples,
+        reopen,
+        limits: limits.clone(),
+    }))
+}
