@@ -4,14 +4,7 @@
 use std::path::Path;
 
 /// Modules downstream of the decoders.
-const DOWNSTREAM: [&str; 6] = [
-    "writers",
-    "plan",
-    "sample_v2",
-    "tables",
-    "pipeline",
-    "store",
-];
+const DOWNSTREAM: [&str; 5] = ["plan", "sample_v2", "tables", "pipeline", "store"];
 
 /// The top-level module names a source text reaches through `crate::`, including those in a
 /// `crate::{...}` group.

@@ -27,8 +27,8 @@ macro_rules! limits {
         $(#[doc = $doc:literal])+
         $field:ident: $variable:literal = $default:expr, $min:literal ..= $max:expr;
     )+) => {
-        /// Limits on everything that comes from outside. See the module documentation; the
-        /// README lists each with its variable and default.
+        /// Limits on everything that comes from outside. See the module documentation;
+        /// `docs/limits.md` lists each with its variable and default.
         #[derive(Clone, Debug, PartialEq, Eq)]
         pub struct Limits {
             $( $(#[doc = $doc])+ pub $field: u64, )+

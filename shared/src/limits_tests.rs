@@ -1,6 +1,6 @@
 //! Every limit tripped by a small input under a lowered limit: the typed error names it, the
 //! same input passes under the defaults, and an upload that trips it is quarantined with a
-//! report naming it. Plus reading the limits from variables, and the README's table of them.
+//! report naming it. Plus reading the limits from variables, and the table of them in docs/limits.md.
 
 use std::io::Write;
 
@@ -694,15 +694,15 @@ fn the_ratio_binds_only_beyond_its_floor_and_below_the_size_limit() {
 }
 
 #[test]
-fn the_readme_lists_every_limit_with_its_variable_and_default() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
-        .expect("README.md");
+fn the_limits_page_lists_every_limit_with_its_variable_and_default() {
+    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/limits.md"))
+        .expect("docs/limits.md");
     let defaults = Limits::default();
     for (name, variable) in Limits::VARIABLES {
         let row = format!(
             "| `{name}` | `{variable}` | `{}` |",
             defaults.get(name).unwrap()
         );
-        assert!(readme.contains(&row), "README.md lacks the row {row}");
+        assert!(page.contains(&row), "docs/limits.md lacks the row {row}");
     }
 }

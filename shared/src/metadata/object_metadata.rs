@@ -9,7 +9,7 @@ use crate::error::{ErrorKind, Result};
 const PREFIX: &str = "x-amz-meta-";
 
 /// The metadata fields an object's user metadata can set, by their header name (after the
-/// prefix). Documented for SDK authors in the README.
+/// prefix). Documented for SDK authors in `docs/inputs.md`.
 pub const OBJECT_METADATA_FIELDS: &[&str] = &[
     "platform",
     "release",

@@ -3,7 +3,7 @@
 //! ([`ingest_debug_file`]); a conversion then names its native frames from the caches of the
 //! images it references ([`symbolize`]).
 //!
-//! The address rule per source (documented in the README's symbolization section):
+//! The address rule per source (documented in `docs/symbols.md`, "Address rules"):
 //! - **image-relative** addresses (Perfetto `rel_pc`) are ELF virtual addresses, already moved
 //!   into the call instruction for caller frames by the unwinder: the lookup address is
 //!   `rel_pc − load address` (the first `PT_LOAD`'s `p_vaddr`).
