@@ -10,6 +10,7 @@ mod otlp;
 mod perfetto;
 mod pprof;
 mod protowire;
+pub(crate) mod sample_v2;
 mod sentry;
 mod two_readings;
 mod value_types;
@@ -18,6 +19,7 @@ use std::io::{self, Read};
 
 pub use container::Container;
 pub(crate) use container::LimitHit;
+pub use sample_v2::PassThrough;
 pub use two_readings::Reopen;
 pub(crate) use two_readings::{decode_in_two_readings, Decoding, TwoReadings};
 
@@ -86,7 +88,7 @@ impl InputFormat {
             InputFormat::OtlpJson => otlp::test_json(prefix),
             InputFormat::Pprof => pprof::test(prefix),
             InputFormat::SentryEnvelope => sentry::test_envelope(prefix),
-            InputFormat::SampleV2 => sentry::test_chunk(prefix),
+            InputFormat::SampleV2 => sample_v2::test_chunk(prefix),
             InputFormat::Folded => folded::test(prefix),
         }
     }
@@ -97,20 +99,22 @@ impl InputFormat {
     }
 }
 
-/// An input as the format decoders leave it. Sample v2 chunks are still bytes: reading them
-/// is the Sample v2 reader's job, which sits downstream of the formats.
+/// A decoded input.
 #[derive(Debug)]
-pub(crate) struct DecodedInput {
+pub struct Decoded {
     /// The profile.
     pub profile: Profile,
     /// The detected format.
     pub format: InputFormat,
     /// The whole-file compression that was undone.
     pub container: Container,
-    /// Metadata the input carries itself (the SDK's chunk metadata in a Sentry envelope).
+    /// Metadata the input carries itself (the SDK's chunk metadata in a Sentry envelope). The
+    /// caller's metadata takes precedence over it.
     pub metadata: Option<UploadMetadata>,
-    /// Sample v2 chunks the input holds, in input order.
-    pub sample_v2: Vec<SampleV2Item>,
+    /// Sample v2 chunks the input already holds, in input order, read into `profile` too;
+    /// Relay accepts them, so they are passed through unchanged instead of being written
+    /// from the model.
+    pub chunks: Vec<PassThrough>,
 }
 
 /// A Sample v2 chunk as an input holds it.
@@ -142,7 +146,7 @@ pub(crate) fn decode(
     bytes: &[u8],
     format: Option<InputFormat>,
     limits: &Limits,
-) -> Result<DecodedInput> {
+) -> Result<Decoded> {
     decode_stream(bytes, bytes.len() as u64, format, limits)
 }
 
@@ -201,7 +205,7 @@ pub(crate) fn decode_stream(
     len: u64,
     format: Option<InputFormat>,
     limits: &Limits,
-) -> Result<DecodedInput> {
+) -> Result<Decoded> {
     decode_opened(open_stream(input, len, format, limits)?, len, limits)
 }
 
@@ -210,7 +214,7 @@ pub(crate) fn decode_opened(
     opened: Opened<impl Read>,
     len: u64,
     limits: &Limits,
-) -> Result<DecodedInput> {
+) -> Result<Decoded> {
     let Opened {
         format,
         container,
@@ -221,17 +225,22 @@ pub(crate) fn decode_opened(
         InputFormat::Folded => Some(folded::decode(&mut stream, container.name(), limits)?),
         _ => None,
     };
-    if let Some(profile) = streamed {
-        return Ok(DecodedInput {
-            profile,
-            format,
-            container,
-            metadata: None,
-            sample_v2: Vec::new(),
-        });
-    }
-    // The other formats are not streamable (a protobuf message or JSON document as a whole):
-    // read it all, within the decompression limit.
+    let (profile, extras) = match streamed {
+        Some(profile) => (profile, Extras::default()),
+        None => read_whole(format, container, stream, len, limits)?,
+    };
+    accepted(profile, format, container, extras, limits)
+}
+
+/// Decodes a format that is not streamable (a protobuf message or JSON document as a whole):
+/// reads it all, within the decompression limit.
+fn read_whole(
+    format: InputFormat,
+    container: Container,
+    mut stream: impl Read,
+    len: u64,
+    limits: &Limits,
+) -> Result<(Profile, Extras)> {
     // A plain input is as long as the store said: read into one allocation, not a doubling one.
     let capacity = match container {
         Container::Plain => len.min(limits.max_decompressed_bytes),
@@ -241,20 +250,33 @@ pub(crate) fn decode_opened(
     stream
         .read_to_end(&mut whole)
         .map_err(|e| io_error(e, container.name(), 0, "input"))?;
-    let (profile, extras) = match format {
-        InputFormat::Perfetto | InputFormat::Folded => unreachable!("streamed above"),
+    Ok(match format {
+        InputFormat::Perfetto | InputFormat::Folded => unreachable!("streamed"),
         InputFormat::Otlp => (otlp::decode(&whole, limits)?, Extras::default()),
         InputFormat::OtlpJson => (otlp::decode_json(&whole, limits)?, Extras::default()),
         InputFormat::Pprof => (pprof::decode(&whole, limits)?, Extras::default()),
         InputFormat::SentryEnvelope => sentry::decode_envelope(&whole, limits)?,
-        InputFormat::SampleV2 => sentry::decode_chunk(whole),
-    };
-    Ok(DecodedInput {
+        InputFormat::SampleV2 => sample_v2::decode_chunk(whole),
+    })
+}
+
+/// The decoded input, once the Sample v2 chunks it holds are taken in and the model is
+/// within `limits`.
+fn accepted(
+    mut profile: Profile,
+    format: InputFormat,
+    container: Container,
+    extras: Extras,
+    limits: &Limits,
+) -> Result<Decoded> {
+    let chunks = sample_v2::accept_items(&mut profile, extras.sample_v2, limits)?;
+    limits.check_profile(&profile)?;
+    Ok(Decoded {
         profile,
         format,
         container,
         metadata: extras.metadata,
-        sample_v2: extras.sample_v2,
+        chunks,
     })
 }
 

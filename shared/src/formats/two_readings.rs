@@ -10,7 +10,7 @@
 
 use std::io::Read;
 
-use super::{decode_opened, decode_stream, open_stream, Container, DecodedInput, InputFormat};
+use super::{decode_opened, decode_stream, open_stream, Container, Decoded, InputFormat};
 use crate::error::Result;
 use crate::limits::Limits;
 use crate::model::{Profile, Sample};
@@ -21,7 +21,7 @@ pub type Reopen<'a> = dyn FnMut() -> Result<Box<dyn Read + Send + 'a>> + 'a;
 /// An upload decoded whole, or its model now and its samples in a second reading.
 pub(crate) enum Decoding<'a> {
     /// Every sample is in the model.
-    Whole(DecodedInput),
+    Whole(Decoded),
     /// The model holds no samples yet.
     TwoReadings(TwoReadings<'a>),
 }
@@ -104,6 +104,7 @@ pub(crate) fn decode_in_two_readings<'a>(
         let whole = decode_stream(reopen()?, len, Some(InputFormat::Perfetto), limits)?;
         return Ok(Decoding::Whole(whole));
     };
+    limits.check_profile(&profile)?;
     Ok(Decoding::TwoReadings(TwoReadings {
         profile,
         format: InputFormat::Perfetto,

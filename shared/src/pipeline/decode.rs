@@ -1,34 +1,16 @@
-//! Decoding an upload: the format's decoder builds the model, and the Sample v2 chunks a
-//! Sentry input already holds are checked against Relay's rules, kept as sent, and read into
-//! the same model. A long recording whose format allows it is decoded in two readings, its
-//! samples left for the second.
+//! Decoding an upload: the format's decoder builds the model (the Sample v2 chunks an input
+//! already holds are passed through, each with a model of its own). A long recording whose
+//! format allows it is decoded in two readings, its samples left for the second.
 
 use std::io::Read;
 
 use super::pieces::Pieces;
 use crate::error::Result;
-use crate::formats::{self, Container, Decoding, InputFormat, Reopen};
+pub use crate::formats::Decoded;
+use crate::formats::{self, Decoding, InputFormat, Reopen};
 use crate::limits::Limits;
-use crate::metadata::UploadMetadata;
 use crate::model::Profile;
-use crate::sample_v2::{self, PassThrough, SampleV2Chunk};
-
-/// A decoded input.
-#[derive(Debug)]
-pub struct Decoded {
-    /// The profile.
-    pub profile: Profile,
-    /// The detected format.
-    pub format: InputFormat,
-    /// The whole-file compression that was undone.
-    pub container: Container,
-    /// Metadata the input carries itself (the SDK's chunk metadata in a Sentry envelope). The
-    /// caller's metadata takes precedence over it.
-    pub metadata: Option<UploadMetadata>,
-    /// Sample v2 chunks the input already holds; Relay accepts them, so they are passed
-    /// through unchanged instead of being written from the model.
-    pub chunks: Vec<PassThrough>,
-}
+use crate::sample_v2::{pass_through, SampleV2Chunk};
 
 /// Decodes `bytes` (compressed or not) into a profile within the default [`Limits`].
 /// `format` overrides detection.
@@ -42,7 +24,7 @@ pub fn decode_with_limits(
     format: Option<InputFormat>,
     limits: &Limits,
 ) -> Result<Decoded> {
-    accept_decoded(formats::decode(bytes, format, limits)?, limits)
+    formats::decode(bytes, format, limits)
 }
 
 /// [`decode_with_limits`] of the `len` bytes `input` reads: a Perfetto trace is decoded as
@@ -53,35 +35,7 @@ pub fn decode_stream_with_limits(
     format: Option<InputFormat>,
     limits: &Limits,
 ) -> Result<Decoded> {
-    accept_decoded(formats::decode_stream(input, len, format, limits)?, limits)
-}
-
-fn accept_decoded(input: formats::DecodedInput, limits: &Limits) -> Result<Decoded> {
-    let mut profile = input.profile;
-    let mut chunks = Vec::with_capacity(input.sample_v2.len());
-    for item in input.sample_v2 {
-        limits.check_json_depth(&item.json)?;
-        let (chunk, repairs) = sample_v2::accept(item.json, item.offset, item.platform.as_deref())?;
-        // What Relay would repair is passed through as sent, and said.
-        profile.findings.extend(
-            repairs
-                .iter()
-                .map(|v| format!("sample v2 at byte {}: {v}", item.offset)),
-        );
-        sample_v2::import(&mut profile, &chunk.chunk);
-        chunks.push(chunk);
-    }
-    if !chunks.is_empty() {
-        profile.sort_samples_by_time();
-    }
-    limits.check_profile(&profile)?;
-    Ok(Decoded {
-        profile,
-        format: input.format,
-        container: input.container,
-        metadata: input.metadata,
-        chunks,
-    })
+    formats::decode_stream(input, len, format, limits)
 }
 
 /// An upload's bytes as a conversion reads them.
@@ -138,20 +92,18 @@ pub(crate) fn decode_upload<'a>(
         }
     };
     let (decoded, pieces) = match decoding {
-        Decoding::Whole(input) => {
-            let mut decoded = accept_decoded(input, limits)?;
+        Decoding::Whole(mut decoded) => {
             let pieces = match std::mem::take(&mut decoded.chunks) {
                 chunks if chunks.is_empty() => Pieces::Whole,
                 chunks => {
                     let (models, chunks): (Vec<Profile>, Vec<SampleV2Chunk>) =
-                        chunks.into_iter().map(PassThrough::into_output).unzip();
+                        chunks.into_iter().map(pass_through).unzip();
                     Pieces::Chunks { models, chunks }
                 }
             };
             (decoded, pieces)
         }
         Decoding::TwoReadings(mut reading) => {
-            limits.check_profile(&reading.profile)?;
             let decoded = Decoded {
                 profile: std::mem::take(&mut reading.profile),
                 format: reading.format,

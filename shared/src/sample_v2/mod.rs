@@ -1,17 +1,20 @@
-//! Sentry Sample v2: the chunk's JSON shape (`schema`), writing chunks from plans, reading
-//! them back, rewriting a stored chunk's frames once they are symbolized, and Relay's rules
-//! for checking them.
+//! Sentry Sample v2 as an output: writing chunks from plans, passing through the chunks an
+//! input already held, and rewriting a stored chunk's frames once they are symbolized. The
+//! chunk's JSON shape, Relay's rules and the reader belong to the format
+//! ([`crate::formats`]'s `sample_v2`); the names re-exported here are its public face.
 
-mod read;
+mod pass_through;
 mod rewrite;
-mod rules;
-pub mod schema;
+#[cfg(test)]
+#[path = "schema_tests.rs"]
+mod schema_tests;
 mod write;
 
-pub(crate) use read::{accept, import};
-pub use read::{frame_handles, read_chunk, PassThrough};
+pub use crate::formats::sample_v2::{
+    check_chunk, check_sample_v2, frame_handles, read_chunk, schema, PassThrough, Rule, Violation,
+};
+pub(crate) use pass_through::pass_through;
 pub use rewrite::rewrite_frames;
-pub use rules::{check_chunk, check_sample_v2, Rule, Violation};
 pub use write::{
     prepare_planned_chunk, write_chunk, write_planned_chunk, write_sample_v2, PreparedChunk,
     SampleV2Chunk, StreamedChunk,

@@ -13,11 +13,12 @@ use std::mem;
 
 use rustc_hash::FxHashMap;
 
-use super::read::{frame_handles, import_frames, read_chunk, FORMAT};
-use super::rules::canonical_frame;
-use super::schema::{self, Chunk};
 use super::write::{model_frame_rows, write_chunk, SampleV2Chunk};
 use crate::error::{ErrorKind, Result};
+use crate::formats::sample_v2::schema::{self, Chunk};
+use crate::formats::sample_v2::{
+    canonical_frame, frame_handles, import_frames, read_chunk, FORMAT,
+};
 use crate::model::{FrameHandle, Profile};
 
 fn mismatch(what: String) -> crate::error::Error {
@@ -31,7 +32,7 @@ fn mismatch(what: String) -> crate::error::Error {
 
 /// Writes the symbolized model of `chunk` into it. `frames[i]` is the handle, in `profile`,
 /// of the model frame read from `chunk.profile.frames[i]`: for a profile that holds the
-/// chunk alone ([`PassThrough::into_output`](super::PassThrough::into_output)) that is
+/// chunk alone ([`pass_through`](super::pass_through)) that is
 /// [`frame_handles`]`(chunk)`.
 ///
 /// A frame is rewritten when its model frame would now be written otherwise than the frame
@@ -151,7 +152,7 @@ pub fn rewrite_frames(
 
 impl SampleV2Chunk {
     /// Writes the symbolized model of this chunk into its JSON: `profile` is the model
-    /// [`PassThrough::into_output`](super::PassThrough::into_output) returned with it, whose
+    /// [`pass_through`](super::pass_through) returned with it, whose
     /// frames a symbolizer has since rewritten in place (handles unchanged), and
     /// [`frame_handles`] maps the chunk's frames to it. Rewrites the JSON through the typed
     /// schema ([`rewrite_frames`]) when any frame changed and returns how many did; with none,

@@ -166,7 +166,7 @@ fn a_symbolized_frame_is_written_as_sentry_stores_it() {
     // Reading the chunk back keeps what symbolization said.
     let read = read_chunk(&chunks[0].json).unwrap();
     let mut back = Profile::new("sample-v2");
-    let handles = crate::sample_v2::read::import_frames(&mut back, &read);
+    let handles = crate::formats::sample_v2::import_frames(&mut back, &read);
     let tick = back.frame(handles[2]);
     assert_eq!(back.opt_str(tick.function), Some("tick"));
     assert_eq!(tick.function_start, Some(0x7000_1200));
@@ -222,11 +222,10 @@ fn a_pass_through_chunk_is_rewritten_with_its_symbolized_frames() {
     let json = serde_json::to_vec(&sdk_chunk()).unwrap();
     let chunk = read_chunk(&json).unwrap();
     assert!(check_chunk(&chunk).is_empty());
-    let (mut profile, mut output) = PassThrough {
+    let (mut profile, mut output) = crate::sample_v2::pass_through(PassThrough {
         chunk: chunk.clone(),
         json: json.clone(),
-    }
-    .into_output();
+    });
     let handles = frame_handles(&chunk);
     assert_eq!(handles.len(), 2);
     let mut symbolized = symbolize(&mut profile, 0x1_0000_1200);
@@ -272,11 +271,10 @@ fn a_pass_through_chunk_is_rewritten_with_its_symbolized_frames() {
     );
 
     // Read back, the chunk is its own symbolized model: rewriting again changes nothing.
-    let (again, mut output_again) = PassThrough {
+    let (again, mut output_again) = crate::sample_v2::pass_through(PassThrough {
         chunk: new.clone(),
         json: output.json.clone(),
-    }
-    .into_output();
+    });
     assert_eq!(output_again.rewrite_frames(&again).unwrap(), 0);
     assert_eq!(output_again.json, output.json);
 }

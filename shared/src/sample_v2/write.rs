@@ -16,8 +16,8 @@ use serde::ser::SerializeSeq;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Number};
 
-use super::schema::{self, Chunk};
 use crate::error::{ErrorKind, Result};
+use crate::formats::sample_v2::schema::{self, Chunk};
 use crate::metadata::{Measurement, UploadMetadata};
 use crate::model::{
     FrameAddress, FrameHandle, FrameKind, Image, ImageHandle, Profile, StringHandle, SymbolStatus,

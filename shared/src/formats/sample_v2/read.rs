@@ -8,15 +8,13 @@ use rustc_hash::FxHashMap;
 
 use super::rules::{check_chunk, parse, Violation};
 use super::schema::Chunk;
-use super::write::SampleV2Chunk;
 use crate::error::{ErrorKind, Result};
 use crate::model::{
     checked_seconds_to_ns, seconds_to_ns, Frame, FrameAddress, FrameHandle, FrameKind, Image,
     ImageHandle, Profile, Sample, Series, SeriesKind, SymbolStatus,
 };
-use crate::plan::Timing;
 
-pub(super) const FORMAT: &str = "sample-v2";
+pub(crate) const FORMAT: &str = "sample-v2";
 
 /// How many violations an error message details.
 const LISTED_VIOLATIONS: usize = 5;
@@ -32,7 +30,7 @@ pub struct PassThrough {
 }
 
 /// Reads a chunk. Only its JSON shape is checked, not Relay's other rules
-/// ([`check_chunk`](super::check_chunk) does that).
+/// ([`check_chunk`] does that).
 pub fn read_chunk(json: &[u8]) -> Result<Chunk> {
     parse(json).map_err(|v| rejected(0, &[v]))
 }
@@ -109,45 +107,6 @@ pub(crate) fn accept(
     Ok((PassThrough { chunk, json }, repairs))
 }
 
-impl PassThrough {
-    /// The chunk on its own, for the tables: its model, and the output it is stored as.
-    ///
-    /// The model holds this chunk alone, so its frames are numbered as [`frame_handles`] says:
-    /// once the model's frames are symbolized (in place, [`Profile::rewrite_frames`], which
-    /// moves no handle), [`SampleV2Chunk::rewrite_frames`] writes them into the chunk.
-    pub(crate) fn into_output(self) -> (Profile, SampleV2Chunk) {
-        let mut profile = Profile::new(FORMAT);
-        let Imported {
-            start_ns,
-            end_ns,
-            samples,
-        } = import(&mut profile, &self.chunk);
-        profile.sort_samples_by_time();
-        let Chunk {
-            chunk_id,
-            profiler_id,
-            platform,
-            release,
-            environment,
-            ..
-        } = self.chunk;
-        let output = SampleV2Chunk {
-            pid: None,
-            chunk_id,
-            profiler_id,
-            start_ns,
-            end_ns,
-            samples,
-            timing: Timing::Recorded,
-            platform,
-            release,
-            environment,
-            json: self.json,
-        };
-        (profile, output)
-    }
-}
-
 fn parse_addr(text: &str) -> Option<u64> {
     let digits = text
         .strip_prefix("0x")
@@ -184,7 +143,7 @@ pub(crate) struct Imported {
 }
 
 /// The model frame handle of each of `chunk`'s frames (by index in `profile.frames`) in a
-/// profile that holds that chunk alone, as [`PassThrough::into_output`] builds it.
+/// profile that holds that chunk alone, as the Sample v2 writer's pass-through builds it.
 ///
 /// The reader adds the chunk's images first, then its frames in index order, one
 /// [`Profile::add_frame`] each, before anything else; `add_frame` deduplicates, so frames
@@ -210,7 +169,7 @@ fn symbol_status(status: &str) -> Option<SymbolStatus> {
 }
 
 /// Adds a chunk's images and frames to `profile`; returns each chunk frame's model handle.
-pub(super) fn import_frames(profile: &mut Profile, chunk: &Chunk) -> Vec<FrameHandle> {
+pub(crate) fn import_frames(profile: &mut Profile, chunk: &Chunk) -> Vec<FrameHandle> {
     let mut images: FxHashMap<&str, ImageHandle> = FxHashMap::default();
     for img in chunk.debug_meta.iter().flat_map(|m| &m.images) {
         // Only images that native frames map into: ProGuard and source maps have no range.
@@ -360,7 +319,7 @@ mod tests {
     #[test]
     fn times_past_2262_are_malformed() {
         let json =
-            include_bytes!("../../../tests/fuzz/regressions/sample_v2/timestamp_past_2262.json");
+            include_bytes!("../../../../tests/fuzz/regressions/sample_v2/timestamp_past_2262.json");
         let err = crate::decode(json, Some(InputFormat::SampleV2)).unwrap_err();
         assert!(
             matches!(err.kind(), ErrorKind::Malformed { format: "sample-v2", what, .. }

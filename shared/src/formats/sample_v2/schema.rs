@@ -439,7 +439,3 @@ pub(super) const OUT_OF_RANGE: &str = "number out of range";
 fn present_number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Number>, D::Error> {
     number(d).map(Some)
 }
-
-#[cfg(test)]
-#[path = "schema_tests.rs"]
-mod tests;

@@ -741,7 +741,7 @@ fn pac_free(addr: u64, cocoa: bool) -> Result<u64, Flaw> {
 /// A frame's identity for deduplication: its JSON with object keys sorted, so frames that
 /// differ only in the order of their unknown keys (serde_json's `preserve_order`, if another
 /// crate switches it on) still compare equal.
-pub(super) fn canonical_frame(frame: &Frame) -> String {
+pub(crate) fn canonical_frame(frame: &Frame) -> String {
     fn write(value: &Value, out: &mut String) {
         match value {
             Value::Object(map) => {

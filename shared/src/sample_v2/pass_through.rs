@@ -1,0 +1,45 @@
+//! A Sample v2 chunk an input already held, as an output: stored as received, tabulated from
+//! a model of its own.
+
+use super::write::SampleV2Chunk;
+use crate::formats::sample_v2::{import, schema::Chunk, Imported, PassThrough, FORMAT};
+use crate::model::Profile;
+use crate::plan::Timing;
+
+/// The chunk on its own, for the tables: its model, and the output it is stored as.
+///
+/// The model holds this chunk alone, so its frames are numbered as
+/// [`frame_handles`](crate::formats::sample_v2::frame_handles) says: once the model's frames
+/// are symbolized (in place, [`Profile::rewrite_frames`], which moves no handle),
+/// [`SampleV2Chunk::rewrite_frames`] writes them into the chunk.
+pub(crate) fn pass_through(given: PassThrough) -> (Profile, SampleV2Chunk) {
+    let mut profile = Profile::new(FORMAT);
+    let Imported {
+        start_ns,
+        end_ns,
+        samples,
+    } = import(&mut profile, &given.chunk);
+    profile.sort_samples_by_time();
+    let Chunk {
+        chunk_id,
+        profiler_id,
+        platform,
+        release,
+        environment,
+        ..
+    } = given.chunk;
+    let output = SampleV2Chunk {
+        pid: None,
+        chunk_id,
+        profiler_id,
+        start_ns,
+        end_ns,
+        samples,
+        timing: Timing::Recorded,
+        platform,
+        release,
+        environment,
+        json: given.json,
+    };
+    (profile, output)
+}
