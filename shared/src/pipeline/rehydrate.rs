@@ -18,7 +18,7 @@ use super::process::{process_upload, Outcome, ProcessOptions};
 use super::supersede::{is_pending_record, sweep_pending, Swept};
 use super::symbols::current_debug_meta;
 use crate::error::Result;
-use crate::store::{by_key_prefix, ObjectStore, BUILD_ID_INDEX_PREFIX};
+use crate::store::{build_id_index_prefix, by_key_prefix, ObjectStore, BUILD_ID_INDEX_PREFIX};
 
 /// How much one call may do.
 #[derive(Clone, Debug)]
@@ -117,9 +117,7 @@ pub fn rehydrate(
 ) -> Result<RehydratePage> {
     let by_key = by_key_prefix();
     let prefix = match scope {
-        RehydrateScope::BuildId(id) => {
-            format!("{BUILD_ID_INDEX_PREFIX}{}/", id.to_ascii_lowercase())
-        }
+        RehydrateScope::BuildId(id) => build_id_index_prefix(&id.to_ascii_lowercase()),
         RehydrateScope::Sweep if after.is_some_and(|a| a.starts_with(&by_key)) => {
             let mut page = RehydratePage::default();
             sweep_pending_page(

@@ -5,7 +5,10 @@ use sha2::{Digest, Sha256};
 
 use super::process::write_error_report;
 use crate::error::{error_chain, Error, ErrorKind, Result};
-use crate::store::{debug_info_key, debug_meta_key, error_report_key, DebugInfoKey, ObjectStore};
+use crate::store::{
+    debug_info_key, debug_meta_key, error_report_key, is_debug_meta_key, DebugInfoKey, ObjectStore,
+    DEBUGINFO_PREFIX,
+};
 use crate::symbolize::{ingest_debug_file, DebugFileMeta, SymbolSource, Symbols};
 
 /// Symbols read from a store: the meta of a build ID, then the cache it names.
@@ -208,8 +211,8 @@ fn refuse(
 /// Every build ID with symbols in the store, with its meta, in build-ID order.
 pub fn list_debug_files(store: &dyn ObjectStore) -> Result<Vec<DebugFileMeta>> {
     let mut metas = Vec::new();
-    for key in store.list(crate::store::DEBUGINFO_PREFIX)? {
-        if !key.ends_with("/meta.json") {
+    for key in store.list(DEBUGINFO_PREFIX)? {
+        if !is_debug_meta_key(&key) {
             continue;
         }
         if let Some(json) = store.get(&key)? {
