@@ -27,6 +27,7 @@
 use md5::{Digest, Md5};
 
 use crate::ids::derived_id;
+use crate::model::BuildId;
 
 /// Where SDKs upload raw profiles.
 pub const UPLOADS_PREFIX: &str = "uploads/";
@@ -81,12 +82,12 @@ pub const BUILD_ID_INDEX_PREFIX: &str = "index/build-id/";
 
 /// Key of the build-ID index entry of one image in one upload. `build_id` is the image's code
 /// id (lowercase hex GNU build id) or, without one, its debug id.
-pub fn build_id_index_key(build_id: &str, source_id: &str) -> String {
+pub fn build_id_index_key(build_id: &BuildId, source_id: &str) -> String {
     format!("{}{source_id}.json", build_id_index_prefix(build_id))
 }
 
 /// Where the build-ID index entries of one image are, one per upload.
-pub fn build_id_index_prefix(build_id: &str) -> String {
+pub fn build_id_index_prefix(build_id: &BuildId) -> String {
     format!("{BUILD_ID_INDEX_PREFIX}{build_id}/")
 }
 
@@ -151,7 +152,7 @@ pub const DEBUGINFO_PREFIX: &str = "debuginfo/";
 /// Key of the lookup cache built from the debug file with SHA-256 `sha256` (hex). Each file's
 /// cache has its own key, so the meta, written last, always names a complete cache of its own
 /// file, whatever other uploads of the build ID do meanwhile.
-pub fn symcache_key(build_id: &str, sha256: &str) -> String {
+pub fn symcache_key(build_id: &BuildId, sha256: &str) -> String {
     let short = &sha256[..sha256.len().min(16)];
     format!("{DEBUGINFO_PREFIX}{build_id}/{short}{SYMCACHE_SUFFIX}")
 }
@@ -163,7 +164,7 @@ const SYMCACHE_SUFFIX: &str = ".symcache";
 const DEBUG_META_NAME: &str = "meta.json";
 
 /// Key of the meta of a build ID's debug file, written after its cache.
-pub fn debug_meta_key(build_id: &str) -> String {
+pub fn debug_meta_key(build_id: &BuildId) -> String {
     format!("{DEBUGINFO_PREFIX}{build_id}/{DEBUG_META_NAME}")
 }
 
@@ -174,17 +175,18 @@ pub fn is_debug_meta_key(key: &str) -> bool {
 }
 
 /// Key of a debug file named `file_name` uploaded for `build_id`.
-pub fn debug_file_key(build_id: &str, file_name: &str) -> String {
+pub fn debug_file_key(build_id: &BuildId, file_name: &str) -> String {
     format!("{DEBUGINFO_PREFIX}{build_id}/{file_name}")
 }
 
 /// What a key under `debuginfo/` holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DebugInfoKey<'k> {
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DebugInfoKey {
     /// An uploaded debug file, with the build ID its key names.
     DebugFile {
-        /// The build ID (as in the key).
-        build_id: &'k str,
+        /// The build ID, as the key names it but in lowercase (ids are matched without regard
+        /// to case).
+        build_id: BuildId,
     },
     /// A file proflake derives (cache, meta, error report): no work.
     Derived,
@@ -195,11 +197,11 @@ pub enum DebugInfoKey<'k> {
 }
 
 /// Classifies a key of the symbol store.
-pub fn debug_info_key(key: &str) -> DebugInfoKey<'_> {
+pub fn debug_info_key(key: &str) -> DebugInfoKey {
     let Some(rest) = key.strip_prefix(DEBUGINFO_PREFIX) else {
         return DebugInfoKey::Other;
     };
-    let Some((build_id, name)) = rest.split_once('/') else {
+    let Some((folder, name)) = rest.split_once('/') else {
         return DebugInfoKey::Invalid;
     };
     if name.ends_with(SYMCACHE_SUFFIX)
@@ -208,13 +210,13 @@ pub fn debug_info_key(key: &str) -> DebugInfoKey<'_> {
     {
         return DebugInfoKey::Derived;
     }
-    let id_like = |s: &str| {
-        (8..=80).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')
-    };
-    if !id_like(build_id) || name.is_empty() || name.contains('/') {
-        return DebugInfoKey::Invalid;
+    let build_id = (folder.parse::<BuildId>().ok()).filter(|_| (8..=80).contains(&folder.len()));
+    match build_id {
+        Some(id) if !name.is_empty() && !name.contains('/') => DebugInfoKey::DebugFile {
+            build_id: id.to_ascii_lowercase(),
+        },
+        _ => DebugInfoKey::Invalid,
     }
-    DebugInfoKey::DebugFile { build_id }
 }
 
 /// Suffix of an upload's error report, written next to it when it cannot be converted.
