@@ -16,8 +16,12 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use proflake::pipeline::{add_debug_file, DebugFileOutcome};
-use proflake::symbolize::{ingest_debug_file, symbolize, DebugFileMeta, SymbolSource, Symbols};
-use proflake::{decode, process_upload, LocalDirStore, ObjectStore, Outcome, ProcessOptions};
+use proflake::symbolize::{
+    ingest_debug_file, symbolize, DebugFileKeys, DebugFileMeta, SymbolSource, Symbols,
+};
+use proflake::{
+    decode, process_upload, BuildId, LocalDirStore, ObjectStore, Outcome, ProcessOptions,
+};
 use proflake_proto::pprof;
 use prost::Message;
 
@@ -135,8 +139,8 @@ struct Memory {
 }
 
 impl SymbolSource for Memory {
-    fn symbols(&self, build_id: &str) -> proflake::Result<Option<Symbols>> {
-        (build_id == self.meta.build_id)
+    fn symbols(&self, build_id: &BuildId) -> proflake::Result<Option<Symbols>> {
+        (*build_id == self.meta.build_id)
             .then(|| Symbols::new(self.meta.clone(), self.cache.clone()))
             .transpose()
     }
@@ -163,7 +167,12 @@ fn main() {
     let mut ingested = None;
     for _ in 0..5 {
         let t = Instant::now();
-        ingested = Some(ingest_debug_file(&build_id, "debuginfo/x/libgen.so", &lib).unwrap());
+        let keys = DebugFileKeys {
+            debug_file: "debuginfo/x/libgen.so".into(),
+            symcache: "debuginfo/x/libgen.symcache".into(),
+        };
+        let id: BuildId = build_id.parse().unwrap();
+        ingested = Some(ingest_debug_file(&id, &lib, keys).unwrap());
         builds.push(t.elapsed());
     }
     let ingested = ingested.unwrap();

@@ -38,10 +38,7 @@ pub enum ErrorKind {
         container: &'static str,
     },
     /// A safety limit was reached; the input is too large or too deeply nested to convert.
-    #[error(
-        "the input exceeds the limit {limit} = {max}{}",
-        crate::limits::variable_hint(limit)
-    )]
+    #[error("the input exceeds the limit {limit} = {max}{}", variable_hint(limit))]
     LimitExceeded {
         /// Name of the limit: a [`Limits`](crate::Limits) field, for the limits that can be
         /// set.
@@ -193,6 +190,24 @@ impl ErrorKind {
     }
 }
 
+/// Where the variable of every limit that can be set starts: `PROFLAKE_LIMIT_` and the
+/// [`Limits`](crate::Limits) field in capitals (the limits' tests hold every field to this).
+const LIMIT_VARIABLE_PREFIX: &str = "PROFLAKE_LIMIT_";
+
+/// " (PROFLAKE_LIMIT_…)" after a limit's name in messages, so a reader of an error report
+/// knows what to set. The limits that can be set are named by their field (`max_samples`);
+/// other bounds are named in words (`object size in bytes`) and get no hint. So the name alone
+/// tells the variable, and the error needs nothing from the limits.
+fn variable_hint(limit: &str) -> String {
+    let field = !limit.is_empty()
+        && (limit.bytes()).all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    if field {
+        format!(" ({LIMIT_VARIABLE_PREFIX}{})", limit.to_ascii_uppercase())
+    } else {
+        String::new()
+    }
+}
+
 /// An error, with the input it concerns (a file path or object key) when known.
 #[derive(Debug)]
 pub struct Error {
@@ -317,6 +332,19 @@ pub fn from_io(key: &str, error: std::io::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_limit_names_its_variable_and_a_bound_in_words_none() {
+        let exceeded = |limit| ErrorKind::LimitExceeded { limit, max: 2 }.to_string();
+        assert_eq!(
+            exceeded("max_samples"),
+            "the input exceeds the limit max_samples = 2 (PROFLAKE_LIMIT_MAX_SAMPLES)"
+        );
+        assert_eq!(
+            exceeded("object size in bytes"),
+            "the input exceeds the limit object size in bytes = 2"
+        );
+    }
 
     #[test]
     fn error_chain_includes_every_cause() {

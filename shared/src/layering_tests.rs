@@ -1,5 +1,6 @@
 //! The data flows one way: the format decoders build the model and know nothing downstream of
-//! it (planning, Sample v2, tables, the jobs, the store).
+//! it (planning, Sample v2, tables, the jobs, the store). Symbolization is handed bytes and
+//! never sees the store or its keys.
 
 use std::path::Path;
 
@@ -39,24 +40,35 @@ fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
-#[test]
-fn the_formats_reach_nothing_downstream() {
+/// Fails when a source file under `src/<dir>` (at least `min_files` of them) reaches one of
+/// `forbidden` through `crate::`.
+fn assert_reaches_none(dir: &str, min_files: usize, forbidden: &[&str]) {
     let mut files = Vec::new();
     rust_files(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src/formats"),
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(dir),
         &mut files,
     );
-    assert!(files.len() > 10, "{files:?}");
+    assert!(files.len() >= min_files, "{files:?}");
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
         for name in crate_paths(&text) {
             assert!(
-                !DOWNSTREAM.contains(&name.as_str()),
+                !forbidden.contains(&name.as_str()),
                 "{} reaches crate::{name}",
                 file.display()
             );
         }
     }
+}
+
+#[test]
+fn the_formats_reach_nothing_downstream() {
+    assert_reaches_none("formats", 11, &DOWNSTREAM);
+}
+
+#[test]
+fn symbolization_never_sees_the_store() {
+    assert_reaches_none("symbolize", 5, &["store", "pipeline"]);
 }
 
 #[test]

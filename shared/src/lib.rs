@@ -38,6 +38,7 @@ pub use formats::{sniff, Container, InputFormat};
 pub use limits::{Limits, LimitsError};
 
 pub use metadata::{ClientSdk, UploadMetadata};
+pub use model::BuildId;
 pub use model::{
     CpuMode, Frame, FrameAddress, FrameHandle, FrameKind, Image, Label, LabelValue, Process,
     Profile, Sample, Series, SeriesKind, StackHandle, Thread, Timestamps,

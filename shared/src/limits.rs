@@ -287,12 +287,6 @@ pub(crate) fn exceeded(name: &'static str, max: u64) -> Error {
     ErrorKind::LimitExceeded { limit: name, max }.into()
 }
 
-/// " (PROFLAKE_LIMIT_…)" after a limit's name in messages, so a reader of an error report
-/// knows what to set; empty for bounds that are not [`Limits`] fields.
-pub(crate) fn variable_hint(name: &str) -> String {
-    Limits::variable(name).map_or_else(String::new, |v| format!(" ({v})"))
-}
-
 #[cfg(test)]
 #[path = "limits_tests.rs"]
 mod tests;

@@ -213,7 +213,7 @@ fn check_build_id_index(name: &str, c: &Converted, frames: &[RecordBatch]) {
             "{name}"
         );
         assert!(entry.frames > 0, "{name}: empty index entry {}", o.key);
-        let addresses = indexed.entry(entry.build_id).or_default();
+        let addresses = indexed.entry(entry.build_id.into()).or_default();
         for m in entry.mappings {
             addresses.extend(m.absolute.into_iter().map(|a| ("absolute", a)));
             addresses.extend(m.image_relative.into_iter().map(|a| ("image_relative", a)));

@@ -11,6 +11,7 @@ use proflake::pipeline::{
     add_debug_file, list_debug_files, rehydrate, rehydrate_keys, DebugFileOutcome,
     RehydrateOptions, RehydratePage, RehydrateScope,
 };
+use proflake::store::debug_file_key;
 use proflake::symbolize::debug_file_build_id;
 use proflake::{
     LocalDirStore, ObjectStore, Outcome, ProcessOptions, ERROR_REPORT_SUFFIX,
@@ -92,7 +93,7 @@ fn add(args: AddArgs) -> anyhow::Result<ExitCode> {
                 continue;
             }
         };
-        let key = format!("debuginfo/{build_id}/{name}");
+        let key = debug_file_key(&build_id, name);
         store.put(&key, &bytes)?;
         let line = match add_debug_file(&store, &key, max_debug_file_bytes)? {
             DebugFileOutcome::Stored { meta, replaced, .. } => {
@@ -133,7 +134,7 @@ fn add(args: AddArgs) -> anyhow::Result<ExitCode> {
     if !args.no_rehydrate {
         let mut total = RehydratePage::default();
         for id in &stored_ids {
-            total.absorb(pages(&store, RehydrateScope::BuildId(id))?);
+            total.absorb(pages(&store, RehydrateScope::BuildId(id.as_str()))?);
         }
         print_summary(&mut stdout, &total)?;
         if failed(&total) > 0 {

@@ -101,7 +101,7 @@ pub(crate) async fn handle_object(
         DebugFileOutcome::Refused { .. } | DebugFileOutcome::Skipped { .. } => return true,
     };
     let page = Page {
-        scope: Scope::BuildId(build_id),
+        scope: Scope::BuildId(build_id.into()),
         after: None,
     };
     run_page(app, message_id, page, tally).await

@@ -179,7 +179,7 @@ fn entry(build_id: &str, n: usize) -> (String, Vec<u8>) {
     let source_id = format!("{n:032x}");
     let entry = BuildIdIndexEntry {
         index_version: BUILD_ID_INDEX_VERSION,
-        build_id: build_id.into(),
+        build_id: build_id.parse().unwrap(),
         code_id: Some(build_id.into()),
         debug_id: None,
         source_key: format!("uploads/{n}.pftrace"),

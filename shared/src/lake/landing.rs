@@ -8,9 +8,8 @@ use sha2::{Digest, Sha256};
 
 use super::ledger::Held;
 use crate::error::{Error, ErrorKind, Result};
-use crate::ids::derived_id;
 use crate::pipeline::Manifest;
-use crate::store::{by_key_prefix, source_id, ObjectStore};
+use crate::store::{by_key_prefix, key_id, key_id_of_pointer, pointer_key, source_id, ObjectStore};
 use crate::Table;
 
 /// One landing file of a conversion.
@@ -52,27 +51,19 @@ struct Pointer {
     manifest_key: String,
 }
 
-/// The id of an upload key, as in `converted/by-key/<key_id>.json`.
-pub(super) fn key_id(key: &str) -> String {
-    derived_id(&["key", key])
-}
-
 /// The key ids of every key that has a pointer.
 pub(super) fn key_ids(store: &dyn ObjectStore) -> Result<Vec<String>> {
-    let prefix = by_key_prefix();
     Ok(store
-        .list(&prefix)?
+        .list(&by_key_prefix())?
         .iter()
-        .filter_map(|k| k.strip_prefix(&prefix)?.strip_suffix(".json"))
-        .filter(|id| !id.contains('/'))
+        .filter_map(|k| key_id_of_pointer(k))
         .map(str::to_owned)
         .collect())
 }
 
 /// The key's current conversion, by its pointer.
 pub(super) fn current(store: &dyn ObjectStore, key_id: &str) -> Result<Landing> {
-    let pointer_key = format!("{}{key_id}.json", by_key_prefix());
-    let Some(json) = store.get(&pointer_key)? else {
+    let Some(json) = store.get(&pointer_key(key_id))? else {
         return Ok(Landing::Gone);
     };
     let Ok(pointer) = serde_json::from_slice::<Pointer>(&json) else {

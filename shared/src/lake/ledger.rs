@@ -15,13 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::store::ObjectStore;
-
-/// Where the records are.
-pub(super) const LEDGER_PREFIX: &str = "lake/_published/";
-
-/// Where a batch's record of the conversions it is about to touch is kept while it runs.
-pub(super) const BATCHES_PREFIX: &str = "lake/_published/_batches/";
+use crate::store::{publish_batch_key, published_key, ObjectStore, PUBLISH_BATCHES_PREFIX};
 
 /// What a batch may put in, or leave in, the lake, per key id: written once before the batch
 /// touches any table, removed after every key's record says what it published. A batch cut
@@ -38,7 +32,7 @@ pub(super) fn write_batch(
     name: &str,
     record: &BatchRecord,
 ) -> Result<String> {
-    let key = format!("{BATCHES_PREFIX}{name}.json");
+    let key = publish_batch_key(name);
     let json = serde_json::to_vec(record).expect("a batch record serializes");
     store.put(&key, &json)?;
     Ok(key)
@@ -48,7 +42,7 @@ pub(super) fn write_batch(
 /// An unreadable one names nothing.
 pub(super) fn read_batches(store: &dyn ObjectStore) -> Result<Vec<(String, BatchRecord)>> {
     let mut out = Vec::new();
-    for key in store.list(BATCHES_PREFIX)? {
+    for key in store.list(PUBLISH_BATCHES_PREFIX)? {
         if let Some(json) = store.get(&key)? {
             let record = serde_json::from_slice(&json).unwrap_or_else(|e| {
                 tracing::warn!(key, error = %e, "unreadable batch record");
@@ -59,9 +53,6 @@ pub(super) fn read_batches(store: &dyn ObjectStore) -> Result<Vec<(String, Batch
     }
     Ok(out)
 }
-
-/// Where reports of conversions that could not be published are.
-pub(super) const QUARANTINE_PREFIX: &str = "lake/_quarantine/";
 
 /// One conversion as the lake holds it: its identity and the partitions its rows are in.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -97,24 +88,10 @@ impl Record {
     }
 }
 
-/// The record's key for the upload key whose id (as in `converted/by-key/<key_id>.json`) is
-/// `key_id`.
-pub(super) fn record_key(key_id: &str) -> String {
-    format!("{LEDGER_PREFIX}{key_id}.json")
-}
-
-/// The key id a record's key names.
-pub(super) fn key_id_of(record_key: &str) -> Option<&str> {
-    record_key
-        .strip_prefix(LEDGER_PREFIX)?
-        .strip_suffix(".json")
-        .filter(|id| !id.is_empty() && !id.contains('/'))
-}
-
 /// The record of `key_id`; an unreadable one counts as pending for nothing known, which makes
 /// the next publish of the key replace its rows.
 pub(super) fn read(store: &dyn ObjectStore, key_id: &str) -> Result<Option<Record>> {
-    let Some(json) = store.get(&record_key(key_id))? else {
+    let Some(json) = store.get(&published_key(key_id))? else {
         return Ok(None);
     };
     Ok(Some(serde_json::from_slice(&json).unwrap_or_else(|e| {
@@ -126,10 +103,10 @@ pub(super) fn read(store: &dyn ObjectStore, key_id: &str) -> Result<Option<Recor
 /// Writes the record of `key_id`.
 pub(super) fn write(store: &dyn ObjectStore, key_id: &str, record: &Record) -> Result<()> {
     let json = serde_json::to_vec_pretty(record).expect("a record serializes");
-    store.put(&record_key(key_id), &json)
+    store.put(&published_key(key_id), &json)
 }
 
 /// Removes the record of `key_id`: the lake holds nothing of the key.
 pub(super) fn remove(store: &dyn ObjectStore, key_id: &str) -> Result<()> {
-    store.delete(&record_key(key_id))
+    store.delete(&published_key(key_id))
 }

@@ -31,6 +31,7 @@ use std::path::Path;
 use tokio::runtime::Handle;
 use url::Url;
 
+pub use crate::store::LAKE_PREFIX;
 pub use compact::CompactReport;
 pub use publish::{PublishReport, PublishScope, Quarantined};
 pub use schema::{lake_schema, PARTITION_COLUMN};
@@ -70,9 +71,6 @@ fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
-
-/// Where the lake is under a store's root.
-pub const LAKE_PREFIX: &str = "lake/";
 
 /// Settings of the lake.
 #[derive(Clone, Debug, PartialEq, Eq)]

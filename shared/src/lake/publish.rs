@@ -23,11 +23,13 @@ use super::copy::RowGroupCopier;
 use super::delta::{info, publish_operation, Committed};
 use super::files::landing_batches;
 use super::landing::{self, Conversion, Landing, LandingFile};
-use super::ledger::{self, BatchRecord, Held, Record, QUARANTINE_PREFIX};
+use super::ledger::{self, BatchRecord, Held, Record};
 use super::schema::{lake_error, with_partition};
 use super::{now_ms, parallel, Lake};
 use crate::error::{error_chain, Result};
-use crate::store::ObjectStore;
+use crate::store::{
+    key_id, key_id_of_published, unpublishable_report_key, ObjectStore, PUBLISHED_PREFIX,
+};
 use crate::Table;
 
 /// Which upload keys to publish.
@@ -257,7 +259,7 @@ impl Lake {
                 return Err(lake_error(url.as_str(), "rebuild is only for a local lake"));
             }
         }
-        for key in outputs.list(ledger::LEDGER_PREFIX)? {
+        for key in outputs.list(PUBLISHED_PREFIX)? {
             outputs.delete(&key)?;
         }
         self.publish(uploads, outputs, &PublishScope::All)
@@ -275,11 +277,11 @@ impl Lake {
         match scope {
             PublishScope::All => {
                 ids.extend(landing::key_ids(outputs)?);
-                for record in outputs.list(ledger::LEDGER_PREFIX)? {
-                    ids.extend(ledger::key_id_of(&record).map(str::to_owned));
+                for record in outputs.list(PUBLISHED_PREFIX)? {
+                    ids.extend(key_id_of_published(&record).map(str::to_owned));
                 }
             }
-            PublishScope::Keys(keys) => ids.extend(keys.iter().map(|k| landing::key_id(k))),
+            PublishScope::Keys(keys) => ids.extend(keys.iter().map(|k| key_id(k))),
             PublishScope::Manifests(manifests) => {
                 for manifest_key in manifests {
                     match landing::key_of_manifest(uploads, outputs, manifest_key) {
@@ -561,7 +563,7 @@ fn quarantine(
     ]
     .into();
     let json = serde_json::to_vec_pretty(&body).expect("a report serializes");
-    if let Err(e) = outputs.put(&format!("{QUARANTINE_PREFIX}{}.json", w.key_id), &json) {
+    if let Err(e) = outputs.put(&unpublishable_report_key(&w.key_id), &json) {
         tracing::warn!(error = %e, "quarantine report not written");
     }
     report.quarantined.push(entry);

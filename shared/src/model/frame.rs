@@ -2,7 +2,7 @@
 
 use debugid::{CodeId, DebugId};
 
-use super::{ImageHandle, StringHandle};
+use super::{BuildId, ImageHandle, StringHandle};
 
 /// What kind of code a frame belongs to. Closed on purpose: decoders map their format's
 /// vocabulary onto it, and anything else lands in `Other` with the producer's own word.
@@ -190,5 +190,14 @@ impl Image {
             file_offset: 0,
             load_bias: 0,
         }
+    }
+
+    /// The id its debug file is looked up by: its code id, else its debug id (nil ids count as
+    /// none); `None` when it has neither.
+    pub fn build_id(&self) -> Option<BuildId> {
+        if let Some(code) = self.code_id.as_ref().and_then(BuildId::from_code_id) {
+            return Some(code);
+        }
+        self.debug_id.filter(|d| !d.is_nil()).map(BuildId::from)
     }
 }

@@ -14,7 +14,7 @@ mod sample;
 mod sample_table;
 mod thread;
 
-pub use build_id::ids_from_build_id;
+pub use build_id::{ids_from_build_id, BuildId, InvalidBuildId};
 pub use frame::{Frame, FrameAddress, FrameKind, Image, InlinedCall, SymbolStatus};
 pub use handles::{
     FrameHandle, ImageHandle, LabelSetHandle, LinkHandle, ProcessHandle, SeriesHandle, StackHandle,

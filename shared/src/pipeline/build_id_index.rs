@@ -9,10 +9,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{FrameAddress, Profile};
+use crate::model::{BuildId, FrameAddress, Image, ImageHandle, Profile};
 use crate::plan::TableProfilePlan;
 use crate::store::build_id_index_key;
-use crate::symbolize::{image_build_id, SymbolizeReport};
+use crate::symbolize::SymbolizeReport;
 
 /// Version of the index entry layout.
 pub const BUILD_ID_INDEX_VERSION: u32 = 1;
@@ -23,7 +23,7 @@ pub struct BuildIdIndexEntry {
     /// Layout version ([`BUILD_ID_INDEX_VERSION`]).
     pub index_version: u32,
     /// The key the entry is filed under: the code id, else the debug id.
-    pub build_id: String,
+    pub build_id: BuildId,
     /// Code id (lowercase hex GNU build id for ELF).
     pub code_id: Option<String>,
     /// Debug id, as symbol servers index it.
@@ -143,96 +143,109 @@ impl Reached {
         manifest_key: &str,
         symbolization: &SymbolizeReport,
     ) -> Vec<(String, BuildIdIndexEntry)> {
-        #[derive(Default)]
-        struct Seen {
-            frames: u64,
-            symbolized: u64,
-            absolute: BTreeSet<u64>,
-            relative: BTreeSet<u64>,
-        }
-        let reached = self.models.into_iter().filter_map(|(address, _, frames)| {
-            let model = models
-                .iter()
-                .find(|m| std::ptr::from_ref(**m) as usize == address)?;
-            Some((*model, frames))
-        });
-        let mut by_image = Vec::new();
-        for (profile, frames) in reached {
-            let mut seen_here: BTreeMap<_, Seen> = BTreeMap::new();
-            for (h, frame) in profile.frames() {
-                if !frames.get(h.index()).copied().unwrap_or(false) {
-                    continue;
-                }
-                // Frames the input named are the input's; the rest are symbolization's.
-                let named = frame.function.is_some();
-                if named && frame.symbol_status.is_none() {
-                    continue;
-                }
-                let (Some(image), Some(address)) = (frame.image, frame.address) else {
-                    continue;
+        let mut entries: BTreeMap<BuildId, BuildIdIndexEntry> = BTreeMap::new();
+        for (profile, frames) in self.reached(models) {
+            for (handle, seen) in seen_images(profile, &frames) {
+                let image = profile.image(handle);
+                let Some(build_id) = image.build_id() else {
+                    continue; // nothing to look a debug file up by
                 };
-                let seen = seen_here.entry(image).or_default();
-                if named {
-                    seen.symbolized += 1;
-                } else {
-                    seen.frames += 1;
-                }
-                match address {
-                    FrameAddress::Absolute(a) => seen.absolute.insert(a),
-                    FrameAddress::ImageRelative(a) => seen.relative.insert(a),
-                };
-            }
-            by_image.extend(seen_here.into_iter().map(|(h, seen)| (profile, h, seen)));
-        }
-        let mut entries: BTreeMap<String, BuildIdIndexEntry> = BTreeMap::new();
-        for (profile, handle, seen) in by_image {
-            let image = profile.image(handle);
-            let code_id = image.code_id.as_ref().map(|c| c.as_str().to_owned());
-            let debug_id = image.debug_id.map(|d| d.to_string());
-            let Some(build_id) = image_build_id(image) else {
-                continue; // nothing to look a debug file up by
-            };
-            let symbolized_with = symbolization
-                .images
-                .iter()
-                .find(|i| i.build_id == build_id)
-                .and_then(|i| i.debug_file_sha256.clone());
-            let entry = entries
-                .entry(build_id.clone())
-                .or_insert_with(|| BuildIdIndexEntry {
-                    index_version: BUILD_ID_INDEX_VERSION,
-                    build_id,
-                    symbolized: 0,
-                    symbolized_with,
-                    code_id,
-                    debug_id,
-                    source_key: source_key.into(),
-                    source_id: source_id.into(),
-                    manifest_key: manifest_key.into(),
-                    frames: 0,
-                    mappings: Vec::new(),
+                let entry = entries.entry(build_id.clone()).or_insert_with(|| {
+                    let symbolized_with = (symbolization.images.iter())
+                        .find(|i| i.build_id == build_id)
+                        .and_then(|i| i.debug_file_sha256.clone());
+                    BuildIdIndexEntry {
+                        index_version: BUILD_ID_INDEX_VERSION,
+                        build_id,
+                        code_id: image.code_id.as_ref().map(|c| c.as_str().to_owned()),
+                        debug_id: image.debug_id.map(|d| d.to_string()),
+                        source_key: source_key.into(),
+                        source_id: source_id.into(),
+                        manifest_key: manifest_key.into(),
+                        frames: 0,
+                        symbolized: 0,
+                        symbolized_with,
+                        mappings: Vec::new(),
+                    }
                 });
-            entry.frames += seen.frames;
-            entry.symbolized += seen.symbolized;
-            entry.mappings.push(IndexedMapping {
-                path: profile.opt_str(image.path).map(str::to_owned),
-                start: image.start,
-                end: image.end,
-                file_offset: image.file_offset,
-                load_bias: image.load_bias,
-                absolute: seen.absolute.into_iter().collect(),
-                image_relative: seen.relative.into_iter().collect(),
-            });
+                entry.frames += seen.frames;
+                entry.symbolized += seen.symbolized;
+                entry.mappings.push(seen.mapping(profile, image));
+            }
         }
-        entries
-            .into_values()
+        (entries.into_values())
             .map(|mut entry| {
                 // Image handles follow decode order; sort so the bytes do not depend on it.
-                entry
-                    .mappings
-                    .sort_by(|a, b| (a.start, &a.path).cmp(&(b.start, &b.path)));
+                (entry.mappings).sort_by(|a, b| (a.start, &a.path).cmp(&(b.start, &b.path)));
                 (build_id_index_key(&entry.build_id, source_id), entry)
             })
             .collect()
     }
+
+    /// Each model reached among `models`, with the frames reached in it.
+    fn reached<'m>(self, models: &[&'m Profile]) -> Vec<(&'m Profile, Vec<bool>)> {
+        (self.models.into_iter())
+            .filter_map(|(address, _, frames)| {
+                let model = models
+                    .iter()
+                    .find(|m| std::ptr::from_ref(**m) as usize == address)?;
+                Some((*model, frames))
+            })
+            .collect()
+    }
+}
+
+/// What the reached frames of one image in one model hold.
+#[derive(Default)]
+struct Seen {
+    /// Frames without a name.
+    frames: u64,
+    /// Frames a debug file named.
+    symbolized: u64,
+    absolute: BTreeSet<u64>,
+    relative: BTreeSet<u64>,
+}
+
+impl Seen {
+    /// The index's record of `image`, with the addresses seen in it.
+    fn mapping(self, profile: &Profile, image: &Image) -> IndexedMapping {
+        IndexedMapping {
+            path: profile.opt_str(image.path).map(str::to_owned),
+            start: image.start,
+            end: image.end,
+            file_offset: image.file_offset,
+            load_bias: image.load_bias,
+            absolute: self.absolute.into_iter().collect(),
+            image_relative: self.relative.into_iter().collect(),
+        }
+    }
+}
+
+/// The images of the frames of `profile` marked in `reached` that symbolization works on, by
+/// handle: frames the input named are the input's, the rest are symbolization's.
+fn seen_images(profile: &Profile, reached: &[bool]) -> BTreeMap<ImageHandle, Seen> {
+    let mut seen: BTreeMap<ImageHandle, Seen> = BTreeMap::new();
+    for (h, frame) in profile.frames() {
+        if !reached.get(h.index()).copied().unwrap_or(false) {
+            continue;
+        }
+        let named = frame.function.is_some();
+        if named && frame.symbol_status.is_none() {
+            continue;
+        }
+        let (Some(image), Some(address)) = (frame.image, frame.address) else {
+            continue;
+        };
+        let seen = seen.entry(image).or_default();
+        if named {
+            seen.symbolized += 1;
+        } else {
+            seen.frames += 1;
+        }
+        match address {
+            FrameAddress::Absolute(a) => seen.absolute.insert(a),
+            FrameAddress::ImageRelative(a) => seen.relative.insert(a),
+        };
+    }
+    seen
 }

@@ -19,7 +19,8 @@ use super::process::{process_upload, ProcessOptions};
 use super::supersede::{is_pending_record, sweep_pending, Swept};
 use super::symbols::current_debug_meta;
 use crate::error::Result;
-use crate::store::{by_key_prefix, ObjectStore, BUILD_ID_INDEX_PREFIX};
+use crate::model::BuildId;
+use crate::store::{build_id_index_prefix, by_key_prefix, ObjectStore, BUILD_ID_INDEX_PREFIX};
 
 /// How much one call may do.
 #[derive(Clone, Debug)]
@@ -50,7 +51,8 @@ impl Default for RehydrateOptions {
 /// Which index entries to look at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RehydrateScope<'a> {
-    /// Uploads that reference one build ID (a debug file for it was stored).
+    /// Uploads that reference one build ID (a debug file for it was stored), as a caller names
+    /// it: matched in lowercase, and text that is no build ID matches nothing.
     BuildId(&'a str),
     /// Every indexed upload (the scheduled sweep).
     Sweep,
@@ -118,9 +120,11 @@ pub fn rehydrate(
 ) -> Result<RehydratePage> {
     let by_key = by_key_prefix();
     let prefix = match scope {
-        RehydrateScope::BuildId(id) => {
-            format!("{BUILD_ID_INDEX_PREFIX}{}/", id.to_ascii_lowercase())
-        }
+        RehydrateScope::BuildId(id) => match id.parse::<BuildId>() {
+            Ok(id) => build_id_index_prefix(&id.to_ascii_lowercase()),
+            // Text that is no build ID names no index entries.
+            Err(_) => return Ok(RehydratePage::default()),
+        },
         RehydrateScope::Sweep if after.is_some_and(|a| a.starts_with(&by_key)) => {
             let mut page = RehydratePage::default();
             sweep_pending_page(
@@ -138,7 +142,7 @@ pub fn rehydrate(
     let keys = outputs.list_page(&prefix, after, options.max_entries.max(1))?;
     let full_page = keys.len() >= options.max_entries.max(1);
     let process = reconvert_options(options);
-    let mut in_use: BTreeMap<String, Option<String>> = BTreeMap::new();
+    let mut in_use: BTreeMap<BuildId, Option<String>> = BTreeMap::new();
     let mut page = RehydratePage::default();
     for (i, key) in keys.iter().enumerate() {
         if page.reconverted as usize >= options.max_uploads.max(1) {

@@ -21,8 +21,8 @@ use super::manifest::Manifest;
 use super::outputs::PendingConversion;
 use crate::error::Result;
 use crate::store::{
-    by_key_prefix, conversion_prefix, current_conversion_key, manifest_key, pending_conversion_key,
-    pending_conversions_prefix, source_id, ObjectStore,
+    conversion_prefix, current_conversion_key, manifest_key, pending_conversion_key,
+    pending_conversion_of, pending_conversions_prefix, pointer_key, source_id, ObjectStore,
 };
 
 /// The pointer's content.
@@ -119,10 +119,7 @@ fn settle_pointer(
 fn clear_pending(outputs: &dyn ObjectStore, key: &str, mine: &str, current: bool) -> Result<()> {
     let prefix = pending_conversions_prefix(key);
     for record_key in outputs.list(&prefix)? {
-        let Some(source_id) = record_key
-            .strip_prefix(&prefix)
-            .and_then(|r| r.strip_suffix(".json"))
-        else {
+        let Some((_, source_id)) = pending_conversion_of(&record_key) else {
             continue;
         };
         if source_id == mine {
@@ -213,8 +210,8 @@ pub(crate) fn sweep_pending(
     };
     let source_key = match record.source_key.as_str() {
         // Records of earlier writers do not name their upload: the key's pointer does.
-        "" => match pointer_of_record(record_key)
-            .map(|k| outputs.get(&k))
+        "" => match pending_conversion_of(record_key)
+            .map(|(key_id, _)| outputs.get(&pointer_key(key_id)))
             .transpose()?
         {
             Some(Some(json)) => match serde_json::from_slice::<CurrentConversion>(&json) {
@@ -240,15 +237,5 @@ pub(crate) fn sweep_pending(
 
 /// Whether `key` is a pending record (`converted/by-key/<key_id>/pending/<source_id>.json`).
 pub(crate) fn is_pending_record(key: &str) -> bool {
-    pointer_of_record(key).is_some()
-}
-
-/// The key's pointer, beside the folder of the pending record at `record_key`.
-fn pointer_of_record(record_key: &str) -> Option<String> {
-    let (folder, file) = record_key.rsplit_once("/pending/")?;
-    let by_key = by_key_prefix();
-    let key_id = folder.strip_prefix(&by_key)?;
-    let plain = |s: &str| !s.is_empty() && !s.contains('/');
-    (plain(key_id) && file.strip_suffix(".json").is_some_and(plain))
-        .then(|| format!("{by_key}{key_id}.json"))
+    pending_conversion_of(key).is_some()
 }

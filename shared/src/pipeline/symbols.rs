@@ -5,8 +5,12 @@ use sha2::{Digest, Sha256};
 
 use super::error_report::write_error_report;
 use crate::error::{error_chain, Error, ErrorKind, Result};
-use crate::store::{debug_info_key, debug_meta_key, error_report_key, DebugInfoKey, ObjectStore};
-use crate::symbolize::{ingest_debug_file, DebugFileMeta, SymbolSource, Symbols};
+use crate::model::BuildId;
+use crate::store::{
+    debug_info_key, debug_meta_key, error_report_key, is_debug_meta_key, symcache_key,
+    DebugInfoKey, ObjectStore, DEBUGINFO_PREFIX,
+};
+use crate::symbolize::{ingest_debug_file, DebugFileKeys, DebugFileMeta, SymbolSource, Symbols};
 
 /// Symbols read from a store: the meta of a build ID, then the cache it names.
 pub struct StoreSymbols<'s> {
@@ -21,20 +25,20 @@ impl<'s> StoreSymbols<'s> {
 }
 
 impl SymbolSource for StoreSymbols<'_> {
-    fn symbols(&self, build_id: &str) -> Result<Option<Symbols>> {
+    fn symbols(&self, build_id: &BuildId) -> Result<Option<Symbols>> {
         let Some(json) = self.store.get(&debug_meta_key(build_id))? else {
             return Ok(None);
         };
         let meta = match DebugFileMeta::from_json(&json) {
             Ok(meta) => meta,
             Err(e) => {
-                tracing::warn!(build_id, error = %e, "unreadable debug-file meta; ignored");
+                tracing::warn!(%build_id, error = %e, "unreadable debug-file meta; ignored");
                 return Ok(None);
             }
         };
         let Some(cache) = self.store.get(&meta.symcache_key)? else {
             tracing::warn!(
-                build_id,
+                %build_id,
                 key = meta.symcache_key,
                 "debug-file meta names no cache"
             );
@@ -43,7 +47,7 @@ impl SymbolSource for StoreSymbols<'_> {
         match Symbols::new(meta, cache) {
             Ok(symbols) => Ok(Some(symbols)),
             Err(e) => {
-                tracing::warn!(build_id, error = %error_chain(&e), "unreadable lookup cache; ignored");
+                tracing::warn!(%build_id, error = %error_chain(&e), "unreadable lookup cache; ignored");
                 Ok(None)
             }
         }
@@ -53,7 +57,7 @@ impl SymbolSource for StoreSymbols<'_> {
 /// The current meta of a build ID, if a usable one is stored.
 pub fn current_debug_meta(
     store: &dyn ObjectStore,
-    build_id: &str,
+    build_id: &BuildId,
 ) -> Result<Option<DebugFileMeta>> {
     Ok(store
         .get(&debug_meta_key(build_id))?
@@ -77,7 +81,7 @@ pub enum DebugFileOutcome {
         /// Its key.
         key: String,
         /// The build ID.
-        build_id: String,
+        build_id: BuildId,
         /// The file in use.
         in_use: Box<DebugFileMeta>,
     },
@@ -118,7 +122,7 @@ pub fn add_debug_file(
         })
     };
     let build_id = match debug_info_key(key) {
-        DebugInfoKey::DebugFile { build_id } => build_id.to_ascii_lowercase(),
+        DebugInfoKey::DebugFile { build_id } => build_id,
         DebugInfoKey::Derived => return skipped("derived"),
         DebugInfoKey::Other => return skipped("not_debuginfo"),
         DebugInfoKey::Invalid => {
@@ -133,9 +137,10 @@ pub fn add_debug_file(
         Err(e) => return refuse(store, key, "", 0, e.name_limit("max_debug_file_bytes")),
     };
     let in_use = current_debug_meta(store, &build_id)?;
+    let sha256 = hex::encode(Sha256::digest(&bytes));
     if let Some(in_use) = &in_use {
         // The file in use, delivered again: nothing to build.
-        if in_use.debug_file_sha256 == hex::encode(Sha256::digest(&bytes)) {
+        if in_use.debug_file_sha256 == sha256 {
             clear_report(store, key)?;
             return Ok(DebugFileOutcome::Kept {
                 key: key.into(),
@@ -144,7 +149,11 @@ pub fn add_debug_file(
             });
         }
     }
-    let ingested = match ingest_debug_file(&build_id, key, &bytes) {
+    let keys = DebugFileKeys {
+        debug_file: key.into(),
+        symcache: symcache_key(&build_id, &sha256),
+    };
+    let ingested = match ingest_debug_file(&build_id, &bytes, keys) {
         Ok(ingested) => ingested,
         Err(e) => return refuse(store, key, &info.etag, info.size, e),
     };
@@ -208,8 +217,8 @@ fn refuse(
 /// Every build ID with symbols in the store, with its meta, in build-ID order.
 pub fn list_debug_files(store: &dyn ObjectStore) -> Result<Vec<DebugFileMeta>> {
     let mut metas = Vec::new();
-    for key in store.list(crate::store::DEBUGINFO_PREFIX)? {
-        if !key.ends_with("/meta.json") {
+    for key in store.list(DEBUGINFO_PREFIX)? {
+        if !is_debug_meta_key(&key) {
             continue;
         }
         if let Some(json) = store.get(&key)? {

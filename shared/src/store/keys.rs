@@ -7,12 +7,17 @@
 //! index/build-id/<build_id>/<source_id>.json        an upload has unsymbolized frames of an image
 //! converted/<source_id>/manifest.json                written last: the upload is converted
 //! converted/by-key/<key_id>.json                     which conversion is current for an upload key
+//! converted/by-key/<key_id>/pending/<source_id>.json a conversion started, its clean-up not done
 //! uploads/<name>.metadata.json                       optional metadata sidecar of uploads/<name>
 //! uploads/<name>.error.json                          error report of an upload that cannot convert
 //! debuginfo/<build-id>/<file name>                   debug files as uploaded (any name but below)
 //! debuginfo/<build-id>/<sha>.symcache               lookup cache built from one debug file
 //! debuginfo/<build-id>/meta.json                     the file in use and its cache; written last
 //! debuginfo/<build-id>/<file name>.error.json        report of a refused debug file
+//! lake/<table>/                                      the lake's Delta tables (docs/lake.md)
+//! lake/_published/<key_id>.json                      what the lake holds of an upload key
+//! lake/_published/_batches/<name>.json               a publish batch that has not completed
+//! lake/_quarantine/<key_id>.json                     why a conversion cannot be published
 //! ```
 //!
 //! `source_id` is derived from the upload's key and ETag, so a redelivered notification for the
@@ -22,6 +27,7 @@
 use md5::{Digest, Md5};
 
 use crate::ids::derived_id;
+use crate::model::BuildId;
 
 /// Where SDKs upload raw profiles.
 pub const UPLOADS_PREFIX: &str = "uploads/";
@@ -52,9 +58,18 @@ pub fn chunk_key(source_id: &str, chunk_id: &str) -> String {
 /// Where the stack tables go.
 pub const TABLES_PREFIX: &str = "tables/";
 
+/// The key prefix of one table's files in the table layout `version`:
+/// `tables/v<version>/<table>/`.
+pub fn table_prefix(version: u32, table: &str) -> String {
+    format!("{TABLES_PREFIX}v{version}/{table}/")
+}
+
 /// Key of one upload's rows of one table for one UTC day (`dt` is `YYYY-MM-DD`).
 pub fn table_key(version: u32, table: &str, dt: &str, source_id: &str) -> String {
-    format!("{TABLES_PREFIX}v{version}/{table}/dt={dt}/{source_id}.parquet")
+    format!(
+        "{}dt={dt}/{source_id}.parquet",
+        table_prefix(version, table)
+    )
 }
 
 /// Key of the completion manifest of one upload.
@@ -67,8 +82,13 @@ pub const BUILD_ID_INDEX_PREFIX: &str = "index/build-id/";
 
 /// Key of the build-ID index entry of one image in one upload. `build_id` is the image's code
 /// id (lowercase hex GNU build id) or, without one, its debug id.
-pub fn build_id_index_key(build_id: &str, source_id: &str) -> String {
-    format!("{BUILD_ID_INDEX_PREFIX}{build_id}/{source_id}.json")
+pub fn build_id_index_key(build_id: &BuildId, source_id: &str) -> String {
+    format!("{}{source_id}.json", build_id_index_prefix(build_id))
+}
+
+/// Where the build-ID index entries of one image are, one per upload.
+pub fn build_id_index_prefix(build_id: &BuildId) -> String {
+    format!("{BUILD_ID_INDEX_PREFIX}{build_id}/")
 }
 
 /// Where each upload key's pointer and pending records are (the sweep lists them).
@@ -76,30 +96,49 @@ pub fn by_key_prefix() -> String {
     format!("{CONVERTED_PREFIX}by-key/")
 }
 
+/// The id an upload key goes by under `converted/by-key/` and in the lake's records.
+pub fn key_id(source_key: &str) -> String {
+    derived_id(&["key", source_key])
+}
+
 /// Key of the pointer to the current conversion of the upload at `source_key`: which
 /// conversion a re-upload under the same key replaces.
 pub fn current_conversion_key(source_key: &str) -> String {
-    format!(
-        "{}{}.json",
-        by_key_prefix(),
-        derived_id(&["key", source_key])
-    )
+    pointer_key(&key_id(source_key))
+}
+
+/// Key of the pointer of the upload key whose id is `key_id` (see [`current_conversion_key`]).
+pub fn pointer_key(key_id: &str) -> String {
+    format!("{}{key_id}.json", by_key_prefix())
+}
+
+/// The key id a pointer's key names; `None` for any other key.
+pub fn key_id_of_pointer(key: &str) -> Option<&str> {
+    key.strip_prefix(by_key_prefix().as_str())?
+        .strip_suffix(".json")
+        .filter(|id| !id.contains('/'))
 }
 
 /// Where the records of conversions of the upload at `source_key` that have started but
 /// whose clean-up is not done are kept, one per conversion.
 pub fn pending_conversions_prefix(source_key: &str) -> String {
-    format!(
-        "{}{}/pending/",
-        by_key_prefix(),
-        derived_id(&["key", source_key])
-    )
+    format!("{}{}/pending/", by_key_prefix(), key_id(source_key))
 }
 
 /// Key of the record of the conversion `source_id` of the upload at `source_key`, written
 /// before any of its outputs (see [`pending_conversions_prefix`]).
 pub fn pending_conversion_key(source_key: &str, source_id: &str) -> String {
     format!("{}{source_id}.json", pending_conversions_prefix(source_key))
+}
+
+/// The key id and the source id a pending record's key names
+/// (`converted/by-key/<key_id>/pending/<source_id>.json`); `None` for any other key.
+pub fn pending_conversion_of(key: &str) -> Option<(&str, &str)> {
+    let (folder, file) = key.rsplit_once("/pending/")?;
+    let key_id = folder.strip_prefix(by_key_prefix().as_str())?;
+    let source_id = file.strip_suffix(".json")?;
+    let plain = |s: &str| !s.is_empty() && !s.contains('/');
+    (plain(key_id) && plain(source_id)).then_some((key_id, source_id))
 }
 
 /// The folder of a conversion's manifest and Sample v2 chunks.
@@ -113,23 +152,41 @@ pub const DEBUGINFO_PREFIX: &str = "debuginfo/";
 /// Key of the lookup cache built from the debug file with SHA-256 `sha256` (hex). Each file's
 /// cache has its own key, so the meta, written last, always names a complete cache of its own
 /// file, whatever other uploads of the build ID do meanwhile.
-pub fn symcache_key(build_id: &str, sha256: &str) -> String {
+pub fn symcache_key(build_id: &BuildId, sha256: &str) -> String {
     let short = &sha256[..sha256.len().min(16)];
-    format!("{DEBUGINFO_PREFIX}{build_id}/{short}.symcache")
+    format!("{DEBUGINFO_PREFIX}{build_id}/{short}{SYMCACHE_SUFFIX}")
 }
 
+/// Suffix of a lookup cache's key.
+const SYMCACHE_SUFFIX: &str = ".symcache";
+
+/// Name of a build ID's meta in its folder.
+const DEBUG_META_NAME: &str = "meta.json";
+
 /// Key of the meta of a build ID's debug file, written after its cache.
-pub fn debug_meta_key(build_id: &str) -> String {
-    format!("{DEBUGINFO_PREFIX}{build_id}/meta.json")
+pub fn debug_meta_key(build_id: &BuildId) -> String {
+    format!("{DEBUGINFO_PREFIX}{build_id}/{DEBUG_META_NAME}")
+}
+
+/// Whether `key`, listed under `debuginfo/`, is a build ID's meta.
+pub fn is_debug_meta_key(key: &str) -> bool {
+    key.strip_suffix(DEBUG_META_NAME)
+        .is_some_and(|folder| folder.ends_with('/'))
+}
+
+/// Key of a debug file named `file_name` uploaded for `build_id`.
+pub fn debug_file_key(build_id: &BuildId, file_name: &str) -> String {
+    format!("{DEBUGINFO_PREFIX}{build_id}/{file_name}")
 }
 
 /// What a key under `debuginfo/` holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DebugInfoKey<'k> {
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DebugInfoKey {
     /// An uploaded debug file, with the build ID its key names.
     DebugFile {
-        /// The build ID (as in the key).
-        build_id: &'k str,
+        /// The build ID, as the key names it but in lowercase (ids are matched without regard
+        /// to case).
+        build_id: BuildId,
     },
     /// A file proflake derives (cache, meta, error report): no work.
     Derived,
@@ -140,23 +197,26 @@ pub enum DebugInfoKey<'k> {
 }
 
 /// Classifies a key of the symbol store.
-pub fn debug_info_key(key: &str) -> DebugInfoKey<'_> {
+pub fn debug_info_key(key: &str) -> DebugInfoKey {
     let Some(rest) = key.strip_prefix(DEBUGINFO_PREFIX) else {
         return DebugInfoKey::Other;
     };
-    let Some((build_id, name)) = rest.split_once('/') else {
+    let Some((folder, name)) = rest.split_once('/') else {
         return DebugInfoKey::Invalid;
     };
-    if name.ends_with(".symcache") || name == "meta.json" || name.ends_with(ERROR_REPORT_SUFFIX) {
+    if name.ends_with(SYMCACHE_SUFFIX)
+        || name == DEBUG_META_NAME
+        || name.ends_with(ERROR_REPORT_SUFFIX)
+    {
         return DebugInfoKey::Derived;
     }
-    let id_like = |s: &str| {
-        (8..=80).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')
-    };
-    if !id_like(build_id) || name.is_empty() || name.contains('/') {
-        return DebugInfoKey::Invalid;
+    let build_id = (folder.parse::<BuildId>().ok()).filter(|_| (8..=80).contains(&folder.len()));
+    match build_id {
+        Some(id) if !name.is_empty() && !name.contains('/') => DebugInfoKey::DebugFile {
+            build_id: id.to_ascii_lowercase(),
+        },
+        _ => DebugInfoKey::Invalid,
     }
-    DebugInfoKey::DebugFile { build_id }
 }
 
 /// Suffix of an upload's error report, written next to it when it cannot be converted.
@@ -179,6 +239,39 @@ pub fn sidecar_key(upload_key: &str) -> String {
 pub fn profile_key_of_sidecar(key: &str) -> Option<&str> {
     key.strip_suffix(METADATA_SIDECAR_SUFFIX)
         .filter(|profile| !profile.is_empty() && !profile.ends_with('/'))
+}
+
+/// Where the lake's tables and records are.
+pub const LAKE_PREFIX: &str = "lake/";
+
+/// Where the lake's record of each upload key is (below it, the records of batches).
+pub const PUBLISHED_PREFIX: &str = "lake/_published/";
+
+/// Key of the lake's record of the upload key whose id is `key_id`.
+pub fn published_key(key_id: &str) -> String {
+    format!("{PUBLISHED_PREFIX}{key_id}.json")
+}
+
+/// The key id the key of a lake's record names; `None` for any other key (a batch's record
+/// among them).
+pub fn key_id_of_published(key: &str) -> Option<&str> {
+    key.strip_prefix(PUBLISHED_PREFIX)?
+        .strip_suffix(".json")
+        .filter(|id| !id.is_empty() && !id.contains('/'))
+}
+
+/// Where a publish batch's record of the conversions it is about to touch is kept while it
+/// runs.
+pub const PUBLISH_BATCHES_PREFIX: &str = "lake/_published/_batches/";
+
+/// Key of the record of the publish batch `name`.
+pub fn publish_batch_key(name: &str) -> String {
+    format!("{PUBLISH_BATCHES_PREFIX}{name}.json")
+}
+
+/// Key of the report of a conversion of the upload key `key_id` that cannot be published.
+pub fn unpublishable_report_key(key_id: &str) -> String {
+    format!("lake/_quarantine/{key_id}.json")
 }
 
 #[cfg(test)]

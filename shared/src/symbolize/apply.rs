@@ -11,13 +11,13 @@ use super::meta::Quality;
 use super::segments::{offset_to_vaddr, vaddr_to_offset};
 use super::symbols::{SymbolSource, Symbols};
 use crate::error::Result;
-use crate::model::{Frame, FrameAddress, Image, InlinedCall, Profile, SymbolStatus};
+use crate::model::{BuildId, Frame, FrameAddress, Image, InlinedCall, Profile, SymbolStatus};
 
 /// What symbolization did for one image (one build ID) of a profile.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImageSymbolization {
     /// The image's build ID (code id, else debug id).
-    pub build_id: String,
+    pub build_id: BuildId,
     /// Path of the image, as the profile names it.
     pub image_path: Option<String>,
     /// The debug file that named its frames; `None` when none is known (yet).
@@ -34,6 +34,23 @@ pub struct ImageSymbolization {
     pub missing_symbol: u64,
     /// Frames whose address falls outside the debug file.
     pub malformed: u64,
+}
+
+impl ImageSymbolization {
+    /// An image none of whose frames were looked at yet.
+    fn new(build_id: BuildId, image_path: Option<String>) -> Self {
+        ImageSymbolization {
+            build_id,
+            image_path,
+            debug_file_key: None,
+            debug_file_sha256: None,
+            quality: None,
+            frames: 0,
+            symbolicated: 0,
+            missing_symbol: 0,
+            malformed: 0,
+        }
+    }
 }
 
 /// What symbolization did for a profile, by build ID.
@@ -70,28 +87,17 @@ impl SymbolizeReport {
     }
 }
 
-/// The key an image's debug file is stored under: its code id, else its debug id.
-pub(crate) fn image_build_id(image: &Image) -> Option<String> {
-    if let Some(code) = image.code_id.as_ref().filter(|c| !c.is_nil()) {
-        return Some(code.as_str().to_ascii_lowercase());
-    }
-    image
-        .debug_id
-        .filter(|d| !d.is_nil())
-        .map(|d| d.to_string())
-}
-
 /// Whether symbolization works on this frame: native code the input left unnamed.
 fn wants_name(frame: &Frame) -> bool {
     frame.function.is_none() && frame.image.is_some() && frame.address.is_some()
 }
 
 /// The build IDs whose symbols would name frames of `profile`, sorted and distinct.
-pub fn symbolizable_build_ids(profile: &Profile) -> Vec<String> {
-    let mut ids: Vec<String> = profile
+pub fn symbolizable_build_ids(profile: &Profile) -> Vec<BuildId> {
+    let mut ids: Vec<BuildId> = profile
         .frames()
         .filter(|(_, f)| wants_name(f))
-        .filter_map(|(_, f)| image_build_id(profile.image(f.image?)))
+        .filter_map(|(_, f)| profile.image(f.image?).build_id())
         .collect();
     ids.sort();
     ids.dedup();
@@ -117,7 +123,7 @@ struct Level {
 /// Names every unnamed native frame of `profile` whose image has symbols in `source`, and
 /// records a status on every frame it looked at. Asks `source` once per build ID.
 pub fn symbolize(profile: &mut Profile, source: &dyn SymbolSource) -> Result<SymbolizeReport> {
-    let mut loaded: BTreeMap<String, Option<Symbols>> = BTreeMap::new();
+    let mut loaded: BTreeMap<BuildId, Option<Symbols>> = BTreeMap::new();
     for id in symbolizable_build_ids(profile) {
         let symbols = source.symbols(&id)?;
         loaded.insert(id, symbols);
@@ -125,11 +131,11 @@ pub fn symbolize(profile: &mut Profile, source: &dyn SymbolSource) -> Result<Sym
     if loaded.is_empty() {
         return Ok(SymbolizeReport::default());
     }
-    let caches: BTreeMap<&str, (&Symbols, SymCache<'_>)> = loaded
+    let caches: BTreeMap<&BuildId, (&Symbols, SymCache<'_>)> = loaded
         .iter()
         .filter_map(|(id, s)| {
             let s = s.as_ref()?;
-            Some((id.as_str(), (s, s.cache().ok()?)))
+            Some((id, (s, s.cache().ok()?)))
         })
         .collect();
     // Frames that call another are return addresses (only matters for absolute addresses).
@@ -139,7 +145,7 @@ pub fn symbolize(profile: &mut Profile, source: &dyn SymbolSource) -> Result<Sym
             caller[profile.stack(parent).frame.index()] = true;
         }
     }
-    let mut report: BTreeMap<String, ImageSymbolization> = BTreeMap::new();
+    let mut report: BTreeMap<BuildId, ImageSymbolization> = BTreeMap::new();
     let mut outcomes: Vec<(usize, Resolved)> = Vec::new();
     for (h, frame) in profile.frames() {
         if !wants_name(frame) {
@@ -149,18 +155,14 @@ pub fn symbolize(profile: &mut Profile, source: &dyn SymbolSource) -> Result<Sym
             continue;
         };
         let image = profile.image(image_h);
-        let Some(id) = image_build_id(image) else {
+        let Some(id) = image.build_id() else {
             continue;
         };
-        let entry = report
-            .entry(id.clone())
-            .or_insert_with(|| ImageSymbolization {
-                build_id: id.clone(),
-                image_path: profile.opt_str(image.path).map(str::to_owned),
-                ..Default::default()
-            });
+        let entry = report.entry(id.clone()).or_insert_with(|| {
+            ImageSymbolization::new(id.clone(), profile.opt_str(image.path).map(str::to_owned))
+        });
         entry.frames += 1;
-        let resolved = match caches.get(id.as_str()) {
+        let resolved = match caches.get(&id) {
             None => Resolved::Status(SymbolStatus::UnknownImage),
             Some((symbols, cache)) => {
                 entry.debug_file_key = Some(symbols.meta.debug_file_key.clone());

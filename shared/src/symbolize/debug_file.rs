@@ -1,13 +1,14 @@
 //! Validating an uploaded debug file and building its lookup cache.
 
+use debugid::CodeId;
 use sha2::{Digest, Sha256};
 use symbolic_debuginfo::{Object, ParseObjectOptions};
 use symbolic_symcache::{SymCacheConverter, SYMCACHE_VERSION};
 
-use super::meta::{DebugFileMeta, Quality, DEBUG_META_VERSION};
+use super::meta::{DebugFileKeys, DebugFileMeta, Quality, DEBUG_META_VERSION};
 use super::segments::elf_load_segments;
 use crate::error::{ErrorKind, Result};
-use crate::store::symcache_key;
+use crate::model::BuildId;
 
 /// Largest size a compressed ELF debug section may inflate to (1 GiB): a hostile upload cannot
 /// make the function allocate without bound.
@@ -22,9 +23,9 @@ pub struct IngestedDebugFile {
     pub symcache: Vec<u8>,
 }
 
-/// The build ID a debug file is filed under (lowercase code id; the debug id for formats
-/// without one), read from the file itself.
-pub fn debug_file_build_id(bytes: &[u8]) -> Result<String> {
+/// The build ID a debug file is filed under (its code id; the debug id for formats without
+/// one), read from the file itself.
+pub fn debug_file_build_id(bytes: &[u8]) -> Result<BuildId> {
     refuse_on_panic(|| {
         let object = parse(bytes)?;
         Ok(file_ids(&object)?.swap_remove(0))
@@ -60,51 +61,51 @@ fn parse(bytes: &[u8]) -> Result<Object<'_>> {
 }
 
 /// Every id a file answers to, the one it is filed under first.
-fn file_ids(object: &Object<'_>) -> Result<Vec<String>> {
+fn file_ids(object: &Object<'_>) -> Result<Vec<BuildId>> {
     let format = object.file_format().to_string();
-    let code_id = code_id(object);
+    let code_id = code_id(object).and_then(|c| BuildId::from_code_id(&c));
     let debug_id = object.debug_id();
-    let debug_ids = || {
-        [
-            debug_id.to_string(),
-            debug_id.breakpad().to_string().to_ascii_lowercase(),
-        ]
-    };
+    let debug_ids = [BuildId::from(debug_id), BuildId::breakpad(debug_id)];
     // ELF without a build-id note gets a debug id hashed from `.text`: nothing a profile names.
     Ok(match (code_id, debug_id.is_nil(), format.as_str()) {
-        (Some(code), _, _) => std::iter::once(code).chain(debug_ids()).collect(),
-        (None, false, f) if f != "elf" => debug_ids().into(),
+        (Some(code), _, _) => std::iter::once(code).chain(debug_ids).collect(),
+        (None, false, f) if f != "elf" => debug_ids.into(),
         _ => return Err(ErrorKind::NoBuildId { format }.into()),
     })
 }
 
-fn code_id(object: &Object<'_>) -> Option<String> {
+/// The file's code id, unless it is empty or all zeros.
+fn code_id(object: &Object<'_>) -> Option<CodeId> {
     object
         .code_id()
-        .map(|c| c.as_str().to_ascii_lowercase())
-        .filter(|c| !c.is_empty() && c.bytes().any(|b| b != b'0'))
+        .filter(|c| !c.is_nil() && c.as_str().bytes().any(|b| b != b'0'))
 }
 
-/// Validates the debug file stored at `key` under `build_id` and builds its lookup cache.
+/// Validates the debug file `bytes`, filed under `build_id`, and builds its lookup cache; its
+/// meta records where the store keeps both (`keys`).
 ///
 /// Refused: bytes that are no debug file `symbolic` can read, a file without a build ID, a file
 /// whose build ID is not `build_id`, and a file with neither symbols nor line information.
-pub fn ingest_debug_file(build_id: &str, key: &str, bytes: &[u8]) -> Result<IngestedDebugFile> {
-    refuse_on_panic(|| ingest(build_id, key, bytes))
+pub fn ingest_debug_file(
+    build_id: &BuildId,
+    bytes: &[u8],
+    keys: DebugFileKeys,
+) -> Result<IngestedDebugFile> {
+    refuse_on_panic(|| ingest(build_id, bytes, keys))
 }
 
-fn ingest(build_id: &str, key: &str, bytes: &[u8]) -> Result<IngestedDebugFile> {
+fn ingest(build_id: &BuildId, bytes: &[u8], keys: DebugFileKeys) -> Result<IngestedDebugFile> {
     let bad = |what: String| ErrorKind::DebugFile { what };
     let object = parse(bytes)?;
     let format = object.file_format().to_string();
-    let code_id = code_id(&object);
+    let code_id = code_id(&object).map(|c| c.as_str().to_ascii_lowercase());
     let debug_id = object.debug_id();
     let ids = file_ids(&object)?;
     let wanted = build_id.to_ascii_lowercase();
     if !ids.contains(&wanted) {
         return Err(ErrorKind::BuildIdMismatch {
-            key_build_id: wanted,
-            file_build_id: ids[0].clone(),
+            key_build_id: wanted.to_string(),
+            file_build_id: ids[0].to_string(),
         }
         .into());
     }
@@ -135,10 +136,10 @@ fn ingest(build_id: &str, key: &str, bytes: &[u8]) -> Result<IngestedDebugFile> 
     let sha256 = hex::encode(Sha256::digest(bytes));
     let meta = DebugFileMeta {
         meta_version: DEBUG_META_VERSION,
-        build_id: wanted.clone(),
-        debug_file_key: key.into(),
+        build_id: wanted,
+        debug_file_key: keys.debug_file,
         debug_file_bytes: bytes.len() as u64,
-        symcache_key: symcache_key(&wanted, &sha256),
+        symcache_key: keys.symcache,
         debug_file_sha256: sha256,
         file_format: format,
         object_kind: object.kind().to_string(),
@@ -197,7 +198,11 @@ mod tests {
         for name in ["symbol_end_overflows.so", "dwarf_function_end_overflows.so"] {
             let bytes = std::fs::read(format!("{dir}/{name}")).unwrap();
             let build_id = debug_file_build_id(&bytes).unwrap();
-            let result = ingest_debug_file(&build_id, "debuginfo/x/lib.so", &bytes);
+            let keys = DebugFileKeys {
+                debug_file: "debuginfo/x/lib.so".into(),
+                symcache: "debuginfo/x/lib.symcache".into(),
+            };
+            let result = ingest_debug_file(&build_id, &bytes, keys);
             if cfg!(debug_assertions) {
                 let err = result.unwrap_err();
                 assert!(

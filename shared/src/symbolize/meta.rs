@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::segments::Segment;
+use crate::model::BuildId;
 
 /// Version of the meta layout.
 pub const DEBUG_META_VERSION: u32 = 1;
@@ -28,7 +29,7 @@ pub struct DebugFileMeta {
     /// Layout version ([`DEBUG_META_VERSION`]).
     pub meta_version: u32,
     /// The build ID the file is stored under (lowercase).
-    pub build_id: String,
+    pub build_id: BuildId,
     /// Where the debug file itself is.
     pub debug_file_key: String,
     /// Its size.
@@ -65,6 +66,17 @@ pub struct DebugFileMeta {
     pub symcache_version: u32,
     /// Size of the lookup cache.
     pub symcache_bytes: u64,
+}
+
+/// Where a debug file and the lookup cache built from it are kept. The store names them; the
+/// meta records them, and a symbolization report names the file that named an image's frames
+/// by its key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DebugFileKeys {
+    /// The debug file's key.
+    pub debug_file: String,
+    /// Its lookup cache's key.
+    pub symcache: String,
 }
 
 impl DebugFileMeta {

@@ -21,11 +21,10 @@ mod meta;
 mod segments;
 mod symbols;
 
-pub(crate) use apply::image_build_id;
 pub use apply::{symbolizable_build_ids, symbolize, ImageSymbolization, SymbolizeReport};
 pub use debug_file::{
     debug_file_build_id, ingest_debug_file, IngestedDebugFile, MAX_DECOMPRESSED_SECTION_BYTES,
 };
-pub use meta::{DebugFileMeta, Quality, DEBUG_META_VERSION};
+pub use meta::{DebugFileKeys, DebugFileMeta, Quality, DEBUG_META_VERSION};
 pub use segments::Segment;
 pub use symbols::{NoSymbols, SymbolSource, Symbols};

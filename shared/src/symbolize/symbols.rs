@@ -4,6 +4,7 @@ use symbolic_symcache::SymCache;
 
 use super::meta::DebugFileMeta;
 use crate::error::{ErrorKind, Result};
+use crate::model::BuildId;
 
 /// A lookup cache and what it was built from.
 #[derive(Debug)]
@@ -64,8 +65,8 @@ impl Symbols {
 /// Where the symbolizer gets symbols: asked once per build ID, answers with the stored meta
 /// and cache, or `None` when no debug file for it is known.
 pub trait SymbolSource {
-    /// The symbols of `build_id` (lowercase code id or debug id).
-    fn symbols(&self, build_id: &str) -> Result<Option<Symbols>>;
+    /// The symbols of `build_id`.
+    fn symbols(&self, build_id: &BuildId) -> Result<Option<Symbols>>;
 }
 
 /// No symbols at all: conversion names only what the input names.
@@ -73,7 +74,7 @@ pub trait SymbolSource {
 pub struct NoSymbols;
 
 impl SymbolSource for NoSymbols {
-    fn symbols(&self, _: &str) -> Result<Option<Symbols>> {
+    fn symbols(&self, _: &BuildId) -> Result<Option<Symbols>> {
         Ok(None)
     }
 }

@@ -14,13 +14,13 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::{Table, TableBatches, TABLES_SCHEMA_VERSION};
 use crate::error::{Error, ErrorKind, Result};
-use crate::store::{ObjectStore, TABLES_PREFIX};
+use crate::store::ObjectStore;
 
 const NS_PER_DAY: i64 = 86_400_000_000_000;
 
 /// The key prefix of one table's files: `tables/v2/<table>/`.
 pub fn table_prefix(table: Table) -> String {
-    format!("{TABLES_PREFIX}v{TABLES_SCHEMA_VERSION}/{}/", table.name())
+    crate::store::table_prefix(TABLES_SCHEMA_VERSION, table.name())
 }
 
 /// Reads `tables` from `store` (every `dt=` partition of the current schema version); the
@@ -235,7 +235,7 @@ mod tests {
     use parquet::arrow::ArrowWriter;
 
     use super::*;
-    use crate::store::LocalDirStore;
+    use crate::store::{LocalDirStore, TABLES_PREFIX};
 
     const FLAME: [Table; 4] = [
         Table::Profiles,

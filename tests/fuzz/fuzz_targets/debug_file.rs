@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use proflake::symbolize::{debug_file_build_id, ingest_debug_file};
+use proflake::symbolize::{debug_file_build_id, ingest_debug_file, DebugFileKeys};
 
 fuzz_target!(
     init: {
@@ -24,7 +24,11 @@ fuzz_target!(
     },
     |data: &[u8]| {
         if let Ok(build_id) = debug_file_build_id(data) {
-            let _ = ingest_debug_file(&build_id, "debuginfo/fuzz/file", data);
+            let keys = DebugFileKeys {
+                debug_file: "debuginfo/fuzz/file".into(),
+                symcache: "debuginfo/fuzz/file.symcache".into(),
+            };
+            let _ = ingest_debug_file(&build_id, data, keys);
         }
     }
 );
