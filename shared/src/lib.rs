@@ -26,7 +26,6 @@ pub mod plan;
 pub mod sample_v2;
 pub mod store;
 pub mod summary;
-mod symbol_names;
 pub mod symbolize;
 pub mod tables;
 

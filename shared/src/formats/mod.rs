@@ -5,6 +5,7 @@
 //! detected from the decompressed content, never from a file name.
 
 mod container;
+mod demangle;
 mod folded;
 mod otlp;
 mod perfetto;

@@ -18,7 +18,7 @@ mod profile_writer_tests;
 mod rehydrate;
 mod series;
 mod supersede;
-mod symbols;
+mod symbol_store;
 
 pub use crate::formats::Reopen;
 pub use build_id_index::{
@@ -38,6 +38,6 @@ pub use outcome::{ConvertedUpload, Outcome, Quarantine, SkipReason};
 pub use outputs::{MemoryOutputs, OutputSink, StoreOutputs};
 pub use process::{process_upload, ProcessOptions};
 pub use rehydrate::{rehydrate, rehydrate_keys, RehydrateOptions, RehydratePage, RehydrateScope};
-pub use symbols::{
+pub use symbol_store::{
     add_debug_file, current_debug_meta, list_debug_files, DebugFileOutcome, StoreSymbols,
 };

@@ -17,7 +17,7 @@ use super::manifest::Manifest;
 use super::outcome::{skipped, ConvertedUpload, Outcome, Quarantine, SkipReason};
 use super::outputs::{PendingConversion, StoreOutputs};
 use super::supersede::{settle, Settled};
-use super::symbols::{current_debug_meta, StoreSymbols};
+use super::symbol_store::{current_debug_meta, StoreSymbols};
 use crate::error::{Error, ErrorKind, Result};
 use crate::formats::InputFormat;
 use crate::limits::Limits;

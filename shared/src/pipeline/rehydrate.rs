@@ -17,7 +17,7 @@ use super::build_id_index::BuildIdIndexEntry;
 use super::outcome::Outcome;
 use super::process::{process_upload, ProcessOptions};
 use super::supersede::{is_pending_record, sweep_pending, Swept};
-use super::symbols::current_debug_meta;
+use super::symbol_store::current_debug_meta;
 use crate::error::Result;
 use crate::model::BuildId;
 use crate::store::{build_id_index_prefix, by_key_prefix, ObjectStore, BUILD_ID_INDEX_PREFIX};

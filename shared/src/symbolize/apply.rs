@@ -7,9 +7,9 @@ use symbolic_common::{InstructionInfo, Language};
 use symbolic_demangle::{Demangle, DemangleOptions};
 use symbolic_symcache::SymCache;
 
+use super::cache::{SymbolSource, Symbols};
 use super::meta::Quality;
 use super::segments::{offset_to_vaddr, vaddr_to_offset};
-use super::symbols::{SymbolSource, Symbols};
 use crate::error::Result;
 use crate::model::{BuildId, Frame, FrameAddress, Image, InlinedCall, Profile, SymbolStatus};
 

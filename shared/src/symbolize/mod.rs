@@ -16,15 +16,15 @@
 //!   mapping's load bias.
 
 mod apply;
+mod cache;
 mod debug_file;
 mod meta;
 mod segments;
-mod symbols;
 
 pub use apply::{symbolizable_build_ids, symbolize, ImageSymbolization, SymbolizeReport};
+pub use cache::{NoSymbols, SymbolSource, Symbols};
 pub use debug_file::{
     debug_file_build_id, ingest_debug_file, IngestedDebugFile, MAX_DECOMPRESSED_SECTION_BYTES,
 };
 pub use meta::{DebugFileKeys, DebugFileMeta, Quality, DEBUG_META_VERSION};
 pub use segments::Segment;
-pub use symbols::{NoSymbols, SymbolSource, Symbols};

@@ -17,12 +17,12 @@ use super::perf_packet::PerfSamplePacket;
 use super::sequence::{Generation, Sequence};
 use super::vocab;
 use crate::error::Result;
+use crate::formats::demangle::demangle;
 use crate::limits::{exceeded, Limits};
 use crate::model::{
     ids_from_build_id, Frame, FrameAddress, FrameHandle, FrameKind, Image, Profile, Sample, Series,
     SeriesHandle, SeriesKind, StackHandle, ThreadHandle, Timestamps,
 };
-use crate::symbol_names::demangle;
 
 const SEQ_INCREMENTAL_STATE_CLEARED: u32 = 1;
 const SEQ_NEEDS_INCREMENTAL_STATE: u32 = 2;

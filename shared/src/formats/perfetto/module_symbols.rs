@@ -10,12 +10,12 @@ use proflake_proto::perfetto::{Line, ModuleSymbols};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::Result;
+use crate::formats::demangle::demangle;
 use crate::limits::{exceeded, Limits};
 use crate::model::{
     ids_from_build_id, Frame, FrameAddress, FrameHandle, ImageHandle, InlinedCall, Profile,
     StringHandle, SymbolStatus,
 };
-use crate::symbol_names::demangle;
 
 /// A mapping as trace_processor identifies it: its name ("" when it has none) and its build id
 /// as the model keeps it (the code id is a one-to-one function of the raw bytes).

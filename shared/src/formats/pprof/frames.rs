@@ -9,11 +9,11 @@
 use proflake_proto::pprof;
 
 use super::tables::Tables;
+use crate::formats::demangle::demangle;
 use crate::model::{
     ids_from_build_id, Frame, FrameAddress, FrameHandle, FrameKind, Image, ImageHandle,
     InlinedCall, Profile, StringHandle,
 };
-use crate::symbol_names::demangle;
 
 /// Stat: build ids that are not hex (Go's `actionID/contentID` form), which the model's code
 /// id cannot hold; the image keeps its path and range only.
