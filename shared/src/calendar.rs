@@ -3,7 +3,7 @@
 //! which work in 400-year eras of 146,097 days.
 
 /// Days from 1970-01-01 to the given date (negative before it).
-pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;
@@ -28,7 +28,7 @@ pub(crate) fn civil_from_days(days: i64) -> (i64, u32, u32) {
 }
 
 /// `YYYY-MM-DDTHH:MM:SS` of whole seconds since the epoch.
-pub(crate) fn utc_seconds(seconds: i64) -> String {
+pub fn utc_seconds(seconds: i64) -> String {
     let (days, rest) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
     let (y, mo, d) = civil_from_days(days);
     format!(

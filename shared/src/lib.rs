@@ -11,7 +11,6 @@ pub mod allocator;
 pub mod calendar;
 pub mod error;
 pub mod events;
-pub mod flamegraph;
 pub mod formats;
 pub mod ids;
 #[cfg(feature = "lake")]
@@ -25,14 +24,12 @@ pub mod pipeline;
 pub mod plan;
 pub mod sample_v2;
 pub mod store;
-pub mod summary;
 pub mod symbolize;
 pub mod tables;
 
 pub use calendar::utc_millis;
 pub use error::{error_chain, Error, ErrorKind, Result};
 pub use events::{parse_notification, Notification, ObjectChange, ObjectEvent};
-pub use flamegraph::{fold, parse_time_ns, render_svg, FlameFilter, Folded, IdOrName};
 pub use formats::{sniff, Container, InputFormat};
 pub use limits::{Limits, LimitsError};
 
@@ -62,7 +59,6 @@ pub use store::{
     store_upload, upload_key, LocalDirStore, ObjectInfo, ObjectStore, ObjectWriter, PrefixedStore,
     ERROR_REPORT_SUFFIX, METADATA_SIDECAR_SUFFIX, UPLOADS_PREFIX,
 };
-pub use summary::{summarize, ProfileSummary};
 pub use tables::{
     read_table_objects, read_tables, write_tables, Table, TableBatches, TableProfileInput,
     TableSource,

@@ -6,10 +6,11 @@ use std::process::Command;
 
 use arrow_array::StringArray;
 use proflake::{
-    content_etag, current_conversion_key, error_report_key, fold, manifest_key, process_upload,
-    read_tables, sidecar_key, source_id, ErrorReport, FlameFilter, LocalDirStore, Outcome,
-    ProcessOptions, S3Store, Table,
+    content_etag, current_conversion_key, error_report_key, manifest_key, process_upload,
+    read_tables, sidecar_key, source_id, ErrorReport, LocalDirStore, Outcome, ProcessOptions,
+    S3Store, Table,
 };
+use proflake_cli::flame::{fold, FlameFilter};
 use proflake_tests::gzip;
 
 use crate::harness::{

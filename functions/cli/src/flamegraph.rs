@@ -7,10 +7,10 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use proflake::{
-    content_etag, convert_upload, fold, parse_time_ns, read_table_objects, read_tables, render_svg,
-    upload_key, ConvertOptions, FlameFilter, IdOrName, InputFormat, LocalDirStore, Table,
-    TableBatches,
+    content_etag, convert_upload, read_table_objects, read_tables, upload_key, ConvertOptions,
+    InputFormat, LocalDirStore, Table, TableBatches,
 };
+use proflake_cli::flame::{fold, parse_time_ns, render_svg, FlameFilter, IdOrName};
 
 use super::{modified_ns, parse_format, MetadataArgs};
 

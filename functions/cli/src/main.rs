@@ -494,7 +494,7 @@ fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
         Stdout::default().line(&line)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let summary = proflake::summarize(&decoded.profile);
+    let summary = proflake_cli::summary::summarize(&decoded.profile);
     if args.json {
         let doc = serde_json::json!({
             "input": args.input.display().to_string(),

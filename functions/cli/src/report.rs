@@ -3,7 +3,8 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use proflake::{utc_millis as utc, Decoded, ProfileSummary};
+use proflake::{utc_millis as utc, Decoded};
+use proflake_cli::summary::ProfileSummary;
 
 fn or_dash<T: ToString>(v: Option<T>) -> String {
     v.map_or_else(|| "-".into(), |v| v.to_string())

@@ -11,8 +11,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::columns::{self, opt_i32, opt_i64, opt_str, opt_time, required};
 use super::paths::Paths;
 use super::time::format_time_ns;
-use crate::error::{ErrorKind, Result};
-use crate::tables::TableBatches;
+use proflake::error::{ErrorKind, Result};
+use proflake::tables::TableBatches;
 
 /// A thread or process, by number (tid, pid) or by name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -134,7 +134,7 @@ struct Profiles<'a> {
     selected: Vec<bool>,
 }
 
-fn no_samples(why: String) -> crate::error::Error {
+fn no_samples(why: String) -> proflake::error::Error {
     ErrorKind::NoSamples { why }.into()
 }
 

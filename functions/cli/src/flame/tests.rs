@@ -9,8 +9,8 @@ use arrow_array::{
 };
 
 use super::*;
-use crate::error::ErrorKind;
-use crate::tables::{Table, TableBatches};
+use proflake::error::ErrorKind;
+use proflake::tables::{Table, TableBatches};
 
 fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
     RecordBatch::try_from_iter(columns).unwrap()

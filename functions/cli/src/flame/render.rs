@@ -3,7 +3,7 @@
 use inferno::flamegraph::{from_lines, Options};
 
 use super::fold::Folded;
-use crate::error::{ErrorKind, Result};
+use proflake::error::{ErrorKind, Result};
 
 /// Renders `folded` as an SVG flame graph titled `title`, widths in `folded.unit`.
 ///

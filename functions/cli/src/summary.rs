@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use crate::model::{FrameHandle, Profile, SeriesKind, Timestamps};
+use proflake::model::{FrameHandle, Profile, SeriesKind, Timestamps};
 
 /// How many functions the summary lists.
 pub const TOP_FUNCTIONS: usize = 15;
@@ -327,7 +327,7 @@ pub fn summarize(profile: &Profile) -> ProfileSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Frame, FrameAddress, FrameKind, Image};
+    use proflake::model::{Frame, FrameAddress, FrameKind, Image};
 
     /// `inspect` and the tables name an unsymbolized frame the same way.
     #[test]
@@ -356,7 +356,7 @@ mod tests {
     /// one by one (a recursive function once per sample, the other series left out).
     #[test]
     fn top_functions_count_each_sample_once_per_function() {
-        use crate::model::{Sample, Series, SeriesKind};
+        use proflake::model::{Sample, Series, SeriesKind};
         let mut p = Profile::new("test");
         let process = p.add_process(Some(1));
         let thread = p.add_thread(process, Some(1));
