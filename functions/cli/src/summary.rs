@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use proflake::model::{FrameHandle, Profile, SeriesKind, Timestamps};
+use proflake::model::{FrameHandle, Profile, SeriesHandle, SeriesKind, Timestamps};
 
 /// How many functions the summary lists.
 pub const TOP_FUNCTIONS: usize = 15;
@@ -140,80 +140,172 @@ pub fn frame_label(profile: &Profile, handle: FrameHandle) -> String {
 /// Samples are tallied by index (series, thread, leaf stack); frames are only walked once per
 /// distinct stack afterwards, so the cost per sample is a few array increments.
 pub fn summarize(profile: &Profile) -> ProfileSummary {
-    let samples = profile.samples();
-    let series_count = profile.all_series().len();
-    let mut per_series = vec![0u64; series_count];
-    let mut weights = vec![0i64; series_count];
-    let mut per_thread = vec![0u64; profile.threads().len()];
-    let mut stack_weight = vec![0u64; profile.stacks().len()];
-    let mut with_stack = 0;
-    let ranked = [SeriesKind::CpuTime, SeriesKind::WallTime]
+    let ranked = ranked_series(profile);
+    let tally = Tally::of(profile, ranked);
+    let threads = thread_summaries(profile, &tally.per_thread);
+    ProfileSummary {
+        timestamps: match &profile.timestamps {
+            Timestamps::UnixEpoch => "unix".into(),
+            Timestamps::TraceClock(c) => format!("trace clock {c} (no wall-clock reference)"),
+        },
+        start_ns: tally.start_ns,
+        end_ns: tally.end_ns,
+        samples: profile.samples().len() as u64,
+        samples_with_stack: tally.with_stack,
+        aggregated_samples: tally.aggregated_samples,
+        recorded_start_ns: profile.start_time,
+        recorded_duration_ns: profile.duration,
+        attributes: profile.attributes.clone(),
+        findings: profile.findings.clone(),
+        series: series_summaries(profile, &tally),
+        processes: process_summaries(profile, &threads),
+        threads,
+        top_functions_series: ranked.map(|h| {
+            let series = profile.series(h);
+            format!(
+                "{} ({})",
+                profile.str(series.name),
+                profile.str(series.unit)
+            )
+        }),
+        top_functions: top_functions(profile, &tally.stack_weight),
+        images: image_summaries(profile),
+        stats: profile
+            .stats
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), *v))
+            .collect(),
+    }
+}
+
+/// The series the function ranking counts: CPU time, else wall time, else the first.
+fn ranked_series(profile: &Profile) -> Option<SeriesHandle> {
+    [SeriesKind::CpuTime, SeriesKind::WallTime]
         .iter()
         .find_map(|k| profile.all_series().find(|(_, s)| s.kind == *k))
         .or_else(|| profile.all_series().next())
-        .map(|(h, _)| h);
-    let (mut start_ns, mut end_ns, mut aggregated_samples) = (None::<i64>, None::<i64>, 0);
-    // Only the fields the tally needs are read from the columns.
-    for i in 0..samples.len() {
-        match samples.time(i) {
-            Some(t) => {
-                start_ns = Some(start_ns.map_or(t, |s| s.min(t)));
-                end_ns = Some(end_ns.map_or(t, |e| e.max(t)));
-            }
-            None => aggregated_samples += 1,
-        }
-        let (series, weight) = (samples.series(i), samples.weight(i));
-        per_series[series.index()] += 1;
-        let w = &mut weights[series.index()];
-        *w = w.saturating_add(weight);
-        per_thread[samples.thread(i).index()] += 1;
-        let Some(leaf) = samples.stack(i) else {
-            continue;
-        };
-        with_stack += 1;
-        if Some(series) == ranked {
-            let w = &mut stack_weight[leaf.index()];
-            *w = w.saturating_add(u64::try_from(weight).unwrap_or(0));
-        }
-    }
+        .map(|(h, _)| h)
+}
 
-    // Frames that print alike (the same function in two images, say) count as one function.
-    let mut label_of_frame: Vec<Option<u32>> = vec![None; profile.frames().len()];
-    let mut label_ids: FxHashMap<String, u32> = FxHashMap::default();
-    let mut labels: Vec<String> = Vec::new();
-    let mut self_counts: Vec<u64> = Vec::new();
-    let mut total_counts: Vec<u64> = Vec::new();
-    // The last stack each label was counted for, so a recursive function counts once a stack.
-    let mut counted_in: Vec<usize> = Vec::new();
-    for ((leaf, _), &weight) in profile.stacks().zip(&stack_weight) {
+/// The samples counted in one pass, by series, thread and leaf stack.
+struct Tally {
+    per_series: Vec<u64>,
+    /// Weight per series, in its unit.
+    weights: Vec<i64>,
+    per_thread: Vec<u64>,
+    /// Weight per leaf stack, of the ranked series only.
+    stack_weight: Vec<u64>,
+    with_stack: u64,
+    start_ns: Option<i64>,
+    end_ns: Option<i64>,
+    aggregated_samples: u64,
+}
+
+impl Tally {
+    fn of(profile: &Profile, ranked: Option<SeriesHandle>) -> Self {
+        let samples = profile.samples();
+        let series_count = profile.all_series().len();
+        let mut t = Tally {
+            per_series: vec![0u64; series_count],
+            weights: vec![0i64; series_count],
+            per_thread: vec![0u64; profile.threads().len()],
+            stack_weight: vec![0u64; profile.stacks().len()],
+            with_stack: 0,
+            start_ns: None,
+            end_ns: None,
+            aggregated_samples: 0,
+        };
+        // Only the fields the tally needs are read from the columns.
+        for i in 0..samples.len() {
+            match samples.time(i) {
+                Some(time) => {
+                    t.start_ns = Some(t.start_ns.map_or(time, |s| s.min(time)));
+                    t.end_ns = Some(t.end_ns.map_or(time, |e| e.max(time)));
+                }
+                None => t.aggregated_samples += 1,
+            }
+            let (series, weight) = (samples.series(i), samples.weight(i));
+            t.per_series[series.index()] += 1;
+            let w = &mut t.weights[series.index()];
+            *w = w.saturating_add(weight);
+            t.per_thread[samples.thread(i).index()] += 1;
+            let Some(leaf) = samples.stack(i) else {
+                continue;
+            };
+            t.with_stack += 1;
+            if Some(series) == ranked {
+                let w = &mut t.stack_weight[leaf.index()];
+                *w = w.saturating_add(u64::try_from(weight).unwrap_or(0));
+            }
+        }
+        t
+    }
+}
+
+/// Self and total weight per function label, from the weight of each leaf stack.
+#[derive(Default)]
+struct FunctionCounts {
+    /// Frames that print alike (the same function in two images, say) count as one function.
+    label_of_frame: Vec<Option<u32>>,
+    label_ids: FxHashMap<String, u32>,
+    labels: Vec<String>,
+    self_counts: Vec<u64>,
+    total_counts: Vec<u64>,
+    /// The last stack each label was counted for, so a recursive function counts once a stack.
+    counted_in: Vec<usize>,
+}
+
+impl FunctionCounts {
+    /// The label of a frame, numbered on first sight.
+    fn label(&mut self, profile: &Profile, f: FrameHandle) -> usize {
+        let Self {
+            label_of_frame,
+            label_ids,
+            labels,
+            self_counts,
+            total_counts,
+            counted_in,
+        } = self;
+        *label_of_frame[f.index()].get_or_insert_with(|| {
+            let text = frame_label(profile, f);
+            let next = labels.len() as u32;
+            *label_ids.entry(text).or_insert_with_key(|text| {
+                labels.push(text.clone());
+                self_counts.push(0);
+                total_counts.push(0);
+                counted_in.push(usize::MAX);
+                next
+            })
+        }) as usize
+    }
+}
+
+/// The functions with the most self weight, then total weight, then by name.
+fn top_functions(profile: &Profile, stack_weight: &[u64]) -> Vec<FunctionSummary> {
+    let mut c = FunctionCounts {
+        label_of_frame: vec![None; profile.frames().len()],
+        ..FunctionCounts::default()
+    };
+    for ((leaf, _), &weight) in profile.stacks().zip(stack_weight) {
         if weight == 0 {
             continue;
         }
         let stack = leaf.index();
         for (depth, f) in profile.stack_frames(leaf).enumerate() {
-            let label = *label_of_frame[f.index()].get_or_insert_with(|| {
-                let text = frame_label(profile, f);
-                let next = labels.len() as u32;
-                *label_ids.entry(text).or_insert_with_key(|text| {
-                    labels.push(text.clone());
-                    self_counts.push(0);
-                    total_counts.push(0);
-                    counted_in.push(usize::MAX);
-                    next
-                })
-            }) as usize;
+            let label = c.label(profile, f);
             if depth == 0 {
-                self_counts[label] += weight;
+                c.self_counts[label] += weight;
             }
-            if counted_in[label] != stack {
-                counted_in[label] = stack;
-                total_counts[label] += weight;
+            if c.counted_in[label] != stack {
+                c.counted_in[label] = stack;
+                c.total_counts[label] += weight;
             }
         }
     }
-    let mut top: Vec<FunctionSummary> = labels
+    let mut top: Vec<FunctionSummary> = c
+        .labels
         .into_iter()
-        .zip(self_counts.into_iter().zip(total_counts))
+        .zip(c.self_counts.into_iter().zip(c.total_counts))
         .map(
             |(function, (self_samples, total_samples))| FunctionSummary {
                 function,
@@ -230,7 +322,28 @@ pub fn summarize(profile: &Profile) -> ProfileSummary {
         ))
     });
     top.truncate(TOP_FUNCTIONS);
+    top
+}
 
+/// Every series with its sample count and total weight.
+fn series_summaries(profile: &Profile, tally: &Tally) -> Vec<SeriesSummary> {
+    profile
+        .all_series()
+        .map(|(h, s)| SeriesSummary {
+            name: profile.str(s.name).to_owned(),
+            kind: s.kind.name(),
+            unit: profile.str(s.unit).to_owned(),
+            source: profile.opt_str(s.source).map(str::to_owned),
+            samples: tally.per_series[h.index()],
+            total_weight: tally.weights[h.index()],
+            period: s.period,
+            frequency_hz: s.frequency_hz,
+        })
+        .collect()
+}
+
+/// Threads, most samples first.
+fn thread_summaries(profile: &Profile, per_thread: &[u64]) -> Vec<ThreadSummary> {
     let mut threads: Vec<ThreadSummary> = profile
         .threads()
         .map(|(h, t)| ThreadSummary {
@@ -241,6 +354,11 @@ pub fn summarize(profile: &Profile) -> ProfileSummary {
         })
         .collect();
     threads.sort_by(|a, b| (b.samples, a.pid, a.tid).cmp(&(a.samples, b.pid, b.tid)));
+    threads
+}
+
+/// Processes with their threads' samples, most samples first.
+fn process_summaries(profile: &Profile, threads: &[ThreadSummary]) -> Vec<ProcessSummary> {
     let mut processes: Vec<ProcessSummary> = profile
         .processes()
         .map(|(_, p)| {
@@ -254,7 +372,11 @@ pub fn summarize(profile: &Profile) -> ProfileSummary {
         })
         .collect();
     processes.sort_by(|a, b| (b.samples, a.pid).cmp(&(a.samples, b.pid)));
+    processes
+}
 
+/// Images with how many of their frames are known and how many of those have a name.
+fn image_summaries(profile: &Profile) -> Vec<ImageSummary> {
     let mut image_frames: FxHashMap<usize, (u64, u64)> = FxHashMap::default();
     for (_, f) in profile.frames() {
         if let Some(i) = f.image {
@@ -263,7 +385,7 @@ pub fn summarize(profile: &Profile) -> ProfileSummary {
             e.1 += u64::from(f.function.is_some());
         }
     }
-    let images = profile
+    profile
         .images()
         .map(|(h, img)| {
             let (frames, symbolized) = image_frames.get(&h.index()).copied().unwrap_or_default();
@@ -275,53 +397,7 @@ pub fn summarize(profile: &Profile) -> ProfileSummary {
                 symbolized_frames: symbolized,
             }
         })
-        .collect();
-
-    ProfileSummary {
-        timestamps: match &profile.timestamps {
-            Timestamps::UnixEpoch => "unix".into(),
-            Timestamps::TraceClock(c) => format!("trace clock {c} (no wall-clock reference)"),
-        },
-        start_ns,
-        end_ns,
-        samples: samples.len() as u64,
-        samples_with_stack: with_stack,
-        aggregated_samples,
-        recorded_start_ns: profile.start_time,
-        recorded_duration_ns: profile.duration,
-        attributes: profile.attributes.clone(),
-        findings: profile.findings.clone(),
-        series: profile
-            .all_series()
-            .map(|(h, s)| SeriesSummary {
-                name: profile.str(s.name).to_owned(),
-                kind: s.kind.name(),
-                unit: profile.str(s.unit).to_owned(),
-                source: profile.opt_str(s.source).map(str::to_owned),
-                samples: per_series[h.index()],
-                total_weight: weights[h.index()],
-                period: s.period,
-                frequency_hz: s.frequency_hz,
-            })
-            .collect(),
-        processes,
-        threads,
-        top_functions_series: ranked.map(|h| {
-            let series = profile.series(h);
-            format!(
-                "{} ({})",
-                profile.str(series.name),
-                profile.str(series.unit)
-            )
-        }),
-        top_functions: top,
-        images,
-        stats: profile
-            .stats
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), *v))
-            .collect(),
-    }
+        .collect()
 }
 
 #[cfg(test)]

@@ -5,7 +5,9 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
-use arrow_array::Array;
+use arrow_array::{
+    Array, Int32Array, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray,
+};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::columns::{self, opt_i32, opt_i64, opt_str, opt_time, required};
@@ -197,42 +199,58 @@ fn select_profiles<'a>(tables: &'a TableBatches, filter: &FlameFilter) -> Result
     }
     if let Some(wanted) = &filter.service {
         if !out.selected.contains(&true) {
-            let services: BTreeSet<String> = (0..n)
-                .filter_map(|r| opt_str(service, r).map(str::to_owned))
-                .collect();
-            let known = if services.is_empty() {
-                "none (no profile names one)".to_owned()
-            } else {
-                listing(services)
-            };
-            return Err(no_samples(format!(
-                "no profile of service {wanted:?}; services in the tables: {known}"
-            )));
+            return Err(no_such_service(wanted, service));
         }
     }
     if let Some(wanted) = &filter.process {
-        let in_scope: Vec<usize> = (0..n).filter(|&r| out.selected[r]).collect();
-        for &row in &in_scope {
-            out.selected[row] = wanted.matches(opt_i64(pid, row), opt_str(process, row));
-        }
-        if !out.selected.contains(&true) {
-            let processes =
-                in_scope
-                    .iter()
-                    .map(|&r| match (opt_i64(pid, r), opt_str(process, r)) {
-                        (Some(pid), Some(name)) => format!("{pid} ({name})"),
-                        (Some(pid), None) => pid.to_string(),
-                        (None, Some(name)) => name.to_owned(),
-                        (None, None) => "(unnamed)".into(),
-                    });
-            return Err(no_samples(format!(
-                "no profile of process {wanted}; processes: {}",
-                listing(processes.collect())
-            )));
-        }
+        select_process(&mut out.selected, wanted, pid, process)?;
     }
     choose_series(&mut out, &kinds, filter)?;
     Ok(out)
+}
+
+/// No profile is of the wanted service: the error names the services there are.
+fn no_such_service(wanted: &str, service: &StringArray) -> proflake::error::Error {
+    let services: BTreeSet<String> = (0..service.len())
+        .filter_map(|r| opt_str(service, r).map(str::to_owned))
+        .collect();
+    let known = if services.is_empty() {
+        "none (no profile names one)".to_owned()
+    } else {
+        listing(services)
+    };
+    no_samples(format!(
+        "no profile of service {wanted:?}; services in the tables: {known}"
+    ))
+}
+
+/// Narrows the selected profiles to those of the wanted process; none is an error naming the
+/// processes of those selected before.
+fn select_process(
+    selected: &mut [bool],
+    wanted: &IdOrName,
+    pid: &Int64Array,
+    process: &StringArray,
+) -> Result<()> {
+    let in_scope: Vec<usize> = (0..selected.len()).filter(|&r| selected[r]).collect();
+    for &row in &in_scope {
+        selected[row] = wanted.matches(opt_i64(pid, row), opt_str(process, row));
+    }
+    if selected.contains(&true) {
+        return Ok(());
+    }
+    let processes = in_scope
+        .iter()
+        .map(|&r| match (opt_i64(pid, r), opt_str(process, r)) {
+            (Some(pid), Some(name)) => format!("{pid} ({name})"),
+            (Some(pid), None) => pid.to_string(),
+            (None, Some(name)) => name.to_owned(),
+            (None, None) => "(unnamed)".into(),
+        });
+    Err(no_samples(format!(
+        "no profile of process {wanted}; processes: {}",
+        listing(processes.collect())
+    )))
 }
 
 /// Narrows the selected profiles to one series: the one the filter names, or the CPU-time
@@ -282,6 +300,34 @@ enum Weigh {
     Count,
 }
 
+/// The `samples` columns a flame graph reads.
+struct SampleColumns<'a> {
+    profile_id: &'a StringArray,
+    time: &'a TimestampMicrosecondArray,
+    tid: &'a Int64Array,
+    thread_name: &'a StringArray,
+    stack: &'a Int32Array,
+    value: &'a Int64Array,
+    weight_ns: &'a Int64Array,
+}
+
+impl<'a> SampleColumns<'a> {
+    fn of(s: &'a RecordBatch) -> Result<Self> {
+        Ok(SampleColumns {
+            profile_id: columns::strings(s, "samples", "profile_id")?,
+            time: columns::timestamps(s, "samples", "timestamp")?,
+            tid: columns::i64s(s, "samples", "thread_id")?,
+            thread_name: columns::strings(s, "samples", "thread_name")?,
+            stack: columns::i32s(s, "samples", "stack_id")?,
+            value: columns::i64s(s, "samples", "value")?,
+            weight_ns: columns::i64s(s, "samples", "weight_ns")?,
+        })
+    }
+}
+
+/// A `samples` row the filter keeps: its row, its profile's row, its `stack_id`.
+type Matched = (usize, usize, Option<i32>);
+
 /// Folds the samples the filter selects into weighted stacks.
 ///
 /// One series is drawn (see [`FlameFilter::sample_type`]). Rows weigh their `value` when the
@@ -294,18 +340,32 @@ enum Weigh {
 /// not an empty graph.
 pub fn fold(tables: &TableBatches, filter: &FlameFilter) -> Result<Folded> {
     let profiles = select_profiles(tables, filter)?;
-    let s = &tables.samples;
-    let (profile_id, time, tid, thread_name) = (
-        columns::strings(s, "samples", "profile_id")?,
-        columns::timestamps(s, "samples", "timestamp")?,
-        columns::i64s(s, "samples", "thread_id")?,
-        columns::strings(s, "samples", "thread_name")?,
-    );
-    let (stack, value, weight_ns) = (
-        columns::i32s(s, "samples", "stack_id")?,
-        columns::i64s(s, "samples", "value")?,
-        columns::i64s(s, "samples", "weight_ns")?,
-    );
+    let rows = SampleColumns::of(&tables.samples)?;
+    let matched = matching_rows(&rows, tables.samples.num_rows(), &profiles, filter)?;
+    let used: FxHashSet<usize> = matched.iter().map(|&(_, p, _)| p).collect();
+    let (weigh, unit) = weighing(filter, &profiles, &used, &matched, rows.weight_ns);
+    let mut paths = Paths::load(tables, &profiles.ids, &profiles.index, &used)?;
+    let sums = sum_paths(&rows, &matched, weigh, &mut paths)?;
+    let mut lines: Vec<(String, u64)> = paths.paths.into_iter().zip(sums).collect();
+    lines.sort();
+    let sample_types: BTreeSet<&str> = used.iter().map(|&p| profiles.sample_types[p]).collect();
+    Ok(Folded {
+        lines,
+        unit: unit.to_owned(),
+        sample_types: sample_types.into_iter().map(str::to_owned).collect(),
+        samples: matched.len() as u64,
+        profiles: used.len(),
+    })
+}
+
+/// The rows of selected profiles in the time range and of the wanted thread; none is an
+/// error naming the threads there are.
+fn matching_rows(
+    c: &SampleColumns<'_>,
+    rows: usize,
+    profiles: &Profiles<'_>,
+    filter: &FlameFilter,
+) -> Result<Vec<Matched>> {
     // Compare in i128 ns: µs × 1000 cannot overflow there.
     let from = filter.from_ns.map_or(i128::MIN, i128::from);
     let to = filter.to_ns.map_or(i128::MAX, i128::from);
@@ -313,8 +373,8 @@ pub fn fold(tables: &TableBatches, filter: &FlameFilter) -> Result<Folded> {
     // wanted one; then the rows of the wanted thread.
     let mut threads: BTreeSet<(Option<i64>, Option<&str>)> = BTreeSet::new();
     let mut matched = Vec::new();
-    for row in 0..s.num_rows() {
-        let id = required(opt_str(profile_id, row), "samples", "profile_id", row)?;
+    for row in 0..rows {
+        let id = required(opt_str(c.profile_id, row), "samples", "profile_id", row)?;
         let &p = profiles.index.get(id).ok_or_else(|| {
             columns::error(format!(
                 "samples row {row} names profile {id}, not in profiles"
@@ -323,12 +383,12 @@ pub fn fold(tables: &TableBatches, filter: &FlameFilter) -> Result<Folded> {
         if !profiles.selected[p] {
             continue;
         }
-        let us = opt_time(time, row).unwrap_or(profiles.starts[p]);
+        let us = opt_time(c.time, row).unwrap_or(profiles.starts[p]);
         let ns = i128::from(us) * 1000;
         if ns < from || ns > to {
             continue;
         }
-        let thread = (opt_i64(tid, row), opt_str(thread_name, row));
+        let thread = (opt_i64(c.tid, row), opt_str(c.thread_name, row));
         let thread_ok = match &filter.thread {
             None => true,
             Some(wanted) => {
@@ -337,24 +397,41 @@ pub fn fold(tables: &TableBatches, filter: &FlameFilter) -> Result<Folded> {
             }
         };
         if thread_ok {
-            matched.push((row, p, opt_i32(stack, row)));
+            matched.push((row, p, opt_i32(c.stack, row)));
         }
     }
     if matched.is_empty() {
-        let mut why = format!("no sample matches {}", filter.describe());
-        if !threads.is_empty() {
-            let names = threads.iter().map(|thread| match *thread {
-                (Some(t), Some(n)) => format!("{t} ({n})"),
-                (Some(t), None) => t.to_string(),
-                (None, Some(n)) => n.to_owned(),
-                (None, None) => "?".into(),
-            });
-            why.push_str(&format!("; threads: {}", listing(names.collect())));
-        }
-        return Err(no_samples(why));
+        return Err(nothing_matches(filter, &threads));
     }
+    Ok(matched)
+}
 
-    let used: FxHashSet<usize> = matched.iter().map(|&(_, p, _)| p).collect();
+/// Why no sample matched, with the threads of the rows the other filters kept.
+fn nothing_matches(
+    filter: &FlameFilter,
+    threads: &BTreeSet<(Option<i64>, Option<&str>)>,
+) -> proflake::error::Error {
+    let mut why = format!("no sample matches {}", filter.describe());
+    if !threads.is_empty() {
+        let names = threads.iter().map(|thread| match *thread {
+            (Some(t), Some(n)) => format!("{t} ({n})"),
+            (Some(t), None) => t.to_string(),
+            (None, Some(n)) => n.to_owned(),
+            (None, None) => "?".into(),
+        });
+        why.push_str(&format!("; threads: {}", listing(names.collect())));
+    }
+    no_samples(why)
+}
+
+/// How the matched rows weigh, and the unit of that weight.
+fn weighing<'a>(
+    filter: &FlameFilter,
+    profiles: &Profiles<'a>,
+    used: &FxHashSet<usize>,
+    matched: &[Matched],
+    weight_ns: &Int64Array,
+) -> (Weigh, &'a str) {
     let units: BTreeSet<&str> = used.iter().map(|&p| profiles.units[p]).collect();
     let weigh = if filter.count_samples {
         Weigh::Count
@@ -371,13 +448,22 @@ pub fn fold(tables: &TableBatches, filter: &FlameFilter) -> Result<Folded> {
         // The tables' `count` unit is counted samples.
         _ => "samples",
     };
-    let mut paths = Paths::load(tables, &profiles.ids, &profiles.index, &used)?;
+    (weigh, unit)
+}
+
+/// The summed weight of each folded path, by the path's index in `paths`.
+fn sum_paths(
+    c: &SampleColumns<'_>,
+    matched: &[Matched],
+    weigh: Weigh,
+    paths: &mut Paths<'_>,
+) -> Result<Vec<u64>> {
     let mut sums: Vec<u64> = Vec::new();
-    for &(row, p, leaf) in &matched {
+    for &(row, p, leaf) in matched {
         let (column, name) = match weigh {
             Weigh::Count => (None, ""),
-            Weigh::Value => (Some(value), "value"),
-            Weigh::WeightNs => (Some(weight_ns), "weight_ns"),
+            Weigh::Value => (Some(c.value), "value"),
+            Weigh::WeightNs => (Some(c.weight_ns), "weight_ns"),
         };
         let w = match column {
             None => 1,
@@ -397,14 +483,5 @@ pub fn fold(tables: &TableBatches, filter: &FlameFilter) -> Result<Folded> {
             max: u64::MAX,
         })?;
     }
-    let mut lines: Vec<(String, u64)> = paths.paths.into_iter().zip(sums).collect();
-    lines.sort();
-    let sample_types: BTreeSet<&str> = used.iter().map(|&p| profiles.sample_types[p]).collect();
-    Ok(Folded {
-        lines,
-        unit: unit.to_owned(),
-        sample_types: sample_types.into_iter().map(str::to_owned).collect(),
-        samples: matched.len() as u64,
-        profiles: used.len(),
-    })
+    Ok(sums)
 }
