@@ -13,14 +13,42 @@ fn or_dash<T: ToString>(v: Option<T>) -> String {
 /// Renders the summary for a terminal.
 pub fn render(input: &Path, bytes: usize, decoded: &Decoded, s: &ProfileSummary) -> String {
     let mut out = String::new();
-    let w = &mut out;
-    let _ = writeln!(w, "input       {} ({bytes} bytes)", input.display());
+    let _ = writeln!(out, "input       {} ({bytes} bytes)", input.display());
     let _ = writeln!(
-        w,
+        out,
         "format      {} ({})",
         decoded.format.name(),
         decoded.container.name()
     );
+    samples(&mut out, s);
+    recorded(&mut out, s);
+    processes_and_threads(&mut out, s);
+    top_functions(&mut out, s);
+    images(&mut out, s);
+    if !s.findings.is_empty() {
+        let _ = writeln!(out, "\nfindings ({})", s.findings.len());
+        for f in &s.findings {
+            let _ = writeln!(out, "  {f}");
+        }
+    }
+    if !decoded.chunks.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{} Sample v2 chunk(s) in the input, passed through unchanged",
+            decoded.chunks.len()
+        );
+    }
+    if !s.stats.is_empty() {
+        let _ = writeln!(out, "\nskipped or unresolved");
+        for (k, v) in &s.stats {
+            let _ = writeln!(out, "  {k}: {v}");
+        }
+    }
+    out
+}
+
+/// The clock, time range, sample counts and series.
+fn samples(w: &mut String, s: &ProfileSummary) {
     let _ = writeln!(w, "timestamps  {}", s.timestamps);
     if let (Some(a), Some(b)) = (s.start_ns, s.end_ns) {
         let span = (b - a) as f64 / 1e9;
@@ -60,6 +88,10 @@ pub fn render(input: &Path, bytes: usize, decoded: &Decoded, s: &ProfileSummary)
             s.aggregated_samples
         );
     }
+}
+
+/// When and how long the input says collection ran, and the profile's attributes.
+fn recorded(w: &mut String, s: &ProfileSummary) {
     if let Some(start) = s.recorded_start_ns {
         let duration = s
             .recorded_duration_ns
@@ -70,6 +102,9 @@ pub fn render(input: &Path, bytes: usize, decoded: &Decoded, s: &ProfileSummary)
     for (k, v) in &s.attributes {
         let _ = writeln!(w, "  {k} = {v}");
     }
+}
+
+fn processes_and_threads(w: &mut String, s: &ProfileSummary) {
     let _ = writeln!(w, "\nprocesses ({})", s.processes.len());
     for p in &s.processes {
         let _ = writeln!(
@@ -92,6 +127,9 @@ pub fn render(input: &Path, bytes: usize, decoded: &Decoded, s: &ProfileSummary)
             t.name.as_deref().unwrap_or("")
         );
     }
+}
+
+fn top_functions(w: &mut String, s: &ProfileSummary) {
     let _ = writeln!(
         w,
         "\ntop functions (self / total, {})",
@@ -104,6 +142,9 @@ pub fn render(input: &Path, bytes: usize, decoded: &Decoded, s: &ProfileSummary)
             f.self_samples, f.total_samples, f.function
         );
     }
+}
+
+fn images(w: &mut String, s: &ProfileSummary) {
     let _ = writeln!(w, "\nimages ({})", s.images.len());
     for i in &s.images {
         let state = if i.frames == 0 {
@@ -124,26 +165,6 @@ pub fn render(input: &Path, bytes: usize, decoded: &Decoded, s: &ProfileSummary)
             i.frames
         );
     }
-    if !s.findings.is_empty() {
-        let _ = writeln!(w, "\nfindings ({})", s.findings.len());
-        for f in &s.findings {
-            let _ = writeln!(w, "  {f}");
-        }
-    }
-    if !decoded.chunks.is_empty() {
-        let _ = writeln!(
-            w,
-            "\n{} Sample v2 chunk(s) in the input, passed through unchanged",
-            decoded.chunks.len()
-        );
-    }
-    if !s.stats.is_empty() {
-        let _ = writeln!(w, "\nskipped or unresolved");
-        for (k, v) in &s.stats {
-            let _ = writeln!(w, "  {k}: {v}");
-        }
-    }
-    out
 }
 
 #[cfg(test)]
