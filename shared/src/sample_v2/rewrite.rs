@@ -51,6 +51,36 @@ pub fn rewrite_frames(
     profile: &Profile,
     frames: &[FrameHandle],
 ) -> Result<usize> {
+    let changed = changed_frames(chunk, profile, frames)?;
+    let rewritten = changed.iter().filter(|&&c| c).count();
+    if rewritten == 0 {
+        return Ok(0);
+    }
+    let count = chunk.profile.frames.len();
+    if let Some(i) = chunk
+        .profile
+        .stacks
+        .iter()
+        .position(|s| s.iter().any(|&f| f >= count))
+    {
+        // Relay rejects such a chunk, so it is never stored.
+        return Err(mismatch(format!(
+            "profile.stacks[{i}] points past the {count} frames"
+        )));
+    }
+    let index_map = replace_frames(chunk, profile, frames, &changed, rewritten);
+    for stack in &mut chunk.profile.stacks {
+        *stack = stack
+            .iter()
+            .flat_map(|&i| index_map[i].iter().copied())
+            .collect();
+    }
+    Ok(rewritten)
+}
+
+/// Per chunk frame, whether the writer would now write its model frame otherwise than the
+/// frame read from the chunk; an error when `frames` does not fit the chunk.
+fn changed_frames(chunk: &Chunk, profile: &Profile, frames: &[FrameHandle]) -> Result<Vec<bool>> {
     let count = chunk.profile.frames.len();
     if frames.len() != count {
         return Err(mismatch(format!(
@@ -81,23 +111,20 @@ pub fn rewrite_frames(
         }
         changed.push(model_frame_rows(profile, h).0 != model_frame_rows(&read, r).0);
     }
-    let rewritten = changed.iter().filter(|&&c| c).count();
-    if rewritten == 0 {
-        return Ok(0);
-    }
-    if let Some(i) = chunk
-        .profile
-        .stacks
-        .iter()
-        .position(|s| s.iter().any(|&f| f >= count))
-    {
-        // Relay rejects such a chunk, so it is never stored.
-        return Err(mismatch(format!(
-            "profile.stacks[{i}] points past the {count} frames"
-        )));
-    }
+    Ok(changed)
+}
 
+/// Replaces each changed frame of the chunk by the frames the writer writes for it, and
+/// returns the new indices of every old frame.
+fn replace_frames(
+    chunk: &mut Chunk,
+    profile: &Profile,
+    frames: &[FrameHandle],
+    changed: &[bool],
+    rewritten: usize,
+) -> Vec<Vec<usize>> {
     let old = mem::take(&mut chunk.profile.frames);
+    let count = old.len();
     let mut out: Vec<schema::Frame> = Vec::with_capacity(count + rewritten);
     // New frames by identity, so equal ones are written once.
     let mut written: FxHashMap<String, usize> = FxHashMap::default();
@@ -111,27 +138,7 @@ pub fn rewrite_frames(
         let mut indices = Vec::new();
         let (rows, _) = model_frame_rows(profile, frames[i]);
         for (level, row) in rows.into_iter().enumerate() {
-            let row = row.into_schema();
-            let new = schema::Frame {
-                abs_path: row.abs_path,
-                colno: row.colno,
-                filename: row.filename,
-                function: row.function,
-                lineno: row.lineno,
-                module: if level == 0 {
-                    frame.module.clone()
-                } else {
-                    None
-                },
-                status: row.status,
-                sym_addr: row.sym_addr,
-                symbol: row.symbol,
-                in_app: frame.in_app,
-                instruction_addr: frame.instruction_addr.clone(),
-                package: frame.package.clone(),
-                platform: frame.platform.clone(),
-                other: frame.other.clone(),
-            };
+            let new = rewritten_frame(&frame, row.into_schema(), level);
             let index = *written.entry(canonical_frame(&new)).or_insert_with(|| {
                 out.push(new);
                 out.len() - 1
@@ -140,14 +147,34 @@ pub fn rewrite_frames(
         }
         index_map.push(indices);
     }
-    for stack in &mut chunk.profile.stacks {
-        *stack = stack
-            .iter()
-            .flat_map(|&i| index_map[i].iter().copied())
-            .collect();
-    }
     chunk.profile.frames = out;
-    Ok(rewritten)
+    index_map
+}
+
+/// One inline level (`level` 0 the innermost) of a rewritten frame: what the writer writes
+/// for it, with the old frame's address, package, platform, `in_app` and unknown keys, and
+/// its `module` on the innermost.
+fn rewritten_frame(frame: &schema::Frame, row: schema::Frame, level: usize) -> schema::Frame {
+    schema::Frame {
+        abs_path: row.abs_path,
+        colno: row.colno,
+        filename: row.filename,
+        function: row.function,
+        lineno: row.lineno,
+        module: if level == 0 {
+            frame.module.clone()
+        } else {
+            None
+        },
+        status: row.status,
+        sym_addr: row.sym_addr,
+        symbol: row.symbol,
+        in_app: frame.in_app,
+        instruction_addr: frame.instruction_addr.clone(),
+        package: frame.package.clone(),
+        platform: frame.platform.clone(),
+        other: frame.other.clone(),
+    }
 }
 
 impl SampleV2Chunk {

@@ -20,8 +20,8 @@ use crate::error::{ErrorKind, Result};
 use crate::formats::sample_v2::schema::{self, Chunk};
 use crate::metadata::{Measurement, UploadMetadata};
 use crate::model::{
-    FrameAddress, FrameHandle, FrameKind, Image, ImageHandle, Profile, StringHandle, SymbolStatus,
-    ThreadHandle,
+    FrameAddress, FrameHandle, FrameKind, Image, ImageHandle, Profile, StackHandle, StringHandle,
+    SymbolStatus, ThreadHandle,
 };
 use crate::plan::{plan_chunks, ChunkPlan, PlannedSamples, Runtimes, Timing};
 
@@ -275,10 +275,45 @@ struct ChunkBuilder<'a> {
     stacks: IndexSet<Vec<usize>, FxBuildHasher>,
     images: IndexSet<ImageHandle, FxBuildHasher>,
     frame_rows: FxHashMap<FrameHandle, Vec<usize>>,
+    /// Each leaf stack's row in `stacks`, so a stack's frames are walked once a chunk.
+    stack_rows: FxHashMap<StackHandle, usize>,
     runtimes: Runtimes,
 }
 
-impl ChunkBuilder<'_> {
+impl<'a> ChunkBuilder<'a> {
+    fn new(profile: &'a Profile) -> Self {
+        ChunkBuilder {
+            profile,
+            frames: IndexSet::default(),
+            stacks: IndexSet::default(),
+            images: IndexSet::default(),
+            frame_rows: FxHashMap::default(),
+            stack_rows: FxHashMap::default(),
+            runtimes: Runtimes::default(),
+        }
+    }
+
+    /// The row in `stacks` of a sample's stack, laid out on first sight.
+    #[inline]
+    fn stack_row(&mut self, stack: Option<StackHandle>) -> usize {
+        match stack {
+            // An idle sample: Sample v2's empty stack.
+            None => self.stacks.insert_full(Vec::new()).0,
+            Some(leaf) => match self.stack_rows.get(&leaf) {
+                Some(&id) => id,
+                None => {
+                    let mut rows = Vec::new();
+                    for f in self.profile.stack_frames(leaf) {
+                        rows.extend(self.frame_rows(f));
+                    }
+                    let id = self.stacks.insert_full(rows).0;
+                    self.stack_rows.insert(leaf, id);
+                    id
+                }
+            },
+        }
+    }
+
     /// The indices of one model frame's output rows ([`model_frame_rows`]).
     fn frame_rows(&mut self, handle: FrameHandle) -> Vec<usize> {
         if let Some(rows) = self.frame_rows.get(&handle) {
@@ -296,6 +331,41 @@ impl ChunkBuilder<'_> {
             .collect();
         self.frame_rows.insert(handle, rows.clone());
         rows
+    }
+}
+
+/// A chunk's threads: each one's id as Sample v2 writes it, and the names of those that have
+/// one.
+#[derive(Default)]
+struct ChunkThreads {
+    ids: Vec<String>,
+    rows: FxHashMap<ThreadHandle, u32>,
+    metadata: BTreeMap<String, schema::ThreadMetadata>,
+}
+
+impl ChunkThreads {
+    /// The thread's position in `ids`, added on first sight.
+    #[inline]
+    fn row(&mut self, profile: &Profile, thread: ThreadHandle) -> u32 {
+        let Self {
+            ids,
+            rows,
+            metadata,
+        } = self;
+        *rows.entry(thread).or_insert_with(|| {
+            let thread = profile.thread(thread);
+            let thread_id = thread.tid.unwrap_or(0).to_string();
+            if let Some(name) = thread.name {
+                metadata
+                    .entry(thread_id.clone())
+                    .or_insert_with(|| schema::ThreadMetadata {
+                        name: Some(profile.str(name).to_owned()),
+                        ..Default::default()
+                    });
+            }
+            ids.push(thread_id);
+            (ids.len() - 1) as u32
+        })
     }
 }
 
@@ -408,59 +478,100 @@ pub fn prepare_planned_chunk<'p>(
     plan: &'p ChunkPlan<'p>,
 ) -> Result<PreparedChunk<'p>> {
     let profile = plan.profile;
-    let (from, to) = plan.measurement_range;
     let kept = &plan.samples;
-    let mut b = ChunkBuilder {
-        profile,
-        frames: IndexSet::default(),
-        stacks: IndexSet::default(),
-        images: IndexSet::default(),
-        frame_rows: FxHashMap::default(),
-        runtimes: Runtimes::default(),
+    let mut b = ChunkBuilder::new(profile);
+    let mut threads = ChunkThreads::default();
+    let rows = sample_rows(&mut b, &mut threads, kept);
+    let images = debug_images(meta, profile, &b.images)?;
+    let platform = b.runtimes.platform(meta.platform.as_deref());
+    let start_ns = kept.first(profile).map_or(0, |p| p.time);
+    let end_ns = kept.last(profile).map_or(0, |p| p.time);
+    let client_sdk = meta.client_sdk.clone().unwrap_or_default();
+    let chunk = Chunk {
+        measurements: measurements(meta, plan.measurement_range),
+        chunk_id: plan.chunk_id.clone(),
+        profiler_id: plan.profiler_id.clone(),
+        debug_meta: (!images.is_empty()).then(|| schema::DebugMeta {
+            images,
+            other: Map::new(),
+        }),
+        environment: meta.environment.clone(),
+        platform,
+        content_type: meta.content_type.clone(),
+        release: meta.release.clone(),
+        client_sdk: schema::ClientSdk {
+            name: client_sdk.name,
+            version: client_sdk.version,
+            other: Map::new(),
+        },
+        version: "2".to_owned(),
+        synthetic_timestamps: synthetic_timestamps(plan.timing),
+        profile: profile_data(b, threads, kept, rows),
+        timestamp: None,
+        other: Map::new(),
     };
+    Ok(PreparedChunk {
+        chunk,
+        info: StreamedChunk {
+            pid: plan.pid,
+            samples: kept.len(),
+            start_ns,
+            end_ns,
+        },
+        timing: plan.timing,
+    })
+}
+
+/// Each sample's row in `stacks` and its thread's position in `threads.ids`, laying out the
+/// stacks, frames and threads as they are first seen.
+fn sample_rows(
+    b: &mut ChunkBuilder<'_>,
+    threads: &mut ChunkThreads,
+    kept: &PlannedSamples,
+) -> Vec<(u32, u32)> {
+    let profile = b.profile;
     let mut rows = Vec::with_capacity(kept.len());
-    let mut thread_ids: Vec<String> = Vec::new();
-    let mut thread_rows: FxHashMap<ThreadHandle, u32> = FxHashMap::default();
-    let mut thread_metadata = BTreeMap::new();
-    let mut stack_rows: FxHashMap<crate::model::StackHandle, usize> = FxHashMap::default();
     let samples = profile.samples();
     for p in kept.iter(profile) {
         let (stack, thread) = (samples.stack(p.index), samples.thread(p.index));
-        let stack_id = match stack {
-            // An idle sample: Sample v2's empty stack.
-            None => b.stacks.insert_full(Vec::new()).0,
-            Some(leaf) => match stack_rows.get(&leaf) {
-                Some(&id) => id,
-                None => {
-                    let mut rows = Vec::new();
-                    for f in profile.stack_frames(leaf) {
-                        rows.extend(b.frame_rows(f));
-                    }
-                    let id = b.stacks.insert_full(rows).0;
-                    stack_rows.insert(leaf, id);
-                    id
-                }
-            },
-        };
-        let thread_row = *thread_rows.entry(thread).or_insert_with(|| {
-            let thread = profile.thread(thread);
-            let thread_id = thread.tid.unwrap_or(0).to_string();
-            if let Some(name) = thread.name {
-                thread_metadata.entry(thread_id.clone()).or_insert_with(|| {
-                    schema::ThreadMetadata {
-                        name: Some(profile.str(name).to_owned()),
-                        ..Default::default()
-                    }
-                });
-            }
-            thread_ids.push(thread_id);
-            (thread_ids.len() - 1) as u32
-        });
+        let stack_id = b.stack_row(stack);
+        let thread_row = threads.row(profile, thread);
         let stack_id = u32::try_from(stack_id).expect("stacks are fewer than samples");
         rows.push((stack_id, thread_row));
     }
+    rows
+}
+
+/// The chunk's `profile`: its samples as the plan holds them, its stacks, frames and
+/// threads as laid out.
+fn profile_data<'p>(
+    b: ChunkBuilder<'p>,
+    threads: ChunkThreads,
+    kept: &'p PlannedSamples,
+    rows: Vec<(u32, u32)>,
+) -> schema::ProfileData<ChunkSamples<'p>> {
+    schema::ProfileData {
+        samples: ChunkSamples {
+            profile: b.profile,
+            samples: kept,
+            rows,
+            thread_ids: threads.ids,
+        },
+        stacks: b.stacks.into_iter().collect(),
+        frames: b.frames.into_iter().map(FrameRow::into_schema).collect(),
+        thread_metadata: (!threads.metadata.is_empty()).then_some(threads.metadata),
+        other: Map::new(),
+    }
+}
+
+/// The metadata's debug images, then the chunk's native images that have a debug id.
+fn debug_images(
+    meta: &UploadMetadata,
+    profile: &Profile,
+    used: &IndexSet<ImageHandle, FxBuildHasher>,
+) -> Result<Vec<schema::DebugImage>> {
     let mut images = given_images(meta)?;
-    for &h in &b.images {
+    for &h in used {
         let img = profile.image(h);
         let Some(debug_id) = img.debug_id else {
             continue;
@@ -481,71 +592,37 @@ pub fn prepare_planned_chunk<'p>(
             ..Default::default()
         });
     }
-    let platform = b.runtimes.platform(meta.platform.as_deref());
-    let start_ns = kept.first(profile).map_or(0, |p| p.time);
-    let end_ns = kept.last(profile).map_or(0, |p| p.time);
+    Ok(images)
+}
+
+/// The metadata's measurements within the chunk's range; `None` when none has a value there.
+fn measurements(
+    meta: &UploadMetadata,
+    (from, to): (i64, i64),
+) -> Option<BTreeMap<String, schema::Measurement>> {
     let measurements: BTreeMap<String, schema::Measurement> = meta
         .measurements
         .iter()
         .map(|(name, m)| (name.clone(), measurement(&m.between(from, to))))
         .filter(|(_, m)| !m.values.is_empty())
         .collect();
-    let client_sdk = meta.client_sdk.clone().unwrap_or_default();
-    let chunk = Chunk {
-        measurements: (!measurements.is_empty()).then_some(measurements),
-        chunk_id: plan.chunk_id.clone(),
-        profiler_id: plan.profiler_id.clone(),
-        debug_meta: (!images.is_empty()).then(|| schema::DebugMeta {
-            images,
+    (!measurements.is_empty()).then_some(measurements)
+}
+
+/// How the sample times were laid out, when the input recorded none.
+fn synthetic_timestamps(timing: Timing) -> Option<schema::SyntheticTimestamps> {
+    match timing {
+        Timing::Recorded => None,
+        Timing::Expanded {
+            interval_ns,
+            scaled_from,
+        } => Some(schema::SyntheticTimestamps {
+            interval_ns,
+            rule: EXPANSION_RULE.to_owned(),
+            scaled_from,
             other: Map::new(),
         }),
-        environment: meta.environment.clone(),
-        platform,
-        content_type: meta.content_type.clone(),
-        release: meta.release.clone(),
-        client_sdk: schema::ClientSdk {
-            name: client_sdk.name,
-            version: client_sdk.version,
-            other: Map::new(),
-        },
-        version: "2".to_owned(),
-        synthetic_timestamps: match plan.timing {
-            Timing::Recorded => None,
-            Timing::Expanded {
-                interval_ns,
-                scaled_from,
-            } => Some(schema::SyntheticTimestamps {
-                interval_ns,
-                rule: EXPANSION_RULE.to_owned(),
-                scaled_from,
-                other: Map::new(),
-            }),
-        },
-        profile: schema::ProfileData {
-            samples: ChunkSamples {
-                profile,
-                samples: kept,
-                rows,
-                thread_ids,
-            },
-            stacks: b.stacks.into_iter().collect(),
-            frames: b.frames.into_iter().map(FrameRow::into_schema).collect(),
-            thread_metadata: (!thread_metadata.is_empty()).then_some(thread_metadata),
-            other: Map::new(),
-        },
-        timestamp: None,
-        other: Map::new(),
-    };
-    Ok(PreparedChunk {
-        chunk,
-        info: StreamedChunk {
-            pid: plan.pid,
-            samples: kept.len(),
-            start_ns,
-            end_ns,
-        },
-        timing: plan.timing,
-    })
+    }
 }
 
 /// Seconds as a JSON number.

@@ -380,6 +380,18 @@ impl Checker<'_> {
     }
 
     fn dictionary(&self, out: &mut Findings) {
+        self.zero_entries(out);
+        self.mappings(out);
+        self.locations(out);
+        self.functions(out);
+        self.links(out);
+        self.string_table(out);
+        self.attributes(out);
+        self.stacks(out);
+    }
+
+    /// Index 0 of every table is the zero value, and of the string table the empty string.
+    fn zero_entries(&self, out: &mut Findings) {
         let d = self.dict;
         let p = "dictionary";
         zero_entry(
@@ -434,9 +446,11 @@ impl Checker<'_> {
             }),
             Some(_) => {}
         }
-        self.mappings(out);
-        self.locations(out);
-        for (i, f) in d.function_table.iter().enumerate() {
+    }
+
+    fn functions(&self, out: &mut Findings) {
+        let p = "dictionary";
+        for (i, f) in self.dict.function_table.iter().enumerate() {
             let at = format!("{p}: function_table[{i}]");
             for (name, idx) in [
                 ("name_strindex", f.name_strindex),
@@ -463,7 +477,11 @@ impl Checker<'_> {
                 });
             }
         }
-        for (i, l) in d.link_table.iter().enumerate().skip(1) {
+    }
+
+    fn links(&self, out: &mut Findings) {
+        let p = "dictionary";
+        for (i, l) in self.dict.link_table.iter().enumerate().skip(1) {
             if l.trace_id.len() != 16 {
                 out.add(|| {
                     format!(
@@ -481,8 +499,13 @@ impl Checker<'_> {
                 });
             }
         }
+    }
+
+    /// Every string is UTF-8 and, when duplicates are checked, appears once.
+    fn string_table(&self, out: &mut Findings) {
+        let p = "dictionary";
         let mut seen: FxHashMap<&[u8], usize> = FxHashMap::default();
-        for (i, s) in d.string_table.iter().enumerate() {
+        for (i, s) in self.dict.string_table.iter().enumerate() {
             if std::str::from_utf8(s).is_err() {
                 out.add(|| format!("{p}: string_table[{i}]: not valid UTF-8"));
             }
@@ -495,7 +518,11 @@ impl Checker<'_> {
                 }
             }
         }
-        for (i, a) in d.attribute_table.iter().enumerate() {
+    }
+
+    fn attributes(&self, out: &mut Findings) {
+        let p = "dictionary";
+        for (i, a) in self.dict.attribute_table.iter().enumerate() {
             self.index(
                 a.key_strindex,
                 self.strings(),
@@ -512,6 +539,11 @@ impl Checker<'_> {
                 self.any_value(v, &format!("{p}: attribute_table[{i}].value"), out);
             }
         }
+    }
+
+    fn stacks(&self, out: &mut Findings) {
+        let p = "dictionary";
+        let d = self.dict;
         for (i, s) in d.stack_table.iter().enumerate() {
             if i > 0 && s.location_indices.is_empty() {
                 out.add(|| format!("{p}: stack_table[{i}]: stack is empty"));
