@@ -3,33 +3,25 @@
 use std::sync::Arc;
 
 use proflake::ObjectStore;
-use proflake_lambda::{s3_client_from_env, StorePair, Stores};
+use proflake_lambda::{StorePair, Stores};
 
 use crate::config::Config;
-
-struct Inner {
-    config: Config,
-    stores: Stores,
-}
 
 /// The function's state, built once per cold start and shared by its invocations. Cheap to
 /// clone: each message task holds one.
 #[derive(Clone)]
 pub struct App {
-    inner: Arc<Inner>,
+    pub(crate) config: Arc<Config>,
+    stores: Stores,
 }
 
 impl App {
-    /// S3 client from the standard AWS environment (`AWS_ENDPOINT_URL` / `AWS_ENDPOINT_URL_S3`
-    /// honoured by aws-config; path-style addressing when either is set, because moto and MinIO
-    /// cannot resolve `bucket.host` names).
-    pub async fn from_env(config: Config) -> App {
-        App::new(config, s3_client_from_env().await)
-    }
-
     /// An app whose stores are buckets reached through `s3`.
     pub fn new(config: Config, s3: aws_sdk_s3::Client) -> App {
-        App::build(config, Stores::s3(s3))
+        App {
+            config: Arc::new(config),
+            stores: Stores::s3(s3),
+        }
     }
 
     /// Stores from a function of the bucket name (tests use local directories).
@@ -37,26 +29,16 @@ impl App {
         config: Config,
         stores: impl Fn(&str) -> Arc<dyn ObjectStore> + Send + Sync + 'static,
     ) -> App {
-        App::build(config, Stores::custom(stores))
-    }
-
-    fn build(config: Config, stores: Stores) -> App {
         App {
-            inner: Arc::new(Inner { config, stores }),
+            config: Arc::new(config),
+            stores: Stores::custom(stores),
         }
-    }
-
-    /// The settings.
-    pub fn config(&self) -> &Config {
-        &self.inner.config
     }
 
     /// Stores for an upload in `upload_bucket`, the output prefix applied to the outputs. Must
     /// be called inside the Tokio runtime: S3 stores keep its handle to drive the SDK from
     /// blocking threads.
     pub(crate) fn stores_for(&self, upload_bucket: &str) -> StorePair {
-        self.inner
-            .stores
-            .for_upload(&self.config().common, upload_bucket)
+        self.stores.for_upload(&self.config.common, upload_bucket)
     }
 }

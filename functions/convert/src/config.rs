@@ -1,6 +1,6 @@
 //! The function's settings, read once at cold start from its environment.
 
-use proflake_lambda::{ConfigError, Vars};
+use proflake_lambda::{ConfigError, Settings, Vars};
 
 /// Default of `AWS_LAMBDA_FUNCTION_NAME` when running outside Lambda.
 pub const DEFAULT_FUNCTION_NAME: &str = "proflake-convert";
@@ -22,23 +22,23 @@ pub struct Config {
 }
 
 impl Config {
-    /// The settings from the process environment.
-    pub fn from_env() -> Result<Config, ConfigError> {
-        Config::from_vars(&Vars::from_env())
-    }
-
     /// The settings from `get`, which returns a variable's value (`None` when unset).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
-        Config::from_vars(&Vars::from_lookup(get))
+        Settings::from_vars(&Vars::from_lookup(get))
     }
+}
 
-    /// The settings from `vars`.
-    pub fn from_vars(vars: &Vars<'_>) -> Result<Config, ConfigError> {
+impl Settings for Config {
+    fn from_vars(vars: &Vars<'_>) -> Result<Config, ConfigError> {
         Ok(Config {
             common: proflake_lambda::Config::from_vars(vars, DEFAULT_FUNCTION_NAME)?,
             stream_above_bytes: proflake::stream_above_bytes_from(|name| vars.get(name))
                 .map_err(|e| ConfigError::new(e.variable, &e.value, e.expected))?,
         })
+    }
+
+    fn common(&self) -> &proflake_lambda::Config {
+        &self.common
     }
 }
 

@@ -10,13 +10,15 @@
 #![warn(missing_docs)]
 
 mod app;
-mod batch;
 mod config;
+mod function;
 mod object;
 mod tally;
 
 pub use app::App;
-pub use batch::{function_handler, handle_batch};
 pub use config::{Config, DEFAULT_FUNCTION_NAME};
-pub use proflake_lambda::{ConfigError, LogFormat, DEFAULT_CONCURRENCY, DEFAULT_METRICS_NAMESPACE};
+pub use function::handle_batch;
+pub use proflake_lambda::{
+    function_handler, ConfigError, LogFormat, DEFAULT_CONCURRENCY, DEFAULT_METRICS_NAMESPACE,
+};
 pub use tally::BatchTally;

@@ -1,14 +1,11 @@
 //! One object event of a message: processed off the async runtime, logged as one line, counted.
 
-use std::time::Instant;
-
 use proflake::{process_upload, ObjectChange, ObjectEvent, Outcome, ProcessOptions};
-use proflake_lambda::Tally;
-use tracing::{error, info, warn};
+use proflake_lambda::{off_runtime, work_failed, Function};
+use tracing::{info, warn};
 
 use crate::app::App;
 use crate::tally::BatchTally;
-use proflake::error_chain;
 
 /// Processes `event` and counts it in `tally`. `false` when it failed in a way a retry of the
 /// message can fix (the store failed, or the conversion panicked).
@@ -40,46 +37,24 @@ pub(crate) async fn handle_object(
         stream_above_bytes: app.config().stream_above_bytes,
         ..ProcessOptions::default()
     };
-    let started = Instant::now();
-    let span = tracing::Span::current();
     let job_key = event.key.clone();
-    // Conversion is CPU-bound and S3Store blocks on the runtime: neither may run on a worker.
-    let job = tokio::task::spawn_blocking(move || {
-        let _span = span.enter();
-        process_upload(&*stores.uploads, &*stores.outputs, &job_key, &options)
-    });
-    let result = job.await;
-    let duration_ms = started.elapsed().as_millis() as u64;
+    let (result, duration_ms) =
+        off_runtime(move || process_upload(&*stores.uploads, &*stores.outputs, &job_key, &options))
+            .await;
     match result {
-        Ok(Ok(outcome)) => {
+        Ok(outcome) => {
             tally.record(&outcome);
             log_outcome(message_id, bucket, &outcome, duration_ms);
             true
         }
-        Ok(Err(e)) => {
-            tally.fail(e.kind().reason());
-            error!(
-                message_id,
-                bucket,
-                key,
-                reason = e.kind().reason(),
-                transient = e.kind().is_transient(),
+        Err(failure) => {
+            work_failed!(
+                tally,
+                &failure,
                 duration_ms,
-                error = error_chain(&e),
-                "object failed; the message will be retried"
-            );
-            false
-        }
-        Err(join_error) => {
-            tally.fail("panic");
-            error!(
-                message_id,
-                bucket,
-                key,
-                reason = "panic",
-                duration_ms,
-                error = %join_error,
-                "conversion panicked; the message will be retried"
+                [message_id, bucket, key],
+                "object failed; the message will be retried",
+                "conversion panicked; the message will be retried",
             );
             false
         }

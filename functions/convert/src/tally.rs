@@ -1,31 +1,30 @@
-//! What one batch did, counted for its metrics.
-
-use std::collections::BTreeMap;
+//! What one batch did, counted for its metrics and its log line.
 
 use proflake::Outcome;
-use proflake_lambda::{Metric, Tally};
+use proflake_lambda::{counters, Tally};
 
-/// Counts of one batch (or one message, merged into the batch's).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BatchTally {
-    /// Object events handled, whatever became of them.
-    pub objects: u64,
-    /// Uploads converted.
-    pub converted: u64,
-    /// Uploads whose manifest already existed.
-    pub already_converted: u64,
-    /// Uploads quarantined with an error report.
-    pub quarantined: u64,
-    /// Object events that needed no work.
-    pub skipped: u64,
-    /// Messages reported back to SQS as failed.
-    pub failed_messages: u64,
-    /// Bytes read of converted and quarantined uploads.
-    pub bytes: u64,
-    /// Samples written.
-    pub samples: u64,
-    /// Failures by reason: quarantine reasons, `invalid_event`, `storage`, `panic`.
-    pub failures: BTreeMap<String, u64>,
+counters! {
+    /// Counts of one batch (or one message, merged into the batch's).
+    pub struct BatchTally {
+        /// Failures by reason: quarantine reasons, `invalid_event`, `storage`, `panic`.
+        failures,
+        /// Object events handled, whatever became of them.
+        objects: Count "Objects",
+        /// Uploads converted.
+        converted: Count "Converted",
+        /// Uploads whose manifest already existed.
+        already_converted: Count "AlreadyConverted",
+        /// Uploads quarantined with an error report.
+        quarantined: Count "Quarantined",
+        /// Object events that needed no work.
+        skipped: Count "Skipped",
+        /// Messages reported back to SQS as failed.
+        failed_messages: Count "FailedMessages",
+        /// Bytes read of converted and quarantined uploads.
+        bytes: Bytes "Bytes" unlogged,
+        /// Samples written.
+        samples: Count "Samples" unlogged,
+    }
 }
 
 impl BatchTally {
@@ -45,55 +44,6 @@ impl BatchTally {
             }
             Outcome::Skipped { .. } => self.skipped += 1,
         }
-    }
-}
-
-impl Tally for BatchTally {
-    /// Adds `other`'s counts to these.
-    fn merge(&mut self, other: BatchTally) {
-        self.objects += other.objects;
-        self.converted += other.converted;
-        self.already_converted += other.already_converted;
-        self.quarantined += other.quarantined;
-        self.skipped += other.skipped;
-        self.failed_messages += other.failed_messages;
-        self.bytes += other.bytes;
-        self.samples += other.samples;
-        for (reason, n) in other.failures {
-            *self.failures.entry(reason).or_default() += n;
-        }
-    }
-
-    /// Counts one failure for `reason`.
-    fn fail(&mut self, reason: &str) {
-        *self.failures.entry(reason.to_owned()).or_default() += 1;
-    }
-
-    fn set_failed_messages(&mut self, n: u64) {
-        self.failed_messages = n;
-    }
-
-    /// `Objects`, `Converted`, `AlreadyConverted`, `Quarantined`, `Skipped`, `FailedMessages`,
-    /// `Bytes`, `Samples`.
-    fn metrics(&self) -> Vec<Metric> {
-        vec![
-            Metric::count("Objects", self.objects),
-            Metric::count("Converted", self.converted),
-            Metric::count("AlreadyConverted", self.already_converted),
-            Metric::count("Quarantined", self.quarantined),
-            Metric::count("Skipped", self.skipped),
-            Metric::count("FailedMessages", self.failed_messages),
-            Metric::bytes("Bytes", self.bytes),
-            Metric::count("Samples", self.samples),
-        ]
-    }
-
-    fn failures(&self) -> &BTreeMap<String, u64> {
-        &self.failures
-    }
-
-    fn log_batch(&self, duration_ms: u64) {
-        crate::batch::log_batch_done(self, duration_ms);
     }
 }
 

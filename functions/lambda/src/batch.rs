@@ -17,11 +17,11 @@ use crate::tally::Tally;
 
 /// What became of one message: its counts, and whether SQS should deliver it again.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct MessageOutcome<T> {
+pub(crate) struct MessageOutcome<T> {
     /// What handling the message counted, failed or not.
-    pub tally: T,
+    pub(crate) tally: T,
     /// The message is reported as a batch item failure.
-    pub failed: bool,
+    pub(crate) failed: bool,
 }
 
 /// Handles one SQS batch with `handle_message` for each message; never fails as a whole: failed
@@ -33,24 +33,8 @@ pub struct MessageOutcome<T> {
 /// still handled; if it fails it is reported with an empty identifier, which Lambda treats as a
 /// failure of the whole batch, the only safe reading.
 ///
-/// Before returning, logs the batch's summary ([`Tally::log_batch`]) and prints its metrics to
-/// stdout as CloudWatch EMF lines (namespace and `FunctionName` from `config`).
-pub async fn handle_batch<T, F, Fut>(
-    config: &Config,
-    event: SqsEvent,
-    handle_message: F,
-) -> SqsBatchResponse
-where
-    T: Tally,
-    F: FnMut(SqsMessage) -> Fut,
-    Fut: Future<Output = MessageOutcome<T>> + Send + 'static,
-{
-    handle_batch_tallied(config, event, handle_message).await.0
-}
-
-/// [`handle_batch`], also returning the batch's tally (what its metrics were printed from), for
-/// tests that check what a batch did.
-pub async fn handle_batch_tallied<T, F, Fut>(
+/// Closes the batch with [`finish_batch`]; returns its response and its tally.
+pub(crate) async fn handle_messages<T, F, Fut>(
     config: &Config,
     event: SqsEvent,
     mut handle_message: F,
@@ -110,8 +94,8 @@ where
 
 /// Closes a batch: records how many messages failed, logs the tally's summary, prints its
 /// metrics as EMF lines, and makes the response that lists the failed messages (sorted) for
-/// SQS. For functions that handle a batch as a whole rather than message by message.
-pub fn finish_batch<T: Tally>(
+/// SQS. Also for functions that handle a batch as a whole rather than message by message.
+pub(crate) fn finish_batch<T: Tally>(
     config: &Config,
     tally: &mut T,
     failed: impl IntoIterator<Item = String>,
@@ -153,7 +137,7 @@ mod tests {
 
     use super::*;
     use crate::config::Vars;
-    use crate::metrics::Metric;
+    use crate::tally::Metric;
 
     /// Counts messages; remembers what the batch told it.
     #[derive(Debug, Default)]
@@ -190,6 +174,14 @@ mod tests {
                 .unwrap()
                 .push((self.messages, self.failed_messages));
         }
+    }
+
+    async fn handle_batch<F, Fut>(config: &Config, event: SqsEvent, handle: F) -> SqsBatchResponse
+    where
+        F: FnMut(SqsMessage) -> Fut,
+        Fut: Future<Output = MessageOutcome<Count>> + Send + 'static,
+    {
+        handle_messages(config, event, handle).await.0
     }
 
     fn config(concurrency: &str) -> Config {

@@ -79,6 +79,15 @@ pub const DEFAULT_CONCURRENCY: usize = 2;
 /// Default of `PROFLAKE_METRICS_NAMESPACE`.
 pub const DEFAULT_METRICS_NAMESPACE: &str = "proflake";
 
+/// A function's settings: the shared [`Config`] and any of its own, read from [`Vars`].
+pub trait Settings: Sized + Send + Sync + 'static {
+    /// The settings from `vars`.
+    fn from_vars(vars: &Vars<'_>) -> Result<Self, ConfigError>;
+
+    /// The shared settings among them.
+    fn common(&self) -> &Config;
+}
+
 /// Variables that became limits: refused rather than ignored, so a deployment that still sets
 /// one does not silently run with the default.
 const RENAMED: [(&str, &str); 2] = [
@@ -117,6 +126,12 @@ impl<'a> Vars<'a> {
     /// The value of `name`; `None` when it is unset or empty.
     pub fn get(&self, name: &str) -> Option<String> {
         (self.get)(name).filter(|v| !v.is_empty())
+    }
+
+    /// The value of `name`, which the function cannot run without: `what` says what it is.
+    pub fn required(&self, name: &'static str, what: &str) -> Result<String, ConfigError> {
+        self.get(name)
+            .ok_or_else(|| ConfigError::new(name, "", format!("required: {what}")))
     }
 
     /// A whole number of at least 1 in `name`; `None` when it is unset.
@@ -353,5 +368,14 @@ mod tests {
         let bad = vars(&[("PROFLAKE_X_LIMIT", "0")]);
         let err = bad.positive::<u32>("PROFLAKE_X_LIMIT").unwrap_err();
         assert_eq!(err.variable, "PROFLAKE_X_LIMIT");
+        assert_eq!(
+            v.required("PROFLAKE_X_LIMIT", "a limit"),
+            Ok(" 12 ".to_owned())
+        );
+        let err = v.required("PROFLAKE_X_EMPTY", "a bucket").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "PROFLAKE_X_EMPTY=\"\" is invalid: required: a bucket"
+        );
     }
 }

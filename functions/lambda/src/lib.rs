@@ -1,24 +1,39 @@
-//! What proflake's Lambda functions share. Each function is an SQS consumer: its `main` reads
-//! its [`Config`] (plus any variables of its own, through [`Vars`]), sets up logging with
-//! [`init_logging`], builds its [`Stores`], and answers each batch with [`handle_batch`], giving
-//! it the function's own work for one message. This crate does the rest: bounded concurrency,
-//! caught panics, partial batch failures for SQS, and the batch's CloudWatch EMF metrics from
-//! the function's [`Tally`].
+//! What proflake's Lambda functions share. Each function is an SQS consumer that supplies its
+//! state, settings, requests and work as a [`Function`] (handling each message on its own,
+//! [`PerMessage`], or the batch as a whole, [`WholeBatch`]) and declares its counters with
+//! [`counters!`]; its `main` is [`run`]. This crate does the rest: settings from the
+//! environment, logging, stores, bounded concurrency, caught panics, messages that are no
+//! request, partial batch failures for SQS, and the batch's log line and CloudWatch EMF metrics
+//! from the function's [`Tally`].
 
 #![warn(missing_docs)]
 
 mod batch;
 mod config;
+mod counters;
+mod function;
 mod logging;
 mod metrics;
+mod run;
 mod stores;
 mod tally;
+mod work;
 
-pub use batch::{finish_batch, handle_batch, handle_batch_tallied, MessageOutcome};
 pub use config::{
-    Config, ConfigError, LogFormat, Vars, DEFAULT_CONCURRENCY, DEFAULT_METRICS_NAMESPACE,
+    Config, ConfigError, LogFormat, Settings, Vars, DEFAULT_CONCURRENCY, DEFAULT_METRICS_NAMESPACE,
 };
+pub use function::{each_message, function_handler, whole_batch, Function, PerMessage, WholeBatch};
 pub use logging::init_logging;
-pub use metrics::{emf_documents, print_documents, Metric, MetricsTarget, Unit};
+pub use metrics::{emf_documents, print_documents, MetricsTarget};
+pub use run::run;
 pub use stores::{aws_config_from_env, s3_client, s3_client_from_env, StorePair, Stores};
-pub use tally::Tally;
+pub use tally::{Metric, Tally, Unit};
+pub use work::{off_runtime, Failure};
+
+/// What the crate's macros expand to; not an API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::counters::merge_failures;
+    pub use proflake::error_chain;
+    pub use tracing;
+}

@@ -4,69 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::tally::Tally;
-
-/// The unit of a metric, as CloudWatch names it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Unit {
-    /// `Count`.
-    Count,
-    /// `Bytes`.
-    Bytes,
-    /// `Milliseconds`.
-    Milliseconds,
-}
-
-impl Unit {
-    /// CloudWatch's name of the unit.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Unit::Count => "Count",
-            Unit::Bytes => "Bytes",
-            Unit::Milliseconds => "Milliseconds",
-        }
-    }
-}
-
-/// One value of a batch's metrics document.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Metric {
-    /// The metric's name.
-    pub name: &'static str,
-    /// Its value for the batch.
-    pub value: u64,
-    /// Its unit.
-    pub unit: Unit,
-}
-
-impl Metric {
-    /// A count.
-    pub fn count(name: &'static str, value: u64) -> Metric {
-        Metric {
-            name,
-            value,
-            unit: Unit::Count,
-        }
-    }
-
-    /// A number of bytes.
-    pub fn bytes(name: &'static str, value: u64) -> Metric {
-        Metric {
-            name,
-            value,
-            unit: Unit::Bytes,
-        }
-    }
-
-    /// A duration in milliseconds.
-    pub fn milliseconds(name: &'static str, value: u64) -> Metric {
-        Metric {
-            name,
-            value,
-            unit: Unit::Milliseconds,
-        }
-    }
-}
+use crate::tally::{Metric, Tally};
 
 /// Where the documents go: the namespace and the `FunctionName` dimension.
 #[derive(Clone, Copy, Debug)]

@@ -34,12 +34,15 @@ pub async fn s3_client_from_env() -> aws_sdk_s3::Client {
 
 type StoreFn = dyn Fn(&str) -> Arc<dyn ObjectStore> + Send + Sync;
 
+#[derive(Clone)]
 enum Source {
     S3(aws_sdk_s3::Client),
-    Custom(Box<StoreFn>),
+    Custom(Arc<StoreFn>),
 }
 
-/// The store of each bucket, by the bucket's name.
+/// The store of each bucket, by the bucket's name. Cheap to clone: a function's state holds
+/// one, and each message's task a clone of that.
+#[derive(Clone)]
 pub struct Stores {
     source: Source,
 }
@@ -63,7 +66,7 @@ impl Stores {
     /// Stores from a function of the bucket name (tests use local directories).
     pub fn custom(stores: impl Fn(&str) -> Arc<dyn ObjectStore> + Send + Sync + 'static) -> Stores {
         Stores {
-            source: Source::Custom(Box::new(stores)),
+            source: Source::Custom(Arc::new(stores)),
         }
     }
 

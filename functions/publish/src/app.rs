@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use proflake::lake::Lake;
 use proflake::ObjectStore;
-use proflake_lambda::{aws_config_from_env, s3_client, StorePair, Stores};
+use proflake_lambda::{StorePair, Stores};
 
 use crate::config::Config;
 
@@ -20,27 +20,15 @@ pub enum LakeRoot {
     Directory(PathBuf),
 }
 
-struct Inner {
-    config: Config,
-    stores: Stores,
-    lake_root: LakeRoot,
-}
-
 /// The function's state, built once per cold start and shared by its invocations.
 #[derive(Clone)]
 pub struct App {
-    inner: Arc<Inner>,
+    pub(crate) config: Arc<Config>,
+    stores: Stores,
+    lake_root: Arc<LakeRoot>,
 }
 
 impl App {
-    /// The S3 client from the standard AWS environment (`AWS_ENDPOINT_URL` honoured, with
-    /// path-style addressing), the lake in the output bucket.
-    pub async fn from_env(config: Config) -> App {
-        let shared = aws_config_from_env().await;
-        let lake = LakeRoot::S3(proflake::lake::s3_options_from_env());
-        App::build(config, Stores::s3(s3_client(&shared)), lake)
-    }
-
     /// Buckets reached through `s3`, the lake in the output bucket reached with
     /// `lake_options` (tests point both at moto).
     pub fn new(
@@ -48,7 +36,7 @@ impl App {
         s3: aws_sdk_s3::Client,
         lake_options: HashMap<String, String>,
     ) -> App {
-        App::build(config, Stores::s3(s3), LakeRoot::S3(lake_options))
+        App::with(config, Stores::s3(s3), LakeRoot::S3(lake_options))
     }
 
     /// Stores from a function of the bucket name and the lake under `root` (tests).
@@ -57,39 +45,33 @@ impl App {
         stores: impl Fn(&str) -> Arc<dyn ObjectStore> + Send + Sync + 'static,
         root: LakeRoot,
     ) -> App {
-        App::build(config, Stores::custom(stores), root)
+        App::with(config, Stores::custom(stores), root)
     }
 
-    fn build(config: Config, stores: Stores, lake_root: LakeRoot) -> App {
+    pub(crate) fn with(config: Config, stores: Stores, lake_root: LakeRoot) -> App {
+        let config = Arc::new(config);
+        let lake_root = Arc::new(lake_root);
         App {
-            inner: Arc::new(Inner {
-                config,
-                stores,
-                lake_root,
-            }),
+            config,
+            stores,
+            lake_root,
         }
-    }
-
-    /// The settings.
-    pub fn config(&self) -> &Config {
-        &self.inner.config
     }
 
     /// The upload bucket, and the output bucket under the output prefix. Must be called
     /// inside the Tokio runtime (S3 stores keep its handle).
     pub(crate) fn stores(&self) -> StorePair {
-        let config = self.config();
-        self.inner
-            .stores
+        let config = &self.config;
+        self.stores
             .for_upload(&config.common, &config.upload_bucket)
     }
 
     /// The lake. Must be called inside the Tokio runtime, whose handle it blocks on.
     pub(crate) fn lake(&self) -> proflake::Result<Lake> {
-        let config = self.config();
+        let config = &self.config;
         let runtime = tokio::runtime::Handle::current();
         let prefix = &config.common.output_prefix;
-        match &self.inner.lake_root {
+        match &*self.lake_root {
             LakeRoot::S3(options) => Lake::s3(
                 &config.output_bucket,
                 prefix,

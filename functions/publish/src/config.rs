@@ -1,7 +1,7 @@
 //! The function's settings, read once at cold start from its environment.
 
 use proflake::lake::LakeSettings;
-use proflake_lambda::{ConfigError, Vars};
+use proflake_lambda::{ConfigError, Settings, Vars};
 
 /// Default of `AWS_LAMBDA_FUNCTION_NAME` when running outside Lambda.
 pub const DEFAULT_FUNCTION_NAME: &str = "proflake-publish";
@@ -27,22 +27,14 @@ pub struct Config {
 }
 
 impl Config {
-    /// The settings from the process environment.
-    pub fn from_env() -> Result<Config, ConfigError> {
-        Config::from_vars(&Vars::from_env())
-    }
-
     /// The settings from `get`, which returns a variable's value (`None` when unset).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
-        Config::from_vars(&Vars::from_lookup(get))
+        Settings::from_vars(&Vars::from_lookup(get))
     }
+}
 
-    /// The settings from `vars`.
-    pub fn from_vars(vars: &Vars<'_>) -> Result<Config, ConfigError> {
-        let required = |name: &'static str, what: &str| {
-            vars.get(name)
-                .ok_or_else(|| ConfigError::new(name, "", format!("required: {what}")))
-        };
+impl Settings for Config {
+    fn from_vars(vars: &Vars<'_>) -> Result<Config, ConfigError> {
         let common = proflake_lambda::Config::from_vars(vars, DEFAULT_FUNCTION_NAME)?;
         let mut lake = LakeSettings::default();
         if let Some(bytes) = vars.positive("PROFLAKE_LAKE_TARGET_FILE_BYTES")? {
@@ -52,11 +44,15 @@ impl Config {
             lake.retention_hours = hours;
         }
         Ok(Config {
-            output_bucket: required("PROFLAKE_OUTPUT_BUCKET", "the output bucket's name")?,
-            upload_bucket: required("PROFLAKE_UPLOAD_BUCKET", "the upload bucket's name")?,
+            output_bucket: vars.required("PROFLAKE_OUTPUT_BUCKET", "the output bucket's name")?,
+            upload_bucket: vars.required("PROFLAKE_UPLOAD_BUCKET", "the upload bucket's name")?,
             lake,
             common,
         })
+    }
+
+    fn common(&self) -> &proflake_lambda::Config {
+        &self.common
     }
 }
 

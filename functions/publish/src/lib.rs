@@ -15,13 +15,15 @@
 #![warn(missing_docs)]
 
 mod app;
-mod batch;
 mod config;
+mod function;
+mod lake_work;
 mod message;
 mod tally;
 
 pub use app::{App, LakeRoot};
-pub use batch::{function_handler, handle_batch, handle_batch_tallied};
 pub use config::{Config, DEFAULT_FUNCTION_NAME};
+pub use function::{handle_batch, handle_batch_tallied};
 pub use message::{parse_request, Request, SCHEDULE_SOURCE};
+pub use proflake_lambda::function_handler;
 pub use tally::BatchTally;

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use proflake::ObjectStore;
-use proflake_lambda::{aws_config_from_env, s3_client, StorePair, Stores};
+use proflake_lambda::{StorePair, Stores};
 
 use crate::config::Config;
 
@@ -68,37 +68,21 @@ impl ContinuationQueue {
     }
 }
 
-struct Inner {
-    config: Config,
-    stores: Stores,
-    queue: ContinuationQueue,
-}
-
 /// The function's state, built once per cold start and shared by its invocations. Cheap to
 /// clone: each message task holds one.
 #[derive(Clone)]
 pub struct App {
-    inner: Arc<Inner>,
+    pub(crate) config: Arc<Config>,
+    stores: Stores,
+    queue: ContinuationQueue,
 }
 
 impl App {
-    /// S3 and SQS clients from the standard AWS environment (`AWS_ENDPOINT_URL` honoured by
-    /// aws-config; path-style S3 addressing when it is set); continuations go to
-    /// `PROFLAKE_REHYDRATE_QUEUE_URL`.
-    pub async fn from_env(config: Config) -> App {
-        let shared = aws_config_from_env().await;
-        App::new(
-            config,
-            s3_client(&shared),
-            aws_sdk_sqs::Client::new(&shared),
-        )
-    }
-
     /// An app whose stores are buckets reached through `s3` and whose continuations go to the
     /// configured queue through `sqs`.
     pub fn new(config: Config, s3: aws_sdk_s3::Client, sqs: aws_sdk_sqs::Client) -> App {
         let queue = ContinuationQueue::sqs(sqs, config.queue_url.clone());
-        App::build(config, Stores::s3(s3), queue)
+        App::with(config, Stores::s3(s3), queue)
     }
 
     /// Stores from a function of the bucket name (tests use local directories), continuations
@@ -108,35 +92,28 @@ impl App {
         stores: impl Fn(&str) -> Arc<dyn ObjectStore> + Send + Sync + 'static,
         queue: ContinuationQueue,
     ) -> App {
-        App::build(config, Stores::custom(stores), queue)
+        App::with(config, Stores::custom(stores), queue)
     }
 
-    fn build(config: Config, stores: Stores, queue: ContinuationQueue) -> App {
+    fn with(config: Config, stores: Stores, queue: ContinuationQueue) -> App {
+        let config = Arc::new(config);
         App {
-            inner: Arc::new(Inner {
-                config,
-                stores,
-                queue,
-            }),
+            config,
+            stores,
+            queue,
         }
-    }
-
-    /// The settings.
-    pub fn config(&self) -> &Config {
-        &self.inner.config
     }
 
     /// Where continuations go.
     pub fn queue(&self) -> &ContinuationQueue {
-        &self.inner.queue
+        &self.queue
     }
 
     /// The upload bucket, and the output bucket under the output prefix. Must be called inside
     /// the Tokio runtime: S3 stores keep its handle to drive the SDK from blocking threads.
     pub(crate) fn stores(&self) -> StorePair {
-        let config = self.config();
-        self.inner
-            .stores
+        let config = &self.config;
+        self.stores
             .for_upload(&config.common, &config.upload_bucket)
     }
 }

@@ -19,17 +19,18 @@
 #![warn(missing_docs)]
 
 mod app;
-mod batch;
 mod config;
+mod debug_file;
+mod function;
 mod message;
+mod page;
 mod tally;
-mod work;
 
 pub use app::{App, ContinuationQueue};
-pub use batch::{function_handler, handle_batch, handle_batch_tallied};
 pub use config::{Config, DEFAULT_FUNCTION_NAME, DEFAULT_MAX_ENTRIES, DEFAULT_MAX_UPLOADS};
+pub use function::{handle_batch, handle_batch_tallied};
 pub use message::{
     parse_request, Continuation, Page, Request, Scope, CONTINUATION_SOURCE, SCHEDULE_SOURCE,
 };
-pub use proflake_lambda::{ConfigError, LogFormat, Tally};
+pub use proflake_lambda::{function_handler, ConfigError, LogFormat, Tally};
 pub use tally::BatchTally;

@@ -1,42 +1,41 @@
-//! What one batch did, counted for its metrics.
-
-use std::collections::BTreeMap;
+//! What one batch did, counted for its metrics and its log line.
 
 use proflake::pipeline::{DebugFileOutcome, RehydratePage};
 use proflake::Outcome;
-use proflake_lambda::{Metric, Tally};
+use proflake_lambda::{counters, Tally};
 
-/// Counts of one batch (or one message, merged into the batch's).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BatchTally {
-    /// Debug-file keys notified, whatever became of them.
-    pub debug_files: u64,
-    /// Debug files that became their build ID's symbols.
-    pub debug_files_stored: u64,
-    /// Valid debug files not better than the one in use (or that very one).
-    pub debug_files_kept: u64,
-    /// Debug files refused with a report.
-    pub debug_files_refused: u64,
-    /// Object events that needed no work: derived keys (caches, metas, reports), keys gone,
-    /// keys outside `debuginfo/`, events other than created.
-    pub skipped: u64,
-    /// Pages of rehydration run (one per message that rehydrates).
-    pub pages: u64,
-    /// Uploads converted again.
-    pub reconverted: u64,
-    /// Index entries whose upload already used the symbols in use.
-    pub up_to_date: u64,
-    /// Frames named by debug files in the reconversions.
-    pub frames_symbolized: u64,
-    /// Pending records of replaced content the sweep removed, with what they named.
-    pub pending_removed: u64,
-    /// Continuation messages sent.
-    pub continuations: u64,
-    /// Messages reported back to SQS as failed.
-    pub failed_messages: u64,
-    /// Failures by reason: refusal reasons, quarantine reasons of reconversions,
-    /// `invalid_event`, `storage`, `continuation`, `panic`.
-    pub failures: BTreeMap<String, u64>,
+counters! {
+    /// Counts of one batch (or one message, merged into the batch's).
+    pub struct BatchTally {
+        /// Failures by reason: refusal reasons, quarantine reasons of reconversions,
+        /// `invalid_event`, `storage`, `continuation`, `panic`.
+        failures,
+        /// Debug-file keys notified, whatever became of them.
+        debug_files: Count "DebugFiles",
+        /// Debug files that became their build ID's symbols.
+        debug_files_stored: Count "DebugFilesStored",
+        /// Valid debug files not better than the one in use (or that very one).
+        debug_files_kept: Count "DebugFilesKept",
+        /// Debug files refused with a report.
+        debug_files_refused: Count "DebugFilesRefused",
+        /// Object events that needed no work: derived keys (caches, metas, reports), keys gone,
+        /// keys outside `debuginfo/`, events other than created.
+        skipped: Count "Skipped",
+        /// Pages of rehydration run (one per message that rehydrates).
+        pages: Count "Pages",
+        /// Uploads converted again.
+        reconverted: Count "Reconverted",
+        /// Index entries whose upload already used the symbols in use.
+        up_to_date: Count "UpToDate",
+        /// Frames named by debug files in the reconversions.
+        frames_symbolized: Count "FramesSymbolized",
+        /// Pending records of replaced content the sweep removed, with what they named.
+        pending_removed: Count "PendingRemoved",
+        /// Continuation messages sent.
+        continuations: Count "Continuations",
+        /// Messages reported back to SQS as failed.
+        failed_messages: Count "FailedMessages",
+    }
 }
 
 impl BatchTally {
@@ -72,77 +71,6 @@ impl BatchTally {
                 self.fail(q.reason);
             }
         }
-    }
-}
-
-impl Tally for BatchTally {
-    fn merge(&mut self, other: BatchTally) {
-        self.debug_files += other.debug_files;
-        self.debug_files_stored += other.debug_files_stored;
-        self.debug_files_kept += other.debug_files_kept;
-        self.debug_files_refused += other.debug_files_refused;
-        self.skipped += other.skipped;
-        self.pages += other.pages;
-        self.reconverted += other.reconverted;
-        self.up_to_date += other.up_to_date;
-        self.frames_symbolized += other.frames_symbolized;
-        self.pending_removed += other.pending_removed;
-        self.continuations += other.continuations;
-        self.failed_messages += other.failed_messages;
-        for (reason, n) in other.failures {
-            *self.failures.entry(reason).or_default() += n;
-        }
-    }
-
-    fn fail(&mut self, reason: &str) {
-        *self.failures.entry(reason.to_owned()).or_default() += 1;
-    }
-
-    fn set_failed_messages(&mut self, n: u64) {
-        self.failed_messages = n;
-    }
-
-    /// `DebugFiles`, `DebugFilesStored`, `DebugFilesKept`, `DebugFilesRefused`, `Skipped`,
-    /// `Pages`, `Reconverted`, `UpToDate`, `FramesSymbolized`, `PendingRemoved`,
-    /// `Continuations`, `FailedMessages`.
-    fn metrics(&self) -> Vec<Metric> {
-        vec![
-            Metric::count("DebugFiles", self.debug_files),
-            Metric::count("DebugFilesStored", self.debug_files_stored),
-            Metric::count("DebugFilesKept", self.debug_files_kept),
-            Metric::count("DebugFilesRefused", self.debug_files_refused),
-            Metric::count("Skipped", self.skipped),
-            Metric::count("Pages", self.pages),
-            Metric::count("Reconverted", self.reconverted),
-            Metric::count("UpToDate", self.up_to_date),
-            Metric::count("FramesSymbolized", self.frames_symbolized),
-            Metric::count("PendingRemoved", self.pending_removed),
-            Metric::count("Continuations", self.continuations),
-            Metric::count("FailedMessages", self.failed_messages),
-        ]
-    }
-
-    fn failures(&self) -> &BTreeMap<String, u64> {
-        &self.failures
-    }
-
-    fn log_batch(&self, duration_ms: u64) {
-        tracing::info!(
-            debug_files = self.debug_files,
-            debug_files_stored = self.debug_files_stored,
-            debug_files_kept = self.debug_files_kept,
-            debug_files_refused = self.debug_files_refused,
-            skipped = self.skipped,
-            pages = self.pages,
-            reconverted = self.reconverted,
-            up_to_date = self.up_to_date,
-            frames_symbolized = self.frames_symbolized,
-            pending_removed = self.pending_removed,
-            continuations = self.continuations,
-            failed_messages = self.failed_messages,
-            duration_ms,
-            "batch done"
-        );
     }
 }
 
