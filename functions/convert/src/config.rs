@@ -1,12 +1,15 @@
 //! The function's settings, read once at cold start from its environment.
 
-use proflake_lambda::{ConfigError, Settings, Vars};
+use proflake_lambda::{ConfigError, FunctionConfig, OwnSettings, Vars};
+
+/// The function's settings: the shared ones (`common`) and its own ([`ConvertSettings`]).
+pub type Config = FunctionConfig<ConvertSettings>;
 
 /// Default of `AWS_LAMBDA_FUNCTION_NAME` when running outside Lambda.
 pub const DEFAULT_FUNCTION_NAME: &str = "proflake-convert";
 
-/// Settings of the convert function: the ones every proflake function shares (see
-/// [`proflake_lambda::Config`] for the variables and their defaults), and one of its own:
+/// The convert function's own setting, beside the ones every proflake function shares (see
+/// [`proflake_lambda::Config`] for the variables and their defaults):
 ///
 /// | variable | meaning | default |
 /// |---|---|---|
@@ -14,32 +17,20 @@ pub const DEFAULT_FUNCTION_NAME: &str = "proflake-convert";
 ///
 /// `AWS_LAMBDA_FUNCTION_NAME` defaults to [`DEFAULT_FUNCTION_NAME`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Config {
-    /// The shared settings.
-    pub common: proflake_lambda::Config,
+pub struct ConvertSettings {
     /// `PROFLAKE_STREAM_ABOVE_BYTES`.
     pub stream_above_bytes: Option<u64>,
 }
 
-impl Config {
-    /// The settings from `get`, which returns a variable's value (`None` when unset).
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
-        Settings::from_vars(&Vars::from_lookup(get))
-    }
-}
-
-impl Settings for Config {
-    fn from_vars(vars: &Vars<'_>) -> Result<Config, ConfigError> {
-        Ok(Config {
-            common: proflake_lambda::Config::from_vars(vars, DEFAULT_FUNCTION_NAME)?,
+impl OwnSettings for ConvertSettings {
+    fn from_vars(vars: &Vars<'_>) -> Result<ConvertSettings, ConfigError> {
+        Ok(ConvertSettings {
             stream_above_bytes: proflake::stream_above_bytes_from(|name| vars.get(name))
                 .map_err(|e| ConfigError::new(e.variable, &e.value, e.expected))?,
         })
     }
 
-    fn common(&self) -> &proflake_lambda::Config {
-        &self.common
-    }
+    const DEFAULT_FUNCTION_NAME: &'static str = DEFAULT_FUNCTION_NAME;
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ mod object;
 mod tally;
 
 pub use app::App;
-pub use config::{Config, DEFAULT_FUNCTION_NAME};
+pub use config::{Config, ConvertSettings, DEFAULT_FUNCTION_NAME};
 pub use function::handle_batch;
 pub use proflake_lambda::{
     function_handler, ConfigError, LogFormat, DEFAULT_CONCURRENCY, DEFAULT_METRICS_NAMESPACE,

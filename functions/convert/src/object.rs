@@ -1,7 +1,7 @@
 //! One object event of a message: processed off the async runtime, logged as one line, counted.
 
 use proflake::{process_upload, ObjectChange, ObjectEvent, Outcome, ProcessOptions};
-use proflake_lambda::{off_runtime, work_failed, Function};
+use proflake_lambda::{off_runtime, work_failed};
 use tracing::{info, warn};
 
 use crate::app::App;

@@ -79,15 +79,6 @@ pub const DEFAULT_CONCURRENCY: usize = 2;
 /// Default of `PROFLAKE_METRICS_NAMESPACE`.
 pub const DEFAULT_METRICS_NAMESPACE: &str = "proflake";
 
-/// A function's settings: the shared [`Config`] and any of its own, read from [`Vars`].
-pub trait Settings: Sized + Send + Sync + 'static {
-    /// The settings from `vars`.
-    fn from_vars(vars: &Vars<'_>) -> Result<Self, ConfigError>;
-
-    /// The shared settings among them.
-    fn common(&self) -> &Config;
-}
-
 /// Variables that became limits: refused rather than ignored, so a deployment that still sets
 /// one does not silently run with the default.
 const RENAMED: [(&str, &str); 2] = [
@@ -114,6 +105,18 @@ impl Vars<'static> {
     /// The process environment.
     pub fn from_env() -> Self {
         Vars::from_lookup(|name| std::env::var(name).ok())
+    }
+}
+
+impl Vars<'static> {
+    /// The variables `pairs` sets, the first of a name winning (tests).
+    pub fn from_pairs<'p>(pairs: impl IntoIterator<Item = &'p (&'p str, &'p str)>) -> Self {
+        let mut set = std::collections::HashMap::new();
+        for (name, value) in pairs {
+            set.entry(name.to_string())
+                .or_insert_with(|| value.to_string());
+        }
+        Vars::from_lookup(move |name| set.get(name).cloned())
     }
 }
 
@@ -252,17 +255,8 @@ fn lambda_log_level(level: &str) -> Result<String, ConfigError> {
 mod tests {
     use super::*;
 
-    fn vars<'a>(pairs: &'a [(&'a str, &'a str)]) -> Vars<'a> {
-        Vars::from_lookup(|name| {
-            pairs
-                .iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| (*v).to_owned())
-        })
-    }
-
     fn config(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        Config::from_vars(&vars(pairs), "proflake-fn")
+        Config::from_vars(&Vars::from_pairs(pairs), "proflake-fn")
     }
 
     #[test]
@@ -360,12 +354,12 @@ mod tests {
 
     #[test]
     fn a_function_reads_its_own_variables_alike() {
-        let v = vars(&[("PROFLAKE_X_LIMIT", " 12 "), ("PROFLAKE_X_EMPTY", "")]);
+        let v = Vars::from_pairs(&[("PROFLAKE_X_LIMIT", " 12 "), ("PROFLAKE_X_EMPTY", "")]);
         assert_eq!(v.positive::<u32>("PROFLAKE_X_LIMIT"), Ok(Some(12)));
         assert_eq!(v.positive::<u32>("PROFLAKE_X_EMPTY"), Ok(None));
         assert_eq!(v.get("PROFLAKE_X_EMPTY"), None);
         assert_eq!(v.tracing_filter("PROFLAKE_X_UNSET"), Ok(None));
-        let bad = vars(&[("PROFLAKE_X_LIMIT", "0")]);
+        let bad = Vars::from_pairs(&[("PROFLAKE_X_LIMIT", "0")]);
         let err = bad.positive::<u32>("PROFLAKE_X_LIMIT").unwrap_err();
         assert_eq!(err.variable, "PROFLAKE_X_LIMIT");
         assert_eq!(

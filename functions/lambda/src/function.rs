@@ -1,6 +1,7 @@
-//! What a function is to the runtime: its state, settings, counters and requests
+//! What a function is to the runtime: its state, counters and requests
 //! ([`Function`]), and its work, message by message ([`PerMessage`]) or for the batch as a
-//! whole ([`WholeBatch`]). This module reads the messages and closes the batch for both.
+//! whole ([`WholeBatch`]). This module reads the messages and closes the batch for both
+//! ([`EachMessage`], [`AsAWhole`]).
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -12,41 +13,60 @@ use proflake::error_chain;
 use tracing::{error, info};
 
 use crate::batch::{finish_batch, handle_messages, MessageOutcome};
-use crate::config::Settings;
+use crate::config::Config;
 use crate::tally::Tally;
 
 /// One of proflake's Lambda functions: its state (`Self`, built once per cold start and cloned
-/// cheaply into each message's task), what it counts, and what its messages ask for.
-/// [`run`](crate::run) is its `main`.
-pub trait Function: Clone + Send + Sync + 'static {
-    /// How `main` names the function when its settings are refused (before logging is set up).
-    const NAME: &'static str;
-    /// The log line's words for a body that is no request of the function.
-    const NOT_A_REQUEST: &'static str;
-    /// Its settings.
-    type Config: Settings;
+/// cheaply into each message's task, which gives the runtime the shared settings), what it
+/// counts, and what its messages ask for. [`run`](crate::run) is its `main`.
+pub trait Function: AsRef<Config> + Clone + Send + Sync + 'static {
     /// What it counts of a batch.
     type Counters: Tally;
     /// What one message asks of it.
-    type Request: Send + 'static;
+    type Request: Request;
+    /// How it takes a batch: [`EachMessage`] or [`AsAWhole`].
+    type Batch: Batch<Self>;
 
-    /// Its state for `config`, its clients from the standard AWS environment.
-    fn from_env(config: Self::Config) -> impl Future<Output = Self> + Send;
-
-    /// Its settings.
-    fn config(&self) -> &Self::Config;
-
-    /// Reads a message's body: `None` for S3's test event, which asks for nothing. A body that
-    /// is no request is an error: retrying cannot help, so its message goes to the dead-letter
-    /// queue after the queue's `maxReceiveCount`, for an operator, rather than being dropped.
-    fn parse(body: &str) -> proflake::Result<Option<Self::Request>>;
-
-    /// Handles one batch: [`each_message`] or [`whole_batch`]. Returns the response for SQS and
-    /// the batch's counts (what its metrics were printed from).
+    /// Handles one batch, the way [`Function::Batch`] says. Returns the response for SQS and the
+    /// batch's counts (what its metrics were printed from).
     fn batch(
         &self,
         event: SqsEvent,
-    ) -> impl Future<Output = (SqsBatchResponse, Self::Counters)> + Send;
+    ) -> impl Future<Output = (SqsBatchResponse, Self::Counters)> + Send {
+        Self::Batch::handle(self, event)
+    }
+}
+
+/// What a message asks of a function, read from its body.
+pub trait Request: PartialEq + Send + Sized + 'static {
+    /// The log line's words for a body that is no request of the function.
+    const NOT_A_REQUEST: &'static str;
+    /// S3's `s3:TestEvent`, which asks for nothing: logged, and its message succeeds.
+    const TEST_EVENT: Self;
+
+    /// Reads a message's body. A body that is no request is an error: retrying cannot help, so
+    /// its message goes to the dead-letter queue after the queue's `maxReceiveCount`, for an
+    /// operator, rather than being dropped.
+    fn parse(body: &str) -> proflake::Result<Self>;
+}
+
+/// An S3 notification, for a function whose messages are only that.
+impl Request for proflake::Notification {
+    const NOT_A_REQUEST: &'static str = "message is not an object notification";
+    const TEST_EVENT: Self = proflake::Notification::Test;
+
+    fn parse(body: &str) -> proflake::Result<Self> {
+        proflake::parse_notification(body)
+    }
+}
+
+/// A way of taking a batch.
+pub trait Batch<F: Function> {
+    /// Handles one batch of `app`'s: the response for SQS and the batch's counts.
+    fn handle(
+        app: &F,
+        event: SqsEvent,
+    ) -> impl Future<Output = (SqsBatchResponse, F::Counters)> + Send;
 }
 
 /// A function that handles each message of a batch on its own, side by side with the others.
@@ -84,21 +104,22 @@ pub trait WholeBatch: Function {
     ) -> impl Future<Output = BTreeSet<String>> + Send;
 }
 
-/// [`Function::batch`] for a [`PerMessage`] function: at most `PROFLAKE_CONCURRENCY` messages
-/// at once, each in its own task inside a `message` span carrying its `message_id`. A message
-/// fails when it is no request, when its work says so, or when its task panicked (counted as a
-/// `panic` failure). A message without a message id is still handled; if it fails it is
-/// reported with an empty identifier, which Lambda treats as a failure of the whole batch, the
-/// only safe reading.
-pub async fn each_message<F: PerMessage>(
-    app: &F,
-    event: SqsEvent,
-) -> (SqsBatchResponse, F::Counters) {
-    handle_messages(app.config().common(), event, |message| {
-        let app = app.clone();
-        async move { one_message(&app, message).await }
-    })
-    .await
+/// A batch taken message by message, by a [`PerMessage`] function: at most
+/// `PROFLAKE_CONCURRENCY` messages at once, each in its own task inside a `message` span
+/// carrying its `message_id`. A message fails when it is no request, when its work says so, or
+/// when its task panicked (counted as a `panic` failure). A message without a message id is
+/// still handled; if it fails it is reported with an empty identifier, which Lambda treats as a
+/// failure of the whole batch, the only safe reading.
+pub enum EachMessage {}
+
+impl<F: PerMessage> Batch<F> for EachMessage {
+    async fn handle(app: &F, event: SqsEvent) -> (SqsBatchResponse, F::Counters) {
+        handle_messages(app.as_ref(), event, |message| {
+            let app = app.clone();
+            async move { one_message(&app, message).await }
+        })
+        .await
+    }
 }
 
 async fn one_message<F: PerMessage>(app: &F, message: SqsMessage) -> MessageOutcome<F::Counters> {
@@ -114,12 +135,18 @@ async fn one_message<F: PerMessage>(app: &F, message: SqsMessage) -> MessageOutc
     outcome
 }
 
-/// [`Function::batch`] for a [`WholeBatch`] function: every message read and gathered, the work
-/// done once, and the messages that were no request or whose part failed reported as failed.
-pub async fn whole_batch<F: WholeBatch>(
-    app: &F,
-    event: SqsEvent,
-) -> (SqsBatchResponse, F::Counters) {
+/// A batch taken as a whole, by a [`WholeBatch`] function: every message read and gathered, the
+/// work done once, and the messages that were no request or whose part failed reported as
+/// failed.
+pub enum AsAWhole {}
+
+impl<F: WholeBatch> Batch<F> for AsAWhole {
+    async fn handle(app: &F, event: SqsEvent) -> (SqsBatchResponse, F::Counters) {
+        whole_batch(app, event).await
+    }
+}
+
+async fn whole_batch<F: WholeBatch>(app: &F, event: SqsEvent) -> (SqsBatchResponse, F::Counters) {
     let started = Instant::now();
     let mut counters = F::Counters::default();
     let mut failed = BTreeSet::new();
@@ -135,7 +162,7 @@ pub async fn whole_batch<F: WholeBatch>(
         }
     }
     failed.extend(app.execute(work, &mut counters).await);
-    let response = finish_batch(app.config().common(), &mut counters, failed, started);
+    let response = finish_batch(app.as_ref(), &mut counters, failed, started);
     (response, counters)
 }
 
@@ -147,12 +174,12 @@ fn read<F: Function>(
     body: Option<&str>,
     counters: &mut F::Counters,
 ) -> Result<Option<F::Request>, Refused> {
-    match F::parse(body.unwrap_or("")) {
-        Ok(Some(request)) => Ok(Some(request)),
-        Ok(None) => {
+    match F::Request::parse(body.unwrap_or("")) {
+        Ok(request) if request == F::Request::TEST_EVENT => {
             info!(message_id, "s3:TestEvent, nothing to do");
             Ok(None)
         }
+        Ok(request) => Ok(Some(request)),
         Err(e) => {
             let reason = e.kind().reason();
             counters.fail(reason);
@@ -161,7 +188,7 @@ fn read<F: Function>(
                 reason,
                 error = error_chain(&e),
                 "{}; it goes to the dead-letter queue after the queue's maxReceiveCount",
-                F::NOT_A_REQUEST
+                F::Request::NOT_A_REQUEST
             );
             Err(Refused)
         }

@@ -15,18 +15,24 @@ mod function;
 mod logging;
 mod metrics;
 mod run;
+mod settings;
 mod stores;
 mod tally;
 mod work;
 
 pub use config::{
-    Config, ConfigError, LogFormat, Settings, Vars, DEFAULT_CONCURRENCY, DEFAULT_METRICS_NAMESPACE,
+    Config, ConfigError, LogFormat, Vars, DEFAULT_CONCURRENCY, DEFAULT_METRICS_NAMESPACE,
 };
-pub use function::{each_message, function_handler, whole_batch, Function, PerMessage, WholeBatch};
+pub use function::{
+    function_handler, AsAWhole, Batch, EachMessage, Function, PerMessage, Request, WholeBatch,
+};
 pub use logging::init_logging;
 pub use metrics::{emf_documents, print_documents, MetricsTarget};
 pub use run::run;
-pub use stores::{aws_config_from_env, s3_client, s3_client_from_env, StorePair, Stores};
+pub use settings::{FunctionConfig, OwnSettings};
+pub use stores::{
+    aws_config_from_env, s3_client, s3_client_from_env, BucketStores, StorePair, Stores,
+};
 pub use tally::{Metric, Tally, Unit};
 pub use work::{off_runtime, Failure};
 

@@ -32,12 +32,15 @@ pub async fn s3_client_from_env() -> aws_sdk_s3::Client {
     s3_client(&aws_config_from_env().await)
 }
 
-type StoreFn = dyn Fn(&str) -> Arc<dyn ObjectStore> + Send + Sync;
+/// The store of a bucket, by the bucket's name: what tests give a function instead of S3.
+pub trait BucketStores: Fn(&str) -> Arc<dyn ObjectStore> + Send + Sync + 'static {}
+
+impl<T: Fn(&str) -> Arc<dyn ObjectStore> + Send + Sync + 'static> BucketStores for T {}
 
 #[derive(Clone)]
 enum Source {
     S3(aws_sdk_s3::Client),
-    Custom(Arc<StoreFn>),
+    Custom(Arc<dyn BucketStores>),
 }
 
 /// The store of each bucket, by the bucket's name. Cheap to clone: a function's state holds
@@ -64,7 +67,7 @@ impl Stores {
     }
 
     /// Stores from a function of the bucket name (tests use local directories).
-    pub fn custom(stores: impl Fn(&str) -> Arc<dyn ObjectStore> + Send + Sync + 'static) -> Stores {
+    pub fn custom(stores: impl BucketStores) -> Stores {
         Stores {
             source: Source::Custom(Arc::new(stores)),
         }

@@ -52,12 +52,25 @@ pub async fn off_runtime<R: Send + 'static>(
 /// the context fields given, then `reason`, `transient` (errors only), `duration_ms` and
 /// `error`, with the message for an error or the one for a panic.
 ///
-/// ```ignore
-/// proflake_lambda::work_failed!(
-///     tally, &failure, duration_ms, [message_id, bucket, key],
-///     "object failed; the message will be retried",
-///     "conversion panicked; the message will be retried",
-/// );
+/// ```
+/// # proflake_lambda::counters! { struct Counts { failures, failed_messages: Count "FailedMessages" } }
+/// # async fn object(message_id: &str, bucket: &str, key: &str, tally: &mut Counts) -> bool {
+/// let (result, duration_ms) = proflake_lambda::off_runtime(|| Ok(())).await;
+/// match result {
+///     Ok(()) => true,
+///     Err(failure) => {
+///         proflake_lambda::work_failed!(
+///             tally,
+///             &failure,
+///             duration_ms,
+///             [message_id, bucket, key],
+///             "object failed; the message will be retried",
+///             "conversion panicked; the message will be retried",
+///         );
+///         false
+///     }
+/// }
+/// # }
 /// ```
 #[macro_export]
 macro_rules! work_failed {

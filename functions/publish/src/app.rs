@@ -5,8 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use proflake::lake::Lake;
-use proflake::ObjectStore;
-use proflake_lambda::{StorePair, Stores};
+use proflake_lambda::{aws_config_from_env, s3_client, BucketStores, StorePair, Stores};
 
 use crate::config::Config;
 
@@ -23,12 +22,20 @@ pub enum LakeRoot {
 /// The function's state, built once per cold start and shared by its invocations.
 #[derive(Clone)]
 pub struct App {
-    pub(crate) config: Arc<Config>,
+    config: Arc<Config>,
     stores: Stores,
     lake_root: Arc<LakeRoot>,
 }
 
 impl App {
+    /// The S3 client from the standard AWS environment (`AWS_ENDPOINT_URL` honoured, with
+    /// path-style addressing), the lake in the output bucket.
+    pub async fn from_env(config: Config) -> App {
+        let shared = aws_config_from_env().await;
+        let lake = LakeRoot::S3(proflake::lake::s3_options_from_env());
+        App::with(config, Stores::s3(s3_client(&shared)), lake)
+    }
+
     /// Buckets reached through `s3`, the lake in the output bucket reached with
     /// `lake_options` (tests point both at moto).
     pub fn new(
@@ -40,15 +47,11 @@ impl App {
     }
 
     /// Stores from a function of the bucket name and the lake under `root` (tests).
-    pub fn with_stores(
-        config: Config,
-        stores: impl Fn(&str) -> Arc<dyn ObjectStore> + Send + Sync + 'static,
-        root: LakeRoot,
-    ) -> App {
+    pub fn with_stores(config: Config, stores: impl BucketStores, root: LakeRoot) -> App {
         App::with(config, Stores::custom(stores), root)
     }
 
-    pub(crate) fn with(config: Config, stores: Stores, lake_root: LakeRoot) -> App {
+    fn with(config: Config, stores: Stores, lake_root: LakeRoot) -> App {
         let config = Arc::new(config);
         let lake_root = Arc::new(lake_root);
         App {
@@ -58,12 +61,16 @@ impl App {
         }
     }
 
+    /// The settings.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
     /// The upload bucket, and the output bucket under the output prefix. Must be called
     /// inside the Tokio runtime (S3 stores keep its handle).
     pub(crate) fn stores(&self) -> StorePair {
-        let config = &self.config;
-        self.stores
-            .for_upload(&config.common, &config.upload_bucket)
+        let upload_bucket = &self.config.upload_bucket;
+        self.stores.for_upload(&self.config.common, upload_bucket)
     }
 
     /// The lake. Must be called inside the Tokio runtime, whose handle it blocks on.
@@ -85,5 +92,12 @@ impl App {
                 config.lake.clone(),
             ),
         }
+    }
+}
+
+/// The shared settings, for `proflake_lambda`'s runtime.
+impl AsRef<proflake_lambda::Config> for App {
+    fn as_ref(&self) -> &proflake_lambda::Config {
+        &self.config.common
     }
 }

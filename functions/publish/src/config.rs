@@ -1,13 +1,16 @@
 //! The function's settings, read once at cold start from its environment.
 
 use proflake::lake::LakeSettings;
-use proflake_lambda::{ConfigError, Settings, Vars};
+use proflake_lambda::{ConfigError, FunctionConfig, OwnSettings, Vars};
+
+/// The function's settings: the shared ones (`common`) and its own ([`PublishSettings`]).
+pub type Config = FunctionConfig<PublishSettings>;
 
 /// Default of `AWS_LAMBDA_FUNCTION_NAME` when running outside Lambda.
 pub const DEFAULT_FUNCTION_NAME: &str = "proflake-publish";
 
-/// Settings of the publish function: the shared ones (see [`proflake_lambda::Config`]), of
-/// which `PROFLAKE_OUTPUT_BUCKET` is required here, and its own:
+/// The publish function's own settings, beside the shared ones (see [`proflake_lambda::Config`]),
+/// of which `PROFLAKE_OUTPUT_BUCKET` is required here and read again into `output_bucket`:
 ///
 /// | variable | meaning | default |
 /// |---|---|---|
@@ -15,9 +18,7 @@ pub const DEFAULT_FUNCTION_NAME: &str = "proflake-publish";
 /// | `PROFLAKE_LAKE_TARGET_FILE_BYTES` | size data files are written and compacted to | `268435456` |
 /// | `PROFLAKE_LAKE_RETENTION_HOURS` | hours unreferenced files are kept before vacuum | `168` |
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Config {
-    /// The shared settings.
-    pub common: proflake_lambda::Config,
+pub struct PublishSettings {
     /// `PROFLAKE_OUTPUT_BUCKET`: the landing tables and the lake.
     pub output_bucket: String,
     /// `PROFLAKE_UPLOAD_BUCKET`.
@@ -26,16 +27,8 @@ pub struct Config {
     pub lake: LakeSettings,
 }
 
-impl Config {
-    /// The settings from `get`, which returns a variable's value (`None` when unset).
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
-        Settings::from_vars(&Vars::from_lookup(get))
-    }
-}
-
-impl Settings for Config {
-    fn from_vars(vars: &Vars<'_>) -> Result<Config, ConfigError> {
-        let common = proflake_lambda::Config::from_vars(vars, DEFAULT_FUNCTION_NAME)?;
+impl OwnSettings for PublishSettings {
+    fn from_vars(vars: &Vars<'_>) -> Result<PublishSettings, ConfigError> {
         let mut lake = LakeSettings::default();
         if let Some(bytes) = vars.positive("PROFLAKE_LAKE_TARGET_FILE_BYTES")? {
             lake.target_file_bytes = bytes;
@@ -43,17 +36,14 @@ impl Settings for Config {
         if let Some(hours) = vars.positive("PROFLAKE_LAKE_RETENTION_HOURS")? {
             lake.retention_hours = hours;
         }
-        Ok(Config {
+        Ok(PublishSettings {
             output_bucket: vars.required("PROFLAKE_OUTPUT_BUCKET", "the output bucket's name")?,
             upload_bucket: vars.required("PROFLAKE_UPLOAD_BUCKET", "the upload bucket's name")?,
             lake,
-            common,
         })
     }
 
-    fn common(&self) -> &proflake_lambda::Config {
-        &self.common
-    }
+    const DEFAULT_FUNCTION_NAME: &'static str = DEFAULT_FUNCTION_NAME;
 }
 
 #[cfg(test)]
@@ -65,13 +55,7 @@ mod tests {
             ("PROFLAKE_OUTPUT_BUCKET", "out"),
             ("PROFLAKE_UPLOAD_BUCKET", "up"),
         ];
-        Config::from_lookup(|name| {
-            extra
-                .iter()
-                .chain(required.iter())
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| (*v).to_owned())
-        })
+        Config::from_vars(&Vars::from_pairs(extra.iter().chain(&required)))
     }
 
     #[test]

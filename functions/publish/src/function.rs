@@ -3,18 +3,16 @@
 //! publishes every key; maintenance compacts.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::future::Future;
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use proflake::lake::PublishScope;
 use proflake::{ObjectChange, ObjectEvent};
-use proflake_lambda::{aws_config_from_env, s3_client, whole_batch, Function, WholeBatch};
+use proflake_lambda::{AsAWhole, Function, WholeBatch};
 use tracing::info;
 
-use crate::app::{App, LakeRoot};
-use crate::config::Config;
+use crate::app::App;
 use crate::lake_work::{compact, publish};
-use crate::message::{parse_request, Request};
+use crate::message::Request;
 use crate::tally::BatchTally;
 
 /// The messages of a batch, sorted by what they ask for.
@@ -29,59 +27,9 @@ pub struct Work {
 }
 
 impl Function for App {
-    const NAME: &'static str = "publish";
-    const NOT_A_REQUEST: &'static str = "message is no request of the publish function";
-    type Config = Config;
     type Counters = BatchTally;
     type Request = Request;
-
-    /// The S3 client from the standard AWS environment (`AWS_ENDPOINT_URL` honoured, with
-    /// path-style addressing), the lake in the output bucket.
-    async fn from_env(config: Config) -> App {
-        let shared = aws_config_from_env().await;
-        let lake = LakeRoot::S3(proflake::lake::s3_options_from_env());
-        App::with(
-            config,
-            proflake_lambda::Stores::s3(s3_client(&shared)),
-            lake,
-        )
-    }
-
-    fn config(&self) -> &Config {
-        &self.config
-    }
-
-    fn parse(body: &str) -> proflake::Result<Option<Request>> {
-        Ok(match parse_request(body)? {
-            Request::Test => None,
-            request => Some(request),
-        })
-    }
-
-    fn batch(
-        &self,
-        event: SqsEvent,
-    ) -> impl Future<Output = (SqsBatchResponse, BatchTally)> + Send {
-        whole_batch(self, event)
-    }
-}
-
-/// One SQS batch, published as a whole: never fails as a whole; failed messages are listed by
-/// message id.
-///
-/// A message fails when its body is none of the requests the function knows (so that after
-/// the queue's `maxReceiveCount` it lands in the dead-letter queue), when a manifest it names
-/// belongs to a conversion still settling its key, or when its publish or maintenance failed
-/// (the lake or the store failed, or the work panicked). Publishing is idempotent, so a
-/// redelivered message redoes only what is not done. Prints the batch's metrics to stdout as
-/// CloudWatch EMF lines.
-pub async fn handle_batch(app: &App, event: SqsEvent) -> SqsBatchResponse {
-    handle_batch_tallied(app, event).await.0
-}
-
-/// [`handle_batch`], also returning the batch's counts (what its metrics were printed from).
-pub async fn handle_batch_tallied(app: &App, event: SqsEvent) -> (SqsBatchResponse, BatchTally) {
-    whole_batch(app, event).await
+    type Batch = AsAWhole;
 }
 
 impl WholeBatch for App {
@@ -139,7 +87,7 @@ impl App {
         event: &ObjectEvent,
         tally: &mut BatchTally,
     ) {
-        let config = &self.config;
+        let config = self.config();
         let manifest = (event.change == ObjectChange::Created
             && event.bucket == config.output_bucket)
             .then(|| event.key.strip_prefix(&config.common.output_prefix))
@@ -164,4 +112,22 @@ impl App {
             }
         }
     }
+}
+
+/// One SQS batch, published as a whole: never fails as a whole; failed messages are listed by
+/// message id.
+///
+/// A message fails when its body is none of the requests the function knows (so that after
+/// the queue's `maxReceiveCount` it lands in the dead-letter queue), when a manifest it names
+/// belongs to a conversion still settling its key, or when its publish or maintenance failed
+/// (the lake or the store failed, or the work panicked). Publishing is idempotent, so a
+/// redelivered message redoes only what is not done. Prints the batch's metrics to stdout as
+/// CloudWatch EMF lines.
+pub async fn handle_batch(app: &App, event: SqsEvent) -> SqsBatchResponse {
+    handle_batch_tallied(app, event).await.0
+}
+
+/// [`handle_batch`], also returning the batch's counts (what its metrics were printed from).
+pub async fn handle_batch_tallied(app: &App, event: SqsEvent) -> (SqsBatchResponse, BatchTally) {
+    app.batch(event).await
 }

@@ -22,7 +22,7 @@ mod message;
 mod tally;
 
 pub use app::{App, LakeRoot};
-pub use config::{Config, DEFAULT_FUNCTION_NAME};
+pub use config::{Config, PublishSettings, DEFAULT_FUNCTION_NAME};
 pub use function::{handle_batch, handle_batch_tallied};
 pub use message::{parse_request, Request, SCHEDULE_SOURCE};
 pub use proflake_lambda::function_handler;

@@ -26,6 +26,15 @@ pub enum Request {
     Compact,
 }
 
+impl proflake_lambda::Request for Request {
+    const NOT_A_REQUEST: &'static str = "message is no request of the publish function";
+    const TEST_EVENT: Request = Request::Test;
+
+    fn parse(body: &str) -> Result<Request> {
+        parse_request(body)
+    }
+}
+
 #[derive(Deserialize)]
 struct Head {
     source: Option<String>,

@@ -3,8 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use proflake::ObjectStore;
-use proflake_lambda::{StorePair, Stores};
+use proflake_lambda::{aws_config_from_env, s3_client, BucketStores, StorePair, Stores};
 
 use crate::config::Config;
 
@@ -72,12 +71,21 @@ impl ContinuationQueue {
 /// clone: each message task holds one.
 #[derive(Clone)]
 pub struct App {
-    pub(crate) config: Arc<Config>,
+    config: Arc<Config>,
     stores: Stores,
     queue: ContinuationQueue,
 }
 
 impl App {
+    /// S3 and SQS clients from the standard AWS environment (`AWS_ENDPOINT_URL` honoured by
+    /// aws-config; path-style S3 addressing when it is set); continuations go to
+    /// `PROFLAKE_REHYDRATE_QUEUE_URL`.
+    pub async fn from_env(config: Config) -> App {
+        let shared = aws_config_from_env().await;
+        let sqs = aws_sdk_sqs::Client::new(&shared);
+        App::new(config, s3_client(&shared), sqs)
+    }
+
     /// An app whose stores are buckets reached through `s3` and whose continuations go to the
     /// configured queue through `sqs`.
     pub fn new(config: Config, s3: aws_sdk_s3::Client, sqs: aws_sdk_sqs::Client) -> App {
@@ -87,11 +95,7 @@ impl App {
 
     /// Stores from a function of the bucket name (tests use local directories), continuations
     /// to `queue`.
-    pub fn with_stores(
-        config: Config,
-        stores: impl Fn(&str) -> Arc<dyn ObjectStore> + Send + Sync + 'static,
-        queue: ContinuationQueue,
-    ) -> App {
+    pub fn with_stores(config: Config, stores: impl BucketStores, queue: ContinuationQueue) -> App {
         App::with(config, Stores::custom(stores), queue)
     }
 
@@ -104,6 +108,11 @@ impl App {
         }
     }
 
+    /// The settings.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
     /// Where continuations go.
     pub fn queue(&self) -> &ContinuationQueue {
         &self.queue
@@ -112,8 +121,14 @@ impl App {
     /// The upload bucket, and the output bucket under the output prefix. Must be called inside
     /// the Tokio runtime: S3 stores keep its handle to drive the SDK from blocking threads.
     pub(crate) fn stores(&self) -> StorePair {
-        let config = &self.config;
-        self.stores
-            .for_upload(&config.common, &config.upload_bucket)
+        let upload_bucket = &self.config.upload_bucket;
+        self.stores.for_upload(&self.config.common, upload_bucket)
+    }
+}
+
+/// The shared settings, for `proflake_lambda`'s runtime.
+impl AsRef<proflake_lambda::Config> for App {
+    fn as_ref(&self) -> &proflake_lambda::Config {
+        &self.config.common
     }
 }

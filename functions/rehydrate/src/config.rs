@@ -1,6 +1,9 @@
 //! The function's settings, read once at cold start from its environment.
 
-use proflake_lambda::{ConfigError, Settings, Vars};
+use proflake_lambda::{ConfigError, FunctionConfig, OwnSettings, Vars};
+
+/// The function's settings: the shared ones (`common`) and its own ([`RehydrateSettings`]).
+pub type Config = FunctionConfig<RehydrateSettings>;
 
 /// Default of `AWS_LAMBDA_FUNCTION_NAME` when running outside Lambda.
 pub const DEFAULT_FUNCTION_NAME: &str = "proflake-rehydrate";
@@ -16,8 +19,8 @@ pub const DEFAULT_MAX_ENTRIES: usize = 5_000;
 /// Lambda invocation runs.
 pub const DEFAULT_PENDING_GRACE_SECONDS: u64 = 3_600;
 
-/// Settings of the rehydrate function: the shared ones (see [`proflake_lambda::Config`]), of
-/// which `PROFLAKE_OUTPUT_BUCKET` is required here, and its own:
+/// The rehydrate function's own settings, beside the shared ones (see [`proflake_lambda::Config`]),
+/// of which `PROFLAKE_OUTPUT_BUCKET` is required here and read again into `output_bucket`:
 ///
 /// | variable | meaning | default |
 /// |---|---|---|
@@ -30,9 +33,7 @@ pub const DEFAULT_PENDING_GRACE_SECONDS: u64 = 3_600;
 /// Debug files larger than `PROFLAKE_LIMIT_MAX_DEBUG_FILE_BYTES` (one of the shared limits) are
 /// refused unread. `AWS_LAMBDA_FUNCTION_NAME` defaults to [`DEFAULT_FUNCTION_NAME`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Config {
-    /// The shared settings.
-    pub common: proflake_lambda::Config,
+pub struct RehydrateSettings {
     /// `PROFLAKE_OUTPUT_BUCKET`: the outputs and the symbol store (`debuginfo/`).
     pub output_bucket: String,
     /// `PROFLAKE_UPLOAD_BUCKET`.
@@ -47,17 +48,9 @@ pub struct Config {
     pub pending_grace_seconds: u64,
 }
 
-impl Config {
-    /// The settings from `get`, which returns a variable's value (`None` when unset).
-    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
-        Settings::from_vars(&Vars::from_lookup(get))
-    }
-}
-
-impl Settings for Config {
-    fn from_vars(vars: &Vars<'_>) -> Result<Config, ConfigError> {
-        let common = proflake_lambda::Config::from_vars(vars, DEFAULT_FUNCTION_NAME)?;
-        Ok(Config {
+impl OwnSettings for RehydrateSettings {
+    fn from_vars(vars: &Vars<'_>) -> Result<RehydrateSettings, ConfigError> {
+        Ok(RehydrateSettings {
             output_bucket: vars.required("PROFLAKE_OUTPUT_BUCKET", "the output bucket's name")?,
             upload_bucket: vars.required("PROFLAKE_UPLOAD_BUCKET", "the upload bucket's name")?,
             queue_url: vars.required(
@@ -73,13 +66,10 @@ impl Settings for Config {
             pending_grace_seconds: vars
                 .positive("PROFLAKE_REHYDRATE_PENDING_GRACE_SECONDS")?
                 .unwrap_or(DEFAULT_PENDING_GRACE_SECONDS),
-            common,
         })
     }
 
-    fn common(&self) -> &proflake_lambda::Config {
-        &self.common
-    }
+    const DEFAULT_FUNCTION_NAME: &'static str = DEFAULT_FUNCTION_NAME;
 }
 
 #[cfg(test)]
@@ -93,13 +83,7 @@ mod tests {
     ];
 
     fn config(extra: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        Config::from_lookup(|name| {
-            extra
-                .iter()
-                .chain(REQUIRED.iter())
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| (*v).to_owned())
-        })
+        Config::from_vars(&Vars::from_pairs(extra.iter().chain(&REQUIRED)))
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use proflake::pipeline::{add_debug_file, DebugFileOutcome};
 use proflake::{ObjectChange, ObjectEvent};
-use proflake_lambda::{off_runtime, work_failed, Function};
+use proflake_lambda::{off_runtime, work_failed};
 use tracing::{info, warn};
 
 use crate::app::App;
@@ -24,39 +24,12 @@ pub(crate) async fn handle_object(
     event: ObjectEvent,
     tally: &mut BatchTally,
 ) -> bool {
-    let config = app.config();
+    let Some(key) = debug_file_key(app, message_id, &event, tally) else {
+        return true;
+    };
     let bucket = event.bucket.as_str();
-    let skip = |tally: &mut BatchTally, reason: &str| {
-        tally.skipped += 1;
-        info!(
-            message_id,
-            bucket,
-            key = event.key.as_str(),
-            event_name = event.event_name.as_str(),
-            outcome = "skipped",
-            reason,
-            "object skipped"
-        );
-        true
-    };
-    if event.change != ObjectChange::Created {
-        return skip(tally, "not_created");
-    }
-    if bucket != config.output_bucket {
-        warn!(
-            message_id,
-            bucket,
-            output_bucket = config.output_bucket.as_str(),
-            "notification from a bucket other than the output bucket"
-        );
-        return skip(tally, "not_output_bucket");
-    }
-    let Some(key) = event.key.strip_prefix(&config.common.output_prefix) else {
-        return skip(tally, "outside_prefix");
-    };
-    let key = key.to_owned();
     let stores = app.stores();
-    let max_bytes = config.common.limits.max_debug_file_bytes;
+    let max_bytes = app.config().common.limits.max_debug_file_bytes;
     let job_key = key.clone();
     // Building a lookup cache is CPU-bound and S3Store blocks on the runtime.
     let (result, duration_ms) =
@@ -87,6 +60,47 @@ pub(crate) async fn handle_object(
         after: None,
     };
     run_page(app, message_id, page, tally).await
+}
+
+/// The key (under the output prefix) of the debug file `event` names; `None`, logged and
+/// counted as skipped, when it names none: not a creation, another bucket, outside the prefix.
+fn debug_file_key(
+    app: &App,
+    message_id: &str,
+    event: &ObjectEvent,
+    tally: &mut BatchTally,
+) -> Option<String> {
+    let config = app.config();
+    let bucket = event.bucket.as_str();
+    let skip = |tally: &mut BatchTally, reason: &str| {
+        tally.skipped += 1;
+        info!(
+            message_id,
+            bucket,
+            key = event.key.as_str(),
+            event_name = event.event_name.as_str(),
+            outcome = "skipped",
+            reason,
+            "object skipped"
+        );
+        None
+    };
+    if event.change != ObjectChange::Created {
+        return skip(tally, "not_created");
+    }
+    if bucket != config.output_bucket {
+        warn!(
+            message_id,
+            bucket,
+            output_bucket = config.output_bucket.as_str(),
+            "notification from a bucket other than the output bucket"
+        );
+        return skip(tally, "not_output_bucket");
+    }
+    match event.key.strip_prefix(&config.common.output_prefix) {
+        Some(key) => Some(key.to_owned()),
+        None => skip(tally, "outside_prefix"),
+    }
 }
 
 fn log_debug_file(message_id: &str, bucket: &str, outcome: &DebugFileOutcome, duration_ms: u64) {

@@ -27,7 +27,9 @@ mod page;
 mod tally;
 
 pub use app::{App, ContinuationQueue};
-pub use config::{Config, DEFAULT_FUNCTION_NAME, DEFAULT_MAX_ENTRIES, DEFAULT_MAX_UPLOADS};
+pub use config::{
+    Config, RehydrateSettings, DEFAULT_FUNCTION_NAME, DEFAULT_MAX_ENTRIES, DEFAULT_MAX_UPLOADS,
+};
 pub use function::{handle_batch, handle_batch_tallied};
 pub use message::{
     parse_request, Continuation, Page, Request, Scope, CONTINUATION_SOURCE, SCHEDULE_SOURCE,

@@ -114,6 +114,15 @@ fn invalid(what: impl Into<String>) -> proflake::Error {
     ErrorKind::InvalidEvent { what: what.into() }.into()
 }
 
+impl proflake_lambda::Request for Request {
+    const NOT_A_REQUEST: &'static str = "message is no request of the rehydrate function";
+    const TEST_EVENT: Request = Request::Test;
+
+    fn parse(body: &str) -> Result<Request> {
+        parse_request(body)
+    }
+}
+
 /// A build ID as keys hold it: hex digits and dashes, lowercased. Anything else (a `/` would
 /// widen the listing) is refused.
 fn build_id(id: &str) -> Result<String> {

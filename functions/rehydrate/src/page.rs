@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use proflake::pipeline::{rehydrate, RehydrateOptions, RehydratePage, RehydrateScope};
 use proflake::{Outcome, ProcessOptions};
-use proflake_lambda::{off_runtime, work_failed, Function, Tally};
+use proflake_lambda::{off_runtime, work_failed, Tally};
 use tracing::{error, info, warn};
 
 use crate::app::App;
@@ -21,17 +21,8 @@ pub(crate) async fn run_page(
     page: Page,
     tally: &mut BatchTally,
 ) -> bool {
-    let config = app.config();
     let stores = app.stores();
-    let options = RehydrateOptions {
-        process: ProcessOptions {
-            limits: config.common.limits.clone(),
-            ..ProcessOptions::default()
-        },
-        max_uploads: config.max_uploads,
-        max_entries: config.max_entries,
-        pending_grace: Duration::from_secs(config.pending_grace_seconds),
-    };
+    let options = options(app);
     let job_page = page.clone();
     let (result, duration_ms) = off_runtime(move || {
         let scope = match &job_page.scope {
@@ -61,10 +52,36 @@ pub(crate) async fn run_page(
     };
     tally.record_page(&done);
     log_page(message_id, &page, &done, duration_ms);
-    let Some(next) = &done.next else {
-        return true;
-    };
-    let body = Continuation::new(&page.scope, next).to_json();
+    match &done.next {
+        Some(next) => continue_scope(app, message_id, &page.scope, next, tally).await,
+        None => true,
+    }
+}
+
+/// What a page may do, from the settings.
+fn options(app: &App) -> RehydrateOptions {
+    let config = app.config();
+    RehydrateOptions {
+        process: ProcessOptions {
+            limits: config.common.limits.clone(),
+            ..ProcessOptions::default()
+        },
+        max_uploads: config.max_uploads,
+        max_entries: config.max_entries,
+        pending_grace: Duration::from_secs(config.pending_grace_seconds),
+    }
+}
+
+/// Sends the continuation of `scope` after `next` to the function's own queue; `false` when it
+/// could not be sent (logged and counted), so that the message is retried.
+async fn continue_scope(
+    app: &App,
+    message_id: &str,
+    scope: &Scope,
+    next: &str,
+    tally: &mut BatchTally,
+) -> bool {
+    let body = Continuation::new(scope, next).to_json();
     match app.queue().send(body).await {
         Ok(()) => {
             tally.continuations += 1;
@@ -74,9 +91,9 @@ pub(crate) async fn run_page(
             tally.fail("continuation");
             error!(
                 message_id,
-                scope,
-                build_id,
-                next = next.as_str(),
+                scope = scope.name(),
+                build_id = scope.build_id(),
+                next,
                 reason = "continuation",
                 error = e.as_str(),
                 "continuation not sent; the message will be retried"

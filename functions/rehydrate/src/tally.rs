@@ -81,52 +81,6 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn outcomes_are_counted_and_tallies_merge() {
-        let mut a = BatchTally::default();
-        a.record_debug_file(&DebugFileOutcome::Refused {
-            key: "debuginfo/ab/x".into(),
-            report_key: "debuginfo/ab/x.error.json".into(),
-            reason: "bad_debug_file",
-            message: "bad".into(),
-        });
-        a.record_debug_file(&DebugFileOutcome::Skipped {
-            key: "debuginfo/ab/meta.json".into(),
-            why: "derived",
-        });
-        a.record_page(&RehydratePage {
-            looked_at: 4,
-            reconverted: 3,
-            up_to_date: 1,
-            frames_symbolized: 30,
-            pending_removed: 2,
-            pending_kept: 5,
-            ..RehydratePage::default()
-        });
-        let mut b = BatchTally {
-            continuations: 1,
-            ..BatchTally::default()
-        };
-        b.fail("storage");
-        a.merge(b);
-        assert_eq!(
-            (a.debug_files, a.debug_files_refused, a.skipped, a.pages),
-            (1, 1, 1, 1)
-        );
-        assert_eq!(
-            (
-                a.reconverted,
-                a.up_to_date,
-                a.frames_symbolized,
-                a.pending_removed,
-                a.continuations
-            ),
-            (3, 1, 30, 2, 1)
-        );
-        let failures: Vec<_> = a.failures.iter().map(|(r, n)| (r.as_str(), *n)).collect();
-        assert_eq!(failures, [("bad_debug_file", 1), ("storage", 1)]);
-    }
-
-    #[test]
     fn batch_document_has_every_metric() {
         let target = MetricsTarget {
             namespace: "proflake-test",
@@ -176,5 +130,51 @@ mod tests {
         assert_eq!(docs[0]["FramesSymbolized"], json!(90));
         assert_eq!(docs[0]["PendingRemoved"], json!(4));
         assert_eq!(docs[0]["DurationMs"], json!(12));
+    }
+
+    #[test]
+    fn outcomes_are_counted_and_tallies_merge() {
+        let mut a = BatchTally::default();
+        a.record_debug_file(&DebugFileOutcome::Refused {
+            key: "debuginfo/ab/x".into(),
+            report_key: "debuginfo/ab/x.error.json".into(),
+            reason: "bad_debug_file",
+            message: "bad".into(),
+        });
+        a.record_debug_file(&DebugFileOutcome::Skipped {
+            key: "debuginfo/ab/meta.json".into(),
+            why: "derived",
+        });
+        a.record_page(&RehydratePage {
+            looked_at: 4,
+            reconverted: 3,
+            up_to_date: 1,
+            frames_symbolized: 30,
+            pending_removed: 2,
+            pending_kept: 5,
+            ..RehydratePage::default()
+        });
+        let mut b = BatchTally {
+            continuations: 1,
+            ..BatchTally::default()
+        };
+        b.fail("storage");
+        a.merge(b);
+        assert_eq!(
+            (a.debug_files, a.debug_files_refused, a.skipped, a.pages),
+            (1, 1, 1, 1)
+        );
+        assert_eq!(
+            (
+                a.reconverted,
+                a.up_to_date,
+                a.frames_symbolized,
+                a.pending_removed,
+                a.continuations
+            ),
+            (3, 1, 30, 2, 1)
+        );
+        let failures: Vec<_> = a.failures.iter().map(|(r, n)| (r.as_str(), *n)).collect();
+        assert_eq!(failures, [("bad_debug_file", 1), ("storage", 1)]);
     }
 }
