@@ -1,10 +1,11 @@
-//! What proflake's Lambda functions share. Each function is an SQS consumer that supplies its
-//! state, settings, requests and work as a [`Function`] (handling each message on its own,
-//! [`PerMessage`], or the batch as a whole, [`WholeBatch`]) and declares its counters with
-//! [`counters!`]; its `main` is [`run`]. This crate does the rest: settings from the
+//! What proflake's Lambda functions share. Each function is an SQS consumer that supplies only
+//! what is its own: its state as a [`Function`] with its work (each message on its own,
+//! [`PerMessage`], or the batch as a whole, [`WholeBatch`]), what its messages ask
+//! ([`Request`]), its settings ([`OwnSettings`]), and its counters, declared once with
+//! [`counters!`]. Its `main` is [`run`]. This crate does the rest: settings from the
 //! environment, logging, stores, bounded concurrency, caught panics, messages that are no
-//! request, partial batch failures for SQS, and the batch's log line and CloudWatch EMF metrics
-//! from the function's [`Tally`].
+//! request, the logging of failed work ([`work_failed!`]), partial batch failures for SQS, and
+//! the batch's log line and CloudWatch EMF metrics from the function's [`Tally`].
 
 #![warn(missing_docs)]
 
