@@ -13,8 +13,9 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use proflake::{
-    convert_upload, decode, plan_chunks, plan_tables, write_planned_chunk, write_tables,
-    ConvertOptions, Profile, TableProfileInput, TableSource, Timestamps, UploadMetadata,
+    convert_upload, decode, internals::plan_chunks, internals::plan_tables,
+    internals::write_planned_chunk, internals::write_tables, internals::TableProfileInput,
+    internals::TableSource, model::Profile, model::Timestamps, ConvertOptions, UploadMetadata,
 };
 use proflake_proto::perfetto::{
     clock_snapshot::Clock, perf_events::Timebase, trace_packet::Data,

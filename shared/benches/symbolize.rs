@@ -15,12 +15,13 @@ use std::fmt::Write as _;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use proflake::pipeline::{add_debug_file, DebugFileOutcome};
-use proflake::symbolize::{
-    ingest_debug_file, symbolize, DebugFileKeys, DebugFileMeta, SymbolSource, Symbols,
-};
 use proflake::{
-    decode, process_upload, BuildId, LocalDirStore, ObjectStore, Outcome, ProcessOptions,
+    decode, process_upload, symbols::BuildId, LocalDirStore, ObjectStore, Outcome, ProcessOptions,
+};
+use proflake::{symbols::add_debug_file, symbols::DebugFileOutcome};
+use proflake::{
+    symbols::ingest_debug_file, symbols::symbolize, symbols::DebugFileKeys, symbols::DebugFileMeta,
+    symbols::SymbolSource, symbols::Symbols,
 };
 use proflake_proto::pprof;
 use prost::Message;

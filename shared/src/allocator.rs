@@ -11,7 +11,7 @@
 /// Allocations of this many bytes or more get mappings of their own.
 const LARGE_BLOCK_BYTES: i32 = 1 << 20;
 
-/// Holds glibc's mapping threshold at [`LARGE_BLOCK_BYTES`], so large blocks freed by one
+/// Holds glibc's mapping threshold at 1 MiB, so large blocks freed by one
 /// window go back to the system before the next. Binaries call it first thing; elsewhere
 /// than on glibc it does nothing.
 pub fn return_large_blocks() {

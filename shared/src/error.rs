@@ -319,7 +319,7 @@ pub(crate) fn to_io(error: Error) -> std::io::Error {
     std::io::Error::other(error)
 }
 
-/// The typed error inside `error` when [`to_io`] put one there; otherwise a storage error on
+/// The typed error inside `error` when `to_io` put one there; otherwise a storage error on
 /// `key` caused by `error` (a failing reader or writer around the store's).
 pub fn from_io(key: &str, error: std::io::Error) -> Error {
     if error.get_ref().is_some_and(|e| e.is::<Error>()) {

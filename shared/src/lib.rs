@@ -1,65 +1,132 @@
-//! proflake: decode profiling data (Perfetto traces, ...) into one neutral model and write it
-//! out as Sentry Sample v2 profile chunks.
+//! proflake: decode profiling data (Perfetto traces, OTLP profiles, pprof, folded stacks,
+//! Sentry envelopes) into one neutral model, and write it out as Sentry Sample v2 profile
+//! chunks and Parquet stack tables.
 //!
-//! Data flows one way: bytes → [`formats`] → [`model`] → [`plan`] → [`sample_v2`] and
-//! [`tables`] → [`pipeline`]'s outputs → [`store`]. The modules are public; the names below
-//! are the front door: what the functions, the command line and the tests use.
+//! Data flows one way: bytes → decompress → sniff → decoder → model → (symbolize) → plan →
+//! writers (Sample v2, tables) → outputs → store, then landing tables → lake.
+//! `ARCHITECTURE.md` draws it and says what each module holds; the modules themselves are
+//! private. This is the front door, by role:
+//!
+//! - **Decode a profile:** [`decode`] gives a [`Decoded`] profile of an [`InputFormat`].
+//! - **The jobs:** [`convert_upload`] (in memory, [`ConvertOptions`] → [`Converted`]),
+//!   [`process_upload`] (one key of a store, [`ProcessOptions`] → [`Outcome`]) and
+//!   [`rehydrate`] (stored conversions again with new symbols, [`RehydrateOptions`]); the rest
+//!   of their vocabulary is in [`jobs`], debug files and build IDs in [`symbols`], and the lake
+//!   tier's publishing and compaction in `lake` (feature `lake`).
+//! - **The store:** [`ObjectStore`] and [`LocalDirStore`]; the rest, the S3 store and the
+//!   bucket's key layout, in [`store`].
+//! - **Events and metadata:** [`parse_notification`] and [`UploadMetadata`]; the rest in
+//!   [`inputs`].
+//! - **Errors and limits:** [`Error`], [`ErrorKind`], [`Result`], [`error_chain`], [`Limits`].
+//! - **The model and the outputs:** [`model`], the [`Manifest`] and the rest of what a
+//!   conversion writes in [`outputs`].
+//!
+//! [`return_large_blocks`] is for a binary's `main`: it keeps freed large blocks from staying
+//! in the heap.
 
 #![warn(missing_docs)]
 
-pub mod allocator;
-pub mod calendar;
-pub mod error;
-pub mod events;
-pub mod formats;
-pub mod ids;
+mod allocator;
+mod calendar;
+mod error;
+mod events;
+mod formats;
+mod ids;
 #[cfg(feature = "lake")]
 pub mod lake;
 #[cfg(test)]
 mod layering_tests;
-pub mod limits;
-pub mod metadata;
+mod limits;
+mod metadata;
 pub mod model;
-pub mod pipeline;
-pub mod plan;
-pub mod sample_v2;
+mod pipeline;
+mod plan;
+mod sample_v2;
 pub mod store;
-pub mod symbolize;
-pub mod tables;
+mod symbolize;
+mod tables;
 
-pub use calendar::utc_millis;
+pub use allocator::return_large_blocks;
 pub use error::{error_chain, Error, ErrorKind, Result};
-pub use events::{parse_notification, Notification, ObjectChange, ObjectEvent};
-pub use formats::{sniff, Container, InputFormat};
-pub use limits::{Limits, LimitsError};
-
-pub use metadata::{ClientSdk, UploadMetadata};
-pub use model::BuildId;
-pub use model::{
-    CpuMode, Frame, FrameAddress, FrameHandle, FrameKind, Image, Label, LabelValue, Process,
-    Profile, Sample, Series, SeriesKind, StackHandle, Thread, Timestamps,
-};
+pub use events::parse_notification;
+pub use formats::InputFormat;
+pub use limits::Limits;
+pub use metadata::UploadMetadata;
 pub use pipeline::{
-    build_id_index, convert_upload, decode, decode_with_limits, process_upload,
-    stream_above_bytes_from, BuildIdIndexEntry, ConvertOptions, Converted, ConvertedUpload,
-    Decoded, ErrorReport, Manifest, Outcome, ProcessOptions, Quarantine, SkipReason,
-    STREAM_ABOVE_BYTES,
+    convert_upload, decode, process_upload, rehydrate, ConvertOptions, Converted, Decoded,
+    Manifest, Outcome, ProcessOptions, RehydrateOptions,
 };
-pub use plan::{
-    left_out, plan_chunks, plan_tables, Timing, DEFAULT_INTERVAL_NS, MAX_CHUNK_DURATION_NS,
-    MAX_EXPANDED_SAMPLES, MIN_INTERVAL_NS,
-};
-pub use sample_v2::{
-    check_sample_v2, read_chunk, write_chunk, write_planned_chunk, write_sample_v2, SampleV2Chunk,
-};
-#[cfg(feature = "s3")]
-pub use store::S3Store;
-pub use store::{
-    content_etag, current_conversion_key, error_report_key, manifest_key, sidecar_key, source_id,
-    store_upload, upload_key, LocalDirStore, ObjectInfo, ObjectStore, ObjectWriter, PrefixedStore,
-    ERROR_REPORT_SUFFIX, METADATA_SIDECAR_SUFFIX, UPLOADS_PREFIX,
-};
-pub use tables::{
-    read_table_objects, read_tables, write_tables, Table, TableBatches, TableProfileInput,
-    TableSource,
-};
+pub use store::{LocalDirStore, ObjectStore};
+
+/// The jobs' vocabulary beyond the front door: converting into a sink or a stream, what
+/// processing a key did, rehydration's scopes and pages, and the settings the functions read
+/// from the environment.
+pub mod jobs {
+    pub use crate::limits::LimitsError;
+    pub use crate::pipeline::{
+        convert_into, convert_upload, convert_upload_with, decode, decode_stream_with_limits,
+        decode_with_limits, process_upload, publish, rehydrate, rehydrate_keys,
+        stream_above_bytes_from, ConvertOptions, ConvertReport, Converted, ConvertedUpload,
+        Decoded, ErrorReport, MemoryOutputs, Outcome, OutputSink, ProcessOptions, Quarantine,
+        RehydrateOptions, RehydratePage, RehydrateScope, Reopen, SkipReason, StoreOutputs,
+        UploadInput, ERROR_REPORT_VERSION, STREAM_ABOVE_BYTES,
+    };
+}
+
+/// Debug files and build IDs: storing a debug file under its build ID, the index of the
+/// conversions that reference one, and the sans-IO symbolizer the jobs run.
+pub mod symbols {
+    pub use crate::model::BuildId;
+    pub use crate::pipeline::{
+        add_debug_file, build_id_index, current_debug_meta, list_debug_files, BuildIdIndexEntry,
+        DebugFileOutcome, IndexedMapping, StoreSymbols, BUILD_ID_INDEX_VERSION,
+    };
+    pub use crate::symbolize::{
+        debug_file_build_id, ingest_debug_file, symbolizable_build_ids, symbolize, DebugFileKeys,
+        DebugFileMeta, ImageSymbolization, IngestedDebugFile, NoSymbols, Quality, Segment,
+        SymbolSource, SymbolizeReport, Symbols, DEBUG_META_VERSION,
+    };
+}
+
+/// What comes in: object notifications, an upload's metadata, and the formats and containers
+/// it is detected as.
+pub mod inputs {
+    pub use crate::events::{
+        decode_object_key, parse_notification, Notification, ObjectChange, ObjectEvent,
+    };
+    pub use crate::formats::{sniff, Container, InputFormat, PassThrough};
+    pub use crate::metadata::{
+        ClientSdk, Measurement, MeasurementUnit, MeasurementValue, UploadMetadata,
+        OBJECT_METADATA_FIELDS,
+    };
+}
+
+/// What a conversion writes: the manifest, the stack tables (and reading them back), and
+/// Sample v2 chunks (and checking them by Relay's rules).
+pub mod outputs {
+    pub use crate::calendar::{days_from_civil, utc_millis, utc_seconds};
+    pub use crate::pipeline::{
+        Manifest, ManifestExpansion, ManifestOutput, ManifestProfile, ManifestSampleV2,
+        ManifestSeries, ManifestSource, MANIFEST_VERSION,
+    };
+    pub use crate::sample_v2::{
+        check_chunk, check_sample_v2, frame_handles, read_chunk, rewrite_frames, schema,
+        write_chunk, write_sample_v2, Rule, SampleV2Chunk, Violation,
+    };
+    pub use crate::tables::{
+        read_table_objects, read_tables, table_prefix, Table, TableBatches, TABLES_SCHEMA_VERSION,
+    };
+}
+
+/// The library's insides that tests reach: plans, writers and their inputs. Not a stable
+/// interface.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::ids::derived_id;
+    pub use crate::plan::{
+        left_out, plan_chunks, plan_sample_v2, plan_tables, Timing, DEFAULT_INTERVAL_NS,
+        MAX_CHUNK_DURATION_NS, MAX_EXPANDED_SAMPLES, MIN_INTERVAL_NS,
+    };
+    pub use crate::sample_v2::{write_planned_chunk, PreparedChunk, StreamedChunk};
+    pub use crate::tables::{write_tables, TableProfileInput, TableSource, TableWriter};
+}

@@ -6,9 +6,9 @@ use std::process::Command;
 
 use arrow_array::StringArray;
 use proflake::{
-    content_etag, current_conversion_key, error_report_key, manifest_key, process_upload,
-    read_tables, sidecar_key, source_id, ErrorReport, LocalDirStore, Outcome, ProcessOptions,
-    S3Store, Table,
+    jobs::ErrorReport, outputs::read_tables, outputs::Table, process_upload, store::content_etag,
+    store::current_conversion_key, store::error_report_key, store::manifest_key,
+    store::sidecar_key, store::source_id, store::S3Store, LocalDirStore, Outcome, ProcessOptions,
 };
 use proflake_cli::flame::{fold, FlameFilter};
 use proflake_tests::gzip;

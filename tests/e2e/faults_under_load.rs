@@ -10,8 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use proflake::{
-    content_etag, current_conversion_key, error_report_key, source_id, ErrorKind, ObjectInfo,
-    ObjectStore, ObjectWriter, Result, S3Store, ERROR_REPORT_SUFFIX,
+    store::content_etag, store::current_conversion_key, store::error_report_key, store::source_id,
+    store::ObjectInfo, store::ObjectWriter, store::S3Store, store::ERROR_REPORT_SUFFIX, ErrorKind,
+    ObjectStore, Result,
 };
 use proflake_convert::App;
 

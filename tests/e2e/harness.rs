@@ -616,8 +616,10 @@ pub fn bodies(messages: &[Message]) -> Vec<&str> {
 /// The decoded keys a notification message names (none for the test event).
 pub fn notified_keys(message: &Message) -> Vec<String> {
     match proflake::parse_notification(message.body().unwrap_or("")).expect("notification") {
-        proflake::Notification::Test => Vec::new(),
-        proflake::Notification::Objects(objects) => objects.into_iter().map(|o| o.key).collect(),
+        proflake::inputs::Notification::Test => Vec::new(),
+        proflake::inputs::Notification::Objects(objects) => {
+            objects.into_iter().map(|o| o.key).collect()
+        }
     }
 }
 
@@ -645,8 +647,10 @@ pub fn manifest_of(
     key: &str,
     bytes: &[u8],
 ) -> Option<proflake::Manifest> {
-    let manifest_key =
-        proflake::manifest_key(&proflake::source_id(key, &proflake::content_etag(bytes)));
+    let manifest_key = proflake::store::manifest_key(&proflake::store::source_id(
+        key,
+        &proflake::store::content_etag(bytes),
+    ));
     outputs
         .get(&manifest_key)
         .map(|m| serde_json::from_slice(m).expect("manifest parses"))
@@ -657,7 +661,9 @@ pub fn manifest_of(
 pub fn conversion_keys(manifest: &proflake::Manifest) -> std::collections::BTreeSet<String> {
     let mut keys: std::collections::BTreeSet<String> =
         manifest.outputs.iter().map(|o| o.key.clone()).collect();
-    keys.insert(proflake::manifest_key(&manifest.source.source_id));
-    keys.insert(proflake::current_conversion_key(&manifest.source.key));
+    keys.insert(proflake::store::manifest_key(&manifest.source.source_id));
+    keys.insert(proflake::store::current_conversion_key(
+        &manifest.source.key,
+    ));
     keys
 }

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
 use proflake::{
-    content_etag, current_conversion_key, error_report_key, manifest_key, process_upload,
-    source_id, ErrorReport, LocalDirStore, Manifest, ObjectStore, Outcome, ProcessOptions,
+    jobs::ErrorReport, process_upload, store::content_etag, store::current_conversion_key,
+    store::error_report_key, store::manifest_key, store::source_id, LocalDirStore, Manifest,
+    ObjectStore, Outcome, ProcessOptions,
 };
 use proflake_convert::App;
 use proflake_tests::gzip;

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use aws_sdk_sqs::types::Message;
-use proflake::pipeline::{add_debug_file, DebugFileOutcome, Manifest};
-use proflake::{LocalDirStore, S3Store};
+use proflake::{store::S3Store, LocalDirStore};
+use proflake::{symbols::add_debug_file, symbols::DebugFileOutcome, Manifest};
 use proflake_rehydrate::{parse_request, BatchTally, Page, Request, Scope, Tally};
 use proflake_tests::native::{build, NativeLib};
 use proflake_tests::native_profiles::{
@@ -483,7 +483,7 @@ async fn a_sweep_longer_than_one_invocation_continues_through_the_queue() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_sweep_removes_what_a_late_job_of_replaced_content_left_in_the_bucket() {
-    use proflake::store::{content_etag, pending_conversion_key, source_id};
+    use proflake::{store::content_etag, store::pending_conversion_key, store::source_id};
     let env = Env::start(30).await;
     env.consume_test_event().await;
     env.consume_rehydrate_test_event().await;

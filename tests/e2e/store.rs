@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use proflake::{ObjectStore, S3Store};
+use proflake::{store::S3Store, ObjectStore};
 
 use crate::convert::noise;
 use crate::harness::{Env, OUTPUT_BUCKET};
@@ -78,7 +78,7 @@ async fn outputs_larger_than_a_part_go_up_as_multipart_uploads() {
     // pipeline's own ETags (content_etag) expect.
     assert_eq!(
         etag("converted/small.json").await,
-        proflake::content_etag(&small)
+        proflake::store::content_etag(&small)
     );
     assert_eq!(
         env.get(OUTPUT_BUCKET, "converted/abandoned.json").await,

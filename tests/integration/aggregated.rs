@@ -2,10 +2,11 @@
 //! into evenly spaced samples, cut into 60 s chunks, and the chunks say so.
 
 use proflake::{
-    check_sample_v2, convert_upload, left_out, plan::plan_sample_v2, write_sample_v2,
-    ConvertOptions, ErrorKind, Frame, FrameKind, Profile, Sample, Series, SeriesKind, Timing,
-    UploadMetadata, DEFAULT_INTERVAL_NS, MAX_CHUNK_DURATION_NS, MAX_EXPANDED_SAMPLES,
-    MIN_INTERVAL_NS,
+    convert_upload, internals::left_out, internals::plan_sample_v2, internals::Timing,
+    internals::DEFAULT_INTERVAL_NS, internals::MAX_CHUNK_DURATION_NS,
+    internals::MAX_EXPANDED_SAMPLES, internals::MIN_INTERVAL_NS, model::Frame, model::FrameKind,
+    model::Profile, model::Sample, model::Series, model::SeriesKind, outputs::check_sample_v2,
+    outputs::write_sample_v2, ConvertOptions, ErrorKind, UploadMetadata,
 };
 use serde_json::Value;
 

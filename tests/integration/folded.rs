@@ -6,8 +6,8 @@
 use std::io::Read;
 
 use proflake::{
-    check_sample_v2, convert_upload, decode, sniff, ConvertOptions, Decoded, ErrorKind,
-    InputFormat, SeriesKind, UploadMetadata,
+    convert_upload, decode, inputs::sniff, model::SeriesKind, outputs::check_sample_v2,
+    ConvertOptions, Decoded, ErrorKind, InputFormat, UploadMetadata,
 };
 
 use crate::util::{

@@ -6,8 +6,9 @@
 //! counts taken from the raw messages with the proto crate, not only against constants.
 
 use proflake::{
-    check_sample_v2, convert_upload, sniff, ConvertOptions, Decoded, ErrorKind, FrameAddress,
-    FrameKind, InputFormat, LabelValue, Profile, SeriesKind,
+    convert_upload, inputs::sniff, model::FrameAddress, model::FrameKind, model::LabelValue,
+    model::Profile, model::SeriesKind, outputs::check_sample_v2, ConvertOptions, Decoded,
+    ErrorKind, InputFormat,
 };
 use proflake_proto::otlp::profiles::ProfilesData;
 use prost::Message;

@@ -23,7 +23,7 @@
 //! which in its doc comment, and `fixtures/perfetto/SOURCES.md` has the table. Every test still
 //! asserts what proflake must do with the trace.
 
-use proflake::{Profile, SeriesKind, Timestamps};
+use proflake::{model::Profile, model::SeriesKind, model::Timestamps};
 use proflake_proto::perfetto::{trace_packet::Data, Trace};
 use prost::Message;
 use serde::Deserialize;

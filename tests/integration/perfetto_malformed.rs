@@ -53,7 +53,7 @@ fn error_kind(bytes: &[u8]) -> ErrorKind {
 
 /// The error kind of a decode within `limits` that must fail.
 fn error_kind_within(bytes: &[u8], limits: &Limits) -> ErrorKind {
-    match proflake::decode_with_limits(bytes, None, limits) {
+    match proflake::jobs::decode_with_limits(bytes, None, limits) {
         Ok(d) => panic!(
             "expected an error, got {} samples",
             d.profile.samples().len()

@@ -5,8 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use proflake::{
-    decode, sniff, Container, ErrorKind, FrameAddress, FrameKind, InputFormat, LabelValue, Profile,
-    SeriesKind,
+    decode, inputs::sniff, inputs::Container, model::FrameAddress, model::FrameKind,
+    model::LabelValue, model::Profile, model::SeriesKind, ErrorKind, InputFormat,
 };
 use proflake_proto::pprof;
 use prost::Message;
@@ -71,7 +71,7 @@ fn model_sums(profile: &Profile) -> BTreeMap<String, i64> {
     sums
 }
 
-fn series_key(profile: &Profile, s: &proflake::Series) -> String {
+fn series_key(profile: &Profile, s: &proflake::model::Series) -> String {
     format!("{}/{}", profile.str(s.name), profile.str(s.unit))
 }
 

@@ -6,9 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use proflake::{
-    check_sample_v2, convert_upload, read_chunk, write_chunk, write_sample_v2, ConvertOptions,
-    Converted, ErrorKind, Manifest, Profile, SeriesKind, Timestamps, UploadMetadata,
-    MAX_CHUNK_DURATION_NS,
+    convert_upload, internals::MAX_CHUNK_DURATION_NS, model::Profile, model::SeriesKind,
+    model::Timestamps, outputs::check_sample_v2, outputs::read_chunk, outputs::write_chunk,
+    outputs::write_sample_v2, ConvertOptions, Converted, ErrorKind, Manifest, UploadMetadata,
 };
 use serde_json::Value;
 
@@ -30,7 +30,7 @@ fn anchored(mut profile: Profile) -> Profile {
     profile
 }
 
-fn chunks_of(bytes: &[u8], what: &str) -> proflake::Result<Vec<proflake::SampleV2Chunk>> {
+fn chunks_of(bytes: &[u8], what: &str) -> proflake::Result<Vec<proflake::outputs::SampleV2Chunk>> {
     let profile = anchored(decode_ok(bytes, what).profile);
     write_sample_v2(&profile, &UploadMetadata::default(), "identity")
 }

@@ -2,8 +2,8 @@
 //! envelopes are split as Relay splits them, including the Perfetto compound item.
 
 use proflake::{
-    check_sample_v2, convert_upload, decode, sniff, ConvertOptions, ErrorKind, InputFormat,
-    UploadMetadata,
+    convert_upload, decode, inputs::sniff, outputs::check_sample_v2, ConvertOptions, ErrorKind,
+    InputFormat, UploadMetadata,
 };
 use serde_json::Value;
 
@@ -108,7 +108,7 @@ fn a_sample_v2_chunk_passes_through_byte_for_byte() {
     );
     let java = profile
         .frames()
-        .filter(|(_, f)| f.kind == proflake::FrameKind::Jvm)
+        .filter(|(_, f)| f.kind == proflake::model::FrameKind::Jvm)
         .count();
     assert!(java > 0, "java frames keep their platform");
 }
@@ -146,7 +146,7 @@ fn envelope_round_trip_keeps_our_chunks_exactly() {
         .sum();
     assert_eq!(converted.decoded.profile.samples().len(), total);
     // Re-writing the model gives chunks Relay accepts, with the same samples.
-    let rewritten = proflake::write_sample_v2(
+    let rewritten = proflake::outputs::write_sample_v2(
         &converted.decoded.profile,
         &UploadMetadata::default(),
         "again",

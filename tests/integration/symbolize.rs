@@ -5,12 +5,14 @@
 
 use std::collections::BTreeMap;
 
-use proflake::pipeline::{
-    add_debug_file, rehydrate, DebugFileOutcome, Manifest, RehydrateOptions, RehydrateScope,
-};
-use proflake::symbolize::Quality;
+use proflake::symbols::Quality;
 use proflake::{
-    manifest_key, process_upload, source_id, LocalDirStore, ObjectStore, Outcome, ProcessOptions,
+    jobs::RehydrateScope, rehydrate, symbols::add_debug_file, symbols::DebugFileOutcome, Manifest,
+    RehydrateOptions,
+};
+use proflake::{
+    process_upload, store::manifest_key, store::source_id, LocalDirStore, ObjectStore, Outcome,
+    ProcessOptions,
 };
 use serde_json::json;
 
@@ -372,13 +374,13 @@ impl ObjectStore for RaceStore<'_> {
         &self,
         key: &str,
         max: u64,
-    ) -> proflake::Result<Option<(Vec<u8>, proflake::ObjectInfo)>> {
+    ) -> proflake::Result<Option<(Vec<u8>, proflake::store::ObjectInfo)>> {
         self.inner.get_object(key, max)
     }
     fn exists(&self, key: &str) -> proflake::Result<bool> {
         self.inner.exists(key)
     }
-    fn head(&self, key: &str) -> proflake::Result<Option<proflake::ObjectInfo>> {
+    fn head(&self, key: &str) -> proflake::Result<Option<proflake::store::ObjectInfo>> {
         self.inner.head(key)
     }
     fn put(&self, key: &str, bytes: &[u8]) -> proflake::Result<()> {
@@ -470,7 +472,7 @@ fn a_rehydration_racing_a_replaced_upload_brings_no_old_outputs_back() {
         page.outcomes.iter().any(|o| matches!(
             o,
             Outcome::Skipped {
-                why: proflake::SkipReason::Overwritten,
+                why: proflake::jobs::SkipReason::Overwritten,
                 ..
             }
         )),
@@ -575,7 +577,7 @@ fn a_sample_v2_upload_is_rewritten_with_the_names_when_its_symbols_arrive() {
         serde_json::from_slice(&store.get(chunk_key).unwrap().unwrap()).unwrap();
     assert_eq!(doc["sdk_extra"], json!({"kept": true}), "other keys kept");
     assert_eq!(
-        proflake::check_sample_v2(&serde_json::to_vec(&doc).unwrap()),
+        proflake::outputs::check_sample_v2(&serde_json::to_vec(&doc).unwrap()),
         vec![]
     );
     let frames = doc["profile"]["frames"].as_array().unwrap();

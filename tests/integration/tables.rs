@@ -8,7 +8,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type};
 use arrow_array::{Array, RecordBatch};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use proflake::{BuildIdIndexEntry, Converted};
+use proflake::{symbols::BuildIdIndexEntry, Converted};
 use prost::Message;
 
 use crate::sample_v2::{all_perfetto_fixtures, convert_input, other_format_inputs};

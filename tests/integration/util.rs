@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use proflake::{
-    CpuMode, Decoded, FrameAddress, FrameHandle, Profile, Sample, SeriesKind, StackHandle,
+    model::CpuMode, model::FrameAddress, model::FrameHandle, model::Profile, model::Sample,
+    model::SeriesKind, model::StackHandle, Decoded,
 };
 
 // ---- fixtures ---------------------------------------------------------------------------

@@ -7,8 +7,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use proflake::{
-    content_etag, convert_upload, read_table_objects, read_tables, upload_key, ConvertOptions,
-    InputFormat, LocalDirStore, Table, TableBatches,
+    convert_upload, outputs::read_table_objects, outputs::read_tables, outputs::Table,
+    outputs::TableBatches, store::content_etag, store::upload_key, ConvertOptions, InputFormat,
+    LocalDirStore,
 };
 use proflake_cli::flame::{fold, parse_time_ns, render_svg, FlameFilter, IdOrName};
 

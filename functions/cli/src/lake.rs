@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use proflake::lake::{Lake, LakeSettings, PublishReport, PublishScope};
 use proflake::LocalDirStore;
+use proflake::{lake::Lake, lake::LakeSettings, lake::PublishReport, lake::PublishScope};
 
 use crate::output::Stdout;
 

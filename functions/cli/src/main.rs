@@ -14,9 +14,9 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use output::Stdout;
 use proflake::{
-    process_upload, sidecar_key, store_upload, upload_key, ClientSdk, InputFormat, Limits,
-    LocalDirStore, Manifest, ObjectStore, Outcome, ProcessOptions, UploadMetadata,
-    ERROR_REPORT_SUFFIX, METADATA_SIDECAR_SUFFIX, UPLOADS_PREFIX,
+    inputs::ClientSdk, process_upload, store::sidecar_key, store::store_upload, store::upload_key,
+    store::ERROR_REPORT_SUFFIX, store::METADATA_SIDECAR_SUFFIX, store::UPLOADS_PREFIX, InputFormat,
+    Limits, LocalDirStore, Manifest, ObjectStore, Outcome, ProcessOptions, UploadMetadata,
 };
 
 #[derive(Parser)]
@@ -228,13 +228,13 @@ pub(crate) fn limits() -> anyhow::Result<Limits> {
 /// `PROFLAKE_STREAM_ABOVE_BYTES`, as the convert function reads it: Perfetto uploads larger
 /// than this are converted in two passes, a window at a time.
 fn stream_above_bytes() -> anyhow::Result<Option<u64>> {
-    Ok(proflake::stream_above_bytes_from(|name| {
+    Ok(proflake::jobs::stream_above_bytes_from(|name| {
         std::env::var(name).ok()
     })?)
 }
 
 fn main() -> ExitCode {
-    proflake::allocator::return_large_blocks();
+    proflake::return_large_blocks();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("PROFLAKE_LOG")
@@ -473,7 +473,7 @@ fn modified_ns(path: &Path) -> Option<i64> {
 fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
     let bytes = std::fs::read(&args.input)
         .with_context(|| format!("cannot read {}", args.input.display()))?;
-    let decoded = match proflake::decode_with_limits(&bytes, args.format, &limits()?) {
+    let decoded = match proflake::jobs::decode_with_limits(&bytes, args.format, &limits()?) {
         Ok(d) => d,
         Err(e) => {
             eprintln!(

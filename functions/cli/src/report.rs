@@ -3,7 +3,7 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use proflake::{utc_millis as utc, Decoded};
+use proflake::{outputs::utc_millis as utc, Decoded};
 use proflake_cli::summary::ProfileSummary;
 
 fn or_dash<T: ToString>(v: Option<T>) -> String {

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use proflake::model::{FrameHandle, Profile, SeriesHandle, SeriesKind, Timestamps};
+use proflake::{
+    model::FrameHandle, model::Profile, model::SeriesHandle, model::SeriesKind, model::Timestamps,
+};
 
 /// How many functions the summary lists.
 pub const TOP_FUNCTIONS: usize = 15;
@@ -403,7 +405,7 @@ fn image_summaries(profile: &Profile) -> Vec<ImageSummary> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proflake::model::{Frame, FrameAddress, FrameKind, Image};
+    use proflake::{model::Frame, model::FrameAddress, model::FrameKind, model::Image};
 
     /// `inspect` and the tables name an unsymbolized frame the same way.
     #[test]
@@ -432,7 +434,7 @@ mod tests {
     /// one by one (a recursive function once per sample, the other series left out).
     #[test]
     fn top_functions_count_each_sample_once_per_function() {
-        use proflake::model::{Sample, Series, SeriesKind};
+        use proflake::{model::Sample, model::Series, model::SeriesKind};
         let mut p = Profile::new("test");
         let process = p.add_process(Some(1));
         let thread = p.add_thread(process, Some(1));

@@ -7,15 +7,16 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use proflake::pipeline::{
-    add_debug_file, list_debug_files, rehydrate, rehydrate_keys, DebugFileOutcome,
-    RehydrateOptions, RehydratePage, RehydrateScope,
-};
 use proflake::store::debug_file_key;
-use proflake::symbolize::debug_file_build_id;
+use proflake::symbols::debug_file_build_id;
 use proflake::{
-    LocalDirStore, ObjectStore, Outcome, ProcessOptions, ERROR_REPORT_SUFFIX,
-    METADATA_SIDECAR_SUFFIX, UPLOADS_PREFIX,
+    jobs::rehydrate_keys, jobs::RehydratePage, jobs::RehydrateScope, rehydrate,
+    symbols::add_debug_file, symbols::list_debug_files, symbols::DebugFileOutcome,
+    RehydrateOptions,
+};
+use proflake::{
+    store::ERROR_REPORT_SUFFIX, store::METADATA_SIDECAR_SUFFIX, store::UPLOADS_PREFIX,
+    LocalDirStore, ObjectStore, Outcome, ProcessOptions,
 };
 
 use super::output::Stdout;

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use proflake::{check_sample_v2, decode, Manifest};
+use proflake::{decode, outputs::check_sample_v2, Manifest};
 
 mod common;
 

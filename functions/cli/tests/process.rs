@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-use proflake::ErrorReport;
+use proflake::jobs::ErrorReport;
 
 mod common;
 

@@ -13,7 +13,7 @@ pub const DEFAULT_FUNCTION_NAME: &str = "proflake-convert";
 ///
 /// | variable | meaning | default |
 /// |---|---|---|
-/// | `PROFLAKE_STREAM_ABOVE_BYTES` | Perfetto uploads larger than this are converted in two passes, a window at a time | [`proflake::STREAM_ABOVE_BYTES`] |
+/// | `PROFLAKE_STREAM_ABOVE_BYTES` | Perfetto uploads larger than this are converted in two passes, a window at a time | [`proflake::jobs::STREAM_ABOVE_BYTES`] |
 ///
 /// `AWS_LAMBDA_FUNCTION_NAME` defaults to [`DEFAULT_FUNCTION_NAME`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,7 +25,7 @@ pub struct ConvertSettings {
 impl OwnSettings for ConvertSettings {
     fn from_vars(vars: &Vars<'_>) -> Result<ConvertSettings, ConfigError> {
         Ok(ConvertSettings {
-            stream_above_bytes: proflake::stream_above_bytes_from(|name| vars.get(name))
+            stream_above_bytes: proflake::jobs::stream_above_bytes_from(|name| vars.get(name))
                 .map_err(|e| ConfigError::new(e.variable, &e.value, e.expected))?,
         })
     }

@@ -2,7 +2,7 @@
 //! object it names is converted.
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
-use proflake::Notification;
+use proflake::inputs::Notification;
 use proflake_lambda::{EachMessage, Function, PerMessage};
 
 use crate::app::App;

@@ -1,6 +1,8 @@
 //! One object event of a message: processed off the async runtime, logged as one line, counted.
 
-use proflake::{process_upload, ObjectChange, ObjectEvent, Outcome, ProcessOptions};
+use proflake::{
+    inputs::ObjectChange, inputs::ObjectEvent, process_upload, Outcome, ProcessOptions,
+};
 use proflake_lambda::{off_runtime, work_failed};
 use tracing::{info, warn};
 

@@ -50,7 +50,7 @@ impl BatchTally {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proflake::{ConvertedUpload, Quarantine, SkipReason};
+    use proflake::{jobs::ConvertedUpload, jobs::Quarantine, jobs::SkipReason};
     use proflake_lambda::{emf_documents, MetricsTarget};
     use serde_json::json;
 

@@ -10,8 +10,8 @@ use std::time::{Duration, UNIX_EPOCH};
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::{Context, LambdaEvent};
 use proflake::{
-    content_etag, manifest_key, source_id, Error, ErrorKind, ErrorReport, LocalDirStore,
-    ObjectInfo, ObjectStore, Result,
+    jobs::ErrorReport, store::content_etag, store::manifest_key, store::source_id,
+    store::ObjectInfo, Error, ErrorKind, LocalDirStore, ObjectStore, Result,
 };
 use proflake_convert::{function_handler, handle_batch, App, Config};
 use serde_json::json;

@@ -51,9 +51,9 @@ pub trait Request: PartialEq + Send + Sized + 'static {
 }
 
 /// An S3 notification, for a function whose messages are only that.
-impl Request for proflake::Notification {
+impl Request for proflake::inputs::Notification {
     const NOT_A_REQUEST: &'static str = "message is not an object notification";
-    const TEST_EVENT: Self = proflake::Notification::Test;
+    const TEST_EVENT: Self = proflake::inputs::Notification::Test;
 
     fn parse(body: &str) -> proflake::Result<Self> {
         proflake::parse_notification(body)

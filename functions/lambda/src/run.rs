@@ -23,7 +23,7 @@ where
     F: Function,
     Fut: Future<Output = F>,
 {
-    proflake::allocator::return_large_blocks();
+    proflake::return_large_blocks();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

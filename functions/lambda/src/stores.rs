@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use proflake::{ObjectStore, PrefixedStore, S3Store};
+use proflake::{store::PrefixedStore, store::S3Store, ObjectStore};
 
 use crate::config::Config;
 

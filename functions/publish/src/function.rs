@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use proflake::lake::PublishScope;
-use proflake::{ObjectChange, ObjectEvent};
+use proflake::{inputs::ObjectChange, inputs::ObjectEvent};
 use proflake_lambda::{AsAWhole, Function, WholeBatch};
 use tracing::info;
 

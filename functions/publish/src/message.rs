@@ -7,7 +7,7 @@
 //!   `{"source":"proflake.schedule","action":"compact"}` (compact, checkpoint, vacuum). An
 //!   EventBridge event with that source and the action in its `detail` is read the same way.
 
-use proflake::{parse_notification, ErrorKind, Notification, ObjectEvent, Result};
+use proflake::{inputs::Notification, inputs::ObjectEvent, parse_notification, ErrorKind, Result};
 use serde::Deserialize;
 
 /// Source of the schedule's messages.

@@ -1,6 +1,6 @@
 //! What one batch did, counted for its metrics and its log line.
 
-use proflake::lake::{CompactReport, PublishReport};
+use proflake::{lake::CompactReport, lake::PublishReport};
 use proflake_lambda::{counters, Tally};
 
 counters! {

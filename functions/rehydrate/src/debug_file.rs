@@ -1,8 +1,8 @@
 //! A debug file notified on the queue: added to the symbol store off the async runtime, logged
 //! as one line, counted, and followed by the first page of its build ID's rehydration.
 
-use proflake::pipeline::{add_debug_file, DebugFileOutcome};
-use proflake::{ObjectChange, ObjectEvent};
+use proflake::{inputs::ObjectChange, inputs::ObjectEvent};
+use proflake::{symbols::add_debug_file, symbols::DebugFileOutcome};
 use proflake_lambda::{off_runtime, work_failed};
 use tracing::{info, warn};
 

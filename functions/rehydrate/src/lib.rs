@@ -2,9 +2,9 @@
 //! S3 notifications of debug files uploaded under `debuginfo/<build-id>/` in the output bucket,
 //! the scheduled sweep, and the continuations it sends itself.
 //!
-//! - A debug file goes through [`proflake::pipeline::add_debug_file`] (validated, its lookup
+//! - A debug file goes through [`proflake::symbols::add_debug_file`] (validated, its lookup
 //!   cache built, or refused with a report), then the uploads that reference its build ID are
-//!   converted again by [`proflake::pipeline::rehydrate`].
+//!   converted again by [`proflake::rehydrate`].
 //! - The sweep rehydrates every indexed upload whose symbols changed, then removes the pending
 //!   records of replaced content that no settling job will see again (older than
 //!   `PROFLAKE_REHYDRATE_PENDING_GRACE_SECONDS`), with what they name.

@@ -10,7 +10,7 @@
 //! - continuations the function sends itself ([`Continuation`]), which an operator may send
 //!   too, without `after`, to rehydrate one build ID or everything.
 
-use proflake::{parse_notification, ErrorKind, Notification, ObjectEvent, Result};
+use proflake::{inputs::Notification, inputs::ObjectEvent, parse_notification, ErrorKind, Result};
 use serde::{Deserialize, Serialize};
 
 /// Source of the schedule's messages.
@@ -195,7 +195,7 @@ fn notification(body: &str) -> Result<Request> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proflake::ObjectChange;
+    use proflake::inputs::ObjectChange;
 
     fn sweep() -> Request {
         Request::Page(Page {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
-use proflake::pipeline::{BuildIdIndexEntry, BUILD_ID_INDEX_VERSION};
+use proflake::{symbols::BuildIdIndexEntry, symbols::BUILD_ID_INDEX_VERSION};
 use proflake::{LocalDirStore, ObjectStore};
 use proflake_rehydrate::{
     handle_batch_tallied, parse_request, App, BatchTally, Config, ContinuationQueue, Page, Request,

@@ -19,7 +19,7 @@ use super::delta::{info, ActiveFile, Committed};
 use super::schema::lake_error;
 use super::Lake;
 use crate::error::Result;
-use crate::Table;
+use crate::tables::Table;
 
 /// Files under this share of the target size are compacted.
 const SMALL_SHARE: f64 = 0.75;

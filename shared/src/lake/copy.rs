@@ -31,7 +31,7 @@ use tokio::runtime::Handle;
 use super::schema::{lake_error, PARTITION_COLUMN};
 use super::{now_ms, Lake};
 use crate::error::Result;
-use crate::Table;
+use crate::tables::Table;
 
 /// The tag of data files whose row groups are the landing files' (see the module's doc).
 pub(super) const PER_UPLOAD_TAG: &str = "proflake.row_groups";

@@ -20,7 +20,7 @@ use super::files::LakeFile;
 use super::schema::{delta_columns, lake_error, writer_properties, PARTITION_COLUMN};
 use super::{now_ms, Lake};
 use crate::error::Result;
-use crate::Table;
+use crate::tables::Table;
 
 /// The transaction id every publish commit carries (see the module's doc).
 pub(super) const PUBLISHER_APP_ID: &str = "proflake-publish";

@@ -21,7 +21,7 @@ use tokio::runtime::Handle;
 
 use super::schema::{lake_error, with_partition};
 use crate::error::Result;
-use crate::Table;
+use crate::tables::Table;
 
 /// Rows per batch read back.
 const READ_BATCH_ROWS: usize = 16 * 1024;

@@ -10,7 +10,7 @@ use super::ledger::Held;
 use crate::error::{Error, ErrorKind, Result};
 use crate::pipeline::Manifest;
 use crate::store::{by_key_prefix, key_id, key_id_of_pointer, pointer_key, source_id, ObjectStore};
-use crate::Table;
+use crate::tables::Table;
 
 /// One landing file of a conversion.
 #[derive(Clone, Debug, PartialEq, Eq)]

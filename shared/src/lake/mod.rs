@@ -172,7 +172,7 @@ impl Lake {
     }
 
     /// The location of `table`'s Delta table.
-    pub fn table_url(&self, table: crate::Table) -> Url {
+    pub fn table_url(&self, table: crate::tables::Table) -> Url {
         self.root
             .join(&format!("{}/", table.name()))
             .expect("a table name is a valid URL path segment")

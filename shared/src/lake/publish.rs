@@ -30,7 +30,7 @@ use crate::error::{error_chain, Result};
 use crate::store::{
     key_id, key_id_of_published, unpublishable_report_key, ObjectStore, PUBLISHED_PREFIX,
 };
-use crate::Table;
+use crate::tables::Table;
 
 /// Which upload keys to publish.
 #[derive(Clone, Debug, PartialEq, Eq)]

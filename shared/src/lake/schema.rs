@@ -10,7 +10,7 @@ use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::Table;
+use crate::tables::Table;
 
 /// The partition column: the landing file's `dt=YYYY-MM-DD`, as a string.
 pub const PARTITION_COLUMN: &str = "dt";

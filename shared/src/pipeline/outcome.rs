@@ -28,7 +28,7 @@ pub enum Outcome {
 pub struct ConvertedUpload {
     /// The upload's key.
     pub key: String,
-    /// Its identity ([`source_id`]).
+    /// Its identity ([`source_id`](crate::store::source_id)).
     pub source_id: String,
     /// Its manifest.
     pub manifest_key: String,

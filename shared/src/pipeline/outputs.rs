@@ -129,7 +129,7 @@ impl<'s> StoreOutputs<'s> {
     }
 
     /// Outputs into `store` of the conversion `source_id` of the upload at `source_key`,
-    /// whose pending record (written by [`PendingConversion::start`]) is brought up to date
+    /// whose pending record (written when the job started) is brought up to date
     /// with the outputs it is about to write.
     pub fn pending(store: &'s dyn ObjectStore, source_key: &str, source_id: &str) -> Self {
         StoreOutputs {

@@ -12,14 +12,13 @@ mod tables;
 mod timeline;
 
 pub use chunks::{
-    left_out, plan_chunks, plan_sample_v2, plan_sample_v2_on, ChunkPlan, SampleV2Plan,
-    SeriesCoverage, MAX_CHUNK_DURATION_NS,
+    left_out, plan_chunks, plan_sample_v2, plan_sample_v2_on, ChunkPlan, SeriesCoverage,
+    MAX_CHUNK_DURATION_NS,
 };
-pub use grid::{Grid, WINDOW_NS};
+pub use grid::Grid;
 pub use platform::Runtimes;
-pub use rows::{Rows, RowsIter};
-pub use tables::{plan_tables, plan_tables_on, TableProfilePlan, TABLE_WINDOW_NS};
+pub use rows::RowsIter;
+pub use tables::{plan_tables, plan_tables_on, TableProfilePlan};
 pub use timeline::{
-    PlannedIter, PlannedSample, PlannedSamples, Timing, DEFAULT_INTERVAL_NS, MAX_EXPANDED_SAMPLES,
-    MIN_INTERVAL_NS,
+    PlannedSamples, Timing, DEFAULT_INTERVAL_NS, MAX_EXPANDED_SAMPLES, MIN_INTERVAL_NS,
 };

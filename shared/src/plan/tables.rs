@@ -1,7 +1,7 @@
 //! The tables' plan: every observation of every series, grouped into table profiles.
 //!
 //! A table profile is one series of one process: its timed samples in one window of the
-//! profile's grid ([`super::windows`], at most [`TABLE_WINDOW_NS`], so a profile's rows share a
+//! profile's grid ([`super::grid`], at most [`WINDOW_NS`](super::grid::WINDOW_NS), so a profile's rows share a
 //! day partition and a long recording does not become one huge profile), and its aggregated
 //! samples, which have no time, all together. Nothing is filtered, expanded or re-weighted: Relay's rules belong to
 //! Sample v2's plan, not here.
@@ -11,11 +11,8 @@ use std::collections::BTreeMap;
 use crate::error::{ErrorKind, Result};
 use crate::ids::derived_id;
 use crate::model::{ProcessHandle, Profile, SeriesHandle, Timestamps};
-use crate::plan::grid::{time_windows, Grid, WINDOW_NS};
+use crate::plan::grid::{time_windows, Grid};
 use crate::plan::rows::Rows;
-
-/// Longest span of one table profile's timed samples: one window, as Sample v2 chunks.
-pub const TABLE_WINDOW_NS: i64 = WINDOW_NS;
 
 /// One table profile to write.
 #[derive(Clone, Debug)]

@@ -11,7 +11,7 @@ mod schema_tests;
 mod write;
 
 pub use crate::formats::sample_v2::{
-    check_chunk, check_sample_v2, frame_handles, read_chunk, schema, PassThrough, Rule, Violation,
+    check_chunk, check_sample_v2, frame_handles, read_chunk, schema, Rule, Violation,
 };
 pub(crate) use pass_through::pass_through;
 pub use rewrite::rewrite_frames;

@@ -32,7 +32,7 @@ fn mismatch(what: String) -> crate::error::Error {
 
 /// Writes the symbolized model of `chunk` into it. `frames[i]` is the handle, in `profile`,
 /// of the model frame read from `chunk.profile.frames[i]`: for a profile that holds the
-/// chunk alone ([`pass_through`](super::pass_through)) that is
+/// chunk alone (as the pass-through builds it) that is
 /// [`frame_handles`]`(chunk)`.
 ///
 /// A frame is rewritten when its model frame would now be written otherwise than the frame
@@ -179,7 +179,7 @@ fn rewritten_frame(frame: &schema::Frame, row: schema::Frame, level: usize) -> s
 
 impl SampleV2Chunk {
     /// Writes the symbolized model of this chunk into its JSON: `profile` is the model
-    /// [`pass_through`](super::pass_through) returned with it, whose
+    /// the pass-through built with it, whose
     /// frames a symbolizer has since rewritten in place (handles unchanged), and
     /// [`frame_handles`] maps the chunk's frames to it. Rewrites the JSON through the typed
     /// schema ([`rewrite_frames`]) when any frame changed and returns how many did; with none,

@@ -4,12 +4,13 @@
 use serde_json::{json, Value};
 
 use super::*;
+use crate::formats::PassThrough;
 use crate::metadata::UploadMetadata;
 use crate::model::{
     ids_from_build_id, FrameAddress, FrameKind, Image, InlinedCall, Sample, Series, SeriesKind,
     SymbolStatus,
 };
-use crate::sample_v2::{check_chunk, check_sample_v2, write_sample_v2, PassThrough, Rule};
+use crate::sample_v2::{check_chunk, check_sample_v2, write_sample_v2, Rule};
 
 /// 2024-03-01T12:00:00Z in ns.
 const NOON: i64 = 1_709_294_400_000_000_000;

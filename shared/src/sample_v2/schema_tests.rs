@@ -517,7 +517,7 @@ proptest! {
     #[test]
     fn an_unsymbolized_model_rewrites_nothing(chunk in chunk()) {
         let json = write_chunk(&chunk);
-        let pass = crate::sample_v2::PassThrough { chunk: chunk.clone(), json: json.clone() };
+        let pass = crate::formats::PassThrough { chunk: chunk.clone(), json: json.clone() };
         let (profile, mut output) = crate::sample_v2::pass_through(pass);
         let mut same = chunk.clone();
         let handles = crate::sample_v2::frame_handles(&chunk);

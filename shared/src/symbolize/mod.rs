@@ -23,8 +23,6 @@ mod segments;
 
 pub use apply::{symbolizable_build_ids, symbolize, ImageSymbolization, SymbolizeReport};
 pub use cache::{NoSymbols, SymbolSource, Symbols};
-pub use debug_file::{
-    debug_file_build_id, ingest_debug_file, IngestedDebugFile, MAX_DECOMPRESSED_SECTION_BYTES,
-};
+pub use debug_file::{debug_file_build_id, ingest_debug_file, IngestedDebugFile};
 pub use meta::{DebugFileKeys, DebugFileMeta, Quality, DEBUG_META_VERSION};
 pub use segments::Segment;

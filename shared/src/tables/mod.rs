@@ -177,6 +177,7 @@ fn tree_slices(
 
 /// Builds the five tables of one upload from its planned profiles, each as one batch: the
 /// files [`write_tables`] would write if every row were on one day, read back.
+#[cfg(test)]
 pub fn build_tables(
     source: &TableSource<'_>,
     inputs: &[TableProfileInput<'_, '_>],
@@ -255,7 +256,7 @@ pub fn write_tables_into(
     writer.finish(&models_of(inputs), sink)
 }
 
-/// [`write_tables_into`] memory: every file, encoded.
+/// The tables of `inputs`, written into memory: every file, encoded.
 pub fn write_tables(
     source: &TableSource<'_>,
     inputs: &[TableProfileInput<'_, '_>],

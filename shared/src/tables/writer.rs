@@ -65,6 +65,7 @@ impl<'s> TableWriter<'s> {
     }
 
     /// A writer of one file per table, whatever the days of its rows.
+    #[cfg(test)]
     pub(super) fn one_file_per_table(source: &'s TableSource<'s>) -> Self {
         TableWriter {
             by_day: false,

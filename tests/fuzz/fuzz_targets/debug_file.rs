@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use proflake::symbolize::{debug_file_build_id, ingest_debug_file, DebugFileKeys};
+use proflake::{symbols::debug_file_build_id, symbols::ingest_debug_file, symbols::DebugFileKeys};
 
 fuzz_target!(
     init: {

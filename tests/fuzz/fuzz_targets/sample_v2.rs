@@ -6,10 +6,10 @@ use libfuzzer_sys::fuzz_target;
 use proflake::InputFormat;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(chunk) = proflake::read_chunk(data) {
-        let _ = proflake::sample_v2::check_chunk(&chunk);
-        let _ = proflake::write_chunk(&chunk);
+    if let Ok(chunk) = proflake::outputs::read_chunk(data) {
+        let _ = proflake::outputs::check_chunk(&chunk);
+        let _ = proflake::outputs::write_chunk(&chunk);
     }
-    let _ = proflake::check_sample_v2(data);
+    let _ = proflake::outputs::check_sample_v2(data);
     let _ = proflake::decode(data, Some(InputFormat::SampleV2));
 });

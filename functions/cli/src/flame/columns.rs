@@ -5,7 +5,7 @@ use arrow_array::{
     Array, Int32Array, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray,
 };
 
-use proflake::error::{Error, ErrorKind, Result};
+use proflake::{Error, ErrorKind, Result};
 
 /// A malformed-tables error.
 pub(super) fn error(what: String) -> Error {

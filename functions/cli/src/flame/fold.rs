@@ -13,8 +13,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::columns::{self, opt_i32, opt_i64, opt_str, opt_time, required};
 use super::paths::Paths;
 use super::time::format_time_ns;
-use proflake::error::{ErrorKind, Result};
-use proflake::tables::TableBatches;
+use proflake::outputs::TableBatches;
+use proflake::{ErrorKind, Result};
 
 /// A thread or process, by number (tid, pid) or by name.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -136,7 +136,7 @@ struct Profiles<'a> {
     selected: Vec<bool>,
 }
 
-fn no_samples(why: String) -> proflake::error::Error {
+fn no_samples(why: String) -> proflake::Error {
     ErrorKind::NoSamples { why }.into()
 }
 
@@ -210,7 +210,7 @@ fn select_profiles<'a>(tables: &'a TableBatches, filter: &FlameFilter) -> Result
 }
 
 /// No profile is of the wanted service: the error names the services there are.
-fn no_such_service(wanted: &str, service: &StringArray) -> proflake::error::Error {
+fn no_such_service(wanted: &str, service: &StringArray) -> proflake::Error {
     let services: BTreeSet<String> = (0..service.len())
         .filter_map(|r| opt_str(service, r).map(str::to_owned))
         .collect();
@@ -410,7 +410,7 @@ fn matching_rows(
 fn nothing_matches(
     filter: &FlameFilter,
     threads: &BTreeSet<(Option<i64>, Option<&str>)>,
-) -> proflake::error::Error {
+) -> proflake::Error {
     let mut why = format!("no sample matches {}", filter.describe());
     if !threads.is_empty() {
         let names = threads.iter().map(|thread| match *thread {

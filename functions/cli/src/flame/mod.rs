@@ -1,5 +1,5 @@
 //! Flame graphs from the stack tables: fold the selected samples of one series into weighted
-//! stacks, draw them with inferno. The tables come from [`proflake::tables`]' reading side, from
+//! stacks, draw them with inferno. The tables come from [`proflake::outputs::read_tables`], from
 //! a directory, a bucket or a conversion in memory.
 //!
 //! Working from the tables rather than the model means a graph of a whole bucket (many

@@ -4,8 +4,8 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::columns::{self, opt_i32, required};
-use proflake::error::Result;
-use proflake::tables::TableBatches;
+use proflake::outputs::TableBatches;
+use proflake::Result;
 
 /// A frame name as one folded-stack field. Folded lines are `a;b;c <count>`, and inferno
 /// reads them back with a few rules a name must not trip:

@@ -3,7 +3,7 @@
 use inferno::flamegraph::{from_lines, Options};
 
 use super::fold::Folded;
-use proflake::error::{ErrorKind, Result};
+use proflake::{ErrorKind, Result};
 
 /// Renders `folded` as an SVG flame graph titled `title`, widths in `folded.unit`.
 ///

@@ -9,8 +9,8 @@ use arrow_array::{
 };
 
 use super::*;
-use proflake::error::ErrorKind;
-use proflake::tables::{Table, TableBatches};
+use proflake::ErrorKind;
+use proflake::{outputs::Table, outputs::TableBatches};
 
 fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
     RecordBatch::try_from_iter(columns).unwrap()

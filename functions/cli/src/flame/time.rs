@@ -2,7 +2,7 @@
 //! Unix seconds (`1763800000`, `1763800000.25`). Exact integer arithmetic, no calendar crate:
 //! only the proleptic Gregorian calendar in UTC is needed.
 
-use proflake::calendar::{days_from_civil, utc_seconds};
+use proflake::{outputs::days_from_civil, outputs::utc_seconds};
 
 const NS_PER_SECOND: i64 = 1_000_000_000;
 
