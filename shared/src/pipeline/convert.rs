@@ -1,7 +1,7 @@
 //! The convert job: one upload in, Sample v2 chunks and a manifest out.
 
 use super::clock::{anchor, place_aggregated, Anchor};
-use super::decode::{decode_upload, Decoded, DecodedUpload, UploadInput};
+use super::decode::{decode_upload, Decoded, UploadInput};
 use super::manifest::{
     Manifest, ManifestExpansion, ManifestProfile, ManifestSampleV2, ManifestSeries, ManifestSource,
     MANIFEST_VERSION,
@@ -159,22 +159,14 @@ fn convert_inner(
     let read_twice_above = streamable(&options.metadata)
         .then(|| options.stream_above_bytes.unwrap_or(STREAM_ABOVE_BYTES));
     let upload = decode_upload(bytes, options.format, &options.limits, read_twice_above)?;
-    let DecodedUpload {
-        mut decoded,
-        input_bytes,
-        mut pieces,
-    } = upload;
+    let (mut decoded, mut pieces) = (upload.decoded, upload.pieces);
+    // The caller's metadata takes precedence over what the input carries itself.
     let metadata = match decoded.metadata.take() {
         Some(embedded) => embedded.merge(options.metadata.clone()),
         None => options.metadata.clone(),
     };
     let profile = &mut decoded.profile;
-    let (anchor, timestamps) = anchor(profile, metadata.timestamp)?;
-    let start = match pieces {
-        // Chunks carry their own times.
-        Pieces::Chunks { .. } => "",
-        _ => place_aggregated(profile, &metadata, options.received_at_ns),
-    };
+    let clock = on_the_clock(profile, &pieces, &metadata, options.received_at_ns)?;
     let symbolization = pieces.symbolize(profile, symbols)?;
     let naming = Naming::new(source_key, etag);
     let table_source = naming.table_source(decoded.format, &metadata);
@@ -186,17 +178,12 @@ fn convert_inner(
         symbolization: &symbolization,
     };
     let writer = ProfileWriter::new(&table_source, &metadata);
-    let wrote = write_pieces(profile, &mut pieces, anchor, writer, index, &mut out)?;
-    let timestamps = match &wrote.sample_v2.expansion {
-        Some(ManifestExpansion { interval_ns, .. }) => format!(
-            "expanded from aggregated weights, {interval_ns} ns apart per thread, from {start}"
-        ),
-        None => timestamps,
-    };
+    let wrote = write_pieces(profile, &mut pieces, clock.anchor, writer, index, &mut out)?;
+    let timestamps = clock.timestamps(&wrote.sample_v2);
     let manifest = manifest_of(ManifestOf {
         source_key,
         etag: naming.etag,
-        input_bytes,
+        input_bytes: upload.input_bytes,
         format: decoded.format,
         container: decoded.container,
         source_id: &naming.source_id,
@@ -213,6 +200,49 @@ fn convert_inner(
         manifest,
         manifest_key,
         pieces: wrote.pieces,
+    })
+}
+
+/// How an upload's samples were put on the wall clock.
+struct OnTheClock {
+    anchor: Anchor,
+    /// How the manifest says the times were obtained.
+    timestamps: String,
+    /// Where aggregated samples got their start from.
+    start: &'static str,
+}
+
+impl OnTheClock {
+    /// How the manifest says the times were obtained, once the chunks are written: laid out
+    /// from aggregated weights, or as the clock gave them.
+    fn timestamps(self, sample_v2: &ManifestSampleV2) -> String {
+        match &sample_v2.expansion {
+            Some(ManifestExpansion { interval_ns, .. }) => format!(
+                "expanded from aggregated weights, {interval_ns} ns apart per thread, from {}",
+                self.start
+            ),
+            None => self.timestamps,
+        }
+    }
+}
+
+/// Puts `profile` on the wall clock and gives aggregated samples a start (chunks given whole
+/// carry their own times).
+fn on_the_clock(
+    profile: &mut Profile,
+    pieces: &Pieces<'_>,
+    metadata: &UploadMetadata,
+    received_at_ns: Option<i64>,
+) -> Result<OnTheClock> {
+    let (anchor, timestamps) = anchor(profile, metadata.timestamp)?;
+    let start = match pieces {
+        Pieces::Chunks { .. } => "",
+        _ => place_aggregated(profile, metadata, received_at_ns),
+    };
+    Ok(OnTheClock {
+        anchor,
+        timestamps,
+        start,
     })
 }
 
