@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use proflake::lake::PublishScope;
+use proflake::store::is_manifest_key;
 use proflake::{inputs::ObjectChange, inputs::ObjectEvent};
 use proflake_lambda::{AsAWhole, Function, WholeBatch};
 use tracing::info;
@@ -92,7 +93,7 @@ impl App {
             && event.bucket == config.output_bucket)
             .then(|| event.key.strip_prefix(&config.common.output_prefix))
             .flatten()
-            .filter(|k| k.starts_with("converted/") && k.ends_with("/manifest.json"));
+            .filter(|k| is_manifest_key(k));
         match manifest {
             Some(key) => {
                 tally.manifests += 1;

@@ -77,6 +77,12 @@ pub fn manifest_key(source_id: &str) -> String {
     format!("{CONVERTED_PREFIX}{source_id}/manifest.json")
 }
 
+/// Whether `key` is where a conversion's manifest goes ([`manifest_key`]): a manifest under
+/// the conversions' prefix.
+pub fn is_manifest_key(key: &str) -> bool {
+    key.starts_with(CONVERTED_PREFIX) && key.ends_with("/manifest.json")
+}
+
 /// Where the build-ID index goes: one entry per (image, upload) with unsymbolized frames.
 pub const BUILD_ID_INDEX_PREFIX: &str = "index/build-id/";
 
@@ -286,5 +292,13 @@ mod tests {
             source_id("uploads/a", "d41d8cd98f00b204e9800998ecf8427e")
         );
         assert_ne!(source_id("uploads/a", "x"), source_id("uploads/b", "x"));
+    }
+
+    #[test]
+    fn manifests_are_told_from_the_other_outputs() {
+        assert!(is_manifest_key(&manifest_key("0123abcd")));
+        assert!(!is_manifest_key(&chunk_key("0123abcd", "c1")));
+        assert!(!is_manifest_key("uploads/converted/x/manifest.json"));
+        assert!(!is_manifest_key("converted/x/manifest.json.tmp"));
     }
 }
