@@ -87,8 +87,9 @@ impl InputFormat {
         }
     }
 
-    /// Whether `prefix`, the first bytes of decompressed content, looks like this format.
-    fn sniffs(self, prefix: &[u8]) -> bool {
+    /// Whether `prefix`, the first bytes of decompressed content, looks like this format,
+    /// whatever the formats tried before it say.
+    pub fn sniffs(self, prefix: &[u8]) -> bool {
         match self {
             InputFormat::Perfetto => perfetto::test(prefix),
             InputFormat::Otlp => otlp::test(prefix),
