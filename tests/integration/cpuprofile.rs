@@ -288,3 +288,26 @@ fn mismatched_lengths_and_orphans_are_counted() {
     assert_eq!((frame.line, frame.column), (Some(1), Some(5)));
     assert_eq!(decoded.profile.opt_str(frame.file), Some("file:///a.js"));
 }
+
+#[test]
+fn too_deep_stack_keeps_its_tick_without_frames() {
+    // A chain (root) -> 1 -> 2 -> ... -> 10 000: deeper than max_stack_depth (8192).
+    let depth = 10_000;
+    let nodes: Vec<String> = (0..=depth)
+        .map(|id| {
+            let name = if id == 0 { "(root)".to_owned() } else { format!("f{id}") };
+            let children = if id < depth { format!("[{}]", id + 1) } else { "[]".to_owned() };
+            format!(r#"{{"id":{id},"callFrame":{{"functionName":"{name}","url":""}},"children":{children}}}"#)
+        })
+        .collect();
+    let text = format!(
+        r#"{{"nodes":[{}],"startTime":0,"endTime":30,"samples":[2,{depth}],"timeDeltas":[10,10]}}"#,
+        nodes.join(",")
+    );
+    let decoded = decode(text.as_bytes(), None).unwrap();
+    let rows = samples(&decoded.profile);
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].frames().len(), 2, "f1, f2");
+    assert_eq!((rows[1].stack.is_none(), rows[1].weight), (true, 10));
+    assert_eq!(stat(&decoded.profile, "v8_stack_too_deep"), 1);
+}

@@ -81,8 +81,8 @@ pub(crate) fn decode(json: &[u8], limits: &Limits) -> Result<Profile> {
     let mut profile = Profile::new(FORMAT);
     profile.timestamps = Timestamps::TraceClock("v8".into());
     let tree = Tree::new(&doc.nodes)?;
-    let stacks = tree.stacks(&doc.nodes, &mut profile)?;
-    add_samples(&mut profile, &doc, &tree, &stacks)?;
+    let places = tree.places(&doc.nodes, &mut profile, limits.max_stack_depth)?;
+    add_samples(&mut profile, &doc, &tree, &places)?;
     Ok(profile)
 }
 
@@ -116,23 +116,22 @@ impl Tree {
         Ok(Tree { index, parent })
     }
 
-    /// Each node's stack, `None` for the `(root)` node, which is no frame. A node no other
+    /// Each node's stack: `Root` for the `(root)` node, which is no frame. A node no other
     /// lists among its children starts a stack of its own.
-    fn stacks(&self, nodes: &[Node], profile: &mut Profile) -> Result<Vec<Option<StackHandle>>> {
-        let root = nodes
+    fn places(&self, nodes: &[Node], profile: &mut Profile, max_depth: u64) -> Result<Vec<Place>> {
+        let mut places = vec![Place::Unset; nodes.len()];
+        if nodes
             .first()
-            .filter(|n| n.call_frame.function_name == "(root)")
-            .map(|_| 0);
-        let mut stacks: Vec<Option<Option<StackHandle>>> = vec![None; nodes.len()];
-        if let Some(root) = root {
-            stacks[root] = Some(None);
+            .is_some_and(|n| n.call_frame.function_name == "(root)")
+        {
+            places[0] = Place::Root;
         }
         for start in 0..nodes.len() {
-            // Walks up to the nearest node with a stack, then builds back down: iteration,
+            // Walks up to the nearest node with a place, then builds back down: iteration,
             // not recursion, since a tree may be thousands of nodes deep.
             let mut path = Vec::new();
             let mut at = Some(start);
-            while let Some(i) = at.filter(|&i| stacks[i].is_none()) {
+            while let Some(i) = at.filter(|&i| places[i] == Place::Unset) {
                 if path.len() > nodes.len() {
                     return Err(malformed(format!(
                         "node {} is its own ancestor",
@@ -142,19 +141,60 @@ impl Tree {
                 path.push(i);
                 at = self.parent[i];
             }
-            let mut stack = at.and_then(|i| stacks[i].flatten());
+            let mut place = at.map_or(Place::Root, |i| places[i]);
             for &i in path.iter().rev() {
                 // The first node is the tree's root whatever its name; any other without a
                 // parent has lost it.
                 if self.parent[i].is_none() && i != 0 {
                     profile.count("v8_unknown_parent");
                 }
-                let frame = frame(&nodes[i].call_frame, profile);
-                stack = Some(profile.add_stack(stack, frame));
-                stacks[i] = Some(stack);
+                place = place.child(&nodes[i].call_frame, profile, max_depth);
+                places[i] = place;
             }
         }
-        Ok(stacks.into_iter().map(Option::flatten).collect())
+        Ok(places)
+    }
+}
+
+/// Where a node's samples go in the stack table.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// Not reached yet.
+    Unset,
+    /// The `(root)` node, or above a root: no frames.
+    Root,
+    Stack(StackHandle),
+    /// Deeper than `max_stack_depth`: its samples are kept without frames, as other decoders
+    /// keep theirs, so that the totals still match V8's.
+    TooDeep,
+}
+
+impl Place {
+    fn child(self, call: &CallFrame, profile: &mut Profile, max_depth: u64) -> Place {
+        let parent = match self {
+            Place::Unset | Place::Root => None,
+            Place::Stack(stack) => Some(stack),
+            Place::TooDeep => return Place::TooDeep,
+        };
+        // Depth 0 is a root frame: a stack of n frames ends at depth n - 1.
+        let depth = parent.map_or(0, |p| u64::from(profile.stack(p).depth) + 1);
+        if depth >= max_depth {
+            return Place::TooDeep;
+        }
+        let frame = frame(call, profile);
+        Place::Stack(profile.add_stack(parent, frame))
+    }
+
+    /// The sample's stack, counting one too deep to keep.
+    fn stack(self, profile: &mut Profile) -> Option<StackHandle> {
+        match self {
+            Place::Stack(stack) => Some(stack),
+            Place::TooDeep => {
+                profile.count("v8_stack_too_deep");
+                None
+            }
+            Place::Unset | Place::Root => None,
+        }
     }
 }
 
@@ -254,12 +294,7 @@ fn times(doc: &Document, n: usize, profile: &mut Profile) -> Result<Vec<i64>> {
 
 /// One timed sample per tick, weighing the time until the next tick (the last one: until
 /// `endTime`), as DevTools counts self time.
-fn add_samples(
-    profile: &mut Profile,
-    doc: &Document,
-    tree: &Tree,
-    stacks: &[Option<StackHandle>],
-) -> Result<()> {
+fn add_samples(profile: &mut Profile, doc: &Document, tree: &Tree, places: &[Place]) -> Result<()> {
     let n = doc.samples.len().min(doc.time_deltas.len());
     if doc.samples.len() != doc.time_deltas.len() {
         profile.count("v8_delta_mismatch");
@@ -278,7 +313,8 @@ fn add_samples(
             "(idle)" => targets.idle(profile),
             _ => targets.cpu,
         };
-        let mut sample = Sample::new(targets.thread, stacks[node], weight, series);
+        let stack = places[node].stack(profile);
+        let mut sample = Sample::new(targets.thread, stack, weight, series);
         sample.time = Some(t * 1000);
         profile.add_sample(sample);
     }
