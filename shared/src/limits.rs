@@ -104,7 +104,8 @@ limits! {
     max_stream_messages: "PROFLAKE_LIMIT_MAX_STREAM_MESSAGES" = 1_000_000, 1..=u64::MAX;
     /// Most entries in any one table of a pprof profile (strings, functions, locations,
     /// mappings) or of an OTLP dictionary, counted on the wire before the message is decoded:
-    /// an empty entry of two bytes decodes into a struct of tens of bytes.
+    /// an empty entry of two bytes decodes into a struct of tens of bytes. Also the nodes of a
+    /// V8 cpuprofile.
     max_table_entries: "PROFLAKE_LIMIT_MAX_TABLE_ENTRIES" = 5_000_000, 1..=u64::MAX;
     /// Most samples in one upload: model samples (one per timestamp or non-zero value), and
     /// pprof and OTLP sample records on the wire.
@@ -120,8 +121,8 @@ limits! {
     /// Longest string in the profile (function, file, image, thread, label, attribute), in
     /// bytes.
     max_string_bytes: "PROFLAKE_LIMIT_MAX_STRING_BYTES" = MIB, 1..=u64::MAX;
-    /// Deepest nesting of arrays and objects in JSON input (OTLP/JSON, Sample v2, envelope
-    /// headers, chunk metadata, sidecars), checked before a parser recurses into it. At most
+    /// Deepest nesting of arrays and objects in JSON input (OTLP/JSON, Sample v2, cpuprofile,
+    /// envelope headers, chunk metadata, sidecars), checked before a parser recurses into it. At most
     /// 127, serde_json's own bound.
     max_json_depth: "PROFLAKE_LIMIT_MAX_JSON_DEPTH" = 64, 1..=SERDE_JSON_DEPTH;
     /// Most distinct threads.

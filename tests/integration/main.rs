@@ -1,6 +1,7 @@
 //! Fixture-driven integration tests of the proflake library.
 
 mod aggregated;
+mod cpuprofile;
 mod doc_links;
 mod folded;
 mod gen_inputs;

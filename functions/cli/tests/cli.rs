@@ -151,7 +151,14 @@ fn every_sample_converts_to_its_expected_output() {
         }
     }
     // One sample per format.
-    for format in ["perfetto", "otlp", "pprof", "folded", "sentry"] {
+    for format in [
+        "perfetto",
+        "otlp",
+        "pprof",
+        "folded",
+        "sentry",
+        "cpuprofile",
+    ] {
         assert!(
             checked
                 .iter()

@@ -14,6 +14,7 @@ mod protowire;
 pub(crate) mod sample_v2;
 mod sentry;
 mod two_readings;
+mod v8;
 mod value_types;
 
 use std::io::{self, Read};
@@ -52,6 +53,8 @@ pub enum InputFormat {
     SampleV2,
     /// Folded (collapsed) stacks: `root;...;leaf COUNT` lines.
     Folded,
+    /// A V8 CPU profile (`.cpuprofile`: DevTools `Profiler.Profile`, Node `--cpu-prof`).
+    V8CpuProfile,
 }
 
 impl InputFormat {
@@ -63,6 +66,8 @@ impl InputFormat {
         InputFormat::Perfetto,
         InputFormat::Pprof,
         InputFormat::SentryEnvelope,
+        // Before the JSON formats whose sniffers would take any object.
+        InputFormat::V8CpuProfile,
         InputFormat::SampleV2,
         InputFormat::OtlpJson,
         InputFormat::Folded,
@@ -78,11 +83,13 @@ impl InputFormat {
             InputFormat::SentryEnvelope => "sentry-envelope",
             InputFormat::SampleV2 => "sample-v2",
             InputFormat::Folded => "folded",
+            InputFormat::V8CpuProfile => "cpuprofile",
         }
     }
 
-    /// Whether `prefix`, the first bytes of decompressed content, looks like this format.
-    fn sniffs(self, prefix: &[u8]) -> bool {
+    /// Whether `prefix`, the first bytes of decompressed content, looks like this format,
+    /// whatever the formats tried before it say.
+    pub fn sniffs(self, prefix: &[u8]) -> bool {
         match self {
             InputFormat::Perfetto => perfetto::test(prefix),
             InputFormat::Otlp => otlp::test(prefix),
@@ -91,6 +98,7 @@ impl InputFormat {
             InputFormat::SentryEnvelope => sentry::test_envelope(prefix),
             InputFormat::SampleV2 => sample_v2::test_chunk(prefix),
             InputFormat::Folded => folded::test(prefix),
+            InputFormat::V8CpuProfile => v8::test(prefix),
         }
     }
 
@@ -258,6 +266,7 @@ fn read_whole(
         InputFormat::Pprof => (pprof::decode(&whole, limits)?, Extras::default()),
         InputFormat::SentryEnvelope => sentry::decode_envelope(&whole, limits)?,
         InputFormat::SampleV2 => sample_v2::decode_chunk(whole),
+        InputFormat::V8CpuProfile => (v8::decode(&whole, limits)?, Extras::default()),
     })
 }
 

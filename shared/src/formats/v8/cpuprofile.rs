@@ -1,0 +1,323 @@
+//! Decoding a `.cpuprofile` (DevTools `Profiler.Profile`): a node tree linked by `children`,
+//! and the sampled node of each tick with the time since the previous one.
+
+use rustc_hash::FxHashMap;
+use serde::Deserialize;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::limits::{exceeded, Limits};
+use crate::model::{
+    Frame, FrameKind, Profile, Sample, Series, SeriesHandle, SeriesKind, StackHandle, ThreadHandle,
+    Timestamps,
+};
+
+const FORMAT: &str = "cpuprofile";
+
+/// The document as V8 writes it; keys it has beyond these (`positionTicks`, `hitCount`,
+/// `deoptReason`) are not read. `hitCount` in particular is not kept in step with `samples`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Document {
+    nodes: Vec<Node>,
+    start_time: i64,
+    end_time: Option<i64>,
+    #[serde(default)]
+    samples: Vec<u64>,
+    #[serde(default)]
+    time_deltas: Vec<i64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Node {
+    id: u64,
+    call_frame: CallFrame,
+    #[serde(default)]
+    children: Vec<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CallFrame {
+    #[serde(default)]
+    function_name: String,
+    #[serde(default)]
+    url: String,
+    /// 0-based; -1 when V8 has no position (synthetic nodes, native code).
+    #[serde(default = "no_position")]
+    line_number: i64,
+    #[serde(default = "no_position")]
+    column_number: i64,
+}
+
+fn no_position() -> i64 {
+    -1
+}
+
+fn malformed(what: String) -> Error {
+    ErrorKind::Malformed {
+        format: FORMAT,
+        offset: 0,
+        what,
+    }
+    .into()
+}
+
+/// Decodes a whole `.cpuprofile` into a profile on the `v8` trace clock: its times are µs
+/// of V8's monotonic clock, which has no known relation to the wall clock.
+pub(crate) fn decode(json: &[u8], limits: &Limits) -> Result<Profile> {
+    limits.check_json_depth(json)?;
+    let mut de = serde_json::Deserializer::from_slice(json);
+    let doc: Document = serde_path_to_error::deserialize(&mut de)
+        .map_err(|e| malformed(format!("{}: {}", e.path(), e.inner())))?;
+    de.end()
+        .map_err(|e| malformed(format!("after the document: {e}")))?;
+    if doc.nodes.len() as u64 > limits.max_table_entries {
+        return Err(exceeded("max_table_entries", limits.max_table_entries));
+    }
+    if doc.samples.len() as u64 > limits.max_samples {
+        return Err(exceeded("max_samples", limits.max_samples));
+    }
+    let mut profile = Profile::new(FORMAT);
+    profile.timestamps = Timestamps::TraceClock("v8".into());
+    let tree = Tree::new(&doc.nodes)?;
+    let places = tree.places(&doc.nodes, &mut profile, limits.max_stack_depth)?;
+    add_samples(&mut profile, &doc, &tree, &places)?;
+    Ok(profile)
+}
+
+/// The nodes by id, with each node's parent as `children` give it.
+struct Tree {
+    index: FxHashMap<u64, usize>,
+    parent: Vec<Option<usize>>,
+}
+
+impl Tree {
+    fn new(nodes: &[Node]) -> Result<Tree> {
+        let mut index = FxHashMap::default();
+        for (i, node) in nodes.iter().enumerate() {
+            if index.insert(node.id, i).is_some() {
+                return Err(malformed(format!("nodes[{i}]: id {} is repeated", node.id)));
+            }
+        }
+        let mut parent = vec![None; nodes.len()];
+        for (i, node) in nodes.iter().enumerate() {
+            for child in &node.children {
+                let Some(&c) = index.get(child) else {
+                    return Err(malformed(format!(
+                        "nodes[{i}].children names node {child}, which nodes does not hold"
+                    )));
+                };
+                if parent[c].replace(i).is_some() {
+                    return Err(malformed(format!("node {child} has two parents")));
+                }
+            }
+        }
+        Ok(Tree { index, parent })
+    }
+
+    /// Each node's stack: `Root` for the `(root)` node, which is no frame. A node no other
+    /// lists among its children starts a stack of its own.
+    fn places(&self, nodes: &[Node], profile: &mut Profile, max_depth: u64) -> Result<Vec<Place>> {
+        let mut places = vec![Place::Unset; nodes.len()];
+        if nodes
+            .first()
+            .is_some_and(|n| n.call_frame.function_name == "(root)")
+        {
+            places[0] = Place::Root;
+        }
+        for start in 0..nodes.len() {
+            // Walks up to the nearest node with a place, then builds back down: iteration,
+            // not recursion, since a tree may be thousands of nodes deep.
+            let mut path = Vec::new();
+            let mut at = Some(start);
+            while let Some(i) = at.filter(|&i| places[i] == Place::Unset) {
+                if path.len() > nodes.len() {
+                    return Err(malformed(format!(
+                        "node {} is its own ancestor",
+                        nodes[i].id
+                    )));
+                }
+                path.push(i);
+                at = self.parent[i];
+            }
+            let mut place = at.map_or(Place::Root, |i| places[i]);
+            for &i in path.iter().rev() {
+                // The first node is the tree's root whatever its name; any other without a
+                // parent has lost it.
+                if self.parent[i].is_none() && i != 0 {
+                    profile.count("v8_unknown_parent");
+                }
+                place = place.child(&nodes[i].call_frame, profile, max_depth);
+                places[i] = place;
+            }
+        }
+        Ok(places)
+    }
+}
+
+/// Where a node's samples go in the stack table.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// Not reached yet.
+    Unset,
+    /// The `(root)` node, or above a root: no frames.
+    Root,
+    Stack(StackHandle),
+    /// Deeper than `max_stack_depth`: its samples are kept without frames, as other decoders
+    /// keep theirs, so that the totals still match V8's.
+    TooDeep,
+}
+
+impl Place {
+    fn child(self, call: &CallFrame, profile: &mut Profile, max_depth: u64) -> Place {
+        let parent = match self {
+            Place::Unset | Place::Root => None,
+            Place::Stack(stack) => Some(stack),
+            Place::TooDeep => return Place::TooDeep,
+        };
+        // Depth 0 is a root frame: a stack of n frames ends at depth n - 1.
+        let depth = parent.map_or(0, |p| u64::from(profile.stack(p).depth) + 1);
+        if depth >= max_depth {
+            return Place::TooDeep;
+        }
+        let frame = frame(call, profile);
+        Place::Stack(profile.add_stack(parent, frame))
+    }
+
+    /// The sample's stack, counting one too deep to keep.
+    fn stack(self, profile: &mut Profile) -> Option<StackHandle> {
+        match self {
+            Place::Stack(stack) => Some(stack),
+            Place::TooDeep => {
+                profile.count("v8_stack_too_deep");
+                None
+            }
+            Place::Unset | Place::Root => None,
+        }
+    }
+}
+
+/// A node's frame. V8's synthetic nodes keep their names as function names; `(program)`
+/// (time in V8 outside JavaScript) and `(garbage collector)` get the runtime's kinds.
+fn frame(call: &CallFrame, profile: &mut Profile) -> crate::model::FrameHandle {
+    let kind = match call.function_name.as_str() {
+        "(program)" => FrameKind::Runtime,
+        "(garbage collector)" => FrameKind::Gc,
+        _ => FrameKind::JavaScript,
+    };
+    let mut frame = Frame::new(kind);
+    let name = match call.function_name.as_str() {
+        "" => "(anonymous)",
+        name => name,
+    };
+    frame.function = Some(profile.intern(name));
+    frame.file = (!call.url.is_empty()).then(|| profile.intern(&call.url));
+    let one_based = |n: i64| u32::try_from(n).ok().and_then(|n| n.checked_add(1));
+    frame.line = one_based(call.line_number);
+    frame.column = one_based(call.column_number);
+    profile.add_frame(frame)
+}
+
+/// The series samples go to: CPU time, but `(idle)` apart, since idle is not CPU time.
+struct Targets {
+    thread: ThreadHandle,
+    cpu: SeriesHandle,
+    idle: Option<SeriesHandle>,
+}
+
+impl Targets {
+    fn new(profile: &mut Profile, frequency_hz: Option<u64>) -> Targets {
+        let process = profile.add_process(None);
+        let thread = profile.add_thread(process, None);
+        let cpu = add_series(profile, "cpu", SeriesKind::CpuTime, frequency_hz);
+        Targets {
+            thread,
+            cpu,
+            idle: None,
+        }
+    }
+
+    fn idle(&mut self, profile: &mut Profile) -> SeriesHandle {
+        *self
+            .idle
+            .get_or_insert_with(|| add_series(profile, "idle", SeriesKind::Other, None))
+    }
+}
+
+fn add_series(
+    profile: &mut Profile,
+    name: &str,
+    kind: SeriesKind,
+    frequency_hz: Option<u64>,
+) -> SeriesHandle {
+    let series = Series {
+        kind,
+        name: profile.intern(name),
+        unit: profile.intern("microseconds"),
+        source: Some(profile.intern("v8")),
+        frequency_hz,
+        period: None,
+    };
+    profile.add_series(series)
+}
+
+/// The sampling rate the median time between samples gives: V8 samples at a fixed interval
+/// (`--cpu-prof-interval`, 1 ms by default) but the deltas jitter around it.
+fn frequency_hz(deltas: &[i64]) -> Option<u64> {
+    let mut positive: Vec<i64> = deltas.iter().copied().filter(|&d| d > 0).collect();
+    if positive.is_empty() {
+        return None;
+    }
+    let mid = positive.len() / 2;
+    let median = *positive.select_nth_unstable(mid).1;
+    u64::try_from(1_000_000 / median).ok().filter(|&hz| hz > 0)
+}
+
+/// The sample times, in µs: the first delta is from `startTime`, each next one from the
+/// previous sample.
+fn times(doc: &Document, n: usize, profile: &mut Profile) -> Result<Vec<i64>> {
+    let mut t = doc.start_time;
+    let mut times = Vec::with_capacity(n);
+    for (i, &delta) in doc.time_deltas[..n].iter().enumerate() {
+        if delta < 0 {
+            profile.count("v8_negative_time_delta");
+        }
+        t = t
+            .checked_add(delta)
+            .filter(|t| t.checked_mul(1000).is_some())
+            .ok_or_else(|| malformed(format!("timeDeltas[{i}] takes the time out of range")))?;
+        times.push(t);
+    }
+    Ok(times)
+}
+
+/// One timed sample per tick, weighing the time until the next tick (the last one: until
+/// `endTime`), as DevTools counts self time.
+fn add_samples(profile: &mut Profile, doc: &Document, tree: &Tree, places: &[Place]) -> Result<()> {
+    let n = doc.samples.len().min(doc.time_deltas.len());
+    if doc.samples.len() != doc.time_deltas.len() {
+        profile.count("v8_delta_mismatch");
+    }
+    let times = times(doc, n, profile)?;
+    let mut targets = Targets::new(profile, frequency_hz(&doc.time_deltas[..n]));
+    for (i, (&id, &t)) in doc.samples.iter().zip(&times).enumerate() {
+        let Some(&node) = tree.index.get(&id) else {
+            return Err(malformed(format!(
+                "samples[{i}] names node {id}, which nodes does not hold"
+            )));
+        };
+        let next = times.get(i + 1).copied().or(doc.end_time).unwrap_or(t);
+        let weight = next.saturating_sub(t).max(0);
+        let series = match doc.nodes[node].call_frame.function_name.as_str() {
+            "(idle)" => targets.idle(profile),
+            _ => targets.cpu,
+        };
+        let stack = places[node].stack(profile);
+        let mut sample = Sample::new(targets.thread, stack, weight, series);
+        sample.time = Some(t * 1000);
+        profile.add_sample(sample);
+    }
+    profile.sort_samples_by_time();
+    Ok(())
+}
