@@ -127,6 +127,15 @@ fn cases() -> Vec<Case> {
             "sentry-envelope",
             "plain",
         ),
+        Case {
+            sidecar: Some(repo_file("samples/cpuprofile/node.metadata.json")),
+            ..case(
+                "uploads/node/node.cpuprofile",
+                "samples/cpuprofile/node.cpuprofile",
+                "cpuprofile",
+                "plain",
+            )
+        },
         case(
             "uploads/sentry/vroomrs_sample_v2_valid_android.json",
             "tests/fixtures/sentry/vroomrs_sample_v2_valid_android.json",

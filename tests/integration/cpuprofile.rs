@@ -311,3 +311,19 @@ fn too_deep_stack_keeps_its_tick_without_frames() {
     assert_eq!((rows[1].stack.is_none(), rows[1].weight), (true, 10));
     assert_eq!(stat(&decoded.profile, "v8_stack_too_deep"), 1);
 }
+
+#[test]
+fn a_negative_delta_is_kept_and_the_ticks_put_in_time_order() {
+    let text = SMALL
+        .replace("\"samples\":[2,2]", "\"samples\":[2,2,2]")
+        .replace("\"timeDeltas\":[100,100]", "\"timeDeltas\":[100,100,-50]");
+    let decoded = decode(text.as_bytes(), None).unwrap();
+    assert_eq!(stat(&decoded.profile, "v8_negative_time_delta"), 1);
+    let rows = samples(&decoded.profile);
+    let times: Vec<_> = rows.iter().map(|s| s.time.unwrap() / 1000).collect();
+    assert_eq!(
+        times,
+        [200, 250, 300],
+        "startTime 100, then +100, +100, -50"
+    );
+}
