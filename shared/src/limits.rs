@@ -105,10 +105,10 @@ limits! {
     /// Most entries in any one table of a pprof profile (strings, functions, locations,
     /// mappings) or of an OTLP dictionary, counted on the wire before the message is decoded:
     /// an empty entry of two bytes decodes into a struct of tens of bytes. Also the nodes of a
-    /// V8 cpuprofile.
+    /// V8 cpuprofile and the shared frames of a speedscope document.
     max_table_entries: "PROFLAKE_LIMIT_MAX_TABLE_ENTRIES" = 5_000_000, 1..=u64::MAX;
-    /// Most samples in one upload: model samples (one per timestamp or non-zero value), and
-    /// pprof and OTLP sample records on the wire.
+    /// Most samples in one upload: model samples (one per timestamp or non-zero value), pprof
+    /// and OTLP sample records on the wire, and a speedscope document's events and samples.
     max_samples: "PROFLAKE_LIMIT_MAX_SAMPLES" = 20_000_000, 1..=u64::MAX;
     /// Most frames in one stack. The decoders keep a deeper stack's sample without its frames
     /// and count it (`*stack_too_deep` stats); a Sample v2 chunk, which is passed through
@@ -122,7 +122,7 @@ limits! {
     /// bytes.
     max_string_bytes: "PROFLAKE_LIMIT_MAX_STRING_BYTES" = MIB, 1..=u64::MAX;
     /// Deepest nesting of arrays and objects in JSON input (OTLP/JSON, Sample v2, cpuprofile,
-    /// envelope headers, chunk metadata, sidecars), checked before a parser recurses into it. At most
+    /// speedscope, envelope headers, chunk metadata, sidecars), checked before a parser recurses into it. At most
     /// 127, serde_json's own bound.
     max_json_depth: "PROFLAKE_LIMIT_MAX_JSON_DEPTH" = 64, 1..=SERDE_JSON_DEPTH;
     /// Most distinct threads.

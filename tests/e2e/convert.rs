@@ -136,6 +136,15 @@ fn cases() -> Vec<Case> {
                 "plain",
             )
         },
+        Case {
+            sidecar: Some(repo_file("samples/speedscope/pyinstrument.metadata.json")),
+            ..case(
+                "uploads/python/pyinstrument.speedscope.json",
+                "samples/speedscope/pyinstrument.speedscope.json",
+                "speedscope",
+                "plain",
+            )
+        },
         case(
             "uploads/sentry/vroomrs_sample_v2_valid_android.json",
             "tests/fixtures/sentry/vroomrs_sample_v2_valid_android.json",

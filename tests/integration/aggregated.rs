@@ -30,6 +30,7 @@ fn aggregated(
         source: None,
         frequency_hz: hz,
         period,
+        spans: false,
     });
     let main = {
         let mut f = Frame::new(FrameKind::Native);

@@ -3,13 +3,13 @@
 //! the errors of malformed documents. Fixture provenance: tests/fixtures/cpuprofile/SOURCES.md.
 
 use proflake::{
-    convert_upload, decode, inputs::sniff, model::FrameKind, model::SeriesKind,
-    outputs::check_sample_v2, ConvertOptions, ErrorKind, InputFormat, UploadMetadata,
+    convert_upload, decode, model::FrameKind, model::SeriesKind, outputs::check_sample_v2,
+    ConvertOptions, ErrorKind, InputFormat, UploadMetadata,
 };
 use serde_json::Value;
 
 use crate::util::{
-    files_under, fixture, fixture_path, plain, repo_path, samples, stat, SampleView,
+    assert_claims_no_other_input, assert_only_sniffer, fixture, samples, stat, SampleView,
 };
 
 const FIXTURES: [&str; 3] = [
@@ -178,52 +178,18 @@ fn conversion_needs_a_timestamp_and_reports_every_tick() {
 
 // ---- detection ---------------------------------------------------------------------------
 
-fn prefix(bytes: &[u8]) -> &[u8] {
-    &bytes[..bytes.len().min(4096)]
-}
-
 #[test]
 fn only_the_cpuprofile_sniffer_claims_the_recordings() {
-    for rel in FIXTURES {
-        let bytes = fixture(rel);
-        assert_eq!(
-            sniff(prefix(&bytes)),
-            Some(InputFormat::V8CpuProfile),
-            "{rel}"
-        );
-        for &other in InputFormat::ALL {
-            if other != InputFormat::V8CpuProfile {
-                assert!(!other.sniffs(prefix(&bytes)), "{rel} sniffs as {other:?}");
-            }
-        }
-    }
+    let inputs: Vec<(String, Vec<u8>)> = FIXTURES
+        .iter()
+        .map(|rel| (rel.to_string(), fixture(rel)))
+        .collect();
+    assert_only_sniffer(InputFormat::V8CpuProfile, &inputs);
 }
 
 #[test]
 fn the_cpuprofile_sniffer_claims_no_other_input() {
-    let mut inputs = Vec::new();
-    for entry in std::fs::read_dir(fixture_path("")).unwrap() {
-        let dir = entry.unwrap().path();
-        if dir.file_name().is_some_and(|n| n != "cpuprofile") {
-            files_under(&dir, "", &mut inputs);
-        }
-    }
-    for entry in std::fs::read_dir(repo_path("samples")).unwrap() {
-        let dir = entry.unwrap().path();
-        if dir.file_name().is_some_and(|n| n != "cpuprofile") {
-            files_under(&dir, "", &mut inputs);
-        }
-    }
-    assert!(inputs.len() >= 40, "only {} inputs found", inputs.len());
-    for path in inputs {
-        let bytes = std::fs::read(&path).unwrap();
-        let bytes = plain(bytes, &path.display().to_string());
-        assert!(
-            !InputFormat::V8CpuProfile.sniffs(prefix(&bytes)),
-            "{} must not sniff as cpuprofile",
-            path.display()
-        );
-    }
+    assert_claims_no_other_input(InputFormat::V8CpuProfile, "cpuprofile");
 }
 
 // ---- malformed input ---------------------------------------------------------------------

@@ -13,6 +13,7 @@ mod perfetto_synthetic;
 mod pprof;
 mod sample_v2;
 mod sentry;
+mod speedscope;
 mod streamed;
 mod symbolize;
 mod tables;

@@ -75,6 +75,50 @@ pub fn fixture_text(rel: &str) -> String {
     String::from_utf8(fixture(rel)).unwrap_or_else(|e| panic!("fixture `{rel}` is not UTF-8: {e}"))
 }
 
+// ---- detection ---------------------------------------------------------------------------
+
+/// What the sniffers look at: the first 4 KiB.
+pub fn sniff_prefix(bytes: &[u8]) -> &[u8] {
+    &bytes[..bytes.len().min(4096)]
+}
+
+/// Each of `inputs` (gunzipped) sniffs as `format`, and no other sniffer claims it whatever
+/// the order they are tried in.
+pub fn assert_only_sniffer(format: proflake::InputFormat, inputs: &[(String, Vec<u8>)]) {
+    for (name, bytes) in inputs {
+        let bytes = plain(bytes.clone(), name);
+        let prefix = sniff_prefix(&bytes);
+        assert_eq!(proflake::inputs::sniff(prefix), Some(format), "{name}");
+        for &other in proflake::InputFormat::ALL {
+            if other != format {
+                assert!(!other.sniffs(prefix), "{name} sniffs as {other:?}");
+            }
+        }
+    }
+}
+
+/// `format`'s sniffer claims no fixture or sample outside the directories named `own`.
+pub fn assert_claims_no_other_input(format: proflake::InputFormat, own: &str) {
+    let mut inputs = Vec::new();
+    for root in [fixture_path(""), repo_path("samples")] {
+        for entry in std::fs::read_dir(root).unwrap() {
+            let dir = entry.unwrap().path();
+            if dir.file_name().is_some_and(|n| n != own) {
+                files_under(&dir, "", &mut inputs);
+            }
+        }
+    }
+    assert!(inputs.len() >= 40, "only {} inputs found", inputs.len());
+    for path in inputs {
+        let bytes = plain(std::fs::read(&path).unwrap(), &path.display().to_string());
+        assert!(
+            !format.sniffs(sniff_prefix(&bytes)),
+            "{} must not sniff as {format:?}",
+            path.display()
+        );
+    }
+}
+
 /// Decodes `bytes`, failing the test with `what` and the error when decoding fails.
 pub fn decode_ok(bytes: &[u8], what: &str) -> Decoded {
     proflake::decode(bytes, None).unwrap_or_else(|e| panic!("{what}: decode failed: {e}"))

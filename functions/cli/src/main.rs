@@ -104,6 +104,10 @@ struct MetadataArgs {
     /// and aggregated inputs without a start time (default for those: the file's mtime).
     #[arg(long)]
     start_time: Option<f64>,
+    /// Spacing, in ms, of the samples Sample v2 takes of span series (agent traces, evented
+    /// profiles; default: 10).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    span_interval_ms: Option<u64>,
 }
 
 #[derive(Args)]
@@ -212,6 +216,7 @@ impl MetadataArgs {
                 .map(|(name, version)| ClientSdk { name, version }),
             profiler_id: self.profiler_id,
             timestamp: self.start_time,
+            span_interval_ms: self.span_interval_ms,
             ..UploadMetadata::default()
         };
         let merged = base.merge(flags);

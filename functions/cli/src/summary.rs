@@ -447,6 +447,7 @@ mod tests {
                 source: None,
                 frequency_hz: None,
                 period: None,
+                spans: false,
             })
         };
         let other = series(&mut p, SeriesKind::Other, "faults");

@@ -7,12 +7,15 @@
 mod container;
 mod demangle;
 mod folded;
+mod json_scan;
 mod otlp;
 mod perfetto;
 mod pprof;
 mod protowire;
 pub(crate) mod sample_v2;
 mod sentry;
+mod spans;
+mod speedscope;
 mod two_readings;
 mod v8;
 mod value_types;
@@ -55,6 +58,8 @@ pub enum InputFormat {
     Folded,
     /// A V8 CPU profile (`.cpuprofile`: DevTools `Profiler.Profile`, Node `--cpu-prof`).
     V8CpuProfile,
+    /// speedscope's JSON format (sampled and evented profiles).
+    Speedscope,
 }
 
 impl InputFormat {
@@ -68,6 +73,7 @@ impl InputFormat {
         InputFormat::SentryEnvelope,
         // Before the JSON formats whose sniffers would take any object.
         InputFormat::V8CpuProfile,
+        InputFormat::Speedscope,
         InputFormat::SampleV2,
         InputFormat::OtlpJson,
         InputFormat::Folded,
@@ -84,6 +90,7 @@ impl InputFormat {
             InputFormat::SampleV2 => "sample-v2",
             InputFormat::Folded => "folded",
             InputFormat::V8CpuProfile => "cpuprofile",
+            InputFormat::Speedscope => "speedscope",
         }
     }
 
@@ -99,6 +106,7 @@ impl InputFormat {
             InputFormat::SampleV2 => sample_v2::test_chunk(prefix),
             InputFormat::Folded => folded::test(prefix),
             InputFormat::V8CpuProfile => v8::test(prefix),
+            InputFormat::Speedscope => speedscope::test(prefix),
         }
     }
 
@@ -267,6 +275,7 @@ fn read_whole(
         InputFormat::SentryEnvelope => sentry::decode_envelope(&whole, limits)?,
         InputFormat::SampleV2 => sample_v2::decode_chunk(whole),
         InputFormat::V8CpuProfile => (v8::decode(&whole, limits)?, Extras::default()),
+        InputFormat::Speedscope => (speedscope::decode(&whole, limits)?, Extras::default()),
     })
 }
 

@@ -71,6 +71,9 @@ pub struct UploadMetadata {
     /// The service the profiled program belongs to (not part of Sentry's metadata; the
     /// tables' `service` column). Derived from the profile when absent.
     pub service: Option<String>,
+    /// Spacing, in ms, of the samples Sample v2 takes of span series (agent traces, evented
+    /// profiles): 10 when absent.
+    pub span_interval_ms: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -86,6 +89,15 @@ struct WithDebugMeta {
 }
 
 impl UploadMetadata {
+    /// [`UploadMetadata::span_interval_ms`] in ns, or the default.
+    pub fn span_interval_ns(&self) -> i64 {
+        self.span_interval_ms
+            .and_then(|ms| i64::try_from(ms).ok())
+            .map_or(crate::plan::DEFAULT_SPAN_INTERVAL_NS, |ms| {
+                ms.saturating_mul(1_000_000)
+            })
+    }
+
     /// Parses a metadata JSON object.
     pub fn from_json(bytes: &[u8]) -> Result<Self> {
         let invalid = |e: serde_json::Error| ErrorKind::InvalidMetadata {
@@ -122,6 +134,12 @@ impl UploadMetadata {
                 .into());
             }
         }
+        if self.span_interval_ms == Some(0) {
+            return Err(ErrorKind::InvalidMetadata {
+                what: "span_interval_ms is 0; a sampling interval is at least 1 ms".into(),
+            }
+            .into());
+        }
         Ok(())
     }
 
@@ -142,6 +160,7 @@ impl UploadMetadata {
         }
         self.content_type = over.content_type.or(self.content_type);
         self.service = over.service.or(self.service);
+        self.span_interval_ms = over.span_interval_ms.or(self.span_interval_ms);
         self
     }
 }

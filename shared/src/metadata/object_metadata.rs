@@ -21,6 +21,7 @@ pub const OBJECT_METADATA_FIELDS: &[&str] = &[
     "sdk-name",
     "sdk-version",
     "content-type",
+    "span-interval-ms",
 ];
 
 impl UploadMetadata {
@@ -57,6 +58,16 @@ impl UploadMetadata {
                         })?;
                     meta.timestamp = Some(t);
                 }
+                "span-interval-ms" => {
+                    let ms = value
+                        .parse::<u64>()
+                        .map_err(|_| ErrorKind::InvalidMetadata {
+                            what: format!(
+                                "{PREFIX}span-interval-ms {value:?} is not whole milliseconds"
+                            ),
+                        })?;
+                    meta.span_interval_ms = Some(ms);
+                }
                 _ => {}
             }
         }
@@ -88,6 +99,7 @@ mod tests {
             ("sdk_name", "sentry.python"),
             ("x-amz-meta-sdk-version", "2.0.0"),
             ("x-amz-meta-timestamp", "1763800000.5"),
+            ("x-amz-meta-span-interval-ms", "5"),
             (
                 "x-amz-meta-profiler-id",
                 "6F3A0C1E-9B2D-4E7F-8A5B-1C2D3E4F5A6B",
@@ -99,6 +111,7 @@ mod tests {
         assert_eq!(m.environment.as_deref(), Some("production"));
         assert_eq!(m.service.as_deref(), Some("checkout"));
         assert_eq!(m.timestamp, Some(1_763_800_000.5));
+        assert_eq!(m.span_interval_ms, Some(5));
         let sdk = m.client_sdk.unwrap();
         assert_eq!(
             (sdk.name.as_str(), sdk.version.as_str()),

@@ -40,6 +40,10 @@ pub struct Series {
     pub frequency_hz: Option<u64>,
     /// Sampling period in `unit`, when the producer sampled every N units.
     pub period: Option<u64>,
+    /// Whether the samples are spans rather than samples: each weighs the nanoseconds from its
+    /// time during which its stack of spans was open. Such a series can be cut at any instant,
+    /// and Sample v2 carries it only as samples taken at a fixed interval.
+    pub spans: bool,
 }
 
 /// The processor mode a sample was taken in.

@@ -14,6 +14,7 @@ use crate::formats::{Container, InputFormat};
 use crate::limits::{Limits, LimitsError};
 use crate::metadata::UploadMetadata;
 use crate::model::Profile;
+use crate::plan::cut_spans_at_windows;
 use crate::store::{manifest_key, source_id, ObjectStore};
 use crate::symbolize::{NoSymbols, SymbolSource, SymbolizeReport};
 use crate::tables::TableSource;
@@ -214,9 +215,17 @@ struct OnTheClock {
 
 impl OnTheClock {
     /// How the manifest says the times were obtained, once the chunks are written: laid out
-    /// from aggregated weights, or as the clock gave them.
+    /// from aggregated weights, or as the clock gave them (and spans sampled, if they were).
     fn timestamps(self, sample_v2: &ManifestSampleV2) -> String {
         match &sample_v2.expansion {
+            Some(ManifestExpansion {
+                interval_ns,
+                source: Some(source),
+                ..
+            }) => format!(
+                "{}; Sample v2: {source} sampled {interval_ns} ns apart on the window grid",
+                self.timestamps
+            ),
             Some(ManifestExpansion { interval_ns, .. }) => format!(
                 "expanded from aggregated weights, {interval_ns} ns apart per thread, from {}",
                 self.start
@@ -239,6 +248,11 @@ fn on_the_clock(
         Pieces::Chunks { .. } => "",
         _ => place_aggregated(profile, metadata, received_at_ns),
     };
+    // Only now are the windows known: they are counted from the first sample on the wall
+    // clock.
+    if let Pieces::Whole = pieces {
+        cut_spans_at_windows(profile);
+    }
     Ok(OnTheClock {
         anchor,
         timestamps,

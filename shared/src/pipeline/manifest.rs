@@ -139,7 +139,7 @@ pub struct ManifestSampleV2 {
     pub expansion: Option<ManifestExpansion>,
 }
 
-/// The timeline laid out from aggregated weights.
+/// The timeline laid out from aggregated weights, or taken of span series.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ManifestExpansion {
     /// Spacing of one thread's samples.
@@ -148,4 +148,8 @@ pub struct ManifestExpansion {
     /// proportionally (the chunks then hold fewer samples, in the same proportions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scaled_from: Option<u64>,
+    /// What was laid out: absent for aggregated weights, `spans` for span series sampled
+    /// at a fixed interval (the samples are synthetic either way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }

@@ -80,16 +80,25 @@ impl<'s> ProfileWriter<'s> {
             self.sample_v2.why_none = plan.why_none;
         }
         let mut chunks = plan.chunks;
-        if let Some(Timing::Expanded {
-            interval_ns,
-            scaled_from,
-        }) = chunks.first().map(|c| c.timing)
-        {
-            self.expansion = Some(ManifestExpansion {
+        self.expansion = match chunks.first().map(|c| c.timing) {
+            Some(Timing::Expanded {
                 interval_ns,
                 scaled_from,
-            });
-        }
+            }) => Some(ManifestExpansion {
+                interval_ns,
+                scaled_from,
+                source: None,
+            }),
+            Some(Timing::Spans {
+                interval_ns,
+                scaled_from,
+            }) => Some(ManifestExpansion {
+                interval_ns,
+                scaled_from,
+                source: Some("spans".into()),
+            }),
+            _ => self.expansion.take(),
+        };
         let mut inputs: Vec<TableProfileInput> = table_plans
             .iter()
             .map(|plan| TableProfileInput {

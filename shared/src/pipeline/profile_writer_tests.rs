@@ -45,6 +45,7 @@ fn recording() -> Profile {
             source: None,
             frequency_hz,
             period: None,
+            spans: false,
         })
     };
     let cpu = series(SeriesKind::CpuTime, "cpu-clock", "count", Some(100));

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use super::grid::{time_windows, Grid, WINDOW_NS};
 use super::rows::Rows;
+use super::span_sampling::holds_instant;
 use super::timeline::{timed_samples, Planned, PlannedSamples, Timed, Timing, NO_STAND_IN};
 use crate::error::{ErrorKind, Result};
 use crate::ids::derived_id;
@@ -124,6 +125,9 @@ pub mod left_out {
     pub const NO_WEIGHT: &str = "no_weight";
     /// Relay drops threads with fewer than two samples with a stack in a chunk.
     pub const LONE_THREAD: &str = "lone_thread";
+    /// A span series' stretch that no instant of its sampling fell in (shorter than the
+    /// sampling interval).
+    pub const BETWEEN_SPAN_SAMPLES: &str = "between_span_samples";
 }
 
 /// Cuts a profile into chunks: per process, per 60 s window, keeping what Relay keeps.
@@ -171,7 +175,7 @@ pub fn plan_sample_v2_on<'p>(
         Err(why) => {
             let chosen = vec![false; profile.all_series().len()];
             return Ok(SampleV2Plan {
-                series: coverage(profile, &chosen, &[], &[]),
+                series: coverage(profile, &chosen, &[], &[], None),
                 chunks: Vec::new(),
                 why_none: Some(why),
             });
@@ -181,10 +185,15 @@ pub fn plan_sample_v2_on<'p>(
         samples: timed,
         timing,
         stand_in,
-    } = timed_samples(profile, &chosen)?;
+    } = timed_samples(profile, &chosen, grid, meta.span_interval_ns())?;
     let windows = match timed {
         PlannedSamples::Recorded(rows) => match grid {
             Some(grid) => recorded_windows(profile, rows, grid),
+            None => Vec::new(),
+        },
+        // Span samples are on the upload's grid already.
+        PlannedSamples::Expanded(v) if matches!(timing, Timing::Spans { .. }) => match grid {
+            Some(grid) => windows_of(profile, v, grid, PlannedSamples::Expanded),
             None => Vec::new(),
         },
         // Laid out from the profile's start: every thread's first sample is the earliest.
@@ -245,18 +254,34 @@ pub fn plan_sample_v2_on<'p>(
         .is_empty()
         .then(|| "no thread has at least 2 samples with a stack".to_owned());
     Ok(SampleV2Plan {
-        series: coverage(profile, &chosen, &plans, &stand_in),
+        series: coverage(
+            profile,
+            &chosen,
+            &plans,
+            &stand_in,
+            spans_grid(grid, timing),
+        ),
         chunks: plans,
         why_none,
     })
 }
 
-/// Per series: what the chunks carry, and why the rest is left out.
+/// The grid and spacing span series were sampled at, if they were.
+fn spans_grid(grid: Option<Grid>, timing: Timing) -> Option<(Grid, i64)> {
+    match (grid, timing) {
+        (Some(grid), Timing::Spans { interval_ns, .. }) => Some((grid, interval_ns)),
+        _ => None,
+    }
+}
+
+/// Per series: what the chunks carry, and why the rest is left out. `spans` is where span
+/// series were sampled, to tell the stretches no sample fell in.
 fn coverage(
     profile: &Profile,
     chosen: &[bool],
     plans: &[ChunkPlan<'_>],
     stand_in: &[u32],
+    spans: Option<(Grid, i64)>,
 ) -> Vec<SeriesCoverage> {
     let mut out = vec![SeriesCoverage::default(); chosen.len()];
     let mut in_chunks = vec![false; profile.samples().len()];
@@ -291,6 +316,12 @@ fn coverage(
             left_out::SERIES_NOT_CARRIED
         } else if s.time.is_some() && s.stack.is_none() {
             left_out::NO_STACK
+        } else if let (Some((grid, interval)), Some(time)) = (spans, s.time) {
+            if holds_instant(grid, interval, time, s.weight) {
+                left_out::LONE_THREAD
+            } else {
+                left_out::BETWEEN_SPAN_SAMPLES
+            }
         } else if s.time.is_none() && any_timed {
             left_out::AGGREGATED_BESIDE_TIMED
         } else if s.time.is_none() && s.weight <= 0 {
@@ -436,6 +467,7 @@ mod tests {
             source: None,
             frequency_hz: None,
             period: None,
+            spans: false,
         });
         let function = Some(p.intern("work"));
         let frame = p.add_frame(Frame {

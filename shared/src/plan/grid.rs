@@ -6,7 +6,7 @@
 //! as every other, so a window's outputs depend on that window's samples alone, and a long
 //! recording can be converted one window at a time.
 
-use crate::model::Profile;
+use crate::model::{Profile, Sample, SampleTable};
 use crate::plan::rows::Rows;
 
 /// Span of one window: the SDKs' 60 s chunks (Relay allows 66 s).
@@ -51,11 +51,59 @@ impl Grid {
         }
     }
 
-    /// Where window `n` starts, saturated at the ends of time.
-    pub fn start(self, n: i64) -> i64 {
-        let t = i128::from(self.origin_ns) + i128::from(n) * i128::from(WINDOW_NS);
+    /// Instant `k` of a sampling `interval_ns` apart from the origin, saturated at the ends of
+    /// time.
+    pub fn start_at(self, k: i64, interval_ns: i64) -> i64 {
+        let t = i128::from(self.origin_ns) + i128::from(k) * i128::from(interval_ns);
         i64::try_from(t).unwrap_or(if t < 0 { i64::MIN } else { i64::MAX })
     }
+
+    /// Where window `n` starts, saturated at the ends of time.
+    pub fn start(self, n: i64) -> i64 {
+        self.start_at(n, WINDOW_NS)
+    }
+}
+
+/// Cuts every stretch of a span series that crosses a window boundary into one stretch per
+/// window, so that each window's table rows and chunks hold exactly the time spent in it.
+/// Samples of other series are points in time and stay as they are; so does a profile without
+/// span series.
+pub(crate) fn cut_spans_at_windows(profile: &mut Profile) {
+    let spans: Vec<bool> = profile.all_series().map(|(_, s)| s.spans).collect();
+    let Some(grid) = Grid::of(profile) else {
+        return;
+    };
+    let samples = profile.samples();
+    let crosses = |i: usize| {
+        spans[samples.series(i).index()]
+            && samples.time(i).is_some_and(|t| {
+                let w = samples.weight(i);
+                w > 1 && grid.window(t) != grid.window(t.saturating_add(w - 1))
+            })
+    };
+    if !(0..samples.len()).any(crosses) {
+        return;
+    }
+    let mut cut = SampleTable::default();
+    for i in 0..samples.len() {
+        let sample = samples.get(i);
+        let (Some(mut t), true) = (sample.time, crosses(i)) else {
+            cut.push(sample);
+            continue;
+        };
+        let end = t.saturating_add(sample.weight);
+        while t < end {
+            let next = grid.start(grid.window(t) + 1).min(end);
+            cut.push(Sample {
+                time: Some(t),
+                weight: next - t,
+                ..sample
+            });
+            t = next;
+        }
+    }
+    profile.replace_samples(cut);
+    profile.sort_samples_by_time();
 }
 
 /// One window of [`time_windows`].
@@ -166,6 +214,7 @@ mod tests {
             source: None,
             frequency_hz: None,
             period: None,
+            spans: false,
         });
         let frame = p.add_frame(Frame::new(FrameKind::Native));
         let stack = p.add_stack(None, frame);

@@ -8,6 +8,7 @@ mod chunks;
 mod grid;
 mod platform;
 mod rows;
+mod span_sampling;
 mod tables;
 mod timeline;
 
@@ -15,9 +16,11 @@ pub use chunks::{
     left_out, plan_chunks, plan_sample_v2, plan_sample_v2_on, ChunkPlan, SeriesCoverage,
     MAX_CHUNK_DURATION_NS,
 };
+pub(crate) use grid::cut_spans_at_windows;
 pub use grid::Grid;
 pub use platform::Runtimes;
 pub use rows::RowsIter;
+pub use span_sampling::DEFAULT_SPAN_INTERVAL_NS;
 pub use tables::{plan_tables, plan_tables_on, TableProfilePlan};
 pub use timeline::{
     PlannedSamples, Timing, DEFAULT_INTERVAL_NS, MAX_EXPANDED_SAMPLES, MIN_INTERVAL_NS,

@@ -30,7 +30,9 @@
 
 use rustc_hash::FxHashMap;
 
+use super::grid::Grid;
 use super::rows::{Rows, RowsIter};
+use super::span_sampling::sample_spans;
 use crate::error::{ErrorKind, Result};
 use crate::model::{
     count_unit_scale, time_unit_ns, Profile, Sample, SampleTable, SeriesHandle, StackHandle,
@@ -59,6 +61,15 @@ pub enum Timing {
         interval_ns: i64,
         /// The observations the weights stood for, when more than [`MAX_EXPANDED_SAMPLES`]
         /// and so scaled down; `None` when every observation was written.
+        scaled_from: Option<u64>,
+    },
+    /// Times at which span series were sampled, `interval_ns` apart on the window grid
+    /// (docs/outputs.md, "Spans in Sample v2").
+    Spans {
+        /// Spacing of the instants sampled.
+        interval_ns: i64,
+        /// The instants the requested spacing would have given, when more than
+        /// [`MAX_EXPANDED_SAMPLES`] and so spaced further apart.
         scaled_from: Option<u64>,
     },
 }
@@ -276,9 +287,33 @@ pub(crate) const NO_STAND_IN: u32 = u32::MAX;
 /// labels (a goroutine id, a request) still expands into at most [`MAX_EXPANDED_SAMPLES`]
 /// (unless it has more distinct stacks than that), and its rounding happens once per stack,
 /// not once per sample.
-pub(crate) fn timed_samples(profile: &Profile, chosen: &[bool]) -> Result<Timed> {
+///
+/// Span series are sampled every `span_interval_ns` on `grid` instead.
+pub(crate) fn timed_samples(
+    profile: &Profile,
+    chosen: &[bool],
+    grid: Option<Grid>,
+    span_interval_ns: i64,
+) -> Result<Timed> {
     let samples = profile.samples();
     let wanted = |i: &usize| chosen[samples.series(*i).index()];
+    let spans = profile
+        .all_series()
+        .any(|(h, s)| chosen[h.index()] && s.spans);
+    if let (true, Some(grid)) = (spans, grid) {
+        let stretches = (0..samples.len())
+            .filter(wanted)
+            .filter(|&i| samples.stack(i).is_some() && samples.time(i).is_some());
+        let taken = sample_spans(profile, stretches, grid, span_interval_ns);
+        return Ok(Timed {
+            samples: PlannedSamples::Expanded(taken.samples),
+            timing: Timing::Spans {
+                interval_ns: taken.interval_ns,
+                scaled_from: taken.scaled_from,
+            },
+            stand_in: Vec::new(),
+        });
+    }
     let recorded: Rows = (0..samples.len())
         .filter(wanted)
         .filter(|&i| samples.stack(i).is_some() && samples.time(i).is_some())

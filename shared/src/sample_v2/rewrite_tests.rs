@@ -124,6 +124,7 @@ fn a_symbolized_frame_is_written_as_sentry_stores_it() {
         source: None,
         frequency_hz: None,
         period: None,
+        spans: false,
     });
     let process = p.add_process(Some(1));
     let thread = p.add_thread(process, Some(1));

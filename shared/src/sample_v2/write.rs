@@ -55,6 +55,10 @@ pub struct SampleV2Chunk {
 const EXPANSION_RULE: &str = "aggregated input: each stack's weight expanded into samples one \
      sampling interval apart per thread, from the profile's start time";
 
+const SPAN_SAMPLING_RULE: &str =
+    "span input: each thread sampled one interval apart on the upload's \
+     window grid, with the stack of the spans open at each instant";
+
 /// A frame as the writer deduplicates it, borrowing from the profile; only the distinct ones
 /// become [`schema::Frame`]s. Every field is part of the key, so the inline levels of one
 /// address (same `instruction_addr`, other `function`, `lineno`, `sym_addr`) stay apart.
@@ -619,6 +623,15 @@ fn synthetic_timestamps(timing: Timing) -> Option<schema::SyntheticTimestamps> {
         } => Some(schema::SyntheticTimestamps {
             interval_ns,
             rule: EXPANSION_RULE.to_owned(),
+            scaled_from,
+            other: Map::new(),
+        }),
+        Timing::Spans {
+            interval_ns,
+            scaled_from,
+        } => Some(schema::SyntheticTimestamps {
+            interval_ns,
+            rule: SPAN_SAMPLING_RULE.to_owned(),
             scaled_from,
             other: Map::new(),
         }),

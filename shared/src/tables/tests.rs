@@ -171,6 +171,7 @@ fn series_of(p: &mut Profile, kind: SeriesKind, name: &str, unit: &str, hz: Opti
         source: None,
         frequency_hz: hz,
         period: None,
+        spans: false,
     }
 }
 

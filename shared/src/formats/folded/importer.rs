@@ -56,6 +56,7 @@ impl Importer {
             source: Some(profile.intern(dialect.source())),
             frequency_hz: None,
             period: series.period,
+            spans: false,
         };
         let series = profile.add_series(series);
         Importer {

@@ -186,6 +186,7 @@ impl Request<'_, '_> {
             source: Some(self.p().intern(source)),
             frequency_hz,
             period: period_in_unit,
+            spans: false,
         };
         self.p().add_series(series)
     }

@@ -479,6 +479,7 @@ impl<S: Samples> Importer<S> {
             source: Some(self.profile.intern("linux.perf")),
             frequency_hz,
             period,
+            spans: false,
         };
         let handle = self.profile.add_series(series);
         self.perf_series.insert(seq_id, handle);
@@ -512,6 +513,7 @@ impl<S: Samples> Importer<S> {
             source: Some(self.profile.intern("chrome")),
             frequency_hz: None,
             period: None,
+            spans: false,
         };
         let series = self.profile.add_series(series);
         let thread = self.thread(pid.map(i64::from), tid.map(i64::from));
@@ -598,6 +600,7 @@ impl<S: Samples> Importer<S> {
             source: source.as_deref().map(|s| self.profile.intern(s)),
             frequency_hz: None,
             period: None,
+            spans: false,
         };
         let series = self.profile.add_series(series);
         let stack = match ss.callstack_field {

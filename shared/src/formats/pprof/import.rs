@@ -175,6 +175,7 @@ fn series(profile: &mut Profile, tables: &Tables, p: &pprof::Profile) -> Vec<Ser
                 source: Some(source),
                 frequency_hz,
                 period,
+                spans: false,
             };
             profile.add_series(series)
         })

@@ -276,6 +276,7 @@ pub(crate) fn import(profile: &mut Profile, chunk: &Chunk) -> Imported {
         source: Some(source),
         frequency_hz: None,
         period: None,
+        spans: false,
     });
     let thread_metadata = chunk.profile.thread_metadata.as_ref();
     let mut range = (i64::MAX, i64::MIN);

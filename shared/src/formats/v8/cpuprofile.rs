@@ -258,6 +258,7 @@ fn add_series(
         source: Some(profile.intern("v8")),
         frequency_hz,
         period: None,
+        spans: false,
     };
     profile.add_series(series)
 }

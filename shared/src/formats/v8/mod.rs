@@ -3,6 +3,8 @@
 
 mod cpuprofile;
 
+use super::json_scan::top_level_keys;
+
 pub(crate) use cpuprofile::decode;
 
 /// The key a node's first field may have: V8 writes `id` first, other writers reorder.
@@ -13,80 +15,9 @@ const NODE_KEYS: [&[u8]; 4] = [b"id", b"callFrame", b"hitCount", b"children"];
 /// in any order, so every key at depth 1 is looked at, not just the first; a prefix that ends
 /// before `nodes` is not claimed (Node writes `nodes` first).
 pub(crate) fn test(prefix: &[u8]) -> bool {
-    let mut scan = Scan {
-        bytes: prefix,
-        at: 0,
-    };
-    if scan.next_token() != Some(b'{') {
-        return false;
-    }
-    let mut depth = 1u32;
-    while let Some(b) = scan.next_token() {
-        match b {
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            b'"' => {
-                let Some(text) = scan.string() else {
-                    return false;
-                };
-                if depth == 1 && text == b"nodes" && scan.next_token() == Some(b':') {
-                    return scan.starts_node_array();
-                }
-            }
-            _ => {}
-        }
-        if depth == 0 {
-            return false;
-        }
-    }
-    false
-}
-
-/// A cursor over JSON bytes that knows only what the sniffer needs: tokens and strings.
-struct Scan<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl Scan<'_> {
-    /// The next byte that is not whitespace, consumed.
-    fn next_token(&mut self) -> Option<u8> {
-        while let Some(&b) = self.bytes.get(self.at) {
-            self.at += 1;
-            if !b.is_ascii_whitespace() {
-                return Some(b);
-            }
-        }
-        None
-    }
-
-    /// The raw text of the string whose opening quote was just consumed, escapes left as
-    /// they are (keys compared here have none); `None` when the prefix ends inside it.
-    fn string(&mut self) -> Option<&[u8]> {
-        let start = self.at;
-        let mut escaped = false;
-        while let Some(&b) = self.bytes.get(self.at) {
-            self.at += 1;
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => return Some(&self.bytes[start..self.at - 1]),
-                _ => {}
-            }
-        }
-        None
-    }
-
-    /// Whether what follows is `[{"KEY"` with KEY one of a node's keys.
-    fn starts_node_array(&mut self) -> bool {
-        if self.next_token() != Some(b'[') || self.next_token() != Some(b'{') {
-            return false;
-        }
-        if self.next_token() != Some(b'"') {
-            return false;
-        }
-        self.string().is_some_and(|key| NODE_KEYS.contains(&key))
-    }
+    top_level_keys(prefix, |key, scan| {
+        (key == b"nodes").then(|| scan.followed_by(b"[{", |k| NODE_KEYS.contains(&k)))
+    })
 }
 
 #[cfg(test)]

@@ -1,0 +1,363 @@
+//! Spans (begin/end pairs on one track) turned into a wall-time series: one rule for every
+//! format that records spans rather than samples (speedscope's evented profiles, and trace
+//! events' `B`/`E` and `X`).
+//!
+//! Time is swept from the first boundary to the last. Open spans are kept in the order they
+//! began, and every instant with a span open is attributed once, to the stack of the spans open
+//! then: the earliest begun at the root, the latest begun at the leaf. Each stretch with one
+//! stack becomes one sample whose weight is its length in nanoseconds. So the weights of a track
+//! add up to the time during which any of its spans was open, whatever the spans' overlap.
+//!
+//! An end closes the latest open span of its name; an end without a name, or with one no open
+//! span has, closes the innermost span opened by a begin, as catapult's trace viewer does. A
+//! span never ended stays open until the document's last timestamp.
+
+use crate::model::{
+    FrameHandle, LabelSetHandle, Profile, Sample, SeriesHandle, StackHandle, ThreadHandle,
+};
+
+/// What the sweep counts, as the profile's stats (and so the manifest) name it.
+pub(crate) mod stat {
+    /// Spans begun.
+    pub const SPANS: &str = "spans";
+    /// Ends that closed no span of their name (closed the innermost, or nothing).
+    pub const UNMATCHED_END: &str = "spans_unmatched_end";
+    /// Closes that left a later-begun span open: spans that overlap without nesting.
+    pub const NOT_NESTED: &str = "spans_not_nested";
+    /// Spans still open at the document's last timestamp.
+    pub const UNTERMINATED: &str = "spans_unterminated";
+    /// Stretches whose open spans were deeper than `max_stack_depth`: kept without frames.
+    pub const TOO_DEEP: &str = "span_stack_too_deep";
+}
+
+/// Why boundaries at one instant are taken in a given order.
+// Complete spans come from trace events' `X`, whose decoder builds on this module.
+#[allow(dead_code)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Class {
+    /// The ends of complete (`X`) spans come first, so that a span ending at `t` and one
+    /// beginning at `t` are siblings.
+    OwnEnd,
+    /// Begins and ends written as separate events keep the order the producer wrote them in.
+    Written,
+    /// Complete spans begin after those, longest first, so that a child written before its
+    /// parent with the same start still nests inside it.
+    CompleteBegin,
+}
+
+#[allow(dead_code)]
+#[derive(Clone, Copy, Debug)]
+enum Edge {
+    Begin {
+        span: u32,
+        name: u32,
+        frame: FrameHandle,
+        labels: Option<LabelSetHandle>,
+        complete: bool,
+    },
+    End {
+        name: Option<u32>,
+    },
+    OwnEnd {
+        span: u32,
+    },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Boundary {
+    time: i64,
+    class: Class,
+    /// Within a class: the negated length of a complete span's begin, the negated begin time
+    /// of a complete span's end; 0 otherwise.
+    tie: i64,
+    /// Within that: the order written (reversed for ends of complete spans, so that of two
+    /// spans begun together the later written, which began inside the other, ends first).
+    seq: u32,
+    edge: Edge,
+}
+
+/// The boundaries of one track's spans, in any order, to be swept once all are known.
+#[derive(Default)]
+pub(crate) struct SpanTrack {
+    boundaries: Vec<Boundary>,
+    written: u32,
+    spans: u32,
+}
+
+/// A span's name, as the caller tells names apart (an interned string, a frame index).
+pub(crate) type NameKey = u32;
+
+impl SpanTrack {
+    fn next_seq(&mut self) -> u32 {
+        self.written = self.written.wrapping_add(1);
+        self.written
+    }
+
+    fn next_span(&mut self) -> u32 {
+        self.spans = self.spans.wrapping_add(1);
+        self.spans
+    }
+
+    /// A span begun at `time` (ns) by a begin event; `frame` is what stacks show for it.
+    pub(crate) fn begin(
+        &mut self,
+        time: i64,
+        name: NameKey,
+        frame: FrameHandle,
+        labels: Option<LabelSetHandle>,
+    ) {
+        let (seq, span) = (self.next_seq(), self.next_span());
+        self.boundaries.push(Boundary {
+            time,
+            class: Class::Written,
+            tie: 0,
+            seq,
+            edge: Edge::Begin {
+                span,
+                name,
+                frame,
+                labels,
+                complete: false,
+            },
+        });
+    }
+
+    /// An end event at `time`, naming the span it ends or not.
+    pub(crate) fn end(&mut self, time: i64, name: Option<NameKey>) {
+        let seq = self.next_seq();
+        self.boundaries.push(Boundary {
+            time,
+            class: Class::Written,
+            tie: 0,
+            seq,
+            edge: Edge::End { name },
+        });
+    }
+
+    /// A complete span: begun at `time`, lasting `duration` ns (more than 0).
+    #[allow(dead_code)]
+    pub(crate) fn complete(
+        &mut self,
+        time: i64,
+        duration: i64,
+        name: NameKey,
+        frame: FrameHandle,
+        labels: Option<LabelSetHandle>,
+    ) {
+        let (seq, span) = (self.next_seq(), self.next_span());
+        self.boundaries.push(Boundary {
+            time,
+            class: Class::CompleteBegin,
+            tie: duration.saturating_neg(),
+            seq,
+            edge: Edge::Begin {
+                span,
+                name,
+                frame,
+                labels,
+                complete: true,
+            },
+        });
+        self.boundaries.push(Boundary {
+            time: time.saturating_add(duration),
+            class: Class::OwnEnd,
+            tie: time.saturating_neg(),
+            seq: u32::MAX - seq,
+            edge: Edge::OwnEnd { span },
+        });
+    }
+
+    /// The last time any boundary of this track has, if it has one.
+    pub(crate) fn last_time(&self) -> Option<i64> {
+        self.boundaries.iter().map(|b| b.time).max()
+    }
+
+    /// Sweeps the track into samples of `series` on `thread`, each at its stretch's start and
+    /// weighing its length; spans never ended close at `end_of_document`.
+    pub(crate) fn sweep(
+        mut self,
+        into: Target,
+        end_of_document: i64,
+        profile: &mut Profile,
+        max_stack_depth: u64,
+    ) {
+        self.boundaries
+            .sort_unstable_by_key(|b| (b.time, b.class, b.tie, b.seq));
+        let mut sweep = Sweep {
+            into,
+            open: Vec::new(),
+            pending: None,
+            max_depth: usize::try_from(max_stack_depth).unwrap_or(usize::MAX),
+        };
+        let mut i = 0;
+        while i < self.boundaries.len() {
+            let t = self.boundaries[i].time;
+            while i < self.boundaries.len() && self.boundaries[i].time == t {
+                sweep.apply(self.boundaries[i].edge, profile);
+                i += 1;
+            }
+            let next = self
+                .boundaries
+                .get(i)
+                .map_or(end_of_document.max(t), |b| b.time);
+            sweep.attribute(t, next, profile);
+        }
+        for _ in 0..sweep.open.len() {
+            profile.count(stat::UNTERMINATED);
+        }
+        sweep.flush(profile);
+    }
+}
+
+/// Where a track's samples go.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Target {
+    pub thread: ThreadHandle,
+    pub series: SeriesHandle,
+    /// Whether the boundaries' values are times; if not, the stretches are kept without one
+    /// (aggregated), weighing their length in the values' unit.
+    pub timed: bool,
+}
+
+struct Open {
+    span: u32,
+    name: NameKey,
+    frame: FrameHandle,
+    labels: Option<LabelSetHandle>,
+    complete: bool,
+    /// The stack this span's stretches have: its frame on the stack of the spans before it.
+    stack: Option<StackHandle>,
+}
+
+/// A stretch not yet written: consecutive stretches of one stack and leaf span are one sample.
+struct Pending {
+    time: i64,
+    weight: i64,
+    leaf: u32,
+    stack: Option<StackHandle>,
+    labels: Option<LabelSetHandle>,
+}
+
+struct Sweep {
+    into: Target,
+    open: Vec<Open>,
+    pending: Option<Pending>,
+    max_depth: usize,
+}
+
+impl Sweep {
+    fn apply(&mut self, edge: Edge, profile: &mut Profile) {
+        match edge {
+            Edge::Begin {
+                span,
+                name,
+                frame,
+                labels,
+                complete,
+            } => {
+                profile.count(stat::SPANS);
+                let parent = self.open.last().and_then(|o| o.stack);
+                let stack = self.stack_on(parent, frame, self.open.len(), profile);
+                self.open.push(Open {
+                    span,
+                    name,
+                    frame,
+                    labels,
+                    complete,
+                    stack,
+                });
+            }
+            Edge::End { name } => {
+                let named =
+                    name.and_then(|n| self.open.iter().rposition(|o| !o.complete && o.name == n));
+                let at = match named {
+                    Some(at) => Some(at),
+                    None => {
+                        profile.count(stat::UNMATCHED_END);
+                        self.open.iter().rposition(|o| !o.complete)
+                    }
+                };
+                if let Some(at) = at {
+                    self.close(at, profile);
+                }
+            }
+            Edge::OwnEnd { span } => {
+                if let Some(at) = self.open.iter().rposition(|o| o.span == span) {
+                    self.close(at, profile);
+                }
+            }
+        }
+    }
+
+    /// The stack of a span at `depth` (0 for the outermost) on `parent`: none past the depth
+    /// limit, where stretches are kept without frames.
+    fn stack_on(
+        &self,
+        parent: Option<StackHandle>,
+        frame: FrameHandle,
+        depth: usize,
+        profile: &mut Profile,
+    ) -> Option<StackHandle> {
+        if depth >= self.max_depth || (depth > 0 && parent.is_none()) {
+            return None;
+        }
+        Some(profile.add_stack(parent, frame))
+    }
+
+    /// Closes the open span at `at`; the spans begun after it keep their order, their stacks
+    /// now without it.
+    fn close(&mut self, at: usize, profile: &mut Profile) {
+        self.open.remove(at);
+        if at == self.open.len() {
+            return;
+        }
+        profile.count(stat::NOT_NESTED);
+        for i in at..self.open.len() {
+            let parent = i.checked_sub(1).and_then(|p| self.open[p].stack);
+            self.open[i].stack = self.stack_on(parent, self.open[i].frame, i, profile);
+        }
+    }
+
+    /// Attributes `[from, to)` to the spans open now.
+    fn attribute(&mut self, from: i64, to: i64, profile: &mut Profile) {
+        let Some(leaf) = self.open.last() else {
+            return;
+        };
+        let weight = to.saturating_sub(from);
+        if weight <= 0 {
+            return;
+        }
+        let (span, stack, labels) = (leaf.span, leaf.stack, leaf.labels);
+        if let Some(p) = &mut self.pending {
+            if p.leaf == span && p.stack == stack && p.time.saturating_add(p.weight) == from {
+                p.weight = p.weight.saturating_add(weight);
+                return;
+            }
+        }
+        self.flush(profile);
+        self.pending = Some(Pending {
+            time: from,
+            weight,
+            leaf: span,
+            stack,
+            labels,
+        });
+    }
+
+    fn flush(&mut self, profile: &mut Profile) {
+        let Some(p) = self.pending.take() else {
+            return;
+        };
+        if p.stack.is_none() {
+            profile.count(stat::TOO_DEEP);
+        }
+        let mut sample = Sample::new(self.into.thread, p.stack, p.weight, self.into.series);
+        sample.time = self.into.timed.then_some(p.time);
+        sample.labels = p.labels;
+        profile.add_sample(sample);
+    }
+}
+
+#[cfg(test)]
+#[path = "spans_tests.rs"]
+mod tests;
