@@ -51,6 +51,13 @@ echo "samples/perfetto/android_app.pftrace matches its generator"
 .venv/bin/python samples/sentry/make_envelope.py "$tmp/android_perfetto.envelope"
 cmp samples/sentry/android_perfetto.envelope "$tmp/android_perfetto.envelope"
 echo "samples/sentry/android_perfetto.envelope matches its generator"
+python3 samples/chrome/make_claude_code.py "$tmp/claude_code.json"
+cmp samples/chrome/claude_code.json "$tmp/claude_code.json"
+for variant in snapshot truncated; do
+  python3 samples/chrome/make_claude_code.py "$tmp/claude_code_$variant.json" "--$variant"
+  cmp "tests/fixtures/chrome/claude_code_$variant.json" "$tmp/claude_code_$variant.json"
+done
+echo "samples/chrome/claude_code.json and its test variants match their generator"
 
 step "infra: cfn-lint infra/template.yaml"
 scripts/lint_infra.sh

@@ -45,6 +45,60 @@ pub fn utc_millis(ns: i64) -> String {
     format!("{}.{millis:03}Z", utc_seconds(ns.div_euclid(1_000_000_000)))
 }
 
+/// Nanoseconds since the epoch of an RFC 3339 time (`2025-07-30T15:39:37.123Z`, a fraction
+/// of up to 9 digits, `Z` or a `±HH:MM` offset), as JavaScript's `toISOString` writes them;
+/// `None` for anything else.
+pub(crate) fn parse_rfc3339(text: &str) -> Option<i64> {
+    let b = text.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let digits = b.get(r)?;
+        digits.iter().all(u8::is_ascii_digit).then(|| {
+            digits
+                .iter()
+                .fold(0i64, |n, d| n * 10 + i64::from(d - b'0'))
+        })
+    };
+    let sep = |i: usize, c: &[u8]| b.get(i).is_some_and(|x| c.contains(x));
+    if !(sep(4, b"-") && sep(7, b"-") && sep(10, b"Tt ") && sep(13, b":") && sep(16, b":")) {
+        return None;
+    }
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
+        return None;
+    }
+    let mut i = 19;
+    let mut nanos = 0i64;
+    if sep(i, b".") {
+        let digits = b[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits == 0 || digits > 9 {
+            return None;
+        }
+        nanos = num(i + 1..i + 1 + digits)? * 10i64.pow(9 - digits as u32);
+        i += 1 + digits;
+    }
+    let offset_s = match b.get(i..)? {
+        b"Z" | b"z" => 0,
+        [sign @ (b'+' | b'-'), ..] if b.len() == i + 6 && sep(i + 3, b":") => {
+            let minutes = num(i + 1..i + 3)? * 60 + num(i + 4..i + 6)?;
+            if *sign == b'+' {
+                minutes * 60
+            } else {
+                -minutes * 60
+            }
+        }
+        _ => return None,
+    };
+    let seconds =
+        days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offset_s;
+    seconds.checked_mul(1_000_000_000)?.checked_add(nanos)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,6 +145,33 @@ mod tests {
             assert!(ok, "{prev:?} -> {next:?}");
             assert_eq!(days_from_civil(next.0, next.1.into(), next.2.into()), days);
             prev = next;
+        }
+    }
+
+    #[test]
+    fn rfc3339_times_as_javascript_writes_them() {
+        use super::parse_rfc3339;
+        assert_eq!(parse_rfc3339("1970-01-01T00:00:00.000Z"), Some(0));
+        assert_eq!(
+            parse_rfc3339("2025-07-30T15:39:37.123Z"),
+            Some(1_753_889_977_123_000_000)
+        );
+        assert_eq!(
+            parse_rfc3339("2025-07-30T17:39:37+02:00"),
+            Some(1_753_889_977_000_000_000)
+        );
+        assert_eq!(
+            parse_rfc3339("2025-07-30T15:39:37.000000001Z"),
+            Some(1_753_889_977_000_000_001)
+        );
+        for bad in [
+            "2025-07-30",
+            "2025-13-01T00:00:00Z",
+            "2025-07-30T15:39:37",
+            "x025-07-30T15:39:37Z",
+            "2025-07-30T15:39:37.Z",
+        ] {
+            assert_eq!(parse_rfc3339(bad), None, "{bad}");
         }
     }
 }

@@ -125,6 +125,15 @@ limits! {
     /// speedscope, envelope headers, chunk metadata, sidecars), checked before a parser recurses into it. At most
     /// 127, serde_json's own bound.
     max_json_depth: "PROFLAKE_LIMIT_MAX_JSON_DEPTH" = 64, 1..=SERDE_JSON_DEPTH;
+    /// Most events in one trace-event document (the elements of `traceEvents` or of a bare
+    /// array), counted as they are read.
+    max_events: "PROFLAKE_LIMIT_MAX_EVENTS" = 50_000_000, 1..=u64::MAX;
+    /// Largest single JSON value a streamed document holds at once: one trace event, or its
+    /// `metadata` object. The read buffer grows to the largest one.
+    max_event_bytes: "PROFLAKE_LIMIT_MAX_EVENT_BYTES" = 64 * MIB, 1..=u64::MAX;
+    /// Most args of one span kept as labels; the rest are dropped and counted
+    /// (`span_args_dropped`).
+    max_span_args: "PROFLAKE_LIMIT_MAX_SPAN_ARGS" = 64, 0..=u64::MAX;
     /// Most distinct threads.
     max_threads: "PROFLAKE_LIMIT_MAX_THREADS" = 100_000, 1..=u64::MAX;
     /// Most distinct processes: each gets Sample v2 chunks of its own.

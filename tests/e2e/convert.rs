@@ -137,6 +137,15 @@ fn cases() -> Vec<Case> {
             )
         },
         Case {
+            sidecar: Some(repo_file("samples/chrome/claude_code.metadata.json")),
+            ..case(
+                "uploads/agents/trace-5f0c3a52.json",
+                "samples/chrome/claude_code.json",
+                "chrome-json",
+                "plain",
+            )
+        },
+        Case {
             sidecar: Some(repo_file("samples/speedscope/pyinstrument.metadata.json")),
             ..case(
                 "uploads/python/pyinstrument.speedscope.json",

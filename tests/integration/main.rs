@@ -1,6 +1,7 @@
 //! Fixture-driven integration tests of the proflake library.
 
 mod aggregated;
+mod chrome;
 mod cpuprofile;
 mod doc_links;
 mod folded;

@@ -159,6 +159,7 @@ fn every_sample_converts_to_its_expected_output() {
         "sentry",
         "cpuprofile",
         "speedscope",
+        "chrome",
     ] {
         assert!(
             checked

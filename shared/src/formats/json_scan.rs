@@ -47,6 +47,54 @@ impl<'a> Scan<'a> {
         None
     }
 
+    /// Skips to the end of the object or array whose opening bracket was just consumed;
+    /// false when the prefix ends first.
+    pub(crate) fn skip_rest(&mut self) -> bool {
+        let mut depth = 1u32;
+        while let Some(b) = self.next_token() {
+            match b {
+                b'"' if self.string().is_none() => return false,
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        false
+    }
+
+    /// Whether the object whose `{` was just consumed has `key` among its own keys, skipping
+    /// every value; `None` when the prefix ends before that is known.
+    pub(crate) fn object_has_key(&mut self, key: &[u8]) -> Option<bool> {
+        loop {
+            match self.next_token()? {
+                b'}' => return Some(false),
+                b',' => {}
+                b'"' => {
+                    let k = self.string()?;
+                    if self.next_token()? != b':' {
+                        return Some(false);
+                    }
+                    if k == key {
+                        return Some(true);
+                    }
+                    match self.next_token()? {
+                        b'"' => {
+                            self.string()?;
+                        }
+                        b'{' | b'[' if !self.skip_rest() => return None,
+                        _ => {}
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// Whether what follows is `TOKENS…"KEY"`, with each of `tokens` in turn (whitespace
     /// between them skipped) and then a string for which `key` holds.
     pub(crate) fn followed_by(&mut self, tokens: &[u8], key: impl Fn(&[u8]) -> bool) -> bool {

@@ -4,6 +4,7 @@
 //! Decompression of the whole file is its own step ([`Container`]); the format is then
 //! detected from the decompressed content, never from a file name.
 
+mod chrome;
 mod container;
 mod demangle;
 mod folded;
@@ -60,6 +61,8 @@ pub enum InputFormat {
     V8CpuProfile,
     /// speedscope's JSON format (sampled and evented profiles).
     Speedscope,
+    /// Chrome's Trace Event Format (JSON): Chrome and DevTools traces, agent traces.
+    ChromeJson,
 }
 
 impl InputFormat {
@@ -74,6 +77,7 @@ impl InputFormat {
         // Before the JSON formats whose sniffers would take any object.
         InputFormat::V8CpuProfile,
         InputFormat::Speedscope,
+        InputFormat::ChromeJson,
         InputFormat::SampleV2,
         InputFormat::OtlpJson,
         InputFormat::Folded,
@@ -91,6 +95,7 @@ impl InputFormat {
             InputFormat::Folded => "folded",
             InputFormat::V8CpuProfile => "cpuprofile",
             InputFormat::Speedscope => "speedscope",
+            InputFormat::ChromeJson => "chrome-json",
         }
     }
 
@@ -107,6 +112,7 @@ impl InputFormat {
             InputFormat::Folded => folded::test(prefix),
             InputFormat::V8CpuProfile => v8::test(prefix),
             InputFormat::Speedscope => speedscope::test(prefix),
+            InputFormat::ChromeJson => chrome::test(prefix),
         }
     }
 
@@ -240,6 +246,7 @@ pub(crate) fn decode_opened(
     let streamed = match format {
         InputFormat::Perfetto => Some(perfetto::decode(&mut stream, container.name(), limits)?),
         InputFormat::Folded => Some(folded::decode(&mut stream, container.name(), limits)?),
+        InputFormat::ChromeJson => Some(chrome::decode(&mut stream, container.name(), limits)?),
         _ => None,
     };
     let (profile, extras) = match streamed {
@@ -268,7 +275,9 @@ fn read_whole(
         .read_to_end(&mut whole)
         .map_err(|e| io_error(e, container.name(), 0, "input"))?;
     Ok(match format {
-        InputFormat::Perfetto | InputFormat::Folded => unreachable!("streamed"),
+        InputFormat::Perfetto | InputFormat::Folded | InputFormat::ChromeJson => {
+            unreachable!("streamed")
+        }
         InputFormat::Otlp => (otlp::decode(&whole, limits)?, Extras::default()),
         InputFormat::OtlpJson => (otlp::decode_json(&whole, limits)?, Extras::default()),
         InputFormat::Pprof => (pprof::decode(&whole, limits)?, Extras::default()),

@@ -12,6 +12,8 @@
 //! span has, closes the innermost span opened by a begin, as catapult's trace viewer does. A
 //! span never ended stays open until the document's last timestamp.
 
+use rustc_hash::FxHashMap;
+
 use crate::model::{
     FrameHandle, LabelSetHandle, Profile, Sample, SeriesHandle, StackHandle, ThreadHandle,
 };
@@ -31,8 +33,6 @@ pub(crate) mod stat {
 }
 
 /// Why boundaries at one instant are taken in a given order.
-// Complete spans come from trace events' `X`, whose decoder builds on this module.
-#[allow(dead_code)]
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 enum Class {
     /// The ends of complete (`X`) spans come first, so that a span ending at `t` and one
@@ -45,7 +45,6 @@ enum Class {
     CompleteBegin,
 }
 
-#[allow(dead_code)]
 #[derive(Clone, Copy, Debug)]
 enum Edge {
     Begin {
@@ -57,6 +56,7 @@ enum Edge {
     },
     End {
         name: Option<u32>,
+        labels: Option<LabelSetHandle>,
     },
     OwnEnd {
         span: u32,
@@ -122,20 +122,20 @@ impl SpanTrack {
         });
     }
 
-    /// An end event at `time`, naming the span it ends or not.
-    pub(crate) fn end(&mut self, time: i64, name: Option<NameKey>) {
+    /// An end event at `time`, naming the span it ends or not; its `labels` complete and
+    /// correct those the span began with.
+    pub(crate) fn end(&mut self, time: i64, name: Option<NameKey>, labels: Option<LabelSetHandle>) {
         let seq = self.next_seq();
         self.boundaries.push(Boundary {
             time,
             class: Class::Written,
             tie: 0,
             seq,
-            edge: Edge::End { name },
+            edge: Edge::End { name, labels },
         });
     }
 
     /// A complete span: begun at `time`, lasting `duration` ns (more than 0).
-    #[allow(dead_code)]
     pub(crate) fn complete(
         &mut self,
         time: i64,
@@ -167,6 +167,11 @@ impl SpanTrack {
         });
     }
 
+    /// Whether no span began or ended on this track.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.boundaries.is_empty()
+    }
+
     /// The last time any boundary of this track has, if it has one.
     pub(crate) fn last_time(&self) -> Option<i64> {
         self.boundaries.iter().map(|b| b.time).max()
@@ -188,6 +193,8 @@ impl SpanTrack {
             open: Vec::new(),
             pending: None,
             max_depth: usize::try_from(max_stack_depth).unwrap_or(usize::MAX),
+            written: Vec::new(),
+            ended_with: FxHashMap::default(),
         };
         let mut i = 0;
         while i < self.boundaries.len() {
@@ -206,6 +213,7 @@ impl SpanTrack {
             profile.count(stat::UNTERMINATED);
         }
         sweep.flush(profile);
+        sweep.write(profile);
     }
 }
 
@@ -243,6 +251,10 @@ struct Sweep {
     open: Vec<Open>,
     pending: Option<Pending>,
     max_depth: usize,
+    /// The stretches, each with its leaf span, held until every span's end is known.
+    written: Vec<(Sample, u32)>,
+    /// The labels of spans whose end had labels: the begin's with the end's over them.
+    ended_with: FxHashMap<u32, Option<LabelSetHandle>>,
 }
 
 impl Sweep {
@@ -267,7 +279,7 @@ impl Sweep {
                     stack,
                 });
             }
-            Edge::End { name } => {
+            Edge::End { name, labels } => {
                 let named =
                     name.and_then(|n| self.open.iter().rposition(|o| !o.complete && o.name == n));
                 let at = match named {
@@ -278,6 +290,10 @@ impl Sweep {
                     }
                 };
                 if let Some(at) = at {
+                    if labels.is_some() {
+                        let merged = merge_labels(self.open[at].labels, labels, profile);
+                        self.ended_with.insert(self.open[at].span, merged);
+                    }
                     self.close(at, profile);
                 }
             }
@@ -354,8 +370,38 @@ impl Sweep {
         let mut sample = Sample::new(self.into.thread, p.stack, p.weight, self.into.series);
         sample.time = self.into.timed.then_some(p.time);
         sample.labels = p.labels;
-        profile.add_sample(sample);
+        self.written.push((sample, p.leaf));
     }
+
+    /// Adds the stretches to the profile, with the labels their leaf span ended with.
+    fn write(self, profile: &mut Profile) {
+        for (mut sample, leaf) in self.written {
+            if let Some(&labels) = self.ended_with.get(&leaf) {
+                sample.labels = labels;
+            }
+            profile.add_sample(sample);
+        }
+    }
+}
+
+/// `base` with `over`'s labels put over it, key by key: an end's args complete and correct
+/// its begin's (catapult merges them the same way).
+fn merge_labels(
+    base: Option<LabelSetHandle>,
+    over: Option<LabelSetHandle>,
+    profile: &mut Profile,
+) -> Option<LabelSetHandle> {
+    let (Some(base), Some(over)) = (base, over) else {
+        return over.or(base);
+    };
+    let mut labels = profile.label_set(base).to_vec();
+    for &label in profile.label_set(over) {
+        match labels.iter_mut().find(|l| l.key == label.key) {
+            Some(l) => *l = label,
+            None => labels.push(label),
+        }
+    }
+    profile.add_label_set(&labels)
 }
 
 #[cfg(test)]

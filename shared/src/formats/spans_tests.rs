@@ -81,8 +81,8 @@ fn nested_begins_and_ends() {
     let mut track = SpanTrack::default();
     track.begin(0, 0, f.frames[0], None);
     track.begin(2, 1, f.frames[1], None);
-    track.end(5, Some(1));
-    track.end(10, Some(0));
+    track.end(5, Some(1), None);
+    track.end(10, Some(0), None);
     f.sweep(track, 10);
     assert_eq!(
         f.samples(),
@@ -98,8 +98,8 @@ fn overlapping_spans_are_attributed_once_to_the_earliest_begun_first() {
     let mut track = SpanTrack::default();
     track.begin(0, 0, f.frames[0], None);
     track.begin(5, 1, f.frames[1], None);
-    track.end(10, Some(0));
-    track.end(15, Some(1));
+    track.end(10, Some(0), None);
+    track.end(15, Some(1), None);
     f.sweep(track, 15);
     assert_eq!(
         f.samples(),
@@ -114,9 +114,9 @@ fn an_end_of_no_open_name_closes_the_innermost_and_is_counted() {
     let mut track = SpanTrack::default();
     track.begin(0, 0, f.frames[0], None);
     track.begin(1, 1, f.frames[1], None);
-    track.end(4, Some(2));
-    track.end(6, None);
-    track.end(7, None);
+    track.end(4, Some(2), None);
+    track.end(6, None, None);
+    track.end(7, None, None);
     f.sweep(track, 7);
     assert_eq!(
         f.samples(),
@@ -147,10 +147,10 @@ fn a_begin_and_an_end_at_one_instant_keep_the_written_order() {
     let mut track = SpanTrack::default();
     track.begin(0, 0, f.frames[0], None);
     track.begin(0, 1, f.frames[1], None);
-    track.end(3, Some(1));
+    track.end(3, Some(1), None);
     track.begin(3, 2, f.frames[2], None);
-    track.end(5, Some(2));
-    track.end(5, Some(0));
+    track.end(5, Some(2), None);
+    track.end(5, Some(0), None);
     f.sweep(track, 5);
     assert_eq!(f.samples(), rows(&[(0, 3, "s0;s1"), (3, 2, "s0;s2")]));
     assert_eq!(f.stat(stat::NOT_NESTED), 0);
@@ -220,7 +220,7 @@ proptest! {
                 if i % 3 == 0 {
                     unterminated += 1;
                 } else {
-                    track.end(start + len, Some(name));
+                    track.end(start + len, Some(name), None);
                     intervals.push((start, start + len));
                 }
             }

@@ -250,6 +250,15 @@ impl Profile {
         self.samples.shrink_to_fit();
     }
 
+    /// Puts times that are offsets from a known wall-clock instant on the wall clock: moves
+    /// every sample by `origin_ns` (ns since the Unix epoch) and declares the times Unix-epoch
+    /// based.
+    pub fn offset_from(&mut self, origin_ns: i64) {
+        self.samples
+            .map_times(|t| t.map(|t| t.saturating_add(origin_ns)));
+        self.timestamps = Timestamps::UnixEpoch;
+    }
+
     /// Puts trace-clock times on the wall clock: moves every sample so that the first one is at
     /// `start_ns` (ns since the Unix epoch) and declares the times Unix-epoch based.
     pub fn anchor_first_sample_at(&mut self, start_ns: i64) {

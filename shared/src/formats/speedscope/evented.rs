@@ -41,7 +41,7 @@ pub(super) fn add(
         let name = u32::try_from(e.frame).unwrap_or(u32::MAX);
         match e.kind {
             EventKind::O => track.begin(time, name, frame, None),
-            EventKind::C => track.end(time, Some(name)),
+            EventKind::C => track.end(time, Some(name), None),
         }
     }
     let end = match p.end_value {

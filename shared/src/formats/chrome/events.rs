@@ -1,0 +1,253 @@
+//! What each trace event does to the model: `M` names processes and threads, `B`/`E`/`X`
+//! become spans on their thread's track (swept by `formats::spans` once all are read), and
+//! the other phases are counted.
+
+use rustc_hash::FxHashMap;
+use serde::Deserialize;
+use std::borrow::Cow;
+
+use super::args::Args;
+use super::event::{id, micros_to_ns, RawEvent};
+use super::FORMAT;
+use crate::error::Result;
+use crate::formats::spans::{SpanTrack, Target};
+use crate::limits::{exceeded, Limits};
+use crate::model::{
+    Frame, FrameHandle, FrameKind, ProcessHandle, Profile, Series, SeriesHandle, SeriesKind,
+    StringHandle, ThreadHandle,
+};
+
+/// What the stats call events that are counted and skipped, by phase.
+fn skipped(ph: u8) -> &'static str {
+    match ph {
+        b'i' | b'I' | b'R' => "chrome_instant_events",
+        b'C' => "chrome_counter_events",
+        b'b' | b'e' | b'n' | b'S' | b'T' | b'F' | b'p' => "chrome_async_events",
+        b's' | b't' | b'f' => "chrome_flow_events",
+        b'P' => "chrome_sample_events",
+        b'O' | b'N' | b'D' => "chrome_object_events",
+        _ => "chrome_other_events",
+    }
+}
+
+struct Track {
+    thread: ThreadHandle,
+    spans: SpanTrack,
+}
+
+/// The model being built from a document's events.
+pub(super) struct Events<'l> {
+    pub profile: Profile,
+    limits: &'l Limits,
+    args: Args,
+    processes: FxHashMap<Option<i64>, ProcessHandle>,
+    tracks: FxHashMap<(Option<i64>, Option<i64>), Track>,
+    frames: FxHashMap<StringHandle, FrameHandle>,
+    span_kind: FrameKind,
+    /// The latest time of any event but `M`: spans never ended close there.
+    last_ns: Option<i64>,
+    events: u64,
+}
+
+/// The `args` of `M` events that name things.
+#[derive(Deserialize)]
+struct NameArgs<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    parent_agent_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    labels: Option<Cow<'a, str>>,
+}
+
+impl<'l> Events<'l> {
+    pub(super) fn new(limits: &'l Limits) -> Self {
+        let mut profile = Profile::new(FORMAT);
+        let span_kind = FrameKind::Other(profile.intern("span"));
+        Events {
+            profile,
+            limits,
+            args: Args::new(limits.max_span_args, limits.max_string_bytes),
+            processes: FxHashMap::default(),
+            tracks: FxHashMap::default(),
+            frames: FxHashMap::default(),
+            span_kind,
+            last_ns: None,
+            events: 0,
+        }
+    }
+
+    /// Takes in one event of the document, given whole.
+    pub(super) fn event(&mut self, e: &RawEvent<'_>) -> Result<()> {
+        self.events += 1;
+        if self.events > self.limits.max_events {
+            return Err(exceeded("max_events", self.limits.max_events));
+        }
+        let ph = e.ph.as_deref().and_then(|p| p.bytes().next()).unwrap_or(0);
+        if ph == b'M' {
+            return self.metadata(e);
+        }
+        let ts = e.ts.and_then(micros_to_ns);
+        let dur = e.dur.and_then(micros_to_ns);
+        if let Some(t) = ts {
+            let end = t.saturating_add(dur.unwrap_or(0).max(0));
+            self.last_ns = Some(self.last_ns.map_or(end, |l| l.max(end)));
+        }
+        match (ph, ts) {
+            (b'B' | b'E' | b'X', None) => self.profile.count("chrome_events_without_ts"),
+            (b'B', Some(t)) => {
+                let (name, frame, labels) = self.span(e);
+                self.track(e)?.spans.begin(t, name, frame, labels);
+            }
+            (b'E', Some(t)) => {
+                let name = e
+                    .name
+                    .as_deref()
+                    .map(|n| self.profile.intern(n).index() as u32);
+                let labels = self.labels(e);
+                self.track(e)?.spans.end(t, name, labels);
+            }
+            (b'X', Some(t)) => match dur {
+                Some(d) if d > 0 => {
+                    let (name, frame, labels) = self.span(e);
+                    self.track(e)?.spans.complete(t, d, name, frame, labels);
+                }
+                Some(_) => self.profile.count("spans_zero_length"),
+                None => self.profile.count("spans_without_duration"),
+            },
+            _ => self.profile.count(skipped(ph)),
+        }
+        Ok(())
+    }
+
+    /// The name key, frame and labels of a span's begin.
+    fn span(
+        &mut self,
+        e: &RawEvent<'_>,
+    ) -> (u32, FrameHandle, Option<crate::model::LabelSetHandle>) {
+        let name = self.profile.intern(e.name.as_deref().unwrap_or(""));
+        let frame = match self.frames.get(&name) {
+            Some(&f) => f,
+            None => {
+                let mut frame = Frame::new(self.span_kind);
+                frame.function = Some(name);
+                let f = self.profile.add_frame(frame);
+                self.frames.insert(name, f);
+                f
+            }
+        };
+        (name.index() as u32, frame, self.labels(e))
+    }
+
+    fn labels(&mut self, e: &RawEvent<'_>) -> Option<crate::model::LabelSetHandle> {
+        let args = e.args?;
+        if self.limits.max_span_args == 0 {
+            return None;
+        }
+        self.args.labels(args, &mut self.profile)
+    }
+
+    fn process(&mut self, pid: Option<i64>) -> Result<ProcessHandle> {
+        if let Some(&p) = self.processes.get(&pid) {
+            return Ok(p);
+        }
+        if self.processes.len() as u64 >= self.limits.max_processes {
+            return Err(exceeded("max_processes", self.limits.max_processes));
+        }
+        let p = self.profile.add_process(pid);
+        self.processes.insert(pid, p);
+        Ok(p)
+    }
+
+    fn track(&mut self, e: &RawEvent<'_>) -> Result<&mut Track> {
+        let pid = e.pid.and_then(id);
+        let tid = e.tid.and_then(id);
+        if !self.tracks.contains_key(&(pid, tid)) {
+            if self.tracks.len() as u64 >= self.limits.max_threads {
+                return Err(exceeded("max_threads", self.limits.max_threads));
+            }
+            let process = self.process(pid)?;
+            let thread = self.profile.add_thread(process, tid);
+            let spans = SpanTrack::default();
+            self.tracks.insert((pid, tid), Track { thread, spans });
+        }
+        Ok(self.tracks.get_mut(&(pid, tid)).expect("inserted above"))
+    }
+
+    /// An `M` event: process and thread names, and the agent a process was started by.
+    fn metadata(&mut self, e: &RawEvent<'_>) -> Result<()> {
+        let args: Option<NameArgs<'_>> = e.args.and_then(|a| serde_json::from_str(a.get()).ok());
+        let args = args.unwrap_or(NameArgs {
+            name: None,
+            parent_agent_id: None,
+            labels: None,
+        });
+        let pid = e.pid.and_then(id);
+        match e.name.as_deref() {
+            Some("process_name") => {
+                let process = self.process(pid)?;
+                self.profile
+                    .name_process(process, args.name.as_deref(), None);
+            }
+            Some("thread_name") => {
+                let thread = self.track(e)?.thread;
+                if let Some(name) = args.name.as_deref() {
+                    self.profile.name_thread(thread, name);
+                }
+            }
+            Some("parent_agent") => {
+                let process = self.process(pid)?;
+                if let Some(parent) = args.parent_agent_id.as_deref() {
+                    self.profile
+                        .set_process_attribute(process, "parent_agent", parent);
+                }
+            }
+            Some("process_labels") => {
+                let process = self.process(pid)?;
+                if let Some(labels) = args.labels.as_deref() {
+                    self.profile
+                        .set_process_attribute(process, "process_labels", labels);
+                }
+            }
+            _ => self.profile.count("chrome_metadata_events_skipped"),
+        }
+        Ok(())
+    }
+
+    /// Sweeps every track's spans into the span series; the profile is then complete.
+    pub(super) fn finish(mut self) -> Profile {
+        let end = self.last_ns.unwrap_or(0);
+        let mut tracks: Vec<Track> = self.tracks.into_values().collect();
+        // Tracks in the order their threads were added: a deterministic output.
+        tracks.sort_by_key(|t| t.thread.index());
+        if tracks.iter().all(|t| t.spans.is_empty()) {
+            return self.profile;
+        }
+        let series = spans_series(&mut self.profile);
+        for track in tracks {
+            let target = Target {
+                thread: track.thread,
+                series,
+                timed: true,
+            };
+            track
+                .spans
+                .sweep(target, end, &mut self.profile, self.limits.max_stack_depth);
+        }
+        self.profile.sort_samples_by_time();
+        self.profile
+    }
+}
+
+fn spans_series(profile: &mut Profile) -> SeriesHandle {
+    let series = Series {
+        kind: SeriesKind::WallTime,
+        name: profile.intern("spans"),
+        unit: profile.intern("nanoseconds"),
+        source: Some(profile.intern("chrome")),
+        frequency_hz: None,
+        period: None,
+        spans: true,
+    };
+    profile.add_series(series)
+}

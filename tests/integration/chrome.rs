@@ -1,0 +1,287 @@
+//! Chrome trace-event JSON: real traces from Chrome, DevTools, catapult and clang, each checked
+//! against what this file computes from the events themselves (per thread, the time during
+//! which any span was open; the spans begun; the spans never ended); detection both ways;
+//! streaming leniency. Fixture provenance: tests/fixtures/chrome/SOURCES.md.
+
+use std::collections::BTreeMap;
+
+use proflake::{
+    decode, process_upload, InputFormat, LocalDirStore, ObjectStore, Outcome, ProcessOptions,
+};
+use serde_json::Value;
+
+use crate::util::{
+    assert_claims_no_other_input, assert_only_sniffer, fixture, plain, repo_file, samples, stat,
+};
+
+const FIXTURES: [&str; 9] = [
+    "chrome/catapult_nanoseconds.json",
+    "chrome/catapult_traceviewify.json",
+    "chrome/catapult_webview.json.gz",
+    "chrome/clangbuildanalyzer_clang11-pid-45.json",
+    "chrome/clangbuildanalyzer_clang19.1-win-main.json",
+    "chrome/speedscope_chrome66-worker-cpuprofile-events.json",
+    "chrome/speedscope_chrome69-devtools-simple.json",
+    "chrome/speedscope_hermes-multi-thread-with-samples.json",
+    "chrome/speedscope_trace-event-simple-partial.json",
+];
+
+/// Every trace-event input: the real fixtures, the Claude Code sample and its variants.
+fn inputs() -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<(String, Vec<u8>)> = FIXTURES
+        .iter()
+        .chain(&[
+            "chrome/claude_code_snapshot.json",
+            "chrome/claude_code_truncated.json",
+        ])
+        .map(|rel| (rel.to_string(), fixture(rel)))
+        .collect();
+    let sample = "samples/chrome/claude_code.json";
+    out.push((sample.to_owned(), repo_file(sample)));
+    out
+}
+
+/// The events of a document, read with a general JSON parser; a bare array Chrome left
+/// without its `]` is closed first.
+fn events(bytes: &[u8]) -> Vec<Value> {
+    let text = String::from_utf8(bytes.to_vec()).unwrap();
+    let doc: Value = serde_json::from_str(&text).unwrap_or_else(|_| {
+        let closed = format!("{}]", text.trim_end().trim_end_matches(','));
+        serde_json::from_str(&closed).unwrap()
+    });
+    match doc {
+        Value::Array(events) => events,
+        doc => doc["traceEvents"].as_array().cloned().unwrap_or_default(),
+    }
+}
+
+/// Microseconds (a number or a string of one) in ns, as the format means them.
+fn ns(v: &Value) -> Option<i64> {
+    let n = match v {
+        Value::String(s) => s.parse::<f64>().ok()?,
+        v => v.as_f64()?,
+    };
+    match v.as_i64() {
+        Some(i) => Some(i * 1000),
+        None => Some((n * 1000.0).round() as i64),
+    }
+}
+
+fn id(v: &Value) -> Option<i64> {
+    match v {
+        Value::String(s) => s.parse().ok(),
+        v => v.as_i64(),
+    }
+}
+
+/// What the events say, per (pid, tid).
+#[derive(Default, Debug)]
+struct Thread {
+    /// +1 at each begin and -1 at each end, in file order within a time.
+    steps: Vec<(i64, i32, bool)>,
+    begun: u64,
+    /// Begins and ends written as separate events.
+    written_begun: u64,
+    ended: u64,
+}
+
+struct Expected {
+    threads: BTreeMap<(Option<i64>, Option<i64>), Thread>,
+    last_ns: i64,
+}
+
+fn expected(bytes: &[u8]) -> Expected {
+    let mut threads: BTreeMap<_, Thread> = BTreeMap::new();
+    let mut last_ns = 0;
+    for e in events(bytes) {
+        let ph = e["ph"].as_str().unwrap_or("");
+        if ph == "M" {
+            continue;
+        }
+        let Some(ts) = ns(&e["ts"]) else { continue };
+        let dur = ns(&e["dur"]);
+        last_ns = last_ns.max(ts + dur.unwrap_or(0).max(0));
+        let key = (id(&e["pid"]), id(&e["tid"]));
+        match ph {
+            "B" => {
+                let t = threads.entry(key).or_default();
+                t.steps.push((ts, 1, false));
+                t.begun += 1;
+                t.written_begun += 1;
+            }
+            "E" => {
+                let t = threads.entry(key).or_default();
+                t.steps.push((ts, -1, false));
+                t.ended += 1;
+            }
+            "X" if dur.is_some_and(|d| d > 0) => {
+                let t = threads.entry(key).or_default();
+                t.steps.push((ts, 1, true));
+                t.steps.push((ts + dur.unwrap(), -1, true));
+                t.begun += 1;
+            }
+            _ => {}
+        }
+    }
+    Expected { threads, last_ns }
+}
+
+/// The time during which any span of the thread was open: begins and ends as two counts
+/// (an end closes no complete span), spans left open lasting to the document's last time.
+fn open_ns(t: &Thread, last_ns: i64) -> i64 {
+    let mut steps = t.steps.clone();
+    // Ends of complete spans first at a time, then the rest in file order (a stable sort).
+    steps.sort_by_key(|&(ts, step, complete)| (ts, !(complete && step < 0)));
+    let (mut written, mut complete, mut total) = (0i64, 0i64, 0i64);
+    for (i, &(ts, step, is_complete)) in steps.iter().enumerate() {
+        if is_complete {
+            complete += i64::from(step);
+        } else {
+            written = (written + i64::from(step)).max(0);
+        }
+        let next = steps.get(i + 1).map_or(last_ns.max(ts), |s| s.0);
+        if written + complete > 0 {
+            total += next - ts;
+        }
+    }
+    total
+}
+
+#[test]
+fn spans_weigh_the_time_any_span_was_open_on_each_thread() {
+    for (rel, bytes) in inputs() {
+        let bytes = plain(bytes, &rel);
+        let want = expected(&bytes);
+        let decoded = match decode(&bytes, None) {
+            Ok(d) => d,
+            Err(e) => {
+                // Only a trace without any span may hold nothing to convert.
+                let begun: u64 = want.threads.values().map(|t| t.begun).sum();
+                assert_eq!(begun, 0, "{rel}: {e}");
+                continue;
+            }
+        };
+        assert_eq!(decoded.format, InputFormat::ChromeJson, "{rel}");
+        let rows = samples(&decoded.profile);
+        let mut got: BTreeMap<(Option<i64>, Option<i64>), i64> = BTreeMap::new();
+        for s in &rows {
+            *got.entry((s.pid, s.tid)).or_default() += s.weight;
+        }
+        let mut begun = 0;
+        let mut unterminated = 0;
+        for (key, t) in &want.threads {
+            let open = open_ns(t, want.last_ns);
+            assert_eq!(
+                got.get(key).copied().unwrap_or(0),
+                open,
+                "{rel}: thread {key:?}"
+            );
+            begun += t.begun;
+            unterminated += t.written_begun.saturating_sub(t.ended);
+        }
+        assert_eq!(stat(&decoded.profile, "spans"), begun, "{rel}");
+        assert_eq!(
+            stat(&decoded.profile, "spans_unterminated"),
+            unterminated,
+            "{rel}"
+        );
+        assert!(rows
+            .iter()
+            .all(|s| s.series.name == "spans" && s.series.unit == "nanoseconds"));
+    }
+}
+
+#[test]
+fn spans_nest_by_the_order_they_began() {
+    // clang writes complete events children first; each still nests in its parent.
+    let bytes = fixture("chrome/clangbuildanalyzer_clang11-pid-45.json");
+    let decoded = decode(&bytes, None).unwrap();
+    assert_eq!(stat(&decoded.profile, "spans_not_nested"), 0);
+    let deepest = samples(&decoded.profile)
+        .iter()
+        .map(|s| s.frames().len())
+        .max()
+        .unwrap();
+    assert!(deepest >= 3, "clang's spans nest: {deepest}");
+}
+
+#[test]
+fn a_trace_chrome_left_without_its_bracket_converts() {
+    let bytes = fixture("chrome/speedscope_trace-event-simple-partial.json");
+    let decoded = decode(&bytes, None).unwrap();
+    // One X has only thread time (`tdur`), so no wall-clock length.
+    assert_eq!(stat(&decoded.profile, "spans_without_duration"), 1);
+    assert_eq!(stat(&decoded.profile, "json_incomplete_last_element"), 0);
+}
+
+#[test]
+fn only_the_chrome_sniffer_claims_trace_event_documents() {
+    assert_only_sniffer(InputFormat::ChromeJson, &inputs());
+}
+
+#[test]
+fn the_chrome_sniffer_claims_no_other_input() {
+    assert_claims_no_other_input(InputFormat::ChromeJson, "chrome");
+}
+
+/// The manifests in a store, by key.
+fn manifests(store: &LocalDirStore) -> Vec<(String, Value)> {
+    store
+        .list("")
+        .unwrap()
+        .into_iter()
+        .filter(|k| k.ends_with("/manifest.json"))
+        .map(|k| {
+            let manifest = serde_json::from_slice(&store.get(&k).unwrap().unwrap()).unwrap();
+            (k, manifest)
+        })
+        .collect()
+}
+
+#[test]
+fn a_session_written_twice_under_one_key_keeps_only_the_last_conversion() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalDirStore::new(dir.path());
+    let key = "uploads/agents/trace-5f0c3a52.json";
+    let options = ProcessOptions::default();
+    // A periodic write: the last tool and interaction are still open.
+    store
+        .put(key, &fixture("chrome/claude_code_snapshot.json"))
+        .unwrap();
+    assert!(matches!(
+        process_upload(&store, &store, key, &options).unwrap(),
+        Outcome::Converted(_)
+    ));
+    let first = manifests(&store);
+    assert_eq!(first.len(), 1);
+    let stats = &first[0].1["profile"]["stats"];
+    assert_eq!(stats["spans_unterminated"], 2, "{stats}");
+    let first_id = first[0].1["source"]["source_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // The final write of the same session, under the same key.
+    store
+        .put(key, &repo_file("samples/chrome/claude_code.json"))
+        .unwrap();
+    assert!(matches!(
+        process_upload(&store, &store, key, &options).unwrap(),
+        Outcome::Converted(_)
+    ));
+    let last = manifests(&store);
+    assert_eq!(last.len(), 1, "{last:?}");
+    let source_id = last[0].1["source"]["source_id"].as_str().unwrap();
+    assert_ne!(source_id, first_id);
+    assert!(last[0].1["profile"]["stats"]
+        .get("spans_unterminated")
+        .is_none());
+    // Nothing of the first conversion is left: no chunk, table file or manifest.
+    let left: Vec<String> = store
+        .list("")
+        .unwrap()
+        .into_iter()
+        .filter(|k| k.contains(&first_id))
+        .collect();
+    assert_eq!(left, Vec::<String>::new());
+}
