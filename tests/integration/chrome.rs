@@ -285,3 +285,32 @@ fn a_session_written_twice_under_one_key_keeps_only_the_last_conversion() {
         .collect();
     assert_eq!(left, Vec::<String>::new());
 }
+
+#[test]
+fn events_the_producer_dropped_are_a_finding_with_their_number() {
+    let bytes = fixture("chrome/claude_code_truncated.json");
+    let dropped: u64 = events(&bytes)
+        .iter()
+        .filter(|e| e["name"] == "trace_truncated")
+        .map(|e| e["args"]["dropped_events"].as_u64().unwrap())
+        .sum();
+    assert_eq!(dropped, 20);
+    let converted = proflake::convert_upload(
+        "u/t.json",
+        "e",
+        &bytes,
+        &proflake::ConvertOptions::default(),
+    )
+    .unwrap();
+    let profile = &converted.manifest.profile;
+    assert_eq!(profile.stats["chrome_events_dropped_by_producer"], dropped);
+    assert_eq!(profile.findings.len(), 1);
+    assert!(
+        profile.findings[0]
+            .starts_with(&format!("the producer dropped {dropped} events before ts")),
+        "{:?}",
+        profile.findings
+    );
+    // The orphaned ends are counted, and still close a span each.
+    assert!(profile.stats["spans_unmatched_end"] > 0);
+}

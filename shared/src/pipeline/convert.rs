@@ -204,6 +204,9 @@ fn convert_inner(
     })
 }
 
+/// Most findings a manifest lists: a malformed input can have one per element.
+const MAX_MANIFEST_FINDINGS: usize = 100;
+
 /// How an upload's samples were put on the wall clock.
 struct OnTheClock {
     anchor: Anchor,
@@ -331,6 +334,13 @@ fn manifest_of(m: ManifestOf<'_>) -> Manifest {
                 .stats
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), *v))
+                .collect(),
+            findings: m
+                .profile
+                .findings
+                .iter()
+                .take(MAX_MANIFEST_FINDINGS)
+                .cloned()
                 .collect(),
         },
         series: m.series,

@@ -66,6 +66,10 @@ pub struct ManifestProfile {
     pub threads: u64,
     /// What the decoder skipped or could not resolve, by reason.
     pub stats: BTreeMap<String, u64>,
+    /// What the input itself said went wrong or the decoder found odd, in words (the first
+    /// 100): a producer that dropped events, conformance findings.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<String>,
 }
 
 /// One written object.

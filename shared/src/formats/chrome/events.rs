@@ -115,9 +115,37 @@ impl<'l> Events<'l> {
                 Some(_) => self.profile.count("spans_zero_length"),
                 None => self.profile.count("spans_without_duration"),
             },
+            (b'i' | b'I', Some(t)) if e.name.as_deref() == Some("trace_truncated") => {
+                self.truncated(e, t);
+            }
             _ => self.profile.count(skipped(ph)),
         }
         Ok(())
+    }
+
+    /// Claude Code's marker of events it dropped under its cap: said in the findings, with
+    /// the number, so that a gap in the spans is not taken for idle time.
+    fn truncated(&mut self, e: &RawEvent<'_>, ts_ns: i64) {
+        #[derive(Deserialize)]
+        struct Dropped {
+            dropped_events: Option<u64>,
+        }
+        let dropped = e
+            .args
+            .and_then(|a| serde_json::from_str::<Dropped>(a.get()).ok())
+            .and_then(|d| d.dropped_events);
+        self.profile.count("chrome_truncation_markers");
+        let n = dropped.unwrap_or(0);
+        *self
+            .profile
+            .stats
+            .entry("chrome_events_dropped_by_producer")
+            .or_default() += n;
+        let count = dropped.map_or_else(|| "an unknown number of".to_owned(), |n| n.to_string());
+        self.profile.findings.push(format!(
+            "the producer dropped {count} events before ts {} µs (trace_truncated)",
+            ts_ns / 1000
+        ));
     }
 
     /// The name key, frame and labels of a span's begin.
