@@ -164,7 +164,7 @@ fn spans_weigh_the_time_any_span_was_open_on_each_thread() {
         assert_eq!(decoded.format, InputFormat::ChromeJson, "{rel}");
         let rows = samples(&decoded.profile);
         let mut got: BTreeMap<(Option<i64>, Option<i64>), i64> = BTreeMap::new();
-        for s in &rows {
+        for s in rows.iter().filter(|s| s.series.name == "spans") {
             *got.entry((s.pid, s.tid)).or_default() += s.weight;
         }
         let mut begun = 0;
@@ -187,7 +187,7 @@ fn spans_weigh_the_time_any_span_was_open_on_each_thread() {
         );
         assert!(rows
             .iter()
-            .all(|s| s.series.name == "spans" && s.series.unit == "nanoseconds"));
+            .all(|s| s.series.name != "spans" || s.series.unit == "nanoseconds"));
     }
 }
 
@@ -313,4 +313,64 @@ fn events_the_producer_dropped_are_a_finding_with_their_number() {
     );
     // The orphaned ends are counted, and still close a span each.
     assert!(profile.stats["spans_unmatched_end"] > 0);
+}
+
+/// V8's ticks in a trace, read from its events: per `Profile`/`ProfileChunk`/`CpuProfile`
+/// event the sampled node ids, and the ids of `(idle)` nodes.
+fn v8_ticks(bytes: &[u8]) -> (usize, usize) {
+    let (mut ticks, mut idle_nodes, mut sampled) = (0, Vec::new(), Vec::new());
+    for (i, e) in events(bytes).into_iter().enumerate() {
+        let name = e["name"].as_str().unwrap_or("");
+        if !matches!(name, "Profile" | "ProfileChunk" | "CpuProfile") {
+            continue;
+        }
+        // A CpuProfile is a profile of its own; chunks belong to the profile of their id.
+        let profile_key = match name {
+            "CpuProfile" => Value::from(i),
+            _ => e["id"].clone(),
+        };
+        let profile = &e["args"]["data"]["cpuProfile"];
+        for n in profile["nodes"].as_array().into_iter().flatten() {
+            if n["callFrame"]["functionName"] == "(idle)" {
+                idle_nodes.push((profile_key.clone(), n["id"].as_u64().unwrap()));
+            }
+        }
+        for id in profile["samples"].as_array().into_iter().flatten() {
+            ticks += 1;
+            sampled.push((profile_key.clone(), id.as_u64().unwrap()));
+        }
+    }
+    let idle = sampled.iter().filter(|s| idle_nodes.contains(s)).count();
+    (ticks, idle)
+}
+
+#[test]
+fn v8_samples_in_traces_are_one_timed_sample_per_tick() {
+    for rel in [
+        "chrome/speedscope_chrome69-devtools-simple.json",
+        "chrome/speedscope_chrome66-worker-cpuprofile-events.json",
+    ] {
+        let bytes = fixture(rel);
+        let (ticks, idle) = v8_ticks(&bytes);
+        assert!(ticks > 2000, "{rel}: {ticks}");
+        let decoded = decode(&bytes, None).unwrap();
+        let rows = samples(&decoded.profile);
+        let cpu = rows.iter().filter(|s| s.series.name == "cpu").count();
+        let idle_rows = rows.iter().filter(|s| s.series.name == "idle").count();
+        assert_eq!(cpu + idle_rows, ticks, "{rel}");
+        assert_eq!(idle_rows, idle, "{rel}");
+        assert_eq!(stat(&decoded.profile, "v8_profiles_malformed"), 0, "{rel}");
+        // JavaScript frames with their positions, on the threads of the profiles' events.
+        let js = rows
+            .iter()
+            .filter(|s| s.series.name == "cpu")
+            .flat_map(|s| s.frames())
+            .filter(|f| f.kind == "javascript" && f.line.is_some())
+            .count();
+        assert!(js > 0, "{rel}");
+        assert!(rows
+            .iter()
+            .filter(|s| s.series.name == "cpu")
+            .all(|s| s.tid.is_some()));
+    }
 }

@@ -23,6 +23,8 @@ pub(super) struct RawEvent<'a> {
     #[serde(borrow, default)]
     pub tid: Option<&'a RawValue>,
     #[serde(borrow, default)]
+    pub id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
     pub args: Option<&'a RawValue>,
 }
 

@@ -8,6 +8,7 @@ use std::borrow::Cow;
 
 use super::args::Args;
 use super::event::{id, micros_to_ns, RawEvent};
+use super::v8::V8Profiles;
 use super::FORMAT;
 use crate::error::Result;
 use crate::formats::spans::{SpanTrack, Target};
@@ -47,6 +48,7 @@ pub(super) struct Events<'l> {
     /// The latest time of any event but `M`: spans never ended close there.
     last_ns: Option<i64>,
     events: u64,
+    v8: V8Profiles,
 }
 
 /// The `args` of `M` events that name things.
@@ -74,6 +76,7 @@ impl<'l> Events<'l> {
             span_kind,
             last_ns: None,
             events: 0,
+            v8: V8Profiles::default(),
         }
     }
 
@@ -86,6 +89,9 @@ impl<'l> Events<'l> {
         let ph = e.ph.as_deref().and_then(|p| p.bytes().next()).unwrap_or(0);
         if ph == b'M' {
             return self.metadata(e);
+        }
+        if self.v8_event(e) {
+            return Ok(());
         }
         let ts = e.ts.and_then(micros_to_ns);
         let dur = e.dur.and_then(micros_to_ns);
@@ -121,6 +127,20 @@ impl<'l> Events<'l> {
             _ => self.profile.count(skipped(ph)),
         }
         Ok(())
+    }
+
+    /// A V8 profile's event, gathered until the end; says whether it was one.
+    fn v8_event(&mut self, e: &RawEvent<'_>) -> bool {
+        if !V8Profiles::names(e) {
+            return false;
+        }
+        let pid = e.pid.and_then(id);
+        // Past the thread limit the profile is counted and left out, not the whole trace.
+        let thread = self.track(e).ok().map(|t| t.thread);
+        let mut v8 = std::mem::take(&mut self.v8);
+        v8.event(e, pid, thread, &mut self.profile);
+        self.v8 = v8;
+        true
     }
 
     /// Claude Code's marker of events it dropped under its cap: said in the findings, with
@@ -244,6 +264,7 @@ impl<'l> Events<'l> {
 
     /// Sweeps every track's spans into the span series; the profile is then complete.
     pub(super) fn finish(mut self) -> Profile {
+        std::mem::take(&mut self.v8).finish(&mut self.profile, self.limits.max_stack_depth);
         let end = self.last_ns.unwrap_or(0);
         let mut tracks: Vec<Track> = self.tracks.into_values().collect();
         // Tracks in the order their threads were added: a deterministic output.

@@ -6,6 +6,7 @@ mod args;
 mod event;
 mod events;
 mod stream;
+mod v8;
 
 use std::borrow::Cow;
 use std::io::Read;

@@ -17,28 +17,32 @@ const FORMAT: &str = "cpuprofile";
 /// `deoptReason`) are not read. `hitCount` in particular is not kept in step with `samples`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Document {
-    nodes: Vec<Node>,
-    start_time: i64,
-    end_time: Option<i64>,
+pub(crate) struct Document {
+    pub nodes: Vec<Node>,
+    pub start_time: i64,
+    pub end_time: Option<i64>,
     #[serde(default)]
-    samples: Vec<u64>,
+    pub samples: Vec<u64>,
     #[serde(default)]
-    time_deltas: Vec<i64>,
+    pub time_deltas: Vec<i64>,
+}
+
+/// A node of the call tree, linked to the others by its `children` (a whole profile) or by
+/// its `parent` (DevTools' `ProfileChunk`s, whose nodes arrive a few at a time).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Node {
+    pub id: u64,
+    pub call_frame: CallFrame,
+    #[serde(default)]
+    pub children: Vec<u64>,
+    #[serde(default)]
+    pub parent: Option<u64>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Node {
-    id: u64,
-    call_frame: CallFrame,
-    #[serde(default)]
-    children: Vec<u64>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CallFrame {
+pub(crate) struct CallFrame {
     #[serde(default)]
     function_name: String,
     #[serde(default)]
@@ -80,10 +84,24 @@ pub(crate) fn decode(json: &[u8], limits: &Limits) -> Result<Profile> {
     }
     let mut profile = Profile::new(FORMAT);
     profile.timestamps = Timestamps::TraceClock("v8".into());
-    let tree = Tree::new(&doc.nodes)?;
-    let places = tree.places(&doc.nodes, &mut profile, limits.max_stack_depth)?;
-    add_samples(&mut profile, &doc, &tree, &places)?;
+    let process = profile.add_process(None);
+    let thread = profile.add_thread(process, None);
+    add_document(&mut profile, &doc, thread, limits.max_stack_depth)?;
     Ok(profile)
+}
+
+/// Adds a V8 profile's ticks on `thread`, their times in ns of V8's clock (its µs × 1000).
+pub(crate) fn add_document(
+    profile: &mut Profile,
+    doc: &Document,
+    thread: ThreadHandle,
+    max_stack_depth: u64,
+) -> Result<()> {
+    let tree = Tree::new(&doc.nodes)?;
+    let places = tree.places(&doc.nodes, profile, max_stack_depth)?;
+    add_samples(profile, doc, &tree, &places, thread)?;
+    profile.sort_samples_by_time();
+    Ok(())
 }
 
 /// The nodes by id, with each node's parent as `children` give it.
@@ -102,13 +120,21 @@ impl Tree {
         }
         let mut parent = vec![None; nodes.len()];
         for (i, node) in nodes.iter().enumerate() {
+            if let Some(p) = node.parent {
+                let Some(&p) = index.get(&p) else {
+                    return Err(malformed(format!(
+                        "nodes[{i}].parent names node {p}, which nodes does not hold"
+                    )));
+                };
+                parent[i] = Some(p);
+            }
             for child in &node.children {
                 let Some(&c) = index.get(child) else {
                     return Err(malformed(format!(
                         "nodes[{i}].children names node {child}, which nodes does not hold"
                     )));
                 };
-                if parent[c].replace(i).is_some() {
+                if parent[c].replace(i).is_some_and(|p| p != i) {
                     return Err(malformed(format!("node {child} has two parents")));
                 }
             }
@@ -227,9 +253,7 @@ struct Targets {
 }
 
 impl Targets {
-    fn new(profile: &mut Profile, frequency_hz: Option<u64>) -> Targets {
-        let process = profile.add_process(None);
-        let thread = profile.add_thread(process, None);
+    fn new(profile: &mut Profile, thread: ThreadHandle, frequency_hz: Option<u64>) -> Targets {
         let cpu = add_series(profile, "cpu", SeriesKind::CpuTime, frequency_hz);
         Targets {
             thread,
@@ -295,13 +319,19 @@ fn times(doc: &Document, n: usize, profile: &mut Profile) -> Result<Vec<i64>> {
 
 /// One timed sample per tick, weighing the time until the next tick (the last one: until
 /// `endTime`), as DevTools counts self time.
-fn add_samples(profile: &mut Profile, doc: &Document, tree: &Tree, places: &[Place]) -> Result<()> {
+fn add_samples(
+    profile: &mut Profile,
+    doc: &Document,
+    tree: &Tree,
+    places: &[Place],
+    thread: ThreadHandle,
+) -> Result<()> {
     let n = doc.samples.len().min(doc.time_deltas.len());
     if doc.samples.len() != doc.time_deltas.len() {
         profile.count("v8_delta_mismatch");
     }
     let times = times(doc, n, profile)?;
-    let mut targets = Targets::new(profile, frequency_hz(&doc.time_deltas[..n]));
+    let mut targets = Targets::new(profile, thread, frequency_hz(&doc.time_deltas[..n]));
     for (i, (&id, &t)) in doc.samples.iter().zip(&times).enumerate() {
         let Some(&node) = tree.index.get(&id) else {
             return Err(malformed(format!(
@@ -319,6 +349,5 @@ fn add_samples(profile: &mut Profile, doc: &Document, tree: &Tree, places: &[Pla
         sample.time = Some(t * 1000);
         profile.add_sample(sample);
     }
-    profile.sort_samples_by_time();
     Ok(())
 }

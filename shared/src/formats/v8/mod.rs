@@ -5,7 +5,7 @@ mod cpuprofile;
 
 use super::json_scan::top_level_keys;
 
-pub(crate) use cpuprofile::decode;
+pub(crate) use cpuprofile::{add_document, decode, Document, Node};
 
 /// The key a node's first field may have: V8 writes `id` first, other writers reorder.
 const NODE_KEYS: [&[u8]; 4] = [b"id", b"callFrame", b"hitCount", b"children"];
