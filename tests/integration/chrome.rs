@@ -374,3 +374,58 @@ fn v8_samples_in_traces_are_one_timed_sample_per_tick() {
             .all(|s| s.tid.is_some()));
     }
 }
+
+#[test]
+fn catapult_samples_resolve_their_stack_frames() {
+    for rel in [
+        "chrome/catapult_traceviewify.json",
+        "chrome/speedscope_hermes-multi-thread-with-samples.json",
+    ] {
+        let bytes = fixture(rel);
+        let doc: Value = serde_json::from_slice(&bytes).unwrap();
+        let want = doc["samples"].as_array().unwrap();
+        let frames = doc["stackFrames"].as_object().unwrap();
+        let decoded = decode(&bytes, None).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        let rows: Vec<_> = samples(&decoded.profile)
+            .into_iter()
+            .filter(|s| s.series.name == "samples")
+            .collect();
+        assert_eq!(rows.len(), want.len(), "{rel}");
+        // Each sample's stack is its frame's chain of parents, checked for every sample.
+        let mut by_time: Vec<(i64, Vec<String>)> = want
+            .iter()
+            .map(|s| {
+                let mut names = Vec::new();
+                let mut at = s["sf"].clone();
+                while let Some(f) = frames.get(&id_text(&at)) {
+                    names.push(f["name"].as_str().unwrap().to_owned());
+                    at = f["parent"].clone();
+                }
+                names.reverse();
+                (ns(&s["ts"]).unwrap(), names)
+            })
+            .collect();
+        by_time.sort();
+        let mut got: Vec<(i64, Vec<String>)> = rows
+            .iter()
+            .map(|s| {
+                let names = s
+                    .frames()
+                    .iter()
+                    .map(|f| f.function.clone().unwrap())
+                    .collect();
+                (s.time.unwrap(), names)
+            })
+            .collect();
+        got.sort();
+        assert_eq!(got, by_time, "{rel}");
+    }
+}
+
+fn id_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        v => v.to_string(),
+    }
+}

@@ -7,6 +7,7 @@ use serde::Deserialize;
 use std::borrow::Cow;
 
 use super::args::Args;
+use super::catapult::{Catapult, RawSample};
 use super::event::{id, micros_to_ns, RawEvent};
 use super::v8::V8Profiles;
 use super::FORMAT;
@@ -49,6 +50,7 @@ pub(super) struct Events<'l> {
     last_ns: Option<i64>,
     events: u64,
     v8: V8Profiles,
+    catapult: Catapult,
 }
 
 /// The `args` of `M` events that name things.
@@ -77,6 +79,7 @@ impl<'l> Events<'l> {
             last_ns: None,
             events: 0,
             v8: V8Profiles::default(),
+            catapult: Catapult::default(),
         }
     }
 
@@ -125,6 +128,24 @@ impl<'l> Events<'l> {
                 self.truncated(e, t);
             }
             _ => self.profile.count(skipped(ph)),
+        }
+        Ok(())
+    }
+
+    /// Takes in catapult's `stackFrames` dictionary.
+    pub(super) fn stack_frames(&mut self, json: &[u8]) -> serde_json::Result<()> {
+        self.catapult.stack_frames(json, &mut self.profile)
+    }
+
+    /// Takes in one entry of catapult's `samples`.
+    pub(super) fn catapult_sample(&mut self, s: &RawSample<'_>) -> Result<()> {
+        self.events += 1;
+        if self.events > self.limits.max_events {
+            return Err(exceeded("max_events", self.limits.max_events));
+        }
+        let thread = self.track_of(s.pid, s.tid)?.thread;
+        if !self.catapult.sample(s, thread) {
+            self.profile.count("catapult_samples_without_ts");
         }
         Ok(())
     }
@@ -208,8 +229,16 @@ impl<'l> Events<'l> {
     }
 
     fn track(&mut self, e: &RawEvent<'_>) -> Result<&mut Track> {
-        let pid = e.pid.and_then(id);
-        let tid = e.tid.and_then(id);
+        self.track_of(e.pid, e.tid)
+    }
+
+    fn track_of(
+        &mut self,
+        pid: Option<&serde_json::value::RawValue>,
+        tid: Option<&serde_json::value::RawValue>,
+    ) -> Result<&mut Track> {
+        let pid = pid.and_then(id);
+        let tid = tid.and_then(id);
         if !self.tracks.contains_key(&(pid, tid)) {
             if self.tracks.len() as u64 >= self.limits.max_threads {
                 return Err(exceeded("max_threads", self.limits.max_threads));
@@ -265,6 +294,7 @@ impl<'l> Events<'l> {
     /// Sweeps every track's spans into the span series; the profile is then complete.
     pub(super) fn finish(mut self) -> Profile {
         std::mem::take(&mut self.v8).finish(&mut self.profile, self.limits.max_stack_depth);
+        std::mem::take(&mut self.catapult).finish(&mut self.profile, self.limits.max_stack_depth);
         let end = self.last_ns.unwrap_or(0);
         let mut tracks: Vec<Track> = self.tracks.into_values().collect();
         // Tracks in the order their threads were added: a deterministic output.

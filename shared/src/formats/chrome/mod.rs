@@ -3,6 +3,7 @@
 //! any order) or a bare array of events; it is read as a stream, an event at a time.
 
 mod args;
+mod catapult;
 mod event;
 mod events;
 mod stream;
@@ -125,6 +126,29 @@ pub(crate) fn decode(input: impl Read, codec: &'static str, limits: &Limits) -> 
                             let meta: DocMetadata<'_> = serde_json::from_slice(value)
                                 .map_err(|e| malformed(offset, format!("metadata: {e}")))?;
                             origin_ns = meta.trace_start_time.as_deref().and_then(parse_rfc3339);
+                        }
+                    }
+                    b"stackFrames" => {
+                        let offset = stream.offset();
+                        if let Some(value) = stream.value()? {
+                            events
+                                .stack_frames(value)
+                                .map_err(|e| malformed(offset, format!("stackFrames: {e}")))?;
+                        }
+                    }
+                    b"samples" if stream.enter_array()? => {
+                        let cut = stream.elements(|offset, bytes| {
+                            let sample = serde_json::from_slice(bytes).map_err(|e| {
+                                malformed(
+                                    offset,
+                                    format!("a sample that is not a sample object: {e}"),
+                                )
+                            })?;
+                            events.catapult_sample(&sample)
+                        })?;
+                        if cut {
+                            events.profile.count("json_incomplete_last_element");
+                            break;
                         }
                     }
                     _ => {
