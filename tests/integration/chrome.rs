@@ -179,7 +179,16 @@ fn spans_weigh_the_time_any_span_was_open_on_each_thread() {
             begun += t.begun;
             unterminated += t.written_begun.saturating_sub(t.ended);
         }
-        assert_eq!(stat(&decoded.profile, "spans"), begun, "{rel}");
+        // Async begins are spans too, on tracks of their own.
+        let async_begun = events(&bytes)
+            .iter()
+            .filter(|e| e["ph"] == "b" && ns(&e["ts"]).is_some())
+            .count() as u64;
+        assert_eq!(
+            stat(&decoded.profile, "spans"),
+            begun + async_begun,
+            "{rel}"
+        );
         assert_eq!(
             stat(&decoded.profile, "spans_unterminated"),
             unterminated,
@@ -428,4 +437,76 @@ fn id_text(v: &Value) -> String {
         Value::Null => String::new(),
         v => v.to_string(),
     }
+}
+
+#[test]
+fn async_spans_are_tracks_of_their_own() {
+    let bytes = fixture("chrome/clangbuildanalyzer_clang19.1-win-main.json");
+    // Per `<cat>:<id>`, the time during which any of its async spans was open.
+    let mut want: BTreeMap<String, Thread> = BTreeMap::new();
+    let mut last_ns = 0;
+    for e in events(&bytes) {
+        let Some(ts) = ns(&e["ts"]) else { continue };
+        last_ns = last_ns.max(ts + ns(&e["dur"]).unwrap_or(0).max(0));
+        let ph = e["ph"].as_str().unwrap_or("");
+        if ph != "b" && ph != "e" {
+            continue;
+        }
+        let key = format!("{}:{}", e["cat"].as_str().unwrap(), id_text(&e["id"]));
+        let t = want.entry(key).or_default();
+        t.steps.push((ts, if ph == "b" { 1 } else { -1 }, false));
+    }
+    assert!(!want.is_empty());
+    let decoded = decode(&bytes, None).unwrap();
+    let p = &decoded.profile;
+    let mut got: BTreeMap<String, i64> = BTreeMap::new();
+    for s in p.samples().iter() {
+        if p.str(p.series(s.series).name) != "async_spans" {
+            continue;
+        }
+        let track = p
+            .label_set(s.labels.unwrap())
+            .iter()
+            .find(|l| p.str(l.key) == "async_track")
+            .map(|l| match l.value {
+                proflake::model::LabelValue::Str(v) => p.str(v).to_owned(),
+                _ => panic!("a text label"),
+            })
+            .unwrap();
+        *got.entry(track).or_default() += s.weight;
+    }
+    let want: BTreeMap<String, i64> = want
+        .iter()
+        .map(|(k, t)| (k.clone(), open_ns(t, last_ns)))
+        .collect();
+    assert_eq!(got, want);
+    let (_, series) = p
+        .all_series()
+        .find(|(_, s)| p.str(s.name) == "async_spans")
+        .unwrap();
+    assert_eq!(series.kind, proflake::model::SeriesKind::Other);
+}
+
+#[test]
+fn clang_traces_are_on_the_wall_clock_from_their_beginning_of_time() {
+    let bytes = fixture("chrome/clangbuildanalyzer_clang11-pid-45.json");
+    let doc: Value = serde_json::from_slice(&bytes).unwrap();
+    let origin_ns = doc["beginningOfTime"].as_i64().unwrap() * 1000;
+    let first_ts = events(&bytes)
+        .iter()
+        .filter(|e| e["ph"] == "X" && ns(&e["dur"]).is_some_and(|d| d > 0))
+        .filter_map(|e| ns(&e["ts"]))
+        .min()
+        .unwrap();
+    let decoded = decode(&bytes, None).unwrap();
+    assert_eq!(
+        decoded.profile.timestamps,
+        proflake::model::Timestamps::UnixEpoch
+    );
+    let first = samples(&decoded.profile)
+        .iter()
+        .filter_map(|s| s.time)
+        .min()
+        .unwrap();
+    assert_eq!(first, origin_ns + first_ts);
 }

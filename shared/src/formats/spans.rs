@@ -386,7 +386,7 @@ impl Sweep {
 
 /// `base` with `over`'s labels put over it, key by key: an end's args complete and correct
 /// its begin's (catapult merges them the same way).
-fn merge_labels(
+pub(crate) fn merge_labels(
     base: Option<LabelSetHandle>,
     over: Option<LabelSetHandle>,
     profile: &mut Profile,

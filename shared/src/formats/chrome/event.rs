@@ -13,6 +13,8 @@ pub(super) struct RawEvent<'a> {
     #[serde(borrow, default)]
     pub name: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
+    pub cat: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
     pub ph: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     pub ts: Option<&'a RawValue>,

@@ -12,11 +12,11 @@ use super::event::{id, micros_to_ns, RawEvent};
 use super::v8::V8Profiles;
 use super::FORMAT;
 use crate::error::Result;
-use crate::formats::spans::{SpanTrack, Target};
+use crate::formats::spans::{merge_labels, SpanTrack, Target};
 use crate::limits::{exceeded, Limits};
 use crate::model::{
-    Frame, FrameHandle, FrameKind, ProcessHandle, Profile, Series, SeriesHandle, SeriesKind,
-    StringHandle, ThreadHandle,
+    Frame, FrameHandle, FrameKind, Label, LabelSetHandle, LabelValue, ProcessHandle, Profile,
+    Series, SeriesHandle, SeriesKind, StringHandle, ThreadHandle,
 };
 
 /// What the stats call events that are counted and skipped, by phase.
@@ -24,7 +24,7 @@ fn skipped(ph: u8) -> &'static str {
     match ph {
         b'i' | b'I' | b'R' => "chrome_instant_events",
         b'C' => "chrome_counter_events",
-        b'b' | b'e' | b'n' | b'S' | b'T' | b'F' | b'p' => "chrome_async_events",
+        b'n' | b'S' | b'T' | b'F' | b'p' => "chrome_async_events",
         b's' | b't' | b'f' => "chrome_flow_events",
         b'P' => "chrome_sample_events",
         b'O' | b'N' | b'D' => "chrome_object_events",
@@ -37,6 +37,9 @@ struct Track {
     spans: SpanTrack,
 }
 
+/// An async span's process, category and id.
+type AsyncKey = (Option<i64>, StringHandle, StringHandle);
+
 /// The model being built from a document's events.
 pub(super) struct Events<'l> {
     pub profile: Profile,
@@ -44,6 +47,8 @@ pub(super) struct Events<'l> {
     args: Args,
     processes: FxHashMap<Option<i64>, ProcessHandle>,
     tracks: FxHashMap<(Option<i64>, Option<i64>), Track>,
+    /// Async spans (`b`/`e`) by process, category and id: each id is a track of its own.
+    async_tracks: FxHashMap<AsyncKey, (Track, LabelSetHandle)>,
     frames: FxHashMap<StringHandle, FrameHandle>,
     span_kind: FrameKind,
     /// The latest time of any event but `M`: spans never ended close there.
@@ -74,6 +79,7 @@ impl<'l> Events<'l> {
             args: Args::new(limits.max_span_args, limits.max_string_bytes),
             processes: FxHashMap::default(),
             tracks: FxHashMap::default(),
+            async_tracks: FxHashMap::default(),
             frames: FxHashMap::default(),
             span_kind,
             last_ns: None,
@@ -124,6 +130,23 @@ impl<'l> Events<'l> {
                 Some(_) => self.profile.count("spans_zero_length"),
                 None => self.profile.count("spans_without_duration"),
             },
+            (b'b', Some(t)) => {
+                let (name, frame, labels) = self.span(e);
+                let key = self.async_track(e)?;
+                let (track, label) = self.async_tracks.get_mut(&key).expect("made above");
+                let labels = merge_labels(labels, Some(*label), &mut self.profile);
+                track.spans.begin(t, name, frame, labels);
+            }
+            (b'e', Some(t)) => {
+                let name = e
+                    .name
+                    .as_deref()
+                    .map(|n| self.profile.intern(n).index() as u32);
+                let labels = self.labels(e);
+                let key = self.async_track(e)?;
+                let (track, _) = self.async_tracks.get_mut(&key).expect("made above");
+                track.spans.end(t, name, labels);
+            }
             (b'i' | b'I', Some(t)) if e.name.as_deref() == Some("trace_truncated") => {
                 self.truncated(e, t);
             }
@@ -251,6 +274,34 @@ impl<'l> Events<'l> {
         Ok(self.tracks.get_mut(&(pid, tid)).expect("inserted above"))
     }
 
+    /// The key of an async span's track, made on first use with the label naming it
+    /// (`async_track`: `<cat>:<id>`). Its stretches are on the process's thread without a
+    /// tid, named `async`.
+    fn async_track(&mut self, e: &RawEvent<'_>) -> Result<AsyncKey> {
+        let pid = e.pid.and_then(id);
+        let cat = e.cat.as_deref().unwrap_or("");
+        let id_text = e.id.map_or("", |i| i.get().trim_matches('"'));
+        let key = (pid, self.profile.intern(cat), self.profile.intern(id_text));
+        if self.async_tracks.contains_key(&key) {
+            return Ok(key);
+        }
+        if (self.tracks.len() + self.async_tracks.len()) as u64 >= self.limits.max_threads {
+            return Err(exceeded("max_threads", self.limits.max_threads));
+        }
+        let process = self.process(pid)?;
+        let thread = self.profile.add_thread(process, None);
+        self.profile.name_thread(thread, "async");
+        let label = Label {
+            key: self.profile.intern("async_track"),
+            value: LabelValue::Str(self.profile.intern(&format!("{cat}:{id_text}"))),
+        };
+        let label = self.profile.add_label_set(&[label]).expect("one label");
+        let spans = SpanTrack::default();
+        self.async_tracks
+            .insert(key, (Track { thread, spans }, label));
+        Ok(key)
+    }
+
     /// An `M` event: process and thread names, and the agent a process was started by.
     fn metadata(&mut self, e: &RawEvent<'_>) -> Result<()> {
         let args: Option<NameArgs<'_>> = e.args.and_then(|a| serde_json::from_str(a.get()).ok());
@@ -299,10 +350,29 @@ impl<'l> Events<'l> {
         let mut tracks: Vec<Track> = self.tracks.into_values().collect();
         // Tracks in the order their threads were added: a deterministic output.
         tracks.sort_by_key(|t| t.thread.index());
+        let mut async_tracks: Vec<(AsyncKey, (Track, LabelSetHandle))> =
+            self.async_tracks.into_iter().collect();
+        async_tracks.sort_by_key(|(k, _)| (k.0, k.1.index(), k.2.index()));
+        if !async_tracks.is_empty() {
+            // Async spans overlap the threads' time, so as wall time they would count it
+            // twice: a series of their own, of kind other.
+            let series = spans_series(&mut self.profile, "async_spans", SeriesKind::Other);
+            for (_, (track, _)) in async_tracks {
+                let target = Target {
+                    thread: track.thread,
+                    series,
+                    timed: true,
+                };
+                track
+                    .spans
+                    .sweep(target, end, &mut self.profile, self.limits.max_stack_depth);
+            }
+        }
         if tracks.iter().all(|t| t.spans.is_empty()) {
+            self.profile.sort_samples_by_time();
             return self.profile;
         }
-        let series = spans_series(&mut self.profile);
+        let series = spans_series(&mut self.profile, "spans", SeriesKind::WallTime);
         for track in tracks {
             let target = Target {
                 thread: track.thread,
@@ -318,10 +388,10 @@ impl<'l> Events<'l> {
     }
 }
 
-fn spans_series(profile: &mut Profile) -> SeriesHandle {
+fn spans_series(profile: &mut Profile, name: &str, kind: SeriesKind) -> SeriesHandle {
     let series = Series {
-        kind: SeriesKind::WallTime,
-        name: profile.intern("spans"),
+        kind,
+        name: profile.intern(name),
         unit: profile.intern("nanoseconds"),
         source: Some(profile.intern("chrome")),
         frequency_hz: None,

@@ -128,6 +128,16 @@ pub(crate) fn decode(input: impl Read, codec: &'static str, limits: &Limits) -> 
                             origin_ns = meta.trace_start_time.as_deref().and_then(parse_rfc3339);
                         }
                     }
+                    // clang's -ftime-trace: the wall-clock time of ts 0, in µs since the epoch.
+                    b"beginningOfTime" => {
+                        if let Some(value) = stream.value()? {
+                            origin_ns = std::str::from_utf8(value)
+                                .ok()
+                                .and_then(|v| v.trim().parse::<i64>().ok())
+                                .and_then(|us| us.checked_mul(1000))
+                                .or(origin_ns);
+                        }
+                    }
                     b"stackFrames" => {
                         let offset = stream.offset();
                         if let Some(value) = stream.value()? {
