@@ -3,6 +3,7 @@
 mod aggregated;
 mod cpuprofile;
 mod doc_links;
+mod firefox;
 mod folded;
 mod gen_inputs;
 mod otlp;

@@ -6,6 +6,7 @@
 
 mod container;
 mod demangle;
+mod firefox;
 mod folded;
 mod otlp;
 mod perfetto;
@@ -55,6 +56,9 @@ pub enum InputFormat {
     Folded,
     /// A V8 CPU profile (`.cpuprofile`: DevTools `Profiler.Profile`, Node `--cpu-prof`).
     V8CpuProfile,
+    /// A Firefox Profiler profile: the gecko format Firefox writes, or the processed format
+    /// profiler.firefox.com saves and samply writes.
+    Firefox,
 }
 
 impl InputFormat {
@@ -68,6 +72,7 @@ impl InputFormat {
         InputFormat::SentryEnvelope,
         // Before the JSON formats whose sniffers would take any object.
         InputFormat::V8CpuProfile,
+        InputFormat::Firefox,
         InputFormat::SampleV2,
         InputFormat::OtlpJson,
         InputFormat::Folded,
@@ -84,6 +89,7 @@ impl InputFormat {
             InputFormat::SampleV2 => "sample-v2",
             InputFormat::Folded => "folded",
             InputFormat::V8CpuProfile => "cpuprofile",
+            InputFormat::Firefox => "firefox",
         }
     }
 
@@ -99,6 +105,7 @@ impl InputFormat {
             InputFormat::SampleV2 => sample_v2::test_chunk(prefix),
             InputFormat::Folded => folded::test(prefix),
             InputFormat::V8CpuProfile => v8::test(prefix),
+            InputFormat::Firefox => firefox::test(prefix),
         }
     }
 
@@ -267,6 +274,7 @@ fn read_whole(
         InputFormat::SentryEnvelope => sentry::decode_envelope(&whole, limits)?,
         InputFormat::SampleV2 => sample_v2::decode_chunk(whole),
         InputFormat::V8CpuProfile => (v8::decode(&whole, limits)?, Extras::default()),
+        InputFormat::Firefox => (firefox::decode(&whole, limits)?, Extras::default()),
     })
 }
 
