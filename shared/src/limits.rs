@@ -105,7 +105,8 @@ limits! {
     /// Most entries in any one table of a pprof profile (strings, functions, locations,
     /// mappings) or of an OTLP dictionary, counted on the wire before the message is decoded:
     /// an empty entry of two bytes decodes into a struct of tens of bytes. Also the nodes of a
-    /// V8 cpuprofile.
+    /// V8 cpuprofile, and each table of a Firefox profile (libs, strings, stacks, frames,
+    /// functions).
     max_table_entries: "PROFLAKE_LIMIT_MAX_TABLE_ENTRIES" = 5_000_000, 1..=u64::MAX;
     /// Most samples in one upload: model samples (one per timestamp or non-zero value), and
     /// pprof and OTLP sample records on the wire.
@@ -122,8 +123,8 @@ limits! {
     /// bytes.
     max_string_bytes: "PROFLAKE_LIMIT_MAX_STRING_BYTES" = MIB, 1..=u64::MAX;
     /// Deepest nesting of arrays and objects in JSON input (OTLP/JSON, Sample v2, cpuprofile,
-    /// envelope headers, chunk metadata, sidecars), checked before a parser recurses into it. At most
-    /// 127, serde_json's own bound.
+    /// Firefox profiles, envelope headers, chunk metadata, sidecars), checked before a parser
+    /// recurses into it. At most 127, serde_json's own bound.
     max_json_depth: "PROFLAKE_LIMIT_MAX_JSON_DEPTH" = 64, 1..=SERDE_JSON_DEPTH;
     /// Most distinct threads.
     max_threads: "PROFLAKE_LIMIT_MAX_THREADS" = 100_000, 1..=u64::MAX;
