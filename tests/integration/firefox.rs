@@ -9,6 +9,12 @@ use proflake::{
     convert_upload, decode, inputs::sniff, model::FrameAddress, model::SeriesKind,
     outputs::check_sample_v2, ConvertOptions, ErrorKind, InputFormat,
 };
+use proflake::{
+    jobs::RehydrateScope, process_upload, rehydrate, symbols::add_debug_file, LocalDirStore,
+    ObjectStore, Outcome, ProcessOptions, RehydrateOptions,
+};
+use proflake_tests::native::{build, NativeLib, LINKED_AT};
+use proflake_tests::native_profiles::{addresses, table_chains, Addresses, START_S};
 use serde_json::Value;
 
 use crate::util::{files_under, fixture, fixture_path, plain, repo_path, samples, stat};
@@ -384,21 +390,14 @@ fn conversion_has_a_wall_clock_and_carries_cpu_time() {
 
 // ---- versions and malformed input --------------------------------------------------------
 
+/// What the error of a document that must be refused says is wrong.
 fn malformed(bytes: &[u8]) -> String {
-    match decode(bytes, Some(InputFormat::Firefox)) {
-        Ok(d) => panic!(
-            "expected an error, got {} samples",
-            d.profile.samples().len()
-        ),
-        Err(e) => match e.kind() {
-            ErrorKind::Malformed {
-                format: "firefox",
-                what,
-                ..
-            } => what.clone(),
-            other => panic!("expected a malformed firefox profile, got {other:?}"),
-        },
-    }
+    let err = decode(bytes, Some(InputFormat::Firefox)).expect_err("an error");
+    let ErrorKind::Malformed { format, what, .. } = err.kind() else {
+        panic!("expected a malformed firefox profile, got {err}");
+    };
+    assert_eq!(*format, "firefox");
+    what.clone()
 }
 
 fn edited(rel: &str, edit: impl FnOnce(&mut Value)) -> Vec<u8> {
@@ -524,5 +523,78 @@ fn the_firefox_sniffer_claims_no_other_input() {
             "{} must not sniff as firefox",
             path.display()
         );
+    }
+}
+
+// ---- symbolization -----------------------------------------------------------------------
+
+/// A processed profile of the gcc-built library, as samply writes one unsymbolicated: every
+/// leaf address and one `outer → work` stack, each address relative to the library's base
+/// (its first loaded segment), the caller's already moved into its call instruction.
+fn profile_of_library(lib: &NativeLib, a: &Addresses) -> Vec<u8> {
+    let mut relative: Vec<u64> = a.leaves.iter().map(|va| va - LINKED_AT).collect();
+    relative.push(a.ret - 1 - LINKED_AT);
+    let n = relative.len();
+    let callee = a.leaves.iter().position(|&x| x == a.callee).unwrap();
+    // Stacks 0..n-1 are single frames; stack n is the caller, n + 1 the callee under it.
+    let mut prefix: Vec<Value> = vec![Value::Null; n + 1];
+    prefix.push(n.into());
+    let mut frame: Vec<usize> = (0..n).collect();
+    frame.extend([n - 1, callee]);
+    let stacks: Vec<usize> = (0..n - 1).chain([n + 1]).collect();
+    let mut strings: Vec<String> = relative.iter().map(|r| format!("{r:#x}")).collect();
+    strings.push("libwork.so".into());
+    serde_json::to_vec(&serde_json::json!({
+        "meta": {"interval": 1, "startTime": START_S as f64 * 1000.0, "version": 24,
+                 "preprocessedProfileVersion": 41, "symbolicated": false,
+                 "categories": [{"name": "Other", "color": "grey", "subcategories": ["Other"]}]},
+        "libs": [{"name": "libwork.so", "path": "/data/app/libwork.so", "codeId": lib.build_id,
+                  "breakpadId": null, "debugName": "libwork.so"}],
+        "threads": [{
+            "name": "work", "pid": "42", "tid": 42, "processName": "app",
+            "samples": {"length": stacks.len(), "stack": stacks,
+                        "time": (0..stacks.len()).map(|i| i as f64).collect::<Vec<_>>(),
+                        "weight": null, "weightType": "samples"},
+            "stackTable": {"length": n + 2, "prefix": prefix, "frame": frame},
+            "frameTable": {"length": n, "address": relative, "func": (0..n).collect::<Vec<_>>(),
+                           "category": vec![0; n], "inlineDepth": vec![0; n]},
+            "funcTable": {"length": n, "name": (0..n).collect::<Vec<_>>(), "isJS": vec![false; n],
+                          "resource": vec![0; n]},
+            "resourceTable": {"length": 1, "lib": [0], "name": [n]},
+            "stringArray": strings
+        }]
+    }))
+    .unwrap()
+}
+
+#[test]
+fn library_relative_addresses_are_named_as_addr2line_names_them() {
+    let lib = build("libwork.so", &[]);
+    let a = addresses(&lib);
+    let dir = tempfile::tempdir().unwrap();
+    let store = LocalDirStore::new(dir.path());
+    store
+        .put("uploads/work.json", &profile_of_library(&lib, &a))
+        .unwrap();
+    let outcome = process_upload(
+        &store,
+        &store,
+        "uploads/work.json",
+        &ProcessOptions::default(),
+    );
+    assert!(matches!(outcome, Ok(Outcome::Converted(_))), "{outcome:?}");
+    let key = format!("debuginfo/{}/libwork.so", lib.build_id);
+    store.put(&key, &lib.bytes()).unwrap();
+    add_debug_file(&store, &key, u64::MAX).unwrap();
+    let scope = RehydrateScope::BuildId(&lib.build_id);
+    let page = rehydrate(&store, &store, scope, None, &RehydrateOptions::default()).unwrap();
+    assert_eq!(page.reconverted, 1, "{page:?}");
+
+    let chains = table_chains(&store);
+    let mut lookups: Vec<u64> = a.leaves.clone();
+    lookups.push(a.ret - 1);
+    for (va, want) in lookups.iter().zip(lib.addr2line(&lookups)) {
+        let got = &chains[&("base_relative".to_owned(), va - LINKED_AT)];
+        assert_eq!(*got, want, "virtual address {va:#x}");
     }
 }
