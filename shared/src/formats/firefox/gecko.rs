@@ -133,7 +133,7 @@ fn stack_columns(table: &Table) -> Result<(Vec<Option<u64>>, Vec<u64>)> {
     Ok((prefixes, frames))
 }
 
-fn sample_columns(table: &Table) -> Result<SampleColumns> {
+fn sample_columns(table: &Table) -> Result<SampleColumns<'static>> {
     let (stack, time) = (table.column("stack"), table.column("time"));
     let (weight, cpu) = (table.column("weight"), table.column("threadCPUDelta"));
     let optional = |column: super::cells::Column| {

@@ -1,6 +1,8 @@
 //! The processed layout (profiler.firefox.com, samply): column tables per thread, `libs` and
 //! (since version 56) the strings shared by the whole profile.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 
 use super::meta::{Id, Images, Lib, Meta, Targets, ThreadId, WeightType};
@@ -212,10 +214,10 @@ impl ThreadReader<'_, '_> {
             return Err(crate::limits::exceeded("max_samples", limits.max_samples));
         }
         let columns = SampleColumns {
-            stack: samples.stack.clone(),
+            stack: Cow::Borrowed(&samples.stack),
             time_ms: sample_times(samples)?,
-            weight: samples.weight.clone(),
-            cpu_delta: samples.thread_cpu_delta.clone(),
+            weight: samples.weight.as_deref().map(Cow::Borrowed),
+            cpu_delta: samples.thread_cpu_delta.as_deref().map(Cow::Borrowed),
         };
         let weight_type = WeightType::parse(samples.weight_type.as_deref())?;
         let targets = Targets::new(
@@ -311,9 +313,9 @@ pub(super) fn is_hex_address(name: &str) -> bool {
 }
 
 /// The sample times in ms: `time`, or the running sum of `timeDeltas`.
-fn sample_times(samples: &Samples) -> Result<Vec<f64>> {
+fn sample_times(samples: &Samples) -> Result<Cow<'_, [f64]>> {
     match (&samples.time, &samples.time_deltas) {
-        (Some(time), _) => Ok(time.clone()),
+        (Some(time), _) => Ok(Cow::Borrowed(time)),
         (None, Some(deltas)) => Ok(deltas
             .iter()
             .scan(0.0, |t, d| {
@@ -321,7 +323,6 @@ fn sample_times(samples: &Samples) -> Result<Vec<f64>> {
                 Some(*t)
             })
             .collect()),
-        (None, None) if samples.stack.is_empty() => Ok(Vec::new()),
         (None, None) => Err(malformed("samples has neither time nor timeDeltas".into())),
     }
 }

@@ -1,6 +1,8 @@
 //! What both layouts do with a thread once its tables are read: the stack table onto the
 //! model's stacks, and each sample onto its series.
 
+use std::borrow::Cow;
+
 use super::malformed;
 use super::meta::{Clock, Targets};
 use crate::error::Result;
@@ -62,25 +64,26 @@ pub(super) fn places(
     Ok(places)
 }
 
-/// One thread's samples, as columns of equal length.
-pub(super) struct SampleColumns {
+/// One thread's samples, as columns of equal length: borrowed from a processed thread,
+/// built from a gecko thread's rows.
+pub(super) struct SampleColumns<'a> {
     /// Stack-table rows; `None` for a sample without a stack.
-    pub stack: Vec<Option<u64>>,
+    pub stack: Cow<'a, [Option<u64>]>,
     /// ms after the profile's start.
-    pub time_ms: Vec<f64>,
+    pub time_ms: Cow<'a, [f64]>,
     /// `None` when every weight is 1; a null weight is 1 too.
-    pub weight: Option<Vec<Option<f64>>>,
+    pub weight: Option<Cow<'a, [Option<f64>]>>,
     /// CPU time since the previous sample, in `meta.sampleUnits.threadCPUDelta`.
-    pub cpu_delta: Option<Vec<Option<f64>>>,
+    pub cpu_delta: Option<Cow<'a, [Option<f64>]>>,
 }
 
-impl SampleColumns {
+impl SampleColumns<'_> {
     fn check(&self) -> Result<()> {
         let n = self.stack.len();
         let lengths = [
             ("time", Some(self.time_ms.len())),
-            ("weight", self.weight.as_ref().map(Vec::len)),
-            ("threadCPUDelta", self.cpu_delta.as_ref().map(Vec::len)),
+            ("weight", self.weight.as_deref().map(<[_]>::len)),
+            ("threadCPUDelta", self.cpu_delta.as_deref().map(<[_]>::len)),
         ];
         for (name, len) in lengths {
             if let Some(len) = len.filter(|&len| len != n) {
@@ -98,13 +101,13 @@ impl SampleColumns {
 pub(super) fn add_samples(
     profile: &mut Profile,
     thread: ThreadHandle,
-    columns: &SampleColumns,
+    columns: &SampleColumns<'_>,
     places: &[Place],
     targets: Targets,
     clock: Clock,
 ) -> Result<()> {
     columns.check()?;
-    for (i, (&row, &ms)) in columns.stack.iter().zip(&columns.time_ms).enumerate() {
+    for (i, (&row, &ms)) in columns.stack.iter().zip(columns.time_ms.iter()).enumerate() {
         let stack = match row.map(|r| (r, usize::try_from(r).ok().and_then(|r| places.get(r)))) {
             None => None,
             Some((_, Some(Place::Stack(stack)))) => Some(*stack),
@@ -121,13 +124,13 @@ pub(super) fn add_samples(
         let time = clock.at(ms, &|| format!("samples[{i}]"))?;
         let weight = columns
             .weight
-            .as_ref()
+            .as_deref()
             .and_then(|w| w[i])
             .map_or(1, |w| targets.weight_type.scale(w));
         let mut sample = Sample::new(thread, stack, weight, targets.weights);
         sample.time = Some(time);
         profile.add_sample(sample);
-        let delta = columns.cpu_delta.as_ref().map(|d| d[i]);
+        let delta = columns.cpu_delta.as_deref().map(|d| d[i]);
         if let (Some(cpu), Some(delta)) = (targets.cpu, delta) {
             match delta {
                 Some(d) if d > 0.0 => {
