@@ -598,3 +598,28 @@ fn library_relative_addresses_are_named_as_addr2line_names_them() {
         assert_eq!(*got, want, "virtual address {va:#x}");
     }
 }
+
+#[test]
+fn missing_and_negative_cpu_deltas_are_counted_and_add_no_cpu_time() {
+    let text = edited(PROCESSED_58, |d| {
+        d["threads"][0]["samples"]["threadCPUDelta"][2] = (-5).into();
+    });
+    let decoded = decode(&text, None).unwrap();
+    let profile = &decoded.profile;
+    assert_eq!(stat(profile, "firefox_cpu_delta_negative"), 1);
+    assert_eq!(
+        stat(profile, "firefox_cpu_delta_missing"),
+        1,
+        "the first is null"
+    );
+    let cpu: i64 = samples(profile)
+        .iter()
+        .filter(|s| s.series.kind == SeriesKind::CpuTime)
+        .map(|s| s.weight)
+        .sum();
+    assert_eq!(cpu, 4183 - 1000, "the negative delta replaced 1000");
+    let far = edited(PROCESSED_58, |d| {
+        d["threads"][0]["samples"]["timeDeltas"][0] = 1e300.into()
+    });
+    assert!(malformed(&far).contains("samples[0]: time 1e300 ms is out of range"));
+}

@@ -54,7 +54,7 @@ impl Meta {
             return Ok(Clock { start_ns: 0 });
         };
         let start_ns = checked_seconds_to_ns(start / 1000.0)
-            .ok_or_else(|| malformed(format!("meta.startTime {start} is out of range")))?;
+            .ok_or_else(|| malformed(format!("meta.startTime {start:?} is out of range")))?;
         Ok(Clock { start_ns })
     }
 
@@ -82,7 +82,7 @@ impl Clock {
         let offset = (ns.is_finite() && ns.abs() < 9.0e18).then(|| ns.round() as i64);
         offset
             .and_then(|o| self.start_ns.checked_add(o))
-            .ok_or_else(|| malformed(format!("{}: time {ms} ms is out of range", what())))
+            .ok_or_else(|| malformed(format!("{}: time {ms:?} ms is out of range", what())))
     }
 }
 

@@ -138,6 +138,7 @@ pub(super) fn add_samples(
                     sample.time = Some(time);
                     profile.add_sample(sample);
                 }
+                Some(d) if d < 0.0 => profile.count("firefox_cpu_delta_negative"),
                 Some(_) => {}
                 None => profile.count("firefox_cpu_delta_missing"),
             }
