@@ -105,7 +105,8 @@ limits! {
     /// Most entries in any one table of a pprof profile (strings, functions, locations,
     /// mappings) or of an OTLP dictionary, counted on the wire before the message is decoded:
     /// an empty entry of two bytes decodes into a struct of tens of bytes. Also the nodes of a
-    /// V8 cpuprofile and the shared frames of a speedscope document.
+    /// V8 cpuprofile, the shared frames of a speedscope document, and each table of a
+    /// Firefox profile (libs, strings, stacks, frames, functions).
     max_table_entries: "PROFLAKE_LIMIT_MAX_TABLE_ENTRIES" = 5_000_000, 1..=u64::MAX;
     /// Most samples in one upload: model samples (one per timestamp or non-zero value), pprof
     /// and OTLP sample records on the wire, and a speedscope document's events and samples.
@@ -122,8 +123,8 @@ limits! {
     /// bytes.
     max_string_bytes: "PROFLAKE_LIMIT_MAX_STRING_BYTES" = MIB, 1..=u64::MAX;
     /// Deepest nesting of arrays and objects in JSON input (OTLP/JSON, Sample v2, cpuprofile,
-    /// speedscope, envelope headers, chunk metadata, sidecars), checked before a parser recurses into it. At most
-    /// 127, serde_json's own bound.
+    /// speedscope, Firefox profiles, envelope headers, chunk metadata, sidecars), checked before
+    /// a parser recurses into it. At most 127, serde_json's own bound.
     max_json_depth: "PROFLAKE_LIMIT_MAX_JSON_DEPTH" = 64, 1..=SERDE_JSON_DEPTH;
     /// Most events in one trace-event document (the elements of `traceEvents` or of a bare
     /// array), counted as they are read.

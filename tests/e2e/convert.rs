@@ -154,6 +154,15 @@ fn cases() -> Vec<Case> {
                 "plain",
             )
         },
+        Case {
+            sidecar: Some(repo_file("samples/firefox/ls.metadata.json")),
+            ..case(
+                "uploads/samply/ls.json",
+                "samples/firefox/ls.json",
+                "firefox",
+                "plain",
+            )
+        },
         case(
             "uploads/sentry/vroomrs_sample_v2_valid_android.json",
             "tests/fixtures/sentry/vroomrs_sample_v2_valid_android.json",

@@ -4,6 +4,7 @@ mod aggregated;
 mod chrome;
 mod cpuprofile;
 mod doc_links;
+mod firefox;
 mod folded;
 mod gen_inputs;
 mod otlp;

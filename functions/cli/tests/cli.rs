@@ -160,6 +160,7 @@ fn every_sample_converts_to_its_expected_output() {
         "cpuprofile",
         "speedscope",
         "chrome",
+        "firefox",
     ] {
         assert!(
             checked

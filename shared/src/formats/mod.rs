@@ -7,6 +7,7 @@
 mod chrome;
 mod container;
 mod demangle;
+mod firefox;
 mod folded;
 mod json_scan;
 mod otlp;
@@ -63,6 +64,9 @@ pub enum InputFormat {
     Speedscope,
     /// Chrome's Trace Event Format (JSON): Chrome and DevTools traces, agent traces.
     ChromeJson,
+    /// A Firefox Profiler profile: the gecko format Firefox writes, or the processed format
+    /// profiler.firefox.com saves and samply writes.
+    Firefox,
 }
 
 impl InputFormat {
@@ -78,6 +82,7 @@ impl InputFormat {
         InputFormat::V8CpuProfile,
         InputFormat::Speedscope,
         InputFormat::ChromeJson,
+        InputFormat::Firefox,
         InputFormat::SampleV2,
         InputFormat::OtlpJson,
         InputFormat::Folded,
@@ -96,6 +101,7 @@ impl InputFormat {
             InputFormat::V8CpuProfile => "cpuprofile",
             InputFormat::Speedscope => "speedscope",
             InputFormat::ChromeJson => "chrome-json",
+            InputFormat::Firefox => "firefox",
         }
     }
 
@@ -113,6 +119,7 @@ impl InputFormat {
             InputFormat::V8CpuProfile => v8::test(prefix),
             InputFormat::Speedscope => speedscope::test(prefix),
             InputFormat::ChromeJson => chrome::test(prefix),
+            InputFormat::Firefox => firefox::test(prefix),
         }
     }
 
@@ -285,6 +292,7 @@ fn read_whole(
         InputFormat::SampleV2 => sample_v2::decode_chunk(whole),
         InputFormat::V8CpuProfile => (v8::decode(&whole, limits)?, Extras::default()),
         InputFormat::Speedscope => (speedscope::decode(&whole, limits)?, Extras::default()),
+        InputFormat::Firefox => (firefox::decode(&whole, limits)?, Extras::default()),
     })
 }
 

@@ -62,6 +62,9 @@ pub enum FrameAddress {
     /// An address relative to the start of the frame's image file as the producer computed
     /// it (Perfetto `rel_pc`: unwindstack's ELF-relative pc, load bias included).
     ImageRelative(u64),
+    /// An address relative to the image's base, the address its debug file's symbols start
+    /// from (Firefox processed profiles, Breakpad): looked up as it is.
+    BaseRelative(u64),
 }
 
 /// A function a frame's code was inlined into (innermost first).

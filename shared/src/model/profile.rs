@@ -320,7 +320,9 @@ impl Profile {
             return function.to_owned();
         }
         let Some(address) = frame.address.map(|a| match a {
-            super::FrameAddress::Absolute(a) | super::FrameAddress::ImageRelative(a) => a,
+            super::FrameAddress::Absolute(a)
+            | super::FrameAddress::ImageRelative(a)
+            | super::FrameAddress::BaseRelative(a) => a,
         }) else {
             return "<unknown>".to_owned();
         };

@@ -244,7 +244,9 @@ fn seen_images(profile: &Profile, reached: &[bool]) -> BTreeMap<ImageHandle, See
         }
         match address {
             FrameAddress::Absolute(a) => seen.absolute.insert(a),
-            FrameAddress::ImageRelative(a) => seen.relative.insert(a),
+            FrameAddress::ImageRelative(a) | FrameAddress::BaseRelative(a) => {
+                seen.relative.insert(a)
+            }
         };
     }
     seen

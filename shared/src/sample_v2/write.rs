@@ -206,7 +206,8 @@ pub(super) fn model_frame_rows(
         None
     } else {
         frame.address.and_then(|a| match a {
-            FrameAddress::Absolute(a) => Some(a),
+            // A base-relative address with the image at 0 (the image_addr written for it).
+            FrameAddress::Absolute(a) | FrameAddress::BaseRelative(a) => Some(a),
             FrameAddress::ImageRelative(r) => match image {
                 Some(img) => img.start.checked_add(r),
                 None => Some(r),

@@ -257,6 +257,8 @@ fn resolve(
     };
     let relative = match address {
         FrameAddress::ImageRelative(rel_pc) => rel_pc.checked_sub(base),
+        // Already relative to the image base the symbols are laid out from.
+        FrameAddress::BaseRelative(relative) => Some(relative),
         FrameAddress::Absolute(abs) => {
             let abs = if is_caller {
                 InstructionInfo::new(cache.arch(), abs).previous_address()
@@ -311,6 +313,7 @@ fn resolve(
         .map(u64::from)
         .and_then(|entry| match address {
             FrameAddress::ImageRelative(_) => entry.checked_add(base),
+            FrameAddress::BaseRelative(_) => Some(entry),
             FrameAddress::Absolute(_) => {
                 let offset = entry
                     .checked_add(meta.load_address)

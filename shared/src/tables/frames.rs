@@ -13,7 +13,9 @@ use crate::model::{Frame, FrameAddress, Image, Profile, SymbolStatus};
 
 fn address_value(a: FrameAddress) -> u64 {
     match a {
-        FrameAddress::Absolute(a) | FrameAddress::ImageRelative(a) => a,
+        FrameAddress::Absolute(a)
+        | FrameAddress::ImageRelative(a)
+        | FrameAddress::BaseRelative(a) => a,
     }
 }
 
@@ -21,6 +23,7 @@ fn address_space(a: FrameAddress) -> &'static str {
     match a {
         FrameAddress::Absolute(_) => "absolute",
         FrameAddress::ImageRelative(_) => "image_relative",
+        FrameAddress::BaseRelative(_) => "base_relative",
     }
 }
 

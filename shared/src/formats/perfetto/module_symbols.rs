@@ -138,7 +138,7 @@ fn rel_pc(frame: &Frame) -> Option<u64> {
     match frame.address {
         Some(FrameAddress::ImageRelative(pc)) => Some(pc),
         None => Some(0),
-        Some(FrameAddress::Absolute(_)) => None,
+        Some(FrameAddress::Absolute(_) | FrameAddress::BaseRelative(_)) => None,
     }
 }
 
