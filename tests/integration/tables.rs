@@ -14,7 +14,7 @@ use prost::Message;
 use crate::sample_v2::{all_perfetto_fixtures, convert_input, other_format_inputs};
 
 /// Every table file of one conversion, read back and concatenated per table.
-fn read_tables(c: &Converted) -> BTreeMap<String, Vec<RecordBatch>> {
+pub(crate) fn read_tables(c: &Converted) -> BTreeMap<String, Vec<RecordBatch>> {
     let mut out: BTreeMap<String, Vec<RecordBatch>> = BTreeMap::new();
     for o in &c.manifest.outputs {
         let Some(table) = o.kind.strip_prefix("table:") else {
@@ -53,7 +53,7 @@ fn i32s(b: &RecordBatch, col: &str) -> Vec<Option<i32>> {
         .collect()
 }
 
-fn i64s(b: &RecordBatch, col: &str) -> Vec<Option<i64>> {
+pub(crate) fn i64s(b: &RecordBatch, col: &str) -> Vec<Option<i64>> {
     let a = b
         .column_by_name(col)
         .expect(col)
