@@ -10,6 +10,7 @@ mod folded;
 mod otlp;
 mod perfetto;
 mod pprof;
+mod pprof_legacy;
 mod protowire;
 pub(crate) mod sample_v2;
 mod sentry;
@@ -55,6 +56,8 @@ pub enum InputFormat {
     Folded,
     /// A V8 CPU profile (`.cpuprofile`: DevTools `Profiler.Profile`, Node `--cpu-prof`).
     V8CpuProfile,
+    /// gperftools' legacy binary CPU profile (`CPUPROFILE=`, Go's `runtime/pprof` before 1.9).
+    PprofLegacy,
 }
 
 impl InputFormat {
@@ -65,6 +68,8 @@ impl InputFormat {
         InputFormat::Otlp,
         InputFormat::Perfetto,
         InputFormat::Pprof,
+        // Its first word is 0, which the protobuf sniffers above reject.
+        InputFormat::PprofLegacy,
         InputFormat::SentryEnvelope,
         // Before the JSON formats whose sniffers would take any object.
         InputFormat::V8CpuProfile,
@@ -84,6 +89,7 @@ impl InputFormat {
             InputFormat::SampleV2 => "sample-v2",
             InputFormat::Folded => "folded",
             InputFormat::V8CpuProfile => "cpuprofile",
+            InputFormat::PprofLegacy => "pprof-legacy",
         }
     }
 
@@ -99,6 +105,7 @@ impl InputFormat {
             InputFormat::SampleV2 => sample_v2::test_chunk(prefix),
             InputFormat::Folded => folded::test(prefix),
             InputFormat::V8CpuProfile => v8::test(prefix),
+            InputFormat::PprofLegacy => pprof_legacy::test(prefix),
         }
     }
 
@@ -267,6 +274,7 @@ fn read_whole(
         InputFormat::SentryEnvelope => sentry::decode_envelope(&whole, limits)?,
         InputFormat::SampleV2 => sample_v2::decode_chunk(whole),
         InputFormat::V8CpuProfile => (v8::decode(&whole, limits)?, Extras::default()),
+        InputFormat::PprofLegacy => (pprof_legacy::decode(&whole, limits)?, Extras::default()),
     })
 }
 
