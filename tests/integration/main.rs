@@ -11,6 +11,7 @@ mod perfetto_malformed;
 mod perfetto_symbols;
 mod perfetto_synthetic;
 mod pprof;
+mod pprof_legacy;
 mod sample_v2;
 mod sentry;
 mod streamed;
