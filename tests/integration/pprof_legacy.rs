@@ -431,54 +431,41 @@ fn odd_records_are_kept_or_counted_and_limits_hold() {
         [3, 30_000_000, 2, 20_000_000]
     );
 
-    let options = |limits: Limits| ConvertOptions {
-        limits,
-        ..metadata()
-    };
+    // 11 records are 22 samples; the maps text has 59 lines of more than 40 bytes.
     let bytes = sample_bytes();
-    let tight = Limits {
-        max_samples: 21,
-        ..Limits::default()
-    };
-    let err = convert_upload("uploads/w", "e", &bytes, &options(tight)).unwrap_err();
-    assert!(
-        matches!(
-            err.kind(),
-            ErrorKind::LimitExceeded {
-                limit: "max_samples",
-                ..
-            }
+    let base = Limits::default();
+    let tight = [
+        (
+            "max_samples",
+            Limits {
+                max_samples: 21,
+                ..base.clone()
+            },
         ),
-        "{err}"
-    );
-    let tight = Limits {
-        max_table_entries: 10,
-        ..Limits::default()
-    };
-    let err = convert_upload("uploads/w", "e", &bytes, &options(tight)).unwrap_err();
-    assert!(
-        matches!(
-            err.kind(),
-            ErrorKind::LimitExceeded {
-                limit: "max_table_entries",
-                ..
-            }
+        (
+            "max_table_entries",
+            Limits {
+                max_table_entries: 10,
+                ..base.clone()
+            },
         ),
-        "{err}"
-    );
-    let tight = Limits {
-        max_line_bytes: 40,
-        ..Limits::default()
-    };
-    let err = convert_upload("uploads/w", "e", &bytes, &options(tight)).unwrap_err();
-    assert!(
-        matches!(
-            err.kind(),
-            ErrorKind::LimitExceeded {
-                limit: "max_line_bytes",
-                ..
-            }
+        (
+            "max_line_bytes",
+            Limits {
+                max_line_bytes: 40,
+                ..base
+            },
         ),
-        "{err}"
-    );
+    ];
+    for (name, limits) in tight {
+        let options = ConvertOptions {
+            limits,
+            ..metadata()
+        };
+        let err = convert_upload("uploads/w", "e", &bytes, &options).unwrap_err();
+        match err.kind() {
+            ErrorKind::LimitExceeded { limit, .. } => assert_eq!(*limit, name),
+            other => panic!("{name}: {other:?}"),
+        }
+    }
 }
