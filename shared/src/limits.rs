@@ -105,11 +105,13 @@ limits! {
     /// Most entries in any one table of a pprof profile (strings, functions, locations,
     /// mappings) or of an OTLP dictionary, counted on the wire before the message is decoded:
     /// an empty entry of two bytes decodes into a struct of tens of bytes. Also the nodes of a
-    /// V8 cpuprofile, the shared frames of a speedscope document, and each table of a
-    /// Firefox profile (libs, strings, stacks, frames, functions).
+    /// V8 cpuprofile, the shared frames of a speedscope document, each table of a Firefox
+    /// profile (libs, strings, stacks, frames, functions), and the maps lines of a legacy CPU
+    /// profile.
     max_table_entries: "PROFLAKE_LIMIT_MAX_TABLE_ENTRIES" = 5_000_000, 1..=u64::MAX;
     /// Most samples in one upload: model samples (one per timestamp or non-zero value), pprof
-    /// and OTLP sample records on the wire, and a speedscope document's events and samples.
+    /// and OTLP sample records on the wire, a speedscope document's events and samples, and the
+    /// records of a legacy CPU profile.
     max_samples: "PROFLAKE_LIMIT_MAX_SAMPLES" = 20_000_000, 1..=u64::MAX;
     /// Most frames in one stack. The decoders keep a deeper stack's sample without its frames
     /// and count it (`*stack_too_deep` stats); a Sample v2 chunk, which is passed through
@@ -117,7 +119,7 @@ limits! {
     max_stack_depth: "PROFLAKE_LIMIT_MAX_STACK_DEPTH" = 8192, 1..=u64::MAX;
     /// Most distinct call paths (nodes of the stack prefix tree).
     max_stack_nodes: "PROFLAKE_LIMIT_MAX_STACK_NODES" = 20_000_000, 1..=u64::MAX;
-    /// Longest line of folded stacks, in bytes.
+    /// Longest line of folded stacks or of a legacy CPU profile's maps text, in bytes.
     max_line_bytes: "PROFLAKE_LIMIT_MAX_LINE_BYTES" = MIB, 1..=u64::MAX;
     /// Longest string in the profile (function, file, image, thread, label, attribute), in
     /// bytes.

@@ -163,6 +163,15 @@ fn cases() -> Vec<Case> {
                 "plain",
             )
         },
+        Case {
+            sidecar: Some(repo_file("samples/pprof-legacy/gperftools.metadata.json")),
+            ..case(
+                "uploads/gperftools/gperftools.prof",
+                "samples/pprof-legacy/gperftools.prof",
+                "pprof-legacy",
+                "plain",
+            )
+        },
         case(
             "uploads/sentry/vroomrs_sample_v2_valid_android.json",
             "tests/fixtures/sentry/vroomrs_sample_v2_valid_android.json",

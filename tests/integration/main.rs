@@ -13,6 +13,7 @@ mod perfetto_malformed;
 mod perfetto_symbols;
 mod perfetto_synthetic;
 mod pprof;
+mod pprof_legacy;
 mod sample_v2;
 mod sentry;
 mod speedscope;

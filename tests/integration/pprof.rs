@@ -962,3 +962,135 @@ fn corrupted_bytes_fail_cleanly() {
     }
     assert!(failures > plain.len() / 2, "most corruptions are detected");
 }
+
+// ---- pprof-rs: `cpu/count` ----------------------------------------------------------------
+
+/// A profile shaped as tikv/pprof-rs writes it: one sample type `cpu/count`, a location per
+/// function with one line, samples of (leaf-first functions, count). `period_ns` adds the
+/// `cpu/nanoseconds` period type some versions write.
+fn pprof_rs(period_ns: Option<i64>, samples: &[(&[&str], i64)]) -> pprof::Profile {
+    let mut b = Builder::new();
+    b.p.sample_type = vec![b.vt("cpu", "count")];
+    if let Some(period) = period_ns {
+        b.p.period_type = Some(b.vt("cpu", "nanoseconds"));
+        b.p.period = period;
+    }
+    let mut ids: HashMap<String, u64> = HashMap::new();
+    for (stack, count) in samples {
+        let mut location_id = Vec::new();
+        for name in *stack {
+            let next = ids.len() as u64 + 1;
+            let id = *ids.entry((*name).to_owned()).or_insert(next);
+            if id == next {
+                b.function(id, name, name, "src/main.rs");
+                b.p.location.push(pprof::Location {
+                    id,
+                    line: vec![line(id, 10 + id as i64, 0)],
+                    ..Default::default()
+                });
+            }
+            location_id.push(id);
+        }
+        b.p.sample.push(pprof::Sample {
+            location_id,
+            value: vec![*count],
+            label: vec![],
+        });
+    }
+    b.p
+}
+
+const PPROF_RS_STACKS: [(&[&str], i64); 3] = [
+    (&["work", "main"], 7),
+    (&["hash", "work", "main"], 4),
+    (&["main"], 2),
+];
+
+/// Converts a pprof-rs profile at a given start; returns the conversion and, per `samples`
+/// row of the tables, `(value, weight_ns)`.
+fn convert_pprof_rs(p: &pprof::Profile) -> (proflake::Converted, Vec<(i64, Option<i64>)>) {
+    let options = proflake::ConvertOptions {
+        metadata: proflake::UploadMetadata {
+            timestamp: Some(1_700_000_000.0),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let converted = proflake::convert_upload("uploads/rs.pb", "etag", &p.encode_to_vec(), &options)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let tables = crate::tables::read_tables(&converted);
+    let rows = tables["samples"]
+        .iter()
+        .flat_map(|b| {
+            let values = crate::tables::i64s(b, "value");
+            values
+                .into_iter()
+                .zip(crate::tables::i64s(b, "weight_ns"))
+                .map(|(v, ns)| (v.unwrap(), ns))
+        })
+        .collect();
+    (converted, rows)
+}
+
+/// What the test expects of a pprof-rs conversion, from the profile it built.
+fn check_pprof_rs_chunks(p: &pprof::Profile, converted: &proflake::Converted, interval_ns: i64) {
+    let counts: i64 = p.sample.iter().map(|s| s.value[0]).sum();
+    let chunks = converted.sample_v2();
+    assert!(
+        !chunks.is_empty(),
+        "cpu/count is CPU time, so chunks are written"
+    );
+    for (key, json) in &chunks {
+        assert_eq!(proflake::outputs::check_sample_v2(json), vec![], "{key}");
+    }
+    let v2 = &converted.manifest.sample_v2;
+    assert_eq!(v2.samples, counts as u64, "one chunk sample per count");
+    assert_eq!(
+        v2.expansion.as_ref().map(|e| e.interval_ns),
+        Some(interval_ns)
+    );
+    let series = &converted.manifest.series;
+    assert_eq!(series.len(), 1);
+    assert_eq!(
+        (series[0].kind.as_str(), series[0].total_value),
+        ("cpu_time", i128::from(counts))
+    );
+}
+
+#[test]
+fn pprof_rs_cpu_count_without_period_is_counted_cpu_time() {
+    let p = pprof_rs(None, &PPROF_RS_STACKS);
+    let profile = decode_ok(&p.encode_to_vec(), "pprof-rs").profile;
+    assert_eq!(
+        series_summary(&profile),
+        [("cpu/count".into(), SeriesKind::CpuTime, None, None)]
+    );
+    let (converted, rows) = convert_pprof_rs(&p);
+    // The rate is unknown: laid out at the default 100 Hz, and no nanoseconds in the tables.
+    check_pprof_rs_chunks(&p, &converted, proflake::internals::DEFAULT_INTERVAL_NS);
+    let values: Vec<i64> = p.sample.iter().map(|s| s.value[0]).collect();
+    let mut table_values: Vec<i64> = rows.iter().map(|r| r.0).collect();
+    table_values.sort_unstable();
+    let mut expected = values.clone();
+    expected.sort_unstable();
+    assert_eq!(table_values, expected);
+    assert!(rows.iter().all(|r| r.1.is_none()), "weight_ns is null");
+}
+
+#[test]
+fn pprof_rs_cpu_count_with_a_period_is_cpu_time_at_that_rate() {
+    // pprof-rs's default 99 Hz: a period of 1e9 / 99 ns.
+    let period = 1_000_000_000 / 99;
+    let p = pprof_rs(Some(period), &PPROF_RS_STACKS);
+    let profile = decode_ok(&p.encode_to_vec(), "pprof-rs").profile;
+    assert_eq!(
+        series_summary(&profile),
+        [("cpu/count".into(), SeriesKind::CpuTime, None, Some(99))]
+    );
+    let (converted, rows) = convert_pprof_rs(&p);
+    check_pprof_rs_chunks(&p, &converted, period);
+    assert_eq!(rows.len(), p.sample.len());
+    for (value, weight_ns) in rows {
+        assert_eq!(weight_ns, Some(value * period), "value {value}");
+    }
+}

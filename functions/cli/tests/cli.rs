@@ -161,6 +161,7 @@ fn every_sample_converts_to_its_expected_output() {
         "speedscope",
         "chrome",
         "firefox",
+        "pprof-legacy",
     ] {
         assert!(
             checked

@@ -13,6 +13,7 @@ mod json_scan;
 mod otlp;
 mod perfetto;
 mod pprof;
+mod pprof_legacy;
 mod protowire;
 pub(crate) mod sample_v2;
 mod sentry;
@@ -67,6 +68,8 @@ pub enum InputFormat {
     /// A Firefox Profiler profile: the gecko format Firefox writes, or the processed format
     /// profiler.firefox.com saves and samply writes.
     Firefox,
+    /// gperftools' legacy binary CPU profile (`CPUPROFILE=`, Go's `runtime/pprof` before 1.9).
+    PprofLegacy,
 }
 
 impl InputFormat {
@@ -77,6 +80,8 @@ impl InputFormat {
         InputFormat::Otlp,
         InputFormat::Perfetto,
         InputFormat::Pprof,
+        // Its first word is 0, which the protobuf sniffers above reject.
+        InputFormat::PprofLegacy,
         InputFormat::SentryEnvelope,
         // Before the JSON formats whose sniffers would take any object.
         InputFormat::V8CpuProfile,
@@ -102,6 +107,7 @@ impl InputFormat {
             InputFormat::Speedscope => "speedscope",
             InputFormat::ChromeJson => "chrome-json",
             InputFormat::Firefox => "firefox",
+            InputFormat::PprofLegacy => "pprof-legacy",
         }
     }
 
@@ -120,6 +126,7 @@ impl InputFormat {
             InputFormat::Speedscope => speedscope::test(prefix),
             InputFormat::ChromeJson => chrome::test(prefix),
             InputFormat::Firefox => firefox::test(prefix),
+            InputFormat::PprofLegacy => pprof_legacy::test(prefix),
         }
     }
 
@@ -293,6 +300,7 @@ fn read_whole(
         InputFormat::V8CpuProfile => (v8::decode(&whole, limits)?, Extras::default()),
         InputFormat::Speedscope => (speedscope::decode(&whole, limits)?, Extras::default()),
         InputFormat::Firefox => (firefox::decode(&whole, limits)?, Extras::default()),
+        InputFormat::PprofLegacy => (pprof_legacy::decode(&whole, limits)?, Extras::default()),
     })
 }
 

@@ -6,6 +6,12 @@
 //! 1. a type named `cpu` (or `cpu-time`, `cpu_time`, `on_cpu`) with a time unit is the CPU-time
 //!    series; a type named `wall` (or `wall-time`, `wall_time`, `wallclock`) with a time unit is
 //!    the wall-time series;
+//!
+//!    1b. failing that, a type named `cpu` (or `wall`) whose unit counts samples (`count`,
+//!    `samples`, none) is that series, each sample standing for one sampling interval: pprof-rs
+//!    writes `cpu/count`, with a `cpu/nanoseconds` period type or with none at all. Without a
+//!    period its rate is unknown; Sample v2 lays it out at the default interval and the tables
+//!    give it no nanoseconds;
 //! 2. if there is no CPU-time type, a count type (`samples`/`sample`, unit `count`) whose
 //!    period type is `cpu` is the CPU-time series, each sample standing for one period
 //!    (eBPF profilers, Go's `samples/count` next to `cpu/nanoseconds`); the same for `wall`;
@@ -31,6 +37,10 @@ fn is_wall(kind: &str) -> bool {
     matches!(kind, "wall" | "wall-time" | "wall_time" | "wallclock")
 }
 
+fn counts_samples(unit: &str) -> bool {
+    matches!(unit, "count" | "samples" | "")
+}
+
 fn is_count(t: ValueType) -> bool {
     matches!(t.kind, "samples" | "sample") && matches!(t.unit, "count" | "")
 }
@@ -39,8 +49,11 @@ fn is_count(t: ValueType) -> bool {
 pub(crate) fn classify(types: &[ValueType], period_type: Option<ValueType>) -> Vec<SeriesKind> {
     let timed =
         |t: &ValueType, pick: fn(&str) -> bool| pick(t.kind) && time_unit_ns(t.unit).is_some();
+    let counted = |t: &ValueType, pick: fn(&str) -> bool| pick(t.kind) && counts_samples(t.unit);
     let first = |pick: fn(&str) -> bool| {
-        types.iter().position(|t| timed(t, pick)).or_else(|| {
+        let named = (types.iter().position(|t| timed(t, pick)))
+            .or_else(|| types.iter().position(|t| counted(t, pick)));
+        named.or_else(|| {
             let period_matches = period_type.is_some_and(|p| pick(p.kind));
             period_matches
                 .then(|| types.iter().position(|t| is_count(*t)))
@@ -85,6 +98,44 @@ mod tests {
         assert_eq!(kinds, [SeriesKind::CpuTime]);
         let kinds = classify(&[vt("samples", "count")], Some(vt("space", "bytes")));
         assert_eq!(kinds, [SeriesKind::Other]);
+    }
+
+    #[test]
+    fn a_cpu_type_counting_samples_is_cpu_time() {
+        // pprof-rs: `cpu/count`, with no period type or a `cpu/nanoseconds` one.
+        for period in [None, Some(vt("cpu", "nanoseconds"))] {
+            assert_eq!(
+                classify(&[vt("cpu", "count")], period),
+                [SeriesKind::CpuTime]
+            );
+        }
+        for unit in ["samples", ""] {
+            assert_eq!(classify(&[vt("cpu", unit)], None), [SeriesKind::CpuTime]);
+        }
+        assert_eq!(
+            classify(&[vt("wall", "count")], None),
+            [SeriesKind::WallTime]
+        );
+        // Counted, not timed: bytes or events named `cpu` are not CPU time.
+        assert_eq!(classify(&[vt("cpu", "bytes")], None), [SeriesKind::Other]);
+    }
+
+    #[test]
+    fn a_timed_cpu_type_wins_over_a_counted_one() {
+        let kinds = classify(
+            &[vt("cpu", "count"), vt("cpu", "nanoseconds")],
+            Some(vt("cpu", "nanoseconds")),
+        );
+        assert_eq!(kinds, [SeriesKind::Other, SeriesKind::CpuTime]);
+    }
+
+    #[test]
+    fn a_counted_cpu_type_wins_over_sample_counts() {
+        let kinds = classify(
+            &[vt("samples", "count"), vt("cpu", "count")],
+            Some(vt("cpu", "nanoseconds")),
+        );
+        assert_eq!(kinds, [SeriesKind::Other, SeriesKind::CpuTime]);
     }
 
     #[test]

@@ -194,7 +194,7 @@ fn sampling(unit: &str, period_type: Option<ValueType>, period: i64) -> (Option<
     if !unit.is_empty() && pt.unit == unit {
         return (Some(period), None);
     }
-    let counts = unit.is_empty() || unit == "count";
+    let counts = matches!(unit, "" | "count" | "samples");
     let period_ns = time_unit_ns(pt.unit).and_then(|ns| period.checked_mul(ns.unsigned_abs()));
     match period_ns {
         Some(ns) if counts => {

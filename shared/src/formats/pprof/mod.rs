@@ -5,8 +5,8 @@
 //! model sample in that series (pprof samples are aggregates with no time of their own, so
 //! model samples carry none). Which series is CPU time or wall time, and so what Sample v2
 //! takes, is decided by the rule shared with OTLP in `value_types`: a `cpu`/`wall` type with
-//! a time unit, else a `samples/count` type whose period type is `cpu`/`wall`; allocations
-//! and everything else stay `Other`.
+//! a time unit, else one that counts samples (pprof-rs's `cpu/count`), else a `samples/count`
+//! type whose period type is `cpu`/`wall`; allocations and everything else stay `Other`.
 //!
 //! Threads and processes come from labels where producers put them, trace links from
 //! Pyroscope's `trace_id`/`span_id` labels; every label is kept as a model label. Mappings
