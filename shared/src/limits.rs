@@ -107,8 +107,8 @@ limits! {
     /// an empty entry of two bytes decodes into a struct of tens of bytes. Also the nodes of a
     /// V8 cpuprofile.
     max_table_entries: "PROFLAKE_LIMIT_MAX_TABLE_ENTRIES" = 5_000_000, 1..=u64::MAX;
-    /// Most samples in one upload: model samples (one per timestamp or non-zero value), and
-    /// pprof and OTLP sample records on the wire.
+    /// Most samples in one upload: model samples (one per timestamp or non-zero value, one per
+    /// perf script record), and pprof and OTLP sample records on the wire.
     max_samples: "PROFLAKE_LIMIT_MAX_SAMPLES" = 20_000_000, 1..=u64::MAX;
     /// Most frames in one stack. The decoders keep a deeper stack's sample without its frames
     /// and count it (`*stack_too_deep` stats); a Sample v2 chunk, which is passed through
@@ -116,7 +116,7 @@ limits! {
     max_stack_depth: "PROFLAKE_LIMIT_MAX_STACK_DEPTH" = 8192, 1..=u64::MAX;
     /// Most distinct call paths (nodes of the stack prefix tree).
     max_stack_nodes: "PROFLAKE_LIMIT_MAX_STACK_NODES" = 20_000_000, 1..=u64::MAX;
-    /// Longest line of folded stacks, in bytes.
+    /// Longest line of folded stacks or perf script text, in bytes.
     max_line_bytes: "PROFLAKE_LIMIT_MAX_LINE_BYTES" = MIB, 1..=u64::MAX;
     /// Longest string in the profile (function, file, image, thread, label, attribute), in
     /// bytes.

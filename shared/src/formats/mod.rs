@@ -8,11 +8,13 @@ mod container;
 mod demangle;
 mod folded;
 mod otlp;
+mod perf_script;
 mod perfetto;
 mod pprof;
 mod protowire;
 pub(crate) mod sample_v2;
 mod sentry;
+mod text_blocks;
 mod two_readings;
 mod v8;
 mod value_types;
@@ -55,6 +57,8 @@ pub enum InputFormat {
     Folded,
     /// A V8 CPU profile (`.cpuprofile`: DevTools `Profiler.Profile`, Node `--cpu-prof`).
     V8CpuProfile,
+    /// Linux perf samples as `perf script` prints them.
+    PerfScript,
 }
 
 impl InputFormat {
@@ -70,6 +74,8 @@ impl InputFormat {
         InputFormat::V8CpuProfile,
         InputFormat::SampleV2,
         InputFormat::OtlpJson,
+        // Before folded stacks: a prefix of `#` lines is no folded line, but perf's header.
+        InputFormat::PerfScript,
         InputFormat::Folded,
     ];
 
@@ -84,6 +90,7 @@ impl InputFormat {
             InputFormat::SampleV2 => "sample-v2",
             InputFormat::Folded => "folded",
             InputFormat::V8CpuProfile => "cpuprofile",
+            InputFormat::PerfScript => "perf-script",
         }
     }
 
@@ -99,6 +106,7 @@ impl InputFormat {
             InputFormat::SampleV2 => sample_v2::test_chunk(prefix),
             InputFormat::Folded => folded::test(prefix),
             InputFormat::V8CpuProfile => v8::test(prefix),
+            InputFormat::PerfScript => perf_script::test(prefix),
         }
     }
 
@@ -207,8 +215,8 @@ pub(crate) fn open_stream<'a>(
     })
 }
 
-/// [`decode`] of the `len` bytes `input` reads. Perfetto traces and folded stacks are decoded
-/// as they are read; the other formats are read whole first.
+/// [`decode`] of the `len` bytes `input` reads. Perfetto traces, folded stacks and perf script
+/// text are decoded as they are read; the other formats are read whole first.
 pub(crate) fn decode_stream(
     input: impl Read,
     len: u64,
@@ -232,6 +240,9 @@ pub(crate) fn decode_opened(
     let streamed = match format {
         InputFormat::Perfetto => Some(perfetto::decode(&mut stream, container.name(), limits)?),
         InputFormat::Folded => Some(folded::decode(&mut stream, container.name(), limits)?),
+        InputFormat::PerfScript => {
+            Some(perf_script::decode(&mut stream, container.name(), limits)?)
+        }
         _ => None,
     };
     let (profile, extras) = match streamed {
@@ -260,7 +271,9 @@ fn read_whole(
         .read_to_end(&mut whole)
         .map_err(|e| io_error(e, container.name(), 0, "input"))?;
     Ok(match format {
-        InputFormat::Perfetto | InputFormat::Folded => unreachable!("streamed"),
+        InputFormat::Perfetto | InputFormat::Folded | InputFormat::PerfScript => {
+            unreachable!("streamed")
+        }
         InputFormat::Otlp => (otlp::decode(&whole, limits)?, Extras::default()),
         InputFormat::OtlpJson => (otlp::decode_json(&whole, limits)?, Extras::default()),
         InputFormat::Pprof => (pprof::decode(&whole, limits)?, Extras::default()),
