@@ -6,6 +6,7 @@ mod doc_links;
 mod folded;
 mod gen_inputs;
 mod otlp;
+mod perf_script;
 mod perfetto_difftests;
 mod perfetto_malformed;
 mod perfetto_symbols;
