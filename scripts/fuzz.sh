@@ -26,7 +26,7 @@ fi
 export PATH="$PWD/.tools/bin:$PATH"
 
 all_targets=(decode decode_perfetto decode_otlp decode_otlp_json decode_pprof decode_folded
-  cpuprofile decode_sentry_envelope sample_v2 convert notification debug_file)
+  cpuprofile decode_perf_script decode_sentry_envelope sample_v2 convert notification debug_file)
 if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 
 mkdir -p "$work/logs"
@@ -79,6 +79,7 @@ otlp_json=(tests/fixtures/otlp/*.json)
 pprof=(samples/pprof/*.pb.gz tests/fixtures/pprof/*.pb.gz)
 folded=(samples/folded/*.folded tests/fixtures/folded/*.folded tests/fixtures/folded/*.collapsed)
 cpuprofile=(samples/cpuprofile/*.cpuprofile tests/fixtures/cpuprofile/*.cpuprofile)
+perf_script=(samples/perf-script/*.txt tests/fixtures/perf_script/*.txt tests/fixtures/perf_script/*.gz)
 envelope=(samples/sentry/*.envelope tests/fixtures/sentry/*.jsonl)
 chunks=(tests/fixtures/sentry/*.json samples/*/*.expected/[0-9a-f]*.json)
 add_seed decode_perfetto "${perfetto[@]}"
@@ -87,11 +88,12 @@ add_seed decode_otlp_json "${otlp_json[@]}"
 add_seed decode_pprof "${pprof[@]}"
 add_seed decode_folded "${folded[@]}"
 add_seed cpuprofile "${cpuprofile[@]}"
+add_seed decode_perf_script "${perf_script[@]}"
 add_seed decode_sentry_envelope "${envelope[@]}"
 add_seed sample_v2 "${chunks[@]}"
 for t in decode convert; do
   add_seed "$t" "${perfetto[@]}" "${otlp[@]}" "${otlp_json[@]}" "${pprof[@]}" "${folded[@]}" \
-    "${cpuprofile[@]}" "${envelope[@]}" "${chunks[@]}"
+    "${cpuprofile[@]}" "${perf_script[@]}" "${envelope[@]}" "${chunks[@]}"
 done
 # Debug files: a small gcc-built library with inlined calls (DWARF with inlinees), the same
 # without DWARF (symbols only), and its Breakpad file when dump_syms is installed.
