@@ -158,6 +158,7 @@ fn every_sample_converts_to_its_expected_output() {
         "folded",
         "sentry",
         "cpuprofile",
+        "perf-script",
     ] {
         assert!(
             checked
