@@ -1,6 +1,7 @@
 //! `perf script` text inputs: what the decoder makes of real and project-written recordings,
 //! checked against counts this file reads from the text with its own line loop; detection both
-//! ways; and the errors of malformed text. Fixture provenance: tests/fixtures/perf_script/SOURCES.md.
+//! ways; and the errors of malformed text. Fixture provenance:
+//! tests/fixtures/perf_script/SOURCES.md.
 
 use std::collections::BTreeMap;
 

@@ -44,8 +44,8 @@ fn malformed(at: At, what: String) -> Error {
 
 /// Whether `prefix` (the first bytes of decompressed content) starts `perf script` text: UTF-8
 /// (a character cut at the end is fine) whose first line that is not blank or `#` is a record
-/// header with an event. A prefix of `#` lines alone is claimed when they are perf's (`# perf version :`,
-/// `# cmdline :`), as `perf script --header` starts.
+/// header with an event. A prefix of `#` lines alone is claimed when they are perf's
+/// (`# perf version :`, `# cmdline :`), as `perf script --header` starts.
 pub(crate) fn test(prefix: &[u8]) -> bool {
     let whole = prefix.len() < super::SNIFF_LEN;
     let prefix = prefix.strip_prefix(BOM).unwrap_or(prefix);
