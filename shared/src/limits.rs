@@ -109,9 +109,9 @@ limits! {
     /// profile (libs, strings, stacks, frames, functions), and the maps lines of a legacy CPU
     /// profile.
     max_table_entries: "PROFLAKE_LIMIT_MAX_TABLE_ENTRIES" = 5_000_000, 1..=u64::MAX;
-    /// Most samples in one upload: model samples (one per timestamp or non-zero value), pprof
-    /// and OTLP sample records on the wire, a speedscope document's events and samples, and the
-    /// records of a legacy CPU profile.
+    /// Most samples in one upload: model samples (one per timestamp or non-zero value, one per
+    /// perf script record), pprof and OTLP sample records on the wire, a speedscope document's
+    /// events and samples, and the records of a legacy CPU profile.
     max_samples: "PROFLAKE_LIMIT_MAX_SAMPLES" = 20_000_000, 1..=u64::MAX;
     /// Most frames in one stack. The decoders keep a deeper stack's sample without its frames
     /// and count it (`*stack_too_deep` stats); a Sample v2 chunk, which is passed through
@@ -119,7 +119,8 @@ limits! {
     max_stack_depth: "PROFLAKE_LIMIT_MAX_STACK_DEPTH" = 8192, 1..=u64::MAX;
     /// Most distinct call paths (nodes of the stack prefix tree).
     max_stack_nodes: "PROFLAKE_LIMIT_MAX_STACK_NODES" = 20_000_000, 1..=u64::MAX;
-    /// Longest line of folded stacks or of a legacy CPU profile's maps text, in bytes.
+    /// Longest line of folded stacks, perf script text or a legacy CPU profile's maps text, in
+    /// bytes.
     max_line_bytes: "PROFLAKE_LIMIT_MAX_LINE_BYTES" = MIB, 1..=u64::MAX;
     /// Longest string in the profile (function, file, image, thread, label, attribute), in
     /// bytes.

@@ -289,6 +289,8 @@ fn cases() -> Vec<Case> {
         case("max_json_depth", 2, sample_v2_chunk()),
         case("max_samples", 2, "main;a 1\nmain;b 1\nmain;c 1\n").decoded_as(InputFormat::Folded),
         case("max_samples", 3, sample_v2_chunk()),
+        case("max_samples", 1, PERF_SCRIPT).decoded_as(InputFormat::PerfScript),
+        case("max_line_bytes", 20, PERF_SCRIPT).decoded_as(InputFormat::PerfScript),
         // A Sample v2 chunk passes through unchanged: a stack too deep cannot be cut from it.
         case("max_stack_depth", 2, sample_v2_chunk()),
         case("max_stack_nodes", 2, "main;work;spin 1\n").decoded_as(InputFormat::Folded),
@@ -308,6 +310,10 @@ fn cases() -> Vec<Case> {
         ),
     ]
 }
+
+/// Two `perf script` records.
+const PERF_SCRIPT: &str =
+    "app 7 1.5: 10 cycles:\n\t4005f6 main+0x16 (/bin/app)\n\napp 7 2.5: 10 cycles:\n";
 
 #[test]
 fn every_limit_is_tripped_by_a_case_of_its_own() {

@@ -172,6 +172,17 @@ fn cases() -> Vec<Case> {
                 "plain",
             )
         },
+        Case {
+            sidecar: Some(repo_file(
+                "samples/perf-script/simple-with-header.metadata.json",
+            )),
+            ..case(
+                "uploads/perf/simple-with-header.perf.txt",
+                "samples/perf-script/simple-with-header.perf.txt",
+                "perf-script",
+                "plain",
+            )
+        },
         case(
             "uploads/sentry/vroomrs_sample_v2_valid_android.json",
             "tests/fixtures/sentry/vroomrs_sample_v2_valid_android.json",

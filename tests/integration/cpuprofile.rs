@@ -3,13 +3,13 @@
 //! the errors of malformed documents. Fixture provenance: tests/fixtures/cpuprofile/SOURCES.md.
 
 use proflake::{
-    convert_upload, decode, model::FrameKind, model::SeriesKind, outputs::check_sample_v2,
-    ConvertOptions, ErrorKind, InputFormat, UploadMetadata,
+    decode, model::FrameKind, model::SeriesKind, outputs::check_sample_v2, ErrorKind, InputFormat,
 };
 use serde_json::Value;
 
 use crate::util::{
-    assert_claims_no_other_input, assert_only_sniffer, fixture, samples, stat, SampleView,
+    assert_claims_no_other_input, assert_only_sniffer, convert_on_a_trace_clock, fixture, samples,
+    stat, SampleView,
 };
 
 const FIXTURES: [&str; 3] = [
@@ -136,28 +136,7 @@ fn conversion_needs_a_timestamp_and_reports_every_tick() {
     for rel in FIXTURES {
         let bytes = fixture(rel);
         let want = expected(&bytes);
-        let err = convert_upload(
-            "uploads/p.cpuprofile",
-            "etag",
-            &bytes,
-            &ConvertOptions::default(),
-        )
-        .err()
-        .unwrap_or_else(|| panic!("{rel}: V8's clock is no wall clock"));
-        assert!(
-            matches!(err.kind(), ErrorKind::NoWallClock { .. }),
-            "{rel}: {err}"
-        );
-
-        let options = ConvertOptions {
-            metadata: UploadMetadata {
-                timestamp: Some(1_700_000_000.0),
-                ..UploadMetadata::default()
-            },
-            ..ConvertOptions::default()
-        };
-        let converted = convert_upload("uploads/p.cpuprofile", "etag", &bytes, &options)
-            .unwrap_or_else(|e| panic!("{rel}: {e}"));
+        let converted = convert_on_a_trace_clock("uploads/p.cpuprofile", &bytes, rel);
         let manifest = &converted.manifest;
         assert_eq!(manifest.source.format, "cpuprofile");
         assert_eq!(manifest.profile.samples, want.samples as u64, "{rel}");

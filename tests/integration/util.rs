@@ -119,6 +119,27 @@ pub fn assert_claims_no_other_input(format: proflake::InputFormat, own: &str) {
     }
 }
 
+/// Converts an input whose times are on a trace clock: without a start time it is refused
+/// (`NoWallClock`), with the metadata's `timestamp` it converts. `what` names it in failures.
+pub fn convert_on_a_trace_clock(key: &str, bytes: &[u8], what: &str) -> proflake::Converted {
+    use proflake::{convert_upload, ConvertOptions, ErrorKind, UploadMetadata};
+    let err = convert_upload(key, "etag", bytes, &ConvertOptions::default())
+        .err()
+        .unwrap_or_else(|| panic!("{what}: a trace clock is no wall clock"));
+    assert!(
+        matches!(err.kind(), ErrorKind::NoWallClock { .. }),
+        "{what}: {err}"
+    );
+    let options = ConvertOptions {
+        metadata: UploadMetadata {
+            timestamp: Some(1_700_000_000.0),
+            ..UploadMetadata::default()
+        },
+        ..ConvertOptions::default()
+    };
+    convert_upload(key, "etag", bytes, &options).unwrap_or_else(|e| panic!("{what}: {e}"))
+}
+
 /// Decodes `bytes`, failing the test with `what` and the error when decoding fails.
 pub fn decode_ok(bytes: &[u8], what: &str) -> Decoded {
     proflake::decode(bytes, None).unwrap_or_else(|e| panic!("{what}: decode failed: {e}"))

@@ -162,6 +162,7 @@ fn every_sample_converts_to_its_expected_output() {
         "chrome",
         "firefox",
         "pprof-legacy",
+        "perf-script",
     ] {
         assert!(
             checked

@@ -11,6 +11,7 @@ mod firefox;
 mod folded;
 mod json_scan;
 mod otlp;
+mod perf_script;
 mod perfetto;
 mod pprof;
 mod pprof_legacy;
@@ -19,6 +20,7 @@ pub(crate) mod sample_v2;
 mod sentry;
 mod spans;
 mod speedscope;
+mod text_blocks;
 mod two_readings;
 mod v8;
 mod value_types;
@@ -70,6 +72,8 @@ pub enum InputFormat {
     Firefox,
     /// gperftools' legacy binary CPU profile (`CPUPROFILE=`, Go's `runtime/pprof` before 1.9).
     PprofLegacy,
+    /// Linux perf samples as `perf script` prints them.
+    PerfScript,
 }
 
 impl InputFormat {
@@ -90,6 +94,8 @@ impl InputFormat {
         InputFormat::Firefox,
         InputFormat::SampleV2,
         InputFormat::OtlpJson,
+        // Before folded stacks: a prefix of `#` lines is no folded line, but perf's header.
+        InputFormat::PerfScript,
         InputFormat::Folded,
     ];
 
@@ -108,6 +114,7 @@ impl InputFormat {
             InputFormat::ChromeJson => "chrome-json",
             InputFormat::Firefox => "firefox",
             InputFormat::PprofLegacy => "pprof-legacy",
+            InputFormat::PerfScript => "perf-script",
         }
     }
 
@@ -127,6 +134,7 @@ impl InputFormat {
             InputFormat::ChromeJson => chrome::test(prefix),
             InputFormat::Firefox => firefox::test(prefix),
             InputFormat::PprofLegacy => pprof_legacy::test(prefix),
+            InputFormat::PerfScript => perf_script::test(prefix),
         }
     }
 
@@ -235,8 +243,8 @@ pub(crate) fn open_stream<'a>(
     })
 }
 
-/// [`decode`] of the `len` bytes `input` reads. Perfetto traces and folded stacks are decoded
-/// as they are read; the other formats are read whole first.
+/// [`decode`] of the `len` bytes `input` reads. Perfetto traces, folded stacks and perf script
+/// text are decoded as they are read; the other formats are read whole first.
 pub(crate) fn decode_stream(
     input: impl Read,
     len: u64,
@@ -261,6 +269,9 @@ pub(crate) fn decode_opened(
         InputFormat::Perfetto => Some(perfetto::decode(&mut stream, container.name(), limits)?),
         InputFormat::Folded => Some(folded::decode(&mut stream, container.name(), limits)?),
         InputFormat::ChromeJson => Some(chrome::decode(&mut stream, container.name(), limits)?),
+        InputFormat::PerfScript => {
+            Some(perf_script::decode(&mut stream, container.name(), limits)?)
+        }
         _ => None,
     };
     let (profile, extras) = match streamed {
@@ -289,9 +300,10 @@ fn read_whole(
         .read_to_end(&mut whole)
         .map_err(|e| io_error(e, container.name(), 0, "input"))?;
     Ok(match format {
-        InputFormat::Perfetto | InputFormat::Folded | InputFormat::ChromeJson => {
-            unreachable!("streamed")
-        }
+        InputFormat::Perfetto
+        | InputFormat::Folded
+        | InputFormat::ChromeJson
+        | InputFormat::PerfScript => unreachable!("streamed"),
         InputFormat::Otlp => (otlp::decode(&whole, limits)?, Extras::default()),
         InputFormat::OtlpJson => (otlp::decode_json(&whole, limits)?, Extras::default()),
         InputFormat::Pprof => (pprof::decode(&whole, limits)?, Extras::default()),

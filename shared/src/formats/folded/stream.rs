@@ -14,12 +14,9 @@ use std::io::Read;
 use super::importer::Importer;
 use super::lines::{Line, Lines, MAX_DECIMALS};
 use crate::error::{Error, ErrorKind, Result};
-use crate::formats::io_error;
+use crate::formats::text_blocks::TextBlocks;
 use crate::limits::{exceeded, Limits};
 use crate::model::{scaled_count_unit, Profile};
-
-/// Bytes read at a time.
-const BLOCK_BYTES: usize = 1 << 20;
 
 /// Lines the dialect is told by, at most (as `Dialect::detect` looks at).
 const HEAD_LINES: usize = 1000;
@@ -29,69 +26,35 @@ const HEAD_BYTES: usize = 16 << 20;
 
 /// The input, a block of complete lines at a time.
 pub(super) struct Blocks<R> {
-    input: R,
-    codec: &'static str,
+    text: TextBlocks<R>,
     max_line_bytes: u64,
-    /// Bytes read and not yet decoded; they start a line.
-    buf: Vec<u8>,
-    /// Where `buf` starts in the input, and the lines before it.
+    /// Where the unread text starts in the input, and the lines before it.
     position: (u64, u64),
-    eof: bool,
-    /// Whether `buf` starts the input (which may start with a byte order mark).
+    /// Whether the unread text starts the input (which may start with a byte order mark).
     at_start: bool,
-    block_bytes: usize,
 }
 
 impl<R: Read> Blocks<R> {
     pub(super) fn new(input: R, codec: &'static str, max_line_bytes: u64) -> Self {
         Blocks {
-            input,
-            codec,
+            text: TextBlocks::new(input, codec, "folded text", max_line_bytes),
             max_line_bytes,
-            buf: Vec::new(),
             position: (0, 0),
-            eof: false,
             at_start: true,
-            block_bytes: BLOCK_BYTES,
         }
     }
 
     #[cfg(test)]
     pub(super) fn with_block_bytes(mut self, block_bytes: usize) -> Self {
-        self.block_bytes = block_bytes;
+        self.text = self.text.with_block_bytes(block_bytes);
         self
-    }
-
-    /// Reads the next block of bytes; `false` at the end of the input.
-    fn fill(&mut self) -> Result<bool> {
-        if self.eof {
-            return Ok(false);
-        }
-        let want = self.block_bytes as u64;
-        let read = (&mut self.input)
-            .take(want)
-            .read_to_end(&mut self.buf)
-            .map_err(|e| io_error(e, self.codec, self.position.0, "folded text"))?;
-        self.eof = (read as u64) < want;
-        Ok(read > 0)
-    }
-
-    /// The complete lines at the start of `buf`: up to its last line break, all of it at the
-    /// end of the input, or a line too long to keep (decoding says so).
-    fn complete(&self) -> usize {
-        match self.buf.iter().rposition(|&b| b == b'\n') {
-            _ if self.eof => self.buf.len(),
-            Some(i) => i + 1,
-            None if self.buf.len() as u64 > self.max_line_bytes => self.buf.len(),
-            None => 0,
-        }
     }
 
     /// The first lines, enough to tell the dialect and read austin's header: read ahead until
     /// they hold [`HEAD_LINES`] stacks or a line that does not decode, or [`HEAD_BYTES`].
     pub(super) fn head(&mut self) -> Result<&[u8]> {
         loop {
-            let complete = &self.buf[..self.complete()];
+            let complete = &self.text.buffered()[..self.text.complete()];
             let mut stacks = 0;
             let mut bad = false;
             for line in Lines::new(complete, self.max_line_bytes).take(HEAD_LINES) {
@@ -99,9 +62,9 @@ impl<R: Read> Blocks<R> {
                 stacks += 1;
             }
             let told = bad || stacks == HEAD_LINES;
-            if told || self.buf.len() >= HEAD_BYTES || !self.fill()? {
-                let end = self.complete();
-                return Ok(&self.buf[..end]);
+            if told || self.text.buffered().len() >= HEAD_BYTES || !self.text.fill()? {
+                let end = self.text.complete();
+                return Ok(&self.text.buffered()[..end]);
             }
         }
     }
@@ -109,27 +72,20 @@ impl<R: Read> Blocks<R> {
     /// The lines of the next block, or `None` at the end. Call [`Blocks::consumed`] with their
     /// position once read.
     pub(super) fn next_block(&mut self) -> Result<Option<Lines<'_>>> {
-        loop {
-            let end = self.complete();
-            if end > 0 {
-                let block = &self.buf[..end];
-                let (offset, number) = self.position;
-                return Ok(Some(if self.at_start {
-                    Lines::new(block, self.max_line_bytes)
-                } else {
-                    Lines::continuing(block, offset, number, self.max_line_bytes)
-                }));
-            }
-            if !self.fill()? && self.buf.is_empty() {
-                return Ok(None);
-            }
-        }
+        let (offset, number) = self.position;
+        let Some((block, _)) = self.text.next_block()? else {
+            return Ok(None);
+        };
+        Ok(Some(if self.at_start {
+            Lines::new(block, self.max_line_bytes)
+        } else {
+            Lines::continuing(block, offset, number, self.max_line_bytes)
+        }))
     }
 
     /// The block [`Blocks::next_block`] gave is read, up to `position` (its lines' end).
     pub(super) fn consumed(&mut self, position: (u64, u64)) {
-        let end = self.complete();
-        self.buf.drain(..end);
+        self.text.consume();
         self.position = position;
         self.at_start = false;
     }

@@ -1,0 +1,9 @@
+//! `perf script` text: record headers, callchain lines, inlined functions.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use proflake::InputFormat;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = proflake::decode(data, Some(InputFormat::PerfScript));
+});
