@@ -23,7 +23,7 @@ const STACK_TOO_DEEP: &str = "pprof_legacy_stack_too_deep";
 const NO_TRAILER: &str = "pprof_legacy_no_trailer";
 
 /// The two series of every legacy profile, as `go tool pprof` names them.
-struct Serieses {
+struct TwoSeries {
     samples: SeriesHandle,
     cpu: SeriesHandle,
     period_ns: i64,
@@ -86,7 +86,7 @@ pub(super) fn import(
 }
 
 /// `samples/count` at the sampling frequency and `cpu/nanoseconds` at the sampling period.
-fn series(profile: &mut Profile, layout: Layout, period_us: u64) -> Result<Serieses> {
+fn series(profile: &mut Profile, layout: Layout, period_us: u64) -> Result<TwoSeries> {
     let period_ns = period_us
         .checked_mul(1000)
         .and_then(|ns| i64::try_from(ns).ok())
@@ -110,7 +110,7 @@ fn series(profile: &mut Profile, layout: Layout, period_us: u64) -> Result<Serie
         };
         profile.add_series(series)
     };
-    Ok(Serieses {
+    Ok(TwoSeries {
         samples: add(
             "samples",
             "count",
