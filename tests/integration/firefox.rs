@@ -383,9 +383,50 @@ fn conversion_has_a_wall_clock_and_carries_cpu_time() {
     );
     let chunks = converted.sample_v2();
     assert!(!chunks.is_empty());
+    let mut placed = 0;
     for (_, chunk) in chunks {
         assert_eq!(check_sample_v2(chunk), vec![]);
+        placed += frames_in_their_images(chunk);
     }
+    assert!(placed > 0, "native frames with a listed image");
+}
+
+/// Checks that each native frame of a chunk whose library is listed in `debug_meta` falls in
+/// that library, as symbolicator looks it up (the image with the highest `image_addr` at or
+/// below the frame's `instruction_addr`); says how many did.
+fn frames_in_their_images(chunk: &[u8]) -> usize {
+    let chunk: Value = serde_json::from_slice(chunk).unwrap();
+    let hex =
+        |v: &Value| u64::from_str_radix(v.as_str().unwrap().trim_start_matches("0x"), 16).unwrap();
+    let images: Vec<(u64, String)> = chunk["debug_meta"]["images"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|i| {
+            (
+                hex(&i["image_addr"]),
+                i["code_file"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let mut placed = 0;
+    for f in chunk["profile"]["frames"].as_array().unwrap() {
+        let (Some(_), Some(package)) = (f.get("instruction_addr"), f["package"].as_str()) else {
+            continue;
+        };
+        if !images.iter().any(|(_, file)| file == package) {
+            continue;
+        }
+        let addr = hex(&f["instruction_addr"]);
+        let owner = images
+            .iter()
+            .filter(|(base, _)| *base <= addr)
+            .max_by_key(|(base, _)| *base)
+            .map(|(_, file)| file.as_str());
+        assert_eq!(owner, Some(package), "frame at {addr:#x}");
+        placed += 1;
+    }
+    placed
 }
 
 // ---- versions and malformed input --------------------------------------------------------

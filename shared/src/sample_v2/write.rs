@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use indexmap::IndexSet;
-use rustc_hash::{FxBuildHasher, FxHashMap};
+use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Number};
@@ -206,8 +206,13 @@ pub(super) fn model_frame_rows(
         None
     } else {
         frame.address.and_then(|a| match a {
-            // A base-relative address with the image at 0 (the image_addr written for it).
-            FrameAddress::Absolute(a) | FrameAddress::BaseRelative(a) => Some(a),
+            FrameAddress::Absolute(a) => Some(a),
+            // Placed at the base `debug_meta` gives the image, so that the relative address
+            // symbolicator computes is this one.
+            FrameAddress::BaseRelative(a) => match (frame.image, image) {
+                (Some(h), Some(img)) => image_base(h, img).checked_add(a),
+                _ => Some(a),
+            },
             FrameAddress::ImageRelative(r) => match image {
                 Some(img) => img.start.checked_add(r),
                 None => Some(r),
@@ -279,6 +284,8 @@ struct ChunkBuilder<'a> {
     frames: IndexSet<FrameRow<'a>, FxBuildHasher>,
     stacks: IndexSet<Vec<usize>, FxBuildHasher>,
     images: IndexSet<ImageHandle, FxBuildHasher>,
+    /// Images whose frames have base-relative addresses (placed by [`image_base`]).
+    base_relative: FxHashSet<ImageHandle>,
     frame_rows: FxHashMap<FrameHandle, Vec<usize>>,
     /// Each leaf stack's row in `stacks`, so a stack's frames are walked once a chunk.
     stack_rows: FxHashMap<StackHandle, usize>,
@@ -292,6 +299,7 @@ impl<'a> ChunkBuilder<'a> {
             frames: IndexSet::default(),
             stacks: IndexSet::default(),
             images: IndexSet::default(),
+            base_relative: FxHashSet::default(),
             frame_rows: FxHashMap::default(),
             stack_rows: FxHashMap::default(),
             runtimes: Runtimes::default(),
@@ -329,6 +337,12 @@ impl<'a> ChunkBuilder<'a> {
         let (rows, image) = model_frame_rows(profile, handle);
         if let Some(i) = image {
             self.images.insert(i);
+            if matches!(
+                profile.frame(handle).address,
+                Some(FrameAddress::BaseRelative(_))
+            ) {
+                self.base_relative.insert(i);
+            }
         }
         let rows: Vec<usize> = rows
             .into_iter()
@@ -487,7 +501,7 @@ pub fn prepare_planned_chunk<'p>(
     let mut b = ChunkBuilder::new(profile);
     let mut threads = ChunkThreads::default();
     let rows = sample_rows(&mut b, &mut threads, kept);
-    let images = debug_images(meta, profile, &b.images)?;
+    let images = debug_images(meta, profile, &b.images, &b.base_relative)?;
     let platform = b.runtimes.platform(meta.platform.as_deref());
     let start_ns = kept.first(profile).map_or(0, |p| p.time);
     let end_ns = kept.last(profile).map_or(0, |p| p.time);
@@ -569,11 +583,22 @@ fn profile_data<'p>(
     }
 }
 
+/// Where Sample v2 places an image whose frames have addresses relative to its base: at its
+/// start when the input gave one, else at a slot of its own (1 TiB apart, by handle), so that
+/// images of unknown range do not all overlap at 0 and each frame resolves to its image.
+fn image_base(handle: ImageHandle, img: &Image) -> u64 {
+    if img.start != 0 || img.end != 0 {
+        return img.start;
+    }
+    (handle.index() as u64 + 1) << 40
+}
+
 /// The metadata's debug images, then the chunk's native images that have a debug id.
 fn debug_images(
     meta: &UploadMetadata,
     profile: &Profile,
     used: &IndexSet<ImageHandle, FxBuildHasher>,
+    base_relative: &FxHashSet<ImageHandle>,
 ) -> Result<Vec<schema::DebugImage>> {
     let mut images = given_images(meta)?;
     for &h in used {
@@ -591,7 +616,11 @@ fn debug_images(
             code_id: img.code_id.as_ref().map(|c| c.as_str().to_owned()),
             debug_id: Some(debug_id.to_string()),
             kind: Some("symbolic".to_owned()),
-            image_addr: Some(hex_addr(img.start)),
+            image_addr: Some(hex_addr(if base_relative.contains(&h) {
+                image_base(h, img)
+            } else {
+                img.start
+            })),
             image_vmaddr: Some(hex_addr(img.load_bias)),
             image_size: img.end.checked_sub(img.start).filter(|&s| s > 0),
             ..Default::default()
