@@ -9,6 +9,7 @@ mod container;
 mod demangle;
 mod firefox;
 mod folded;
+mod json_document;
 mod json_scan;
 mod otlp;
 mod perf_script;

@@ -353,35 +353,27 @@ impl<'l> Events<'l> {
         let mut async_tracks: Vec<(AsyncKey, (Track, LabelSetHandle))> =
             self.async_tracks.into_iter().collect();
         async_tracks.sort_by_key(|(k, _)| (k.0, k.1.index(), k.2.index()));
-        if !async_tracks.is_empty() {
-            // Async spans overlap the threads' time, so as wall time they would count it
-            // twice: a series of their own, of kind other.
-            let series = spans_series(&mut self.profile, "async_spans", SeriesKind::Other);
-            for (_, (track, _)) in async_tracks {
+        let max_depth = self.limits.max_stack_depth;
+        // Async spans overlap the threads' time, so as wall time they would count it twice: a
+        // series of their own, of kind other.
+        let async_tracks = async_tracks.into_iter().map(|(_, (track, _))| track);
+        let series = [
+            ("spans", SeriesKind::WallTime),
+            ("async_spans", SeriesKind::Other),
+        ];
+        for ((name, kind), tracks) in series.into_iter().zip([tracks, async_tracks.collect()]) {
+            if tracks.iter().all(|t| t.spans.is_empty()) {
+                continue;
+            }
+            let series = spans_series(&mut self.profile, name, kind);
+            for track in tracks {
                 let target = Target {
                     thread: track.thread,
                     series,
                     timed: true,
                 };
-                track
-                    .spans
-                    .sweep(target, end, &mut self.profile, self.limits.max_stack_depth);
+                track.spans.sweep(target, end, &mut self.profile, max_depth);
             }
-        }
-        if tracks.iter().all(|t| t.spans.is_empty()) {
-            self.profile.sort_samples_by_time();
-            return self.profile;
-        }
-        let series = spans_series(&mut self.profile, "spans", SeriesKind::WallTime);
-        for track in tracks {
-            let target = Target {
-                thread: track.thread,
-                series,
-                timed: true,
-            };
-            track
-                .spans
-                .sweep(target, end, &mut self.profile, self.limits.max_stack_depth);
         }
         self.profile.sort_samples_by_time();
         self.profile

@@ -49,12 +49,7 @@ struct Versions {
 }
 
 fn malformed(what: String) -> Error {
-    ErrorKind::Malformed {
-        format: FORMAT,
-        offset: 0,
-        what,
-    }
-    .into()
+    super::json_document::malformed(FORMAT, what)
 }
 
 /// `e` with `place` before what it says is wrong, when it is this format's own error.
@@ -83,12 +78,7 @@ fn bounded(table: &str, len: usize, limits: &Limits) -> Result<()> {
 
 /// Parses `json` as `T`, naming the path of what does not fit.
 fn parse<'a, T: Deserialize<'a>>(json: &'a str) -> Result<T> {
-    let mut de = serde_json::Deserializer::from_str(json);
-    let value = serde_path_to_error::deserialize(&mut de)
-        .map_err(|e| malformed(format!("{}: {}", e.path(), e.inner())))?;
-    de.end()
-        .map_err(|e| malformed(format!("after the document: {e}")))?;
-    Ok(value)
+    super::json_document::parse(FORMAT, json.as_bytes())
 }
 
 /// Decodes a whole Firefox Profiler document: processed when `meta` has a

@@ -3,8 +3,8 @@
 
 use serde::Deserialize;
 
-use super::malformed;
 use crate::error::Result;
+use crate::formats::json_document;
 use crate::limits::{exceeded, Limits};
 
 #[derive(Deserialize)]
@@ -73,11 +73,7 @@ pub(super) enum EventKind {
 impl Document {
     pub(super) fn parse(json: &[u8], limits: &Limits) -> Result<Document> {
         limits.check_json_depth(json)?;
-        let mut de = serde_json::Deserializer::from_slice(json);
-        let doc: Document = serde_path_to_error::deserialize(&mut de)
-            .map_err(|e| malformed(format!("{}: {}", e.path(), e.inner())))?;
-        de.end()
-            .map_err(|e| malformed(format!("after the document: {e}")))?;
+        let doc: Document = json_document::parse(super::FORMAT, json)?;
         if doc.shared.frames.len() as u64 > limits.max_table_entries {
             return Err(exceeded("max_table_entries", limits.max_table_entries));
         }

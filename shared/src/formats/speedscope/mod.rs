@@ -6,8 +6,9 @@ mod document;
 mod evented;
 mod sampled;
 
+use super::json_document;
 use super::json_scan::top_level_keys;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::limits::{exceeded, Limits};
 use crate::model::{Frame, FrameHandle, FrameKind, Profile, ThreadHandle, Timestamps};
 use document::{Document, FrameDoc};
@@ -36,12 +37,7 @@ pub(crate) fn test(prefix: &[u8]) -> bool {
 }
 
 fn malformed(what: String) -> Error {
-    ErrorKind::Malformed {
-        format: FORMAT,
-        offset: 0,
-        what,
-    }
-    .into()
+    json_document::malformed(FORMAT, what)
 }
 
 /// Decodes a whole speedscope document: one thread per profile, named after it.

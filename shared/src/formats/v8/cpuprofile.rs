@@ -4,7 +4,8 @@
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
+use crate::formats::json_document;
 use crate::limits::{exceeded, Limits};
 use crate::model::{
     Frame, FrameKind, Profile, Sample, Series, SeriesHandle, SeriesKind, StackHandle, ThreadHandle,
@@ -59,23 +60,14 @@ fn no_position() -> i64 {
 }
 
 fn malformed(what: String) -> Error {
-    ErrorKind::Malformed {
-        format: FORMAT,
-        offset: 0,
-        what,
-    }
-    .into()
+    json_document::malformed(FORMAT, what)
 }
 
 /// Decodes a whole `.cpuprofile` into a profile on the `v8` trace clock: its times are µs
 /// of V8's monotonic clock, which has no known relation to the wall clock.
 pub(crate) fn decode(json: &[u8], limits: &Limits) -> Result<Profile> {
     limits.check_json_depth(json)?;
-    let mut de = serde_json::Deserializer::from_slice(json);
-    let doc: Document = serde_path_to_error::deserialize(&mut de)
-        .map_err(|e| malformed(format!("{}: {}", e.path(), e.inner())))?;
-    de.end()
-        .map_err(|e| malformed(format!("after the document: {e}")))?;
+    let doc: Document = json_document::parse(FORMAT, json)?;
     if doc.nodes.len() as u64 > limits.max_table_entries {
         return Err(exceeded("max_table_entries", limits.max_table_entries));
     }
