@@ -12,6 +12,8 @@
 //! span has, closes the innermost span opened by a begin, as catapult's trace viewer does. A
 //! span never ended stays open until the document's last timestamp.
 
+use std::collections::BinaryHeap;
+
 use rustc_hash::FxHashMap;
 
 use crate::model::{
@@ -32,12 +34,10 @@ pub(crate) mod stat {
     pub const TOO_DEEP: &str = "span_stack_too_deep";
 }
 
-/// Why boundaries at one instant are taken in a given order.
+/// Why boundaries at one instant are taken in a given order. The ends of complete (`X`)
+/// spans come before both: a span ending at `t` and one beginning at `t` are siblings.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 enum Class {
-    /// The ends of complete (`X`) spans come first, so that a span ending at `t` and one
-    /// beginning at `t` are siblings.
-    OwnEnd,
     /// Begins and ends written as separate events keep the order the producer wrote them in.
     Written,
     /// Complete spans begin after those, longest first, so that a child written before its
@@ -45,35 +45,48 @@ enum Class {
     CompleteBegin,
 }
 
+/// What a boundary does. A span is known by the `seq` of its begin.
 #[derive(Clone, Copy, Debug)]
 enum Edge {
     Begin {
-        span: u32,
         name: u32,
         frame: FrameHandle,
         labels: Option<LabelSetHandle>,
-        complete: bool,
     },
     End {
         name: Option<u32>,
         labels: Option<LabelSetHandle>,
     },
-    OwnEnd {
-        span: u32,
-    },
 }
 
+/// A begin or end as written; a complete span is one boundary, its end coming from its
+/// length (`tie`), so a trace of complete spans costs one boundary a span.
 #[derive(Clone, Copy, Debug)]
 struct Boundary {
     time: i64,
-    class: Class,
-    /// Within a class: the negated length of a complete span's begin, the negated begin time
-    /// of a complete span's end; 0 otherwise.
+    /// A complete span's negated length; 0 otherwise.
     tie: i64,
-    /// Within that: the order written (reversed for ends of complete spans, so that of two
-    /// spans begun together the later written, which began inside the other, ends first).
+    /// The order written.
     seq: u32,
+    class: Class,
     edge: Edge,
+}
+
+impl Boundary {
+    /// Where a complete span ends.
+    fn own_end(&self) -> Option<i64> {
+        (self.class == Class::CompleteBegin).then(|| self.time.saturating_sub(self.tie))
+    }
+}
+
+/// A complete span waiting for its end, ordered as ends at one instant are taken: the
+/// latest begun first, and of two begun together the later written (which began inside the
+/// other).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct PendingEnd {
+    end: i64,
+    begun: std::cmp::Reverse<i64>,
+    seq: std::cmp::Reverse<u32>,
 }
 
 /// The boundaries of one track's spans, in any order, to be swept once all are known.
@@ -81,7 +94,6 @@ struct Boundary {
 pub(crate) struct SpanTrack {
     boundaries: Vec<Boundary>,
     written: u32,
-    spans: u32,
 }
 
 /// A span's name, as the caller tells names apart (an interned string, a frame index).
@@ -93,11 +105,6 @@ impl SpanTrack {
         self.written
     }
 
-    fn next_span(&mut self) -> u32 {
-        self.spans = self.spans.wrapping_add(1);
-        self.spans
-    }
-
     /// A span begun at `time` (ns) by a begin event; `frame` is what stacks show for it.
     pub(crate) fn begin(
         &mut self,
@@ -106,18 +113,16 @@ impl SpanTrack {
         frame: FrameHandle,
         labels: Option<LabelSetHandle>,
     ) {
-        let (seq, span) = (self.next_seq(), self.next_span());
+        let seq = self.next_seq();
         self.boundaries.push(Boundary {
             time,
             class: Class::Written,
             tie: 0,
             seq,
             edge: Edge::Begin {
-                span,
                 name,
                 frame,
                 labels,
-                complete: false,
             },
         });
     }
@@ -144,26 +149,17 @@ impl SpanTrack {
         frame: FrameHandle,
         labels: Option<LabelSetHandle>,
     ) {
-        let (seq, span) = (self.next_seq(), self.next_span());
+        let seq = self.next_seq();
         self.boundaries.push(Boundary {
             time,
             class: Class::CompleteBegin,
             tie: duration.saturating_neg(),
             seq,
             edge: Edge::Begin {
-                span,
                 name,
                 frame,
                 labels,
-                complete: true,
             },
-        });
-        self.boundaries.push(Boundary {
-            time: time.saturating_add(duration),
-            class: Class::OwnEnd,
-            tie: time.saturating_neg(),
-            seq: u32::MAX - seq,
-            edge: Edge::OwnEnd { span },
         });
     }
 
@@ -174,7 +170,10 @@ impl SpanTrack {
 
     /// The last time any boundary of this track has, if it has one.
     pub(crate) fn last_time(&self) -> Option<i64> {
-        self.boundaries.iter().map(|b| b.time).max()
+        self.boundaries
+            .iter()
+            .map(|b| b.own_end().unwrap_or(b.time))
+            .max()
     }
 
     /// Sweeps the track into samples of `series` on `thread`, each at its stretch's start and
@@ -196,17 +195,38 @@ impl SpanTrack {
             written: Vec::new(),
             ended_with: FxHashMap::default(),
         };
+        // Complete spans' ends, waiting in a heap: only the open ones are held.
+        let mut ends: BinaryHeap<std::cmp::Reverse<PendingEnd>> = BinaryHeap::new();
+        let next_end =
+            |ends: &BinaryHeap<std::cmp::Reverse<PendingEnd>>| ends.peek().map(|e| e.0.end);
         let mut i = 0;
-        while i < self.boundaries.len() {
-            let t = self.boundaries[i].time;
-            while i < self.boundaries.len() && self.boundaries[i].time == t {
-                sweep.apply(self.boundaries[i].edge, profile);
+        loop {
+            let next_begin = self.boundaries.get(i).map(|b| b.time);
+            let Some(t) = next_begin.into_iter().chain(next_end(&ends)).min() else {
+                break;
+            };
+            while let Some(end) = ends.peek().filter(|e| e.0.end == t) {
+                let seq = end.0.seq.0;
+                ends.pop();
+                sweep.own_end(seq, profile);
+            }
+            while let Some(b) = self.boundaries.get(i).filter(|b| b.time == t) {
+                if let Some(end) = b.own_end() {
+                    ends.push(std::cmp::Reverse(PendingEnd {
+                        end,
+                        begun: std::cmp::Reverse(b.time),
+                        seq: std::cmp::Reverse(b.seq),
+                    }));
+                }
+                sweep.apply(b, profile);
                 i += 1;
             }
-            let next = self
-                .boundaries
-                .get(i)
-                .map_or(end_of_document.max(t), |b| b.time);
+            let next_begin = self.boundaries.get(i).map(|b| b.time);
+            let next = next_begin
+                .into_iter()
+                .chain(next_end(&ends))
+                .min()
+                .unwrap_or(end_of_document.max(t));
             sweep.attribute(t, next, profile);
         }
         for _ in 0..sweep.open.len() {
@@ -258,15 +278,14 @@ struct Sweep {
 }
 
 impl Sweep {
-    fn apply(&mut self, edge: Edge, profile: &mut Profile) {
-        match edge {
+    fn apply(&mut self, b: &Boundary, profile: &mut Profile) {
+        match b.edge {
             Edge::Begin {
-                span,
                 name,
                 frame,
                 labels,
-                complete,
             } => {
+                let (span, complete) = (b.seq, b.class == Class::CompleteBegin);
                 profile.count(stat::SPANS);
                 let parent = self.open.last().and_then(|o| o.stack);
                 let stack = self.stack_on(parent, frame, self.open.len(), profile);
@@ -297,11 +316,13 @@ impl Sweep {
                     self.close(at, profile);
                 }
             }
-            Edge::OwnEnd { span } => {
-                if let Some(at) = self.open.iter().rposition(|o| o.span == span) {
-                    self.close(at, profile);
-                }
-            }
+        }
+    }
+
+    /// The end of the complete span begun by boundary `span`.
+    fn own_end(&mut self, span: u32, profile: &mut Profile) {
+        if let Some(at) = self.open.iter().rposition(|o| o.span == span) {
+            self.close(at, profile);
         }
     }
 
