@@ -43,6 +43,8 @@ from pathlib import Path
 
 import duckdb
 
+# The time units series are written in: their values convert to ns whatever the frequency.
+TIME_UNITS = {"nanoseconds", "microseconds", "milliseconds", "seconds"}
 REPO = Path(__file__).resolve().parents[2]
 QUERIES_SQL = Path(os.environ.get("PROFLAKE_QUERIES_SQL", REPO / "docs" / "queries.sql"))
 TABLES_MD = REPO / "docs" / "tables.md"
@@ -769,7 +771,7 @@ class NamedQueriesTest(unittest.TestCase):
         intervals = collections.defaultdict(set)
         for p in t.profiles.values():
             intervals[(p["service"], p["sample_type"], p["sample_unit"])].add(
-                p["sample_unit"] == "nanoseconds" or p["period"] is not None or p["frequency_hz"] is not None
+                p["sample_unit"] in TIME_UNITS or p["period"] is not None or p["frequency_hz"] is not None
             )
         for r in rows:
             known = intervals[tuple(r[c] for c in GROUP)]
@@ -971,6 +973,12 @@ class TablesTest(unittest.TestCase):
             with self.subTest(input=path.name):
                 decoded = {k: (s["samples"], s["total_weight"]) for k, s in inspect_series(path).items()}
                 tabled = {k: (len(rows), sum(r["value"] for r in rows)) for k, rows in self.series_rows(source_id).items()}
+                # A span stretch across a window boundary is one row per window: the same total,
+                # at least as many rows.
+                for k, rows in self.series_rows(source_id).items():
+                    if {self.t.profiles[r["profile_id"]]["timestamps"] for r in rows} == {"spans"}:
+                        self.assertGreaterEqual(tabled[k][0], decoded[k][0], k)
+                        tabled[k] = (decoded[k][0], tabled[k][1])
                 self.assertEqual(tabled, decoded)
 
     def test_folded_rows_are_the_file_lines(self):
@@ -1049,6 +1057,8 @@ class TablesTest(unittest.TestCase):
                     self.assertEqual(len(rows), written + left_out)
                     (entry,) = [e for k, e in manifest_series(manifest).items() if k in series]
                     self.assertEqual(sum(entry["left_out"].values()), left_out)
+                elif kinds == {"spans"}:
+                    self.assert_span_samples_in_rows(rows, chunks, key)
                 else:
                     (interval,) = {c.data["synthetic_timestamps"]["interval_ns"] for c in chunks}
                     for r in rows:
@@ -1058,6 +1068,29 @@ class TablesTest(unittest.TestCase):
                         for s in c.samples:
                             chunk[(int(s["thread_id"]), c.path(s))].append(1)
                     self.assertEqual({k: sum(v) for k, v in chunk.items()}, {k: sum(v) for k, v in table.items()})
+
+    def assert_span_samples_in_rows(self, rows, chunks, key):
+        """Span series are sampled at a fixed interval: every chunk sample lies inside a
+        stretch (a row) of its thread and stack, and every stretch at least an interval long
+        holds one."""
+        (interval,) = {c.data["synthetic_timestamps"]["interval_ns"] for c in chunks}
+        self.assertTrue(all(c.data["synthetic_timestamps"]["rule"].startswith("span input") for c in chunks))
+        stretches = collections.defaultdict(list)
+        for r in rows:
+            # Times are whole µs in the tables, and stretches start at any ns: ±1 µs.
+            stretches[key(r)].append((r["timestamp"], r["timestamp"] + (r["weight_ns"] + 999) // 1000))
+        inside = collections.Counter()
+        for c in chunks:
+            for s in c.samples:
+                at = timestamp_us(s["timestamp"])
+                k = (int(s["thread_id"]), c.path(s))
+                hits = [st for st in stretches[k] if st[0] - 1 <= at <= st[1] + 1]
+                self.assertTrue(hits, f"{k}: chunk sample at {at} µs is in no stretch")
+                inside[(k, hits[0])] += 1
+        for k, spans in stretches.items():
+            for st in spans:
+                if st[1] - st[0] >= interval // 1000 + 2:
+                    self.assertGreater(inside[(k, st)], 0, f"{k}: the stretch {st} has no sample")
 
     def match_times(self, key, chunk: list[int], table: list[int]) -> int:
         """Pairs every chunk sample time with a row's (±1 µs: the chunk's float seconds);
@@ -1117,7 +1150,7 @@ class TablesTest(unittest.TestCase):
                                  {(p["source_id"], p["sample_type"], p["sample_unit"])})
                 self.assertIn(p["series_kind"], ("cpu_time", "wall_time", "other"))
                 times = [r["timestamp"] for r in rows]
-                if p["timestamps"] == "recorded":
+                if p["timestamps"] in ("recorded", "spans"):
                     self.assertNotIn(None, times)
                     self.assertEqual((p["start_time"], p["end_time"]), (min(times), max(times)))
                     self.assertLess(p["end_time"] - p["start_time"], 60_000_000)
@@ -1184,6 +1217,7 @@ class TablesTest(unittest.TestCase):
         # read as negative BIGINTs whose bits are the address.
         t = self.t
         absolute = collections.defaultdict(set)
+        base_relative = set()
         for f in t.frames.values():
             if f["address"] is None:
                 continue
@@ -1191,11 +1225,18 @@ class TablesTest(unittest.TestCase):
             if f["address_space"] == "image_relative":
                 a = (a + unsigned(f["image_start"])) & U64
             absolute[f["image_path"]].add(a)
+            if f["address_space"] == "base_relative":
+                base_relative.add(f["image_path"])
         chunk = collections.defaultdict(set)
         for c in CTX.main.chunks.values():
+            # A base-relative frame is placed at the base the chunk lists for its library.
+            bases = {i.get("code_file"): int(i["image_addr"], 16) for i in c.data.get("debug_meta", {}).get("images", [])}
             for f in c.frames:
                 if f.get("instruction_addr") is not None:
-                    chunk[f.get("package")].add(int(f["instruction_addr"], 16))
+                    a = int(f["instruction_addr"], 16)
+                    if f.get("package") in base_relative:
+                        a -= bases.get(f.get("package"), 0)
+                    chunk[f.get("package")].add(a)
         self.assertTrue(chunk)
         for image, addresses in chunk.items():
             with self.subTest(image=image):

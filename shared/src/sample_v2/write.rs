@@ -210,7 +210,7 @@ pub(super) fn model_frame_rows(
             // Placed at the base `debug_meta` gives the image, so that the relative address
             // symbolicator computes is this one.
             FrameAddress::BaseRelative(a) => match (frame.image, image) {
-                (Some(h), Some(img)) => image_base(h, img).checked_add(a),
+                (Some(h), Some(img)) if img.debug_id.is_some() => image_base(h, img).checked_add(a),
                 _ => Some(a),
             },
             FrameAddress::ImageRelative(r) => match image {

@@ -147,6 +147,8 @@ pub(super) struct ProfileRow {
     pub period: Option<i64>,
     pub frequency_hz: Option<i64>,
     pub aggregated: bool,
+    /// Whether the rows are stretches of open spans (`timestamps` `spans`).
+    pub spans: bool,
     pub start_us: i64,
     pub end_us: i64,
     pub samples: i64,
@@ -174,6 +176,7 @@ impl TableProfile<'_> {
             period: self.sampled.period,
             frequency_hz: self.sampled.frequency_hz,
             aggregated: self.plan.aggregated,
+            spans: self.sampled.spans,
             start_us: self.start_us,
             end_us: self.end_us,
             samples: i64::try_from(self.plan.samples.len()).unwrap_or(i64::MAX),
@@ -218,10 +221,10 @@ pub(super) fn profiles_batch(
             int64s(rows.iter().map(|r| r.period)),
             int64s(rows.iter().map(|r| r.frequency_hz)),
             text(|r| {
-                Some(if r.aggregated {
-                    "aggregated"
-                } else {
-                    "recorded"
+                Some(match (r.aggregated, r.spans) {
+                    (true, _) => "aggregated",
+                    (false, true) => "spans",
+                    (false, false) => "recorded",
                 })
             })?,
             timestamps(rows.iter().map(|r| r.start_us)),

@@ -12,6 +12,8 @@ pub(super) struct Sampled<'a> {
     pub kind: &'static str,
     pub period: Option<i64>,
     pub frequency_hz: Option<i64>,
+    /// Whether the rows are stretches of open spans rather than samples.
+    pub spans: bool,
     /// Nanoseconds per unit of value, when the series measures time or counts samples of a
     /// CPU- or wall-time sampler with a known frequency.
     ns_per_unit: Option<i64>,
@@ -35,6 +37,7 @@ impl<'a> Sampled<'a> {
             kind: series.kind.name(),
             period: series.period.and_then(|v| i64::try_from(v).ok()),
             frequency_hz: series.frequency_hz.and_then(|v| i64::try_from(v).ok()),
+            spans: series.spans,
             ns_per_unit,
         }
     }
