@@ -510,3 +510,42 @@ fn clang_traces_are_on_the_wall_clock_from_their_beginning_of_time() {
         .unwrap();
     assert_eq!(first, origin_ns + first_ts);
 }
+
+#[test]
+fn devtools_start_time_places_a_trace_unless_the_metadata_says_otherwise() {
+    let doc = br#"{"metadata": {"source": "DevTools", "startTime": "2025-11-22T08:26:40.000Z"},
+      "traceEvents": [{"ph": "X", "name": "RunTask", "ts": 5000000, "dur": 50000, "pid": 1, "tid": 1},
+                      {"ph": "X", "name": "RunTask", "ts": 5060000, "dur": 50000, "pid": 1, "tid": 1}]}"#;
+    let converted =
+        proflake::convert_upload("u/d.json", "e", doc, &proflake::ConvertOptions::default())
+            .unwrap();
+    let manifest = &converted.manifest;
+    assert!(manifest
+        .profile
+        .timestamps
+        .contains("anchored at the input's start time"));
+    // 2025-11-22T08:26:40Z is 1 763 800 000 s.
+    let first = manifest
+        .outputs
+        .iter()
+        .filter_map(|o| o.start_ns)
+        .min()
+        .unwrap();
+    assert_eq!(first, 1_763_800_000_000_000_000);
+    let options = proflake::ConvertOptions {
+        metadata: proflake::UploadMetadata {
+            timestamp: Some(1_700_000_000.0),
+            ..proflake::UploadMetadata::default()
+        },
+        ..proflake::ConvertOptions::default()
+    };
+    let converted = proflake::convert_upload("u/d.json", "e", doc, &options).unwrap();
+    let first = converted
+        .manifest
+        .outputs
+        .iter()
+        .filter_map(|o| o.start_ns)
+        .min()
+        .unwrap();
+    assert_eq!(first, 1_700_000_000_000_000_000);
+}

@@ -16,7 +16,7 @@ pub(crate) enum Anchor {
 }
 
 /// Puts `profile` on the wall clock and says how, for the manifest; fails when its times are
-/// on a trace clock and the metadata says nothing of when the profile started. The samples it
+/// on a trace clock and neither the metadata nor the input says when the profile started. The samples it
 /// holds are moved now; the anchor moves those a second reading hands over.
 pub(crate) fn anchor(
     profile: &mut Profile,
@@ -25,12 +25,20 @@ pub(crate) fn anchor(
     let Timestamps::TraceClock(clock) = profile.timestamps.clone() else {
         return Ok((Anchor::Keep, "unix".into()));
     };
-    let Some(start) = start_seconds else {
-        return Err(ErrorKind::NoWallClock { clock }.into());
+    // The metadata's timestamp wins over a start the input gives itself (DevTools'
+    // approximate `startTime`).
+    let (start_ns, text) = match (start_seconds, profile.start_time) {
+        (Some(start), _) => (
+            seconds_to_ns(start),
+            format!("{clock} clock, anchored at metadata timestamp {start}"),
+        ),
+        (None, Some(ns)) => (
+            ns,
+            format!("{clock} clock, anchored at the input's start time"),
+        ),
+        (None, None) => return Err(ErrorKind::NoWallClock { clock }.into()),
     };
-    let start_ns = seconds_to_ns(start);
     profile.anchor_first_sample_at(start_ns);
-    let text = format!("{clock} clock, anchored at metadata timestamp {start}");
     Ok((Anchor::FirstAt(start_ns), text))
 }
 

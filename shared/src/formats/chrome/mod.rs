@@ -100,6 +100,10 @@ struct DocMetadata<'a> {
     /// Claude Code's: the wall-clock time of `ts` 0.
     #[serde(borrow, default)]
     trace_start_time: Option<Cow<'a, str>>,
+    /// DevTools': about when the recording started, on the wall clock (not exactly the time of
+    /// its first event).
+    #[serde(borrow, default, rename = "startTime")]
+    start_time: Option<Cow<'a, str>>,
 }
 
 /// Decodes a trace-event document from `input`, an event at a time.
@@ -107,6 +111,7 @@ pub(crate) fn decode(input: impl Read, codec: &'static str, limits: &Limits) -> 
     let mut stream = JsonStream::new(input, codec, limits.max_event_bytes);
     let mut events = Events::new(limits);
     let mut origin_ns = None;
+    let mut approximate_start = None;
     match stream.root()? {
         Root::Array => {
             read_events(&mut stream, &mut events)?;
@@ -126,6 +131,7 @@ pub(crate) fn decode(input: impl Read, codec: &'static str, limits: &Limits) -> 
                             let meta: DocMetadata<'_> = serde_json::from_slice(value)
                                 .map_err(|e| malformed(offset, format!("metadata: {e}")))?;
                             origin_ns = meta.trace_start_time.as_deref().and_then(parse_rfc3339);
+                            approximate_start = meta.start_time.as_deref().and_then(parse_rfc3339);
                         }
                     }
                     // clang's -ftime-trace: the wall-clock time of ts 0, in µs since the epoch.
@@ -171,7 +177,11 @@ pub(crate) fn decode(input: impl Read, codec: &'static str, limits: &Limits) -> 
     let mut profile = events.finish();
     match origin_ns {
         Some(origin) => profile.offset_from(origin),
-        None => profile.timestamps = Timestamps::TraceClock("chrome".into()),
+        None => {
+            profile.timestamps = Timestamps::TraceClock("chrome".into());
+            // The first event is placed there unless the upload's metadata says otherwise.
+            profile.start_time = approximate_start;
+        }
     }
     Ok(profile)
 }
