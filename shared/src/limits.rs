@@ -108,7 +108,8 @@ limits! {
     /// V8 cpuprofile and the shared frames of a speedscope document.
     max_table_entries: "PROFLAKE_LIMIT_MAX_TABLE_ENTRIES" = 5_000_000, 1..=u64::MAX;
     /// Most samples in one upload: model samples (one per timestamp or non-zero value), pprof
-    /// and OTLP sample records on the wire, and a speedscope document's events and samples.
+    /// and OTLP sample records on the wire, a speedscope document's events and samples, and
+    /// the marks of a Chrome trace (its instants and counter values, counted apart).
     max_samples: "PROFLAKE_LIMIT_MAX_SAMPLES" = 20_000_000, 1..=u64::MAX;
     /// Most frames in one stack. The decoders keep a deeper stack's sample without its frames
     /// and count it (`*stack_too_deep` stats); a Sample v2 chunk, which is passed through

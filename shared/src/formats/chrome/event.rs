@@ -13,6 +13,8 @@ pub(super) struct RawEvent<'a> {
     #[serde(borrow, default)]
     pub name: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
+    pub cat: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
     pub ph: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     pub ts: Option<&'a RawValue>,
@@ -26,6 +28,9 @@ pub(super) struct RawEvent<'a> {
     pub id: Option<&'a RawValue>,
     #[serde(borrow, default)]
     pub args: Option<&'a RawValue>,
+    /// An instant's scope.
+    #[serde(borrow, default)]
+    pub s: Option<Cow<'a, str>>,
 }
 
 /// The text of a number, or of a string holding one (`"pid": "12"`).
