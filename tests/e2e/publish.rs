@@ -18,7 +18,14 @@ use crate::harness::*;
 
 const PUBLISH_QUEUE: &str = "proflake-publish";
 const PUBLISH_DLQ: &str = "proflake-publish-dlq";
-const TABLES: [&str; 5] = ["profiles", "samples", "stacks", "frames", "function_rollup"];
+const TABLES: [&str; 6] = [
+    "profiles",
+    "samples",
+    "stacks",
+    "frames",
+    "function_rollup",
+    "counters",
+];
 
 /// A filter rule.
 fn rule(name: FilterRuleName, value: &str) -> FilterRule {
