@@ -265,6 +265,9 @@ fn a_session_written_twice_under_one_key_keeps_only_the_last_conversion() {
         .as_str()
         .unwrap()
         .to_owned();
+    // Its instants and counters too, which the last conversion must replace.
+    let outputs = first[0].1["outputs"].as_array().unwrap();
+    assert!(outputs.iter().any(|o| o["kind"] == "table:counters"));
 
     // The final write of the same session, under the same key.
     store

@@ -265,11 +265,18 @@ impl<'s> TableWriter<'s> {
                 encoder.write(&batch, out)
             })?;
         }
-        let marks = counter_rows(&models);
+        self.write_counters(&models, sink)
+    }
+
+    /// Writes the `counters` files of the marks of `models`, one per partition; none when
+    /// they have no marks.
+    fn write_counters(&self, models: &[&Profile], sink: &mut dyn TableSink) -> Result<()> {
+        let source_id = self.source.source_id;
+        let marks = counter_rows(models);
         for (day, range) in self.day_runs(&marks, |r| day_of_us(r.time_us)) {
             self.file(Table::Counters, day, sink, &mut |encoder, out| {
                 for rows in marks[range.clone()].chunks(WRITE_BATCH_ROWS) {
-                    encoder.write(&counters_batch(source_id, &models, rows)?, out)?;
+                    encoder.write(&counters_batch(source_id, models, rows)?, out)?;
                 }
                 Ok(())
             })?;
