@@ -493,7 +493,7 @@ fn marks_of(bytes: &[u8]) -> Vec<MarkRow> {
     for r in &mut out {
         r.0 -= first;
     }
-    out.sort_by(|a, b| (a.0, a.5, a.6).cmp(&(b.0, b.5, b.6)));
+    out.sort_by_key(|r| (r.0, r.5, r.6));
     out
 }
 

@@ -104,7 +104,8 @@ const MARKS: &str = r#"[
 #[test]
 fn instants_and_numeric_counter_args_become_marks() {
     let p = decode(MARKS.as_bytes(), "plain", &Limits::default()).unwrap();
-    let marks: Vec<(i64, MarkKind, &str, Option<&str>, Option<f64>)> = p
+    type Row<'a> = (i64, MarkKind, &'a str, Option<&'a str>, Option<f64>);
+    let marks: Vec<Row<'_>> = p
         .marks()
         .iter()
         .map(|m| {
