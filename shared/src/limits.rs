@@ -111,7 +111,8 @@ limits! {
     max_table_entries: "PROFLAKE_LIMIT_MAX_TABLE_ENTRIES" = 5_000_000, 1..=u64::MAX;
     /// Most samples in one upload: model samples (one per timestamp or non-zero value, one per
     /// perf script record), pprof and OTLP sample records on the wire, a speedscope document's
-    /// events and samples, and the records of a legacy CPU profile.
+    /// events and samples, the records of a legacy CPU profile, and the marks of a Chrome trace
+    /// (its instants and counter values, counted apart).
     max_samples: "PROFLAKE_LIMIT_MAX_SAMPLES" = 20_000_000, 1..=u64::MAX;
     /// Most frames in one stack. The decoders keep a deeper stack's sample without its frames
     /// and count it (`*stack_too_deep` stats); a Sample v2 chunk, which is passed through

@@ -174,6 +174,8 @@ impl Case {
             "max_json_depth" => &mut limits.max_json_depth,
             "max_threads" => &mut limits.max_threads,
             "max_processes" => &mut limits.max_processes,
+            "max_events" => &mut limits.max_events,
+            "max_event_bytes" => &mut limits.max_event_bytes,
             other => panic!("no decoding case lowers {other}"),
         };
         *field = self.max;
@@ -291,6 +293,27 @@ fn cases() -> Vec<Case> {
         case("max_samples", 3, sample_v2_chunk()),
         case("max_samples", 1, PERF_SCRIPT).decoded_as(InputFormat::PerfScript),
         case("max_line_bytes", 20, PERF_SCRIPT).decoded_as(InputFormat::PerfScript),
+        // A Chrome trace's counter values, one mark per numeric arg.
+        case(
+            "max_samples",
+            2,
+            r#"[{"name": "n", "ph": "C", "ts": 1, "args": {"a": 1, "b": 2, "c": 3}}]"#,
+        ),
+        case(
+            "max_events",
+            2,
+            r#"[{"name": "a", "ph": "i", "ts": 1}, {"name": "b", "ph": "i", "ts": 2},
+                {"name": "c", "ph": "i", "ts": 3}]"#,
+        ),
+        // The stream reads a block at a time, and grows past it only for a longer event.
+        case(
+            "max_event_bytes",
+            1 << 20,
+            format!(
+                r#"[{{"name": "a", "ph": "i", "ts": 1, "args": {{"text": "{}"}}}}]"#,
+                "x".repeat(1_500_000)
+            ),
+        ),
         // A Sample v2 chunk passes through unchanged: a stack too deep cannot be cut from it.
         case("max_stack_depth", 2, sample_v2_chunk()),
         case("max_stack_nodes", 2, "main;work;spin 1\n").decoded_as(InputFormat::Folded),
@@ -320,6 +343,8 @@ fn every_limit_is_tripped_by_a_case_of_its_own() {
     let mut tripped: Vec<&str> = cases().iter().map(|c| c.limit).collect();
     // Enforced before decoding: see the tests of their own below.
     tripped.extend(["max_object_bytes", "max_debug_file_bytes"]);
+    // Args past it are counted and left out, never an error: see formats::chrome's tests.
+    tripped.push("max_span_args");
     for (name, _) in Limits::VARIABLES {
         assert!(tripped.contains(name), "no test trips {name}");
     }

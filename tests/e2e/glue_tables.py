@@ -58,6 +58,7 @@ STAGE = {"NamePrefix": "proflake-e2e", "OutputPrefix": "env/e2e/"}
 SIMPLE_TYPES = {
     "VARCHAR": "string",
     "BIGINT": "bigint",
+    "DOUBLE": "double",
     "INTEGER": "int",
     "BOOLEAN": "boolean",
     "TIMESTAMPTZ": "timestamp",
@@ -334,7 +335,8 @@ class DocsTables(unittest.TestCase):
         # The parser must see every table of the contract, each with its columns; a renamed
         # heading or a changed table layout fails here rather than checking nothing.
         self.assertEqual(
-            sorted(DOCS), ["frames", "function_rollup", "profiles", "samples", "stacks"]
+            sorted(DOCS),
+            ["counters", "frames", "function_rollup", "profiles", "samples", "stacks"],
         )
         for table, cols in DOCS.items():
             self.assertGreaterEqual(len(cols), 6, table)

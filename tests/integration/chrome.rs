@@ -5,11 +5,16 @@
 
 use std::collections::BTreeMap;
 
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, TimestampMicrosecondType};
+use arrow_array::{Array, RecordBatch};
 use proflake::{
     decode, process_upload, InputFormat, LocalDirStore, ObjectStore, Outcome, ProcessOptions,
 };
 use serde_json::Value;
 
+use crate::sample_v2::convert_input;
+use crate::tables::{i64s, read_tables};
 use crate::util::{
     assert_claims_no_other_input, assert_only_sniffer, fixture, plain, repo_file, samples, stat,
 };
@@ -269,6 +274,9 @@ fn a_session_written_twice_under_one_key_keeps_only_the_last_conversion() {
         .as_str()
         .unwrap()
         .to_owned();
+    // Its instants and counters too, which the last conversion must replace.
+    let outputs = first[0].1["outputs"].as_array().unwrap();
+    assert!(outputs.iter().any(|o| o["kind"] == "table:counters"));
 
     // The final write of the same session, under the same key.
     store
@@ -548,4 +556,131 @@ fn devtools_start_time_places_a_trace_unless_the_metadata_says_otherwise() {
         .min()
         .unwrap();
     assert_eq!(first, 1_700_000_000_000_000_000);
+}
+
+/// One `counters` row: (µs after the first mark, kind, name, key, value, pid, tid).
+type MarkRow = (
+    i64,
+    String,
+    String,
+    Option<String>,
+    Option<f64>,
+    Option<i64>,
+    Option<i64>,
+);
+
+/// The instants and numeric counter args of a document, read from its events: an instant per
+/// timed `i`/`I`/`R`, a counter value per numeric arg of a timed `C` (named `<name> <id>` when
+/// it has an id), sorted as rows are.
+fn marks_of(bytes: &[u8]) -> Vec<MarkRow> {
+    let mut out = Vec::new();
+    for e in events(bytes) {
+        let (Some(ph), Some(ts)) = (e["ph"].as_str(), e.get("ts").and_then(ns)) else {
+            continue;
+        };
+        let name = e["name"].as_str().unwrap_or("").to_owned();
+        let (pid, tid) = (id(&e["pid"]), id(&e["tid"]));
+        let row = |kind: &str, name: String, key: Option<&String>, value| {
+            (
+                ts / 1000,
+                kind.to_owned(),
+                name,
+                key.cloned(),
+                value,
+                pid,
+                tid,
+            )
+        };
+        match ph {
+            "i" | "I" | "R" => out.push(row("instant", name, None, None)),
+            "C" => {
+                let name = match &e["id"] {
+                    Value::Null => name,
+                    Value::String(id) => format!("{name} {id}"),
+                    id => format!("{name} {id}"),
+                };
+                let args = e["args"].as_object().cloned().unwrap_or_default();
+                for (key, value) in &args {
+                    if let Some(v) = value.as_f64().filter(|_| value.is_number()) {
+                        out.push(row("counter", name.clone(), Some(key), Some(v)));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let first = out.iter().map(|r| r.0).min().unwrap_or(0);
+    for r in &mut out {
+        r.0 -= first;
+    }
+    out.sort_by_key(|r| (r.0, r.5, r.6));
+    out
+}
+
+/// The rows of a `counters` table, times after its first row's.
+fn counter_rows(t: &RecordBatch) -> Vec<MarkRow> {
+    let col = |c: &str| t.column_by_name(c).unwrap();
+    let opt_str = |c: &str, i: usize| {
+        let a = col(c).as_string::<i32>();
+        a.is_valid(i).then(|| a.value(i).to_owned())
+    };
+    let times = col("timestamp").as_primitive::<TimestampMicrosecondType>();
+    let values = col("value").as_primitive::<Float64Type>();
+    let (pids, tids) = (i64s(t, "pid"), i64s(t, "thread_id"));
+    let first = times.iter().flatten().min().unwrap_or(0);
+    (0..t.num_rows())
+        .map(|i| {
+            let (kind, name) = (opt_str("kind", i).unwrap(), opt_str("name", i).unwrap());
+            let value = values.is_valid(i).then(|| values.value(i));
+            (
+                times.value(i) - first,
+                kind,
+                name,
+                opt_str("key", i),
+                value,
+                pids[i],
+                tids[i],
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn instants_and_counter_values_are_counters_rows() {
+    let inputs = [
+        repo_file("samples/chrome/claude_code.json"),
+        fixture("chrome/speedscope_chrome69-devtools-simple.json"),
+    ];
+    let mut seen = Vec::new();
+    for bytes in inputs {
+        let want = marks_of(&bytes);
+        let converted = convert_input("uploads/trace.json", &bytes).unwrap();
+        let tables = read_tables(&converted);
+        let rows: Vec<MarkRow> = tables["counters"].iter().flat_map(counter_rows).collect();
+        // Rows are sorted by timestamp, pid and thread, and are the document's marks.
+        assert!(rows.is_sorted_by_key(|r| (r.0, r.5, r.6)));
+        let sorted = |mut v: Vec<MarkRow>| {
+            v.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+            v
+        };
+        assert_eq!(sorted(rows.clone()), sorted(want.clone()));
+        let count = |kind: &str| want.iter().filter(|r| r.1 == kind).count() as u64;
+        let stats = &converted.manifest.profile.stats;
+        assert_eq!(
+            stats.get("chrome_instants").copied().unwrap_or(0),
+            count("instant")
+        );
+        assert_eq!(
+            stats.get("chrome_counters").copied().unwrap_or(0),
+            count("counter")
+        );
+        let listed = converted.manifest.outputs.iter();
+        let files: Vec<_> = listed.filter(|o| o.kind == "table:counters").collect();
+        assert_eq!(files.len(), 1);
+        assert_eq!(files[0].rows, Some(rows.len() as u64));
+        seen.push((count("instant"), count("counter")));
+    }
+    // Claude Code's sample: a turn_start instant and two tokens counters of two args each.
+    assert_eq!(seen[0], (1, 4));
+    assert!(seen[1].0 > 50, "{seen:?}");
 }

@@ -1,7 +1,7 @@
-//! The lake tier: the five stack tables as Delta Lake tables under `lake/<table>/`, partitioned
-//! by `dt`, filled from the landing tier (`tables/v2/`, one file per upload) in batches and
-//! compacted to large files, so that a query's cost follows the data and not the number of
-//! uploads. `docs/lake.md` is its contract and says why Delta.
+//! The lake tier: the six tables (the stack tables and `counters`) as Delta Lake tables under
+//! `lake/<table>/`, partitioned by `dt`, filled from the landing tier (`tables/v2/`, one file
+//! per upload) in batches and compacted to large files, so that a query's cost follows the
+//! data and not the number of uploads. `docs/lake.md` is its contract and says why Delta.
 //!
 //! The landing tier stays the source of truth; the lake is derived from it and can be rebuilt
 //! from it. Every change to a lake table is one Delta commit through delta-rs, adds and removes

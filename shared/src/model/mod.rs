@@ -9,6 +9,7 @@ mod build_id;
 mod frame;
 mod handles;
 mod labels;
+mod mark;
 mod profile;
 mod sample;
 mod sample_table;
@@ -21,6 +22,7 @@ pub use handles::{
     StringHandle, ThreadHandle,
 };
 pub use labels::{Label, LabelValue, Link};
+pub use mark::{Mark, MarkKind, MarkScope};
 pub use profile::{Profile, StackNode, Timestamps};
 pub(crate) use sample::{
     checked_seconds_to_ns, count_unit_scale, scaled_count_unit, seconds_to_ns,

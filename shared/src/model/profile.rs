@@ -7,8 +7,8 @@ use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use super::{
     Frame, FrameHandle, FrameKind, Image, ImageHandle, Label, LabelSetHandle, Link, LinkHandle,
-    Process, ProcessHandle, Sample, SampleTable, Series, SeriesHandle, StackHandle, StringHandle,
-    Thread, ThreadHandle,
+    Mark, Process, ProcessHandle, Sample, SampleTable, Series, SeriesHandle, StackHandle,
+    StringHandle, Thread, ThreadHandle,
 };
 
 /// What sample times are measured against.
@@ -72,6 +72,7 @@ pub struct Profile {
     samples: SampleTable,
     label_sets: IndexSet<Box<[Label]>, FxBuildHasher>,
     links: IndexSet<Link, FxBuildHasher>,
+    marks: Vec<Mark>,
 }
 
 impl Profile {
@@ -233,8 +234,14 @@ impl Profile {
         self.samples.push(sample);
     }
 
+    /// Adds an instant or a counter value.
+    pub fn add_mark(&mut self, mark: Mark) {
+        self.marks.push(mark);
+    }
+
     /// Moves every sample's time; a sample `f` gives no time goes. `f` is called once per
-    /// sample, in order.
+    /// sample, in order. Marks are not moved: `f` may count samples, so it means nothing for
+    /// a mark, and a decoder that reads marks on another clock places them itself.
     pub fn retain_sample_times(&mut self, f: impl FnMut(Option<i64>) -> Option<i64>) {
         self.samples.retain_times(f);
     }
@@ -254,23 +261,30 @@ impl Profile {
     /// every sample by `origin_ns` (ns since the Unix epoch) and declares the times Unix-epoch
     /// based.
     pub fn offset_from(&mut self, origin_ns: i64) {
-        self.samples
-            .map_times(|t| t.map(|t| t.saturating_add(origin_ns)));
-        self.timestamps = Timestamps::UnixEpoch;
+        self.move_times(origin_ns);
     }
 
-    /// Puts trace-clock times on the wall clock: moves every sample so that the first one is at
-    /// `start_ns` (ns since the Unix epoch) and declares the times Unix-epoch based.
+    /// Puts trace-clock times on the wall clock: moves every sample and mark so that the first
+    /// sample (the first mark, when there is no timed sample) is at `start_ns` (ns since the
+    /// Unix epoch) and declares the times Unix-epoch based.
     pub fn anchor_first_sample_at(&mut self, start_ns: i64) {
         let first = self
             .samples
             .iter()
             .filter_map(|s| s.time)
             .min()
+            .or_else(|| self.marks.iter().map(|m| m.time).min())
             .unwrap_or(0);
-        let offset = start_ns.saturating_sub(first);
+        self.move_times(start_ns.saturating_sub(first));
+    }
+
+    /// Moves every sample and mark by `offset` ns and declares the times Unix-epoch based.
+    fn move_times(&mut self, offset: i64) {
         self.samples
             .map_times(|t| t.map(|t| t.saturating_add(offset)));
+        for mark in &mut self.marks {
+            mark.time = mark.time.saturating_add(offset);
+        }
         self.timestamps = Timestamps::UnixEpoch;
     }
 
@@ -464,6 +478,11 @@ impl Profile {
         &self.samples
     }
 
+    /// Every instant and counter value, in the order they were added.
+    pub fn marks(&self) -> &[Mark] {
+        &self.marks
+    }
+
     /// Puts `samples` in place of the profile's samples, which it gives back: a long
     /// recording's model holds one piece of its samples at a time.
     pub(crate) fn replace_samples(&mut self, samples: SampleTable) -> SampleTable {
@@ -523,6 +542,69 @@ mod tests {
         let mut same = Frame::new(FrameKind::Native);
         same.function = Some(name);
         assert_eq!(p.add_frame(same), x, "the first equal frame is found");
+    }
+
+    fn mark_at(p: &mut Profile, time: i64) -> Mark {
+        let process = p.add_process(Some(1));
+        Mark {
+            time,
+            thread: p.add_thread(process, Some(1)),
+            kind: crate::model::MarkKind::Instant,
+            name: p.intern("tick"),
+            category: None,
+            key: None,
+            value: None,
+            scope: None,
+            labels: None,
+        }
+    }
+
+    #[test]
+    fn putting_a_profile_on_the_wall_clock_moves_its_marks() {
+        let mut p = Profile::new("test");
+        let process = p.add_process(Some(1));
+        let thread = p.add_thread(process, Some(1));
+        let series = Series {
+            kind: crate::model::SeriesKind::WallTime,
+            name: p.intern("wall"),
+            unit: p.intern("nanoseconds"),
+            source: None,
+            frequency_hz: None,
+            period: None,
+            spans: false,
+        };
+        let series = p.add_series(series);
+        for time in [500, 300] {
+            p.add_sample(Sample {
+                time: Some(time),
+                ..Sample::new(thread, None, 1, series)
+            });
+        }
+        let (early, late) = (mark_at(&mut p, 100), mark_at(&mut p, 900));
+        p.add_mark(late);
+        p.add_mark(early);
+        p.anchor_first_sample_at(10_000);
+        let times: Vec<i64> = p.marks().iter().map(|m| m.time).collect();
+        assert_eq!(
+            times,
+            [10_600, 9_800],
+            "moved as the first sample, 300, moved"
+        );
+        p.offset_from(5);
+        assert_eq!(p.marks()[1].time, 9_805);
+        assert_eq!(p.timestamps, Timestamps::UnixEpoch);
+    }
+
+    #[test]
+    fn marks_alone_anchor_at_the_first_mark() {
+        let mut p = Profile::new("test");
+        p.timestamps = Timestamps::TraceClock("chrome".into());
+        let (a, b) = (mark_at(&mut p, 700), mark_at(&mut p, 200));
+        p.add_mark(a);
+        p.add_mark(b);
+        p.anchor_first_sample_at(1_000);
+        let times: Vec<i64> = p.marks().iter().map(|m| m.time).collect();
+        assert_eq!(times, [1_500, 1_000]);
     }
 
     #[test]

@@ -54,11 +54,13 @@ impl<'s> ProfileWriter<'s> {
     }
 
     /// The keys outside the conversion's folder it may write, to tell a store before the
-    /// first is written: the table files of profiles on `days` (UTC days since the epoch) and
-    /// the build-ID index entries `profile`'s frames could give.
+    /// first is written: the table files of profiles on `days` (UTC days since the epoch), the
+    /// `counters` files of `profile`'s marks and the build-ID index entries its frames could
+    /// give.
     pub fn keys(&self, days: std::ops::RangeInclusive<i64>, profile: &Profile) -> Vec<String> {
         let days = days.collect();
-        let mut keys = self.tables.keys_of(&days, &days);
+        let marks = self.tables.mark_days(&[profile]);
+        let mut keys = self.tables.keys_of(&days, &days, &marks);
         keys.extend(index_keys(profile, self.source_id));
         keys
     }

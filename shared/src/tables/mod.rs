@@ -10,6 +10,7 @@
 
 mod call_tree;
 mod columns;
+mod counters;
 mod frames;
 mod parquet_file;
 mod partition;
@@ -73,7 +74,7 @@ pub struct TableProfileInput<'a, 'p> {
     pub environment: Option<&'a str>,
 }
 
-/// The five tables of one upload, in memory.
+/// The six tables of one upload, in memory.
 #[derive(Clone, Debug)]
 pub struct TableBatches {
     /// `profiles`.
@@ -86,6 +87,8 @@ pub struct TableBatches {
     pub frames: RecordBatch,
     /// `function_rollup`.
     pub function_rollup: RecordBatch,
+    /// `counters`.
+    pub counters: RecordBatch,
 }
 
 /// One Parquet file to store.
@@ -175,7 +178,7 @@ fn tree_slices(
     Ok(())
 }
 
-/// Builds the five tables of one upload from its planned profiles, each as one batch: the
+/// Builds the six tables of one upload from its planned profiles, each as one batch: the
 /// files [`write_tables`] would write if every row were on one day, read back.
 #[cfg(test)]
 pub fn build_tables(
@@ -244,7 +247,8 @@ fn models_of<'p>(inputs: &[TableProfileInput<'_, 'p>]) -> Vec<&'p Profile> {
 /// Files are stored in [`Table::ALL`] order, days ascending within a table. Every day that
 /// has a profile gets all four profile tables, even a `stacks` or `frames` file without rows
 /// (a profile whose samples have no stacks), so a query over one day's partitions never finds
-/// a table missing; `function_rollup` only has the days its hours fall on.
+/// a table missing; `function_rollup` only has the days its hours fall on, and `counters` only
+/// the days its instants and counter values fall on (none without any).
 pub fn write_tables_into(
     source: &TableSource<'_>,
     inputs: &[TableProfileInput<'_, '_>],

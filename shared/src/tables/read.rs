@@ -34,8 +34,8 @@ pub fn table_prefix(table: Table) -> String {
 ///
 /// A store without any file of `profiles`, `samples`, `stacks` or `frames` among `tables` is
 /// [`ErrorKind::NoTables`] (nothing was converted into it, or it is the wrong place); a store
-/// without `function_rollup` files is not, since an upload whose samples have no stack writes
-/// none.
+/// without `function_rollup` or `counters` files is not, since an upload whose samples have no
+/// stack writes no `function_rollup`, and one without instants or counters no `counters`.
 pub fn read_tables(
     store: &dyn ObjectStore,
     tables: &[Table],
@@ -54,7 +54,7 @@ pub fn read_tables(
             .into_iter()
             .filter(|k| k.ends_with(".parquet"))
             .collect();
-        if keys.is_empty() && table != Table::FunctionRollup {
+        if keys.is_empty() && !matches!(table, Table::FunctionRollup | Table::Counters) {
             return Err(ErrorKind::NoTables { path: prefix }.into());
         }
         let mut batches = Vec::new();
@@ -81,6 +81,7 @@ pub fn read_tables(
         stacks: read(Table::Stacks)?,
         frames: read(Table::Frames)?,
         function_rollup: read(Table::FunctionRollup)?,
+        counters: read(Table::Counters)?,
     })
 }
 
@@ -89,7 +90,7 @@ pub fn read_tables(
 pub fn read_table_objects<'a>(
     objects: impl IntoIterator<Item = (&'a str, &'a [u8])>,
 ) -> Result<TableBatches> {
-    let mut found: [Vec<RecordBatch>; 5] = Default::default();
+    let mut found: [Vec<RecordBatch>; 6] = Default::default();
     for (key, bytes) in objects {
         let Some(i) = Table::ALL
             .iter()
@@ -101,13 +102,14 @@ pub fn read_table_objects<'a>(
         let bytes = Bytes::copy_from_slice(bytes);
         found[i].extend(read_parquet(table, bytes).map_err(|e| e.for_input(key))?);
     }
-    let [profiles, samples, stacks, frames, function_rollup] = found;
+    let [profiles, samples, stacks, frames, function_rollup, counters] = found;
     Ok(TableBatches {
         profiles: concat(Table::Profiles, &profiles)?,
         samples: concat(Table::Samples, &samples)?,
         stacks: concat(Table::Stacks, &stacks)?,
         frames: concat(Table::Frames, &frames)?,
         function_rollup: concat(Table::FunctionRollup, &function_rollup)?,
+        counters: concat(Table::Counters, &counters)?,
     })
 }
 

@@ -142,7 +142,7 @@ impl Iterator for SampleRows<'_> {
 /// A label set as map entries. Numbers read `"<value> <unit>"`. Keys repeat in pprof, but
 /// DuckDB rejects a MAP with duplicate keys, so the first value of a key wins, as for process
 /// attributes.
-fn label_entries(
+pub(super) fn label_entries(
     profile: &Profile,
     labels: Option<LabelSetHandle>,
 ) -> Option<Vec<(&str, Cow<'_, str>)>> {

@@ -23,16 +23,19 @@ pub enum Table {
     Frames,
     /// Self and total value per function, series, service and hour.
     FunctionRollup,
+    /// One row per instant and per counter value.
+    Counters,
 }
 
 impl Table {
     /// Every table, in write order.
-    pub const ALL: [Table; 5] = [
+    pub const ALL: [Table; 6] = [
         Table::Profiles,
         Table::Samples,
         Table::Stacks,
         Table::Frames,
         Table::FunctionRollup,
+        Table::Counters,
     ];
 
     /// The table's name, as in keys and in `proflake.table`.
@@ -43,6 +46,7 @@ impl Table {
             Table::Stacks => "stacks",
             Table::Frames => "frames",
             Table::FunctionRollup => "function_rollup",
+            Table::Counters => "counters",
         }
     }
 
@@ -54,6 +58,7 @@ impl Table {
             Table::Stacks => STACKS.clone(),
             Table::Frames => FRAMES.clone(),
             Table::FunctionRollup => FUNCTION_ROLLUP.clone(),
+            Table::Counters => COUNTERS.clone(),
         }
     }
 
@@ -65,6 +70,7 @@ impl Table {
             Table::Stacks => &["profile_id", "stack_id"],
             Table::Frames => &["profile_id", "frame_id"],
             Table::FunctionRollup => &["hour", "service", "function"],
+            Table::Counters => &["timestamp", "pid", "thread_id"],
         }
     }
 }
@@ -223,6 +229,24 @@ static FUNCTION_ROLLUP: LazyLock<SchemaRef> = LazyLock::new(|| {
         bigint("total_value", false),
         bigint("self_rows", false),
         bigint("total_rows", false),
+    ]))
+});
+
+static COUNTERS: LazyLock<SchemaRef> = LazyLock::new(|| {
+    Arc::new(Schema::new(vec![
+        text("source_id", false),
+        Field::new("timestamp", timestamp_type(), false),
+        bigint("pid", true),
+        text("process_name", true),
+        bigint("thread_id", true),
+        text("thread_name", true),
+        text("kind", false),
+        text("name", false),
+        text("category", true),
+        text("key", true),
+        Field::new("value", DataType::Float64, true),
+        text("scope", true),
+        Field::new("labels", string_map_type(), true),
     ]))
 });
 

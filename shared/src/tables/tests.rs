@@ -18,8 +18,8 @@ use super::*;
 use crate::metadata::UploadMetadata;
 use crate::model::{
     ids_from_build_id, CpuMode, Frame, FrameAddress, FrameKind, Image, InlinedCall, Label,
-    LabelValue, Link, Profile, Sample, Series, SeriesHandle, SeriesKind, StackHandle, SymbolStatus,
-    Timestamps,
+    LabelSetHandle, LabelValue, Link, Mark, MarkKind, MarkScope, Profile, Sample, Series,
+    SeriesHandle, SeriesKind, StackHandle, SymbolStatus, ThreadHandle, Timestamps,
 };
 use crate::plan::{left_out, plan_sample_v2, plan_tables, TableProfilePlan};
 use crate::ErrorKind;
@@ -157,9 +157,47 @@ fn toy_profile(processes: &[(i64, i64)]) -> Profile {
             s.counter = s.counter.filter(|_| i != 4);
             p.add_sample(s);
         }
+        toy_marks(&mut p, (a, b), start, labels);
     }
     p.sort_samples_by_time();
     p
+}
+
+/// Two counter values on `threads.1` a millisecond after `start`, added before an instant on
+/// `threads.0` at `start` with `labels`.
+fn toy_marks(
+    p: &mut Profile,
+    threads: (ThreadHandle, ThreadHandle),
+    start: i64,
+    labels: Option<LabelSetHandle>,
+) {
+    let name = p.intern("tokens");
+    for (key, value) in [("input", 18_000.0), ("output", 450.5)] {
+        let key = Some(p.intern(key));
+        p.add_mark(Mark {
+            time: start + MS,
+            thread: threads.1,
+            kind: MarkKind::Counter,
+            name,
+            category: None,
+            key,
+            value: Some(value),
+            scope: None,
+            labels: None,
+        });
+    }
+    let (name, category) = (p.intern("phase"), Some(p.intern("toy")));
+    p.add_mark(Mark {
+        time: start,
+        thread: threads.0,
+        kind: MarkKind::Instant,
+        name,
+        category,
+        key: None,
+        value: None,
+        scope: Some(MarkScope::Process),
+        labels,
+    });
 }
 
 fn series_of(p: &mut Profile, kind: SeriesKind, name: &str, unit: &str, hz: Option<u64>) -> Series {
@@ -231,6 +269,7 @@ fn table(t: &TableBatches, table: Table) -> &RecordBatch {
         Table::Stacks => &t.stacks,
         Table::Frames => &t.frames,
         Table::FunctionRollup => &t.function_rollup,
+        Table::Counters => &t.counters,
     }
 }
 
@@ -1312,7 +1351,9 @@ fn parquet_round_trip() {
     let toy = toy_profile(&[(1, NOON), (2, NOON + 2 * HOUR_NS)]);
     for profile in [toy, pprof_fixture()] {
         let t = tables_of(&profile);
-        for kind in Table::ALL {
+        // pprof has no instants or counters.
+        let has = |kind: &Table| *kind != Table::Counters || !profile.marks().is_empty();
+        for kind in Table::ALL.into_iter().filter(has) {
             let (name, batch, schema) = (kind.name(), table(&t, kind), kind.schema());
             // Only signed types, and `source_id` first.
             assert_eq!(schema.field(0).name(), "source_id");
@@ -1529,4 +1570,117 @@ fn a_tree_built_again_from_its_new_leaves_is_the_tree_of_every_sample() {
         }
     }
     assert!(fewer, "some sample repeats a stack");
+}
+
+// ---- counters ------------------------------------------------------------------------------
+
+#[test]
+fn counters_hold_every_mark_sorted_by_time_pid_and_thread() {
+    // Both processes start at noon: their rows interleave by time, then pid, then thread.
+    let profile = toy_profile(&[(2, NOON), (1, NOON)]);
+    let objects = write_tables(&SOURCE, &inputs(&plans_of(&profile))).unwrap();
+    let counters: Vec<&TableObject> = objects
+        .iter()
+        .filter(|o| o.table == Table::Counters)
+        .collect();
+    assert_eq!(counters.len(), 1);
+    assert_eq!(
+        objects.last().unwrap().table,
+        Table::Counters,
+        "written last"
+    );
+    let key = format!(
+        "tables/v2/counters/dt=2024-03-01/{}.parquet",
+        SOURCE.source_id
+    );
+    assert_eq!(counters[0].key, key);
+    assert_eq!(counters[0].rows, 6);
+    let t = read_one(counters[0]);
+    assert_eq!(t.schema(), Table::Counters.schema());
+    let at = |ms: i64| Some(NOON_US + ms * 1000);
+    assert_eq!(
+        times(&t, "timestamp"),
+        [at(0), at(0), at(1), at(1), at(1), at(1)]
+    );
+    assert_eq!(
+        i64s(&t, "pid"),
+        [Some(1), Some(2), Some(1), Some(1), Some(2), Some(2)]
+    );
+    assert_eq!(
+        i64s(&t, "thread_id"),
+        [Some(10), Some(20), Some(11), Some(11), Some(21), Some(21)]
+    );
+    let kinds = strs(&t, "kind");
+    assert_eq!(kinds[..3], [s("instant"), s("instant"), s("counter")]);
+    assert_eq!(strs(&t, "name")[..3], [s("phase"), s("phase"), s("tokens")]);
+    assert_eq!(strs(&t, "category")[..3], [s("toy"), s("toy"), None]);
+    assert_eq!(strs(&t, "key")[..4], [None, None, s("input"), s("output")]);
+    assert_eq!(strs(&t, "scope")[..3], [s("p"), s("p"), None]);
+    assert_eq!(strs(&t, "process_name")[0], s("toy"));
+    assert_eq!(
+        strs(&t, "thread_name")[..3],
+        [s("worker"), s("worker"), None]
+    );
+    let values = t
+        .column_by_name("value")
+        .unwrap()
+        .as_primitive::<arrow_array::types::Float64Type>();
+    let values: Vec<Option<f64>> = values.iter().collect();
+    assert_eq!(values[..4], [None, None, Some(18_000.0), Some(450.5)]);
+    // An instant's args as the samples table writes labels: the first value of a key wins.
+    let labels = t.column_by_name("labels").unwrap().as_map();
+    assert!(labels.is_valid(0) && !labels.is_valid(2));
+    let entries = labels.value(0);
+    let keys: Vec<&str> = entries
+        .column(0)
+        .as_string::<i32>()
+        .iter()
+        .flatten()
+        .collect();
+    let vals: Vec<&str> = entries
+        .column(1)
+        .as_string::<i32>()
+        .iter()
+        .flatten()
+        .collect();
+    assert_eq!(keys, ["http.route", "alloc", "n"]);
+    assert_eq!(vals, ["/checkout", "42 bytes", "-7"]);
+}
+
+#[test]
+fn counters_files_follow_the_days_of_their_marks() {
+    let midnight = NOON + 12 * HOUR_NS;
+    let profile = toy_profile(&[(1, midnight - 2 * MS), (2, midnight + 12 * HOUR_NS)]);
+    let plans = plans_of(&profile);
+    let inputs = inputs(&plans);
+    let objects = write_tables(&SOURCE, &inputs).unwrap();
+    let counters: Vec<(&str, u64)> = objects
+        .iter()
+        .filter(|o| o.table == Table::Counters)
+        .map(|o| (dt_of(o), o.rows))
+        .collect();
+    // Process 1's counter values, a millisecond after its start, are still on its first day.
+    assert_eq!(counters, [("2024-03-01", 3), ("2024-03-02", 3)]);
+    let written: BTreeSet<String> = objects.iter().map(|o| o.key.clone()).collect();
+    let intended: BTreeSet<String> = TableWriter::new(&SOURCE)
+        .keys(&inputs)
+        .into_iter()
+        .collect();
+    assert!(written.is_subset(&intended), "{written:?} {intended:?}");
+    assert!(intended
+        .iter()
+        .any(|k| k.starts_with("tables/v2/counters/")));
+}
+
+#[test]
+fn no_counters_file_without_marks() {
+    let profile = pprof_fixture();
+    assert!(profile.marks().is_empty());
+    let plans = plans_of(&profile);
+    let objects = write_tables(&SOURCE, &inputs(&plans)).unwrap();
+    assert!(!objects.is_empty());
+    assert!(objects.iter().all(|o| o.table != Table::Counters));
+    let keys = TableWriter::new(&SOURCE).keys(&inputs(&plans));
+    assert!(keys.iter().all(|k| !k.contains("/counters/")), "{keys:?}");
+    assert_eq!(tables_of(&profile).counters.num_rows(), 0);
 }

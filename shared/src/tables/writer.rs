@@ -9,7 +9,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
+use std::ops::Range;
 
+use super::counters::{counter_rows, counters_batch, mark_days};
 use super::parquet_file::{Encoder, WRITE_BATCH_ROWS};
 use super::partition::{day_of_us, dt};
 use super::profiles::{micros, profiles_batch, ProfileRow, TableProfile};
@@ -88,9 +90,9 @@ impl<'s> TableWriter<'s> {
     }
 
     /// The keys of the files `inputs` could give, in [`Table::ALL`] order: the four profile
-    /// tables on each day a profile starts, and `function_rollup` on each day from the first
-    /// profile's start to the last one's end (its hours), so a store can be told of every key
-    /// before the first is written.
+    /// tables on each day a profile starts, `function_rollup` on each day from the first
+    /// profile's start to the last one's end (its hours), and `counters` on each day a mark of
+    /// their models falls on, so a store can be told of every key before the first is written.
     pub fn keys(&self, inputs: &[TableProfileInput<'_, '_>]) -> Vec<String> {
         let day = |ns: i64| self.partition(day_of_us(micros(ns)));
         let starts: BTreeSet<i64> = inputs.iter().map(|i| day(i.plan.start_ns)).collect();
@@ -100,21 +102,29 @@ impl<'s> TableWriter<'s> {
             (Some(first), Some(last)) => (first..=last).collect(),
             _ => BTreeSet::new(),
         };
-        self.keys_of(&starts, &hours)
+        self.keys_of(&starts, &hours, &self.mark_days(&super::models_of(inputs)))
     }
 
-    /// The keys of the four profile tables on `profile_days` and of `function_rollup` on
-    /// `rollup_days`, in [`Table::ALL`] order.
+    /// The partitions of the `counters` files the marks of `models` give.
+    pub fn mark_days(&self, models: &[&Profile]) -> BTreeSet<i64> {
+        let days = mark_days(models);
+        days.into_iter().map(|day| self.partition(day)).collect()
+    }
+
+    /// The keys of the four profile tables on `profile_days`, of `function_rollup` on
+    /// `rollup_days` and of `counters` on `mark_days`, in [`Table::ALL`] order.
     pub fn keys_of(
         &self,
         profile_days: &BTreeSet<i64>,
         rollup_days: &BTreeSet<i64>,
+        mark_days: &BTreeSet<i64>,
     ) -> Vec<String> {
         Table::ALL
             .into_iter()
             .flat_map(|table| {
                 let days = match table {
                     Table::FunctionRollup => rollup_days,
+                    Table::Counters => mark_days,
                     _ => profile_days,
                 };
                 days.iter().map(move |&day| self.key(table, day))
@@ -186,10 +196,11 @@ impl<'s> TableWriter<'s> {
         Ok(())
     }
 
-    /// Writes what is left: `profiles`, the `samples` files added to, `stacks`, `frames` and
-    /// `function_rollup`, in [`Table::ALL`] order, days ascending. `models` are the models of
-    /// every input added, each with every stack and frame its samples
-    /// reached (in any order: they are told apart by address).
+    /// Writes what is left: `profiles`, the `samples` files added to, `stacks`, `frames`,
+    /// `function_rollup` and `counters` (the models' marks), in [`Table::ALL`] order, days
+    /// ascending. `models` are the models of every input added, each with every stack and
+    /// frame its samples reached and all its marks (in any order: they are told apart by
+    /// address).
     pub fn finish(mut self, models: &[&Profile], sink: &mut dyn TableSink) -> Result<()> {
         let models: Vec<&Profile> = self
             .models
@@ -246,20 +257,44 @@ impl<'s> TableWriter<'s> {
             }
         }
         let rollup = self.rollup.rows();
-        let mut start = 0;
-        while start < rollup.len() {
-            let day = self.partition(day_of_us(rollup[start].0.hour_us));
-            let on_day =
-                |r: &(RollupKey<'_>, RollupSums)| self.partition(day_of_us(r.0.hour_us)) == day;
-            let end = start + rollup[start..].iter().take_while(|r| on_day(r)).count();
-            let rows: Vec<_> = rollup[start..end].iter().map(|(k, s)| (k, s)).collect();
+        let rollup_day = |r: &(RollupKey<'_>, RollupSums)| day_of_us(r.0.hour_us);
+        for (day, range) in self.day_runs(&rollup, rollup_day) {
+            let rows: Vec<_> = rollup[range].iter().map(|(k, s)| (k, s)).collect();
             let batch = rollup_batch(source_id, &rows)?;
             self.file(Table::FunctionRollup, day, sink, &mut |encoder, out| {
                 encoder.write(&batch, out)
             })?;
-            start = end;
+        }
+        self.write_counters(&models, sink)
+    }
+
+    /// Writes the `counters` files of the marks of `models`, one per partition; none when
+    /// they have no marks.
+    fn write_counters(&self, models: &[&Profile], sink: &mut dyn TableSink) -> Result<()> {
+        let source_id = self.source.source_id;
+        let marks = counter_rows(models);
+        for (day, range) in self.day_runs(&marks, |r| day_of_us(r.time_us)) {
+            self.file(Table::Counters, day, sink, &mut |encoder, out| {
+                for rows in marks[range.clone()].chunks(WRITE_BATCH_ROWS) {
+                    encoder.write(&counters_batch(source_id, models, rows)?, out)?;
+                }
+                Ok(())
+            })?;
         }
         Ok(())
+    }
+
+    /// The runs of `rows` (sorted by day) that share a partition, with the partition.
+    fn day_runs<T>(&self, rows: &[T], day: impl Fn(&T) -> i64) -> Vec<(i64, Range<usize>)> {
+        let mut runs: Vec<(i64, Range<usize>)> = Vec::new();
+        for (i, row) in rows.iter().enumerate() {
+            let partition = self.partition(day(row));
+            match runs.last_mut() {
+                Some((last, range)) if *last == partition => range.end = i + 1,
+                _ => runs.push((partition, i..i + 1)),
+            }
+        }
+        runs
     }
 
     /// Writes one whole file of `table` on `day`: `fill` writes its rows into the encoder.

@@ -250,6 +250,7 @@ fn tables() -> TableBatches {
             ("name", strs(&f_name)),
         ]),
         function_rollup: RecordBatch::new_empty(Table::FunctionRollup.schema()),
+        counters: RecordBatch::new_empty(Table::Counters.schema()),
     }
 }
 

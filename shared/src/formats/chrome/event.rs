@@ -28,6 +28,9 @@ pub(super) struct RawEvent<'a> {
     pub id: Option<&'a RawValue>,
     #[serde(borrow, default)]
     pub args: Option<&'a RawValue>,
+    /// An instant's scope.
+    #[serde(borrow, default)]
+    pub s: Option<Cow<'a, str>>,
 }
 
 /// The text of a number, or of a string holding one (`"pid": "12"`).

@@ -1,6 +1,6 @@
 //! What each trace event does to the model: `M` names processes and threads, `B`/`E`/`X`
-//! become spans on their thread's track (swept by `formats::spans` once all are read), and
-//! the other phases are counted.
+//! become spans on their thread's track (swept by `formats::spans` once all are read),
+//! instants and counters become marks, and the other phases are counted.
 
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use super::args::Args;
 use super::catapult::{Catapult, RawSample};
 use super::event::{id, micros_to_ns, RawEvent};
+use super::marks::Marks;
 use super::v8::V8Profiles;
 use super::FORMAT;
 use crate::error::Result;
@@ -22,8 +23,6 @@ use crate::model::{
 /// What the stats call events that are counted and skipped, by phase.
 fn skipped(ph: u8) -> &'static str {
     match ph {
-        b'i' | b'I' | b'R' => "chrome_instant_events",
-        b'C' => "chrome_counter_events",
         b'n' | b'S' | b'T' | b'F' | b'p' => "chrome_async_events",
         b's' | b't' | b'f' => "chrome_flow_events",
         b'P' => "chrome_sample_events",
@@ -56,6 +55,7 @@ pub(super) struct Events<'l> {
     events: u64,
     v8: V8Profiles,
     catapult: Catapult,
+    marks: Marks,
 }
 
 /// The `args` of `M` events that name things.
@@ -86,6 +86,7 @@ impl<'l> Events<'l> {
             events: 0,
             v8: V8Profiles::default(),
             catapult: Catapult::default(),
+            marks: Marks::new(limits.max_samples),
         }
     }
 
@@ -109,7 +110,9 @@ impl<'l> Events<'l> {
             self.last_ns = Some(self.last_ns.map_or(end, |l| l.max(end)));
         }
         match (ph, ts) {
-            (b'B' | b'E' | b'X', None) => self.profile.count("chrome_events_without_ts"),
+            (b'B' | b'E' | b'X' | b'i' | b'I' | b'R' | b'C', None) => {
+                self.profile.count("chrome_events_without_ts");
+            }
             (b'B', Some(t)) => {
                 let (name, frame, labels) = self.span(e);
                 self.track(e)?.spans.begin(t, name, frame, labels);
@@ -147,8 +150,17 @@ impl<'l> Events<'l> {
                 let (track, _) = self.async_tracks.get_mut(&key).expect("made above");
                 track.spans.end(t, name, labels);
             }
-            (b'i' | b'I', Some(t)) if e.name.as_deref() == Some("trace_truncated") => {
-                self.truncated(e, t);
+            (b'i' | b'I' | b'R', Some(t)) => {
+                if e.name.as_deref() == Some("trace_truncated") {
+                    self.truncated(e, t);
+                }
+                let labels = self.labels(e);
+                let at = (t, self.track(e)?.thread);
+                self.marks.instant(&mut self.profile, e, at, labels)?;
+            }
+            (b'C', Some(t)) => {
+                let at = (t, self.track(e)?.thread);
+                self.marks.counter(&mut self.profile, e, at)?;
             }
             _ => self.profile.count(skipped(ph)),
         }
@@ -346,6 +358,7 @@ impl<'l> Events<'l> {
     pub(super) fn finish(mut self) -> Profile {
         std::mem::take(&mut self.v8).finish(&mut self.profile, self.limits.max_stack_depth);
         std::mem::take(&mut self.catapult).finish(&mut self.profile, self.limits.max_stack_depth);
+        self.marks.finish(&mut self.profile);
         let end = self.last_ns.unwrap_or(0);
         let mut tracks: Vec<Track> = self.tracks.into_values().collect();
         // Tracks in the order their threads were added: a deterministic output.

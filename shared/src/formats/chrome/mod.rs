@@ -6,6 +6,7 @@ mod args;
 mod catapult;
 mod event;
 mod events;
+mod marks;
 mod stream;
 mod v8;
 

@@ -1,6 +1,6 @@
 use super::{decode, test};
 use crate::limits::Limits;
-use crate::model::Timestamps;
+use crate::model::{MarkKind, MarkScope, Timestamps};
 
 #[test]
 fn sniffs_trace_event_documents_in_their_shapes() {
@@ -70,7 +70,9 @@ fn spans_become_stretches_with_their_args_on_the_wall_clock() {
     let keys: Vec<&str> = p.label_set(first).iter().map(|l| p.str(l.key)).collect();
     assert_eq!(keys, ["model", "ttft_ms"]);
     assert_eq!(p.stats["spans_unterminated"], 1);
-    assert_eq!(p.stats["chrome_instant_events"], 1);
+    assert_eq!(p.stats["chrome_instants"], 1);
+    let mark = p.marks()[0];
+    assert_eq!((mark.time - origin, p.str(mark.name)), (650_000, "mark"));
     let (_, thread) = p.threads().next().unwrap();
     assert_eq!(p.opt_str(thread.name), Some("agent"));
 }
@@ -84,4 +86,87 @@ fn a_document_cut_mid_event_keeps_every_whole_event() {
     // The tool span began at the last whole event's time, so it has no length yet.
     assert_eq!(p.samples().len(), 3);
     assert_eq!(p.stats["spans_unterminated"], 1);
+}
+
+const MARKS: &str = r#"[
+  {"name": "tokens", "cat": "usage", "ph": "C", "ts": 10, "pid": 1, "tid": 2,
+   "args": {"input": 18000, "output": 450.5, "model": "m", "nested": {"a": 1}, "list": [1]}},
+  {"name": "heap", "ph": "C", "ts": 20, "pid": 1, "id": "7", "args": {"value": -3}},
+  {"name": "heap", "ph": "C", "ts": 21, "pid": 1, "id": 8, "args": {"value": 4e3}},
+  {"name": "start", "cat": "nav", "ph": "R", "ts": 30, "pid": 1, "tid": 2},
+  {"name": "gc", "ph": "i", "s": "g", "ts": 40, "pid": 1, "tid": 2, "args": {"bytes": 12}},
+  {"name": "old", "ph": "I", "ts": 50, "pid": 1, "tid": 3},
+  {"name": "trace_truncated", "ph": "i", "ts": 60, "pid": 1, "tid": 2,
+   "args": {"dropped_events": 5}},
+  {"name": "untimed", "ph": "C", "pid": 1, "args": {"value": 1}}
+]"#;
+
+#[test]
+fn instants_and_numeric_counter_args_become_marks() {
+    let p = decode(MARKS.as_bytes(), "plain", &Limits::default()).unwrap();
+    type Row<'a> = (i64, MarkKind, &'a str, Option<&'a str>, Option<f64>);
+    let marks: Vec<Row<'_>> = p
+        .marks()
+        .iter()
+        .map(|m| {
+            let key = p.opt_str(m.key);
+            (m.time / 1000, m.kind, p.str(m.name), key, m.value)
+        })
+        .collect();
+    let (c, i) = (MarkKind::Counter, MarkKind::Instant);
+    assert_eq!(
+        marks,
+        [
+            (10, c, "tokens", Some("input"), Some(18000.0)),
+            (10, c, "tokens", Some("output"), Some(450.5)),
+            // catapult names a counter with an id `<name> <id>`.
+            (20, c, "heap 7", Some("value"), Some(-3.0)),
+            (21, c, "heap 8", Some("value"), Some(4000.0)),
+            (30, i, "start", None, None),
+            (40, i, "gc", None, None),
+            (50, i, "old", None, None),
+            (60, i, "trace_truncated", None, None),
+        ]
+    );
+    let scopes: Vec<Option<MarkScope>> = p.marks()[4..].iter().map(|m| m.scope).collect();
+    let t = Some(MarkScope::Thread);
+    assert_eq!(scopes, [None, Some(MarkScope::Global), t, t]);
+    assert_eq!(p.opt_str(p.marks()[0].category), Some("usage"));
+    assert_eq!(p.opt_str(p.marks()[4].category), Some("nav"));
+    let gc = p.label_set(p.marks()[5].labels.unwrap());
+    assert_eq!(p.str(gc[0].key), "bytes");
+    // The thread the instants name, and the counter without a tid on its own.
+    let tid = |m: usize| p.thread(p.marks()[m].thread).tid;
+    assert_eq!((tid(0), tid(2), tid(6)), (Some(2), None, Some(3)));
+    assert_eq!(p.stats["chrome_counters"], 4);
+    assert_eq!(p.stats["chrome_instants"], 4);
+    assert_eq!(p.stats["chrome_counter_args_skipped"], 3);
+    assert_eq!(p.stats["chrome_events_without_ts"], 1);
+    // The truncation marker is a finding too.
+    assert_eq!(p.stats["chrome_events_dropped_by_producer"], 5);
+    assert_eq!(p.findings.len(), 1);
+    assert_eq!(p.timestamps, Timestamps::TraceClock("chrome".into()));
+}
+
+#[test]
+fn marks_are_bounded_by_max_samples() {
+    let limits = Limits {
+        max_samples: 3,
+        ..Limits::default()
+    };
+    let err = decode(MARKS.as_bytes(), "plain", &limits).unwrap_err();
+    assert!(err.to_string().contains("max_samples"), "{err}");
+}
+
+#[test]
+fn args_past_max_span_args_are_counted_and_left_out() {
+    let limits = Limits {
+        max_span_args: 1,
+        ..Limits::default()
+    };
+    let doc = r#"[{"name": "gc", "ph": "i", "ts": 1, "args": {"a": 1, "b": 2, "c": 3}}]"#;
+    let p = decode(doc.as_bytes(), "plain", &limits).unwrap();
+    let labels = p.label_set(p.marks()[0].labels.unwrap());
+    assert_eq!(labels.len(), 1);
+    assert_eq!(p.stats["span_args_dropped"], 2);
 }
