@@ -81,6 +81,13 @@ fn samples(w: &mut String, s: &ProfileSummary) {
             series.unit
         );
     }
+    if s.instants + s.counter_values > 0 {
+        let _ = writeln!(
+            w,
+            "marks       {} instants, {} values of {} counters (the counters table)",
+            s.instants, s.counter_values, s.counters
+        );
+    }
     if s.aggregated_samples > 0 {
         let _ = writeln!(
             w,

@@ -6,7 +6,8 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use proflake::{
-    model::FrameHandle, model::Profile, model::SeriesHandle, model::SeriesKind, model::Timestamps,
+    model::FrameHandle, model::MarkKind, model::Profile, model::SeriesHandle, model::SeriesKind,
+    model::Timestamps,
 };
 
 /// How many functions the summary lists.
@@ -37,6 +38,12 @@ pub struct ProfileSummary {
     pub findings: Vec<String>,
     /// Sample series.
     pub series: Vec<SeriesSummary>,
+    /// Instants the input recorded (the `counters` table's `instant` rows).
+    pub instants: u64,
+    /// Counter values the input recorded (its `counter` rows), over so many counters.
+    pub counter_values: u64,
+    /// Distinct counters (name and key) of those values.
+    pub counters: u64,
     /// Processes, by sample count.
     pub processes: Vec<ProcessSummary>,
     /// Threads, by sample count.
@@ -160,6 +167,9 @@ pub fn summarize(profile: &Profile) -> ProfileSummary {
         attributes: profile.attributes.clone(),
         findings: profile.findings.clone(),
         series: series_summaries(profile, &tally),
+        instants: marks_of(profile, MarkKind::Instant),
+        counter_values: marks_of(profile, MarkKind::Counter),
+        counters: distinct_counters(profile),
         processes: process_summaries(profile, &threads),
         threads,
         top_functions_series: ranked.map(|h| {
@@ -178,6 +188,22 @@ pub fn summarize(profile: &Profile) -> ProfileSummary {
             .map(|(k, v)| ((*k).to_owned(), *v))
             .collect(),
     }
+}
+
+/// How many marks of `kind` the profile holds.
+fn marks_of(profile: &Profile, kind: MarkKind) -> u64 {
+    profile.marks().iter().filter(|m| m.kind == kind).count() as u64
+}
+
+/// How many distinct counters (name and key) the profile's counter values belong to.
+fn distinct_counters(profile: &Profile) -> u64 {
+    let counters: std::collections::BTreeSet<_> = profile
+        .marks()
+        .iter()
+        .filter(|m| m.kind == MarkKind::Counter)
+        .map(|m| (m.name, m.key))
+        .collect();
+    counters.len() as u64
 }
 
 /// The series the function ranking counts: CPU time, else wall time, else the first.

@@ -547,3 +547,29 @@ fn inspect_stops_quietly_when_the_reader_goes() {
         assert_eq!(stderr, "", "{args:?}: nothing on stderr");
     }
 }
+
+/// `inspect` counts a trace's instants and counter values, as the events hold them.
+#[test]
+fn inspect_counts_the_chrome_samples_instants_and_counters() {
+    let path = repo("samples/chrome/claude_code.json");
+    let trace: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    let instants = events.iter().filter(|e| e["ph"] == "i").count() as u64;
+    let values: u64 = events
+        .iter()
+        .filter(|e| e["ph"] == "C")
+        .map(|e| e["args"].as_object().unwrap().len() as u64)
+        .sum();
+    assert!(instants > 0 && values > 0);
+    let run = proflake(&["inspect", path.to_str().unwrap(), "--json"]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(doc["summary"]["instants"], instants);
+    assert_eq!(doc["summary"]["counter_values"], values);
+    let run = proflake(&["inspect", path.to_str().unwrap()]);
+    let report = text(&run.stdout);
+    assert!(
+        report.contains(&format!("marks       {instants} instants, {values} values")),
+        "{report}"
+    );
+}
