@@ -105,6 +105,18 @@ impl SpanTrack {
         self.written
     }
 
+    /// Records a boundary, numbered in the order written.
+    fn push(&mut self, time: i64, class: Class, tie: i64, edge: Edge) {
+        let seq = self.next_seq();
+        self.boundaries.push(Boundary {
+            time,
+            tie,
+            seq,
+            class,
+            edge,
+        });
+    }
+
     /// A span begun at `time` (ns) by a begin event; `frame` is what stacks show for it.
     pub(crate) fn begin(
         &mut self,
@@ -113,31 +125,18 @@ impl SpanTrack {
         frame: FrameHandle,
         labels: Option<LabelSetHandle>,
     ) {
-        let seq = self.next_seq();
-        self.boundaries.push(Boundary {
-            time,
-            class: Class::Written,
-            tie: 0,
-            seq,
-            edge: Edge::Begin {
-                name,
-                frame,
-                labels,
-            },
-        });
+        let edge = Edge::Begin {
+            name,
+            frame,
+            labels,
+        };
+        self.push(time, Class::Written, 0, edge);
     }
 
     /// An end event at `time`, naming the span it ends or not; its `labels` complete and
     /// correct those the span began with.
     pub(crate) fn end(&mut self, time: i64, name: Option<NameKey>, labels: Option<LabelSetHandle>) {
-        let seq = self.next_seq();
-        self.boundaries.push(Boundary {
-            time,
-            class: Class::Written,
-            tie: 0,
-            seq,
-            edge: Edge::End { name, labels },
-        });
+        self.push(time, Class::Written, 0, Edge::End { name, labels });
     }
 
     /// A complete span: begun at `time`, lasting `duration` ns (more than 0).
@@ -149,18 +148,12 @@ impl SpanTrack {
         frame: FrameHandle,
         labels: Option<LabelSetHandle>,
     ) {
-        let seq = self.next_seq();
-        self.boundaries.push(Boundary {
-            time,
-            class: Class::CompleteBegin,
-            tie: duration.saturating_neg(),
-            seq,
-            edge: Edge::Begin {
-                name,
-                frame,
-                labels,
-            },
-        });
+        let edge = Edge::Begin {
+            name,
+            frame,
+            labels,
+        };
+        self.push(time, Class::CompleteBegin, duration.saturating_neg(), edge);
     }
 
     /// Whether no span began or ended on this track.
