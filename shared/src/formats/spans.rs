@@ -60,22 +60,96 @@ enum Edge {
 }
 
 /// A begin or end as written; a complete span is one boundary, its end coming from its
-/// length (`tie`), so a trace of complete spans costs one boundary a span.
+/// length (`tie`), so a trace of complete spans costs one boundary a span. Every boundary of
+/// a document is held until the document ends, so it is packed into 32 bytes: its class and
+/// whether an end has a name sit in the top bits of its number.
 #[derive(Clone, Copy, Debug)]
 struct Boundary {
     time: i64,
     /// A complete span's negated length; 0 otherwise.
     tie: i64,
-    /// The order written.
-    seq: u32,
-    class: Class,
-    edge: Edge,
+    /// The order written ([`SEQ`]), with [`COMPLETE`] and [`NAMED`].
+    order: u32,
+    /// A begin's name, or an end's when [`NAMED`] is set.
+    name: NameKey,
+    /// A begin's frame; `None` for an end.
+    frame: Option<FrameHandle>,
+    labels: Option<LabelSetHandle>,
 }
 
+// What a span costs until its document ends.
+const _: () = assert!(std::mem::size_of::<Boundary>() == 32);
+
+/// `Boundary::order`'s bit for a boundary that begins a complete span ([`Class::CompleteBegin`]).
+const COMPLETE: u32 = 1 << 31;
+/// `Boundary::order`'s bit for an end that names its span.
+const NAMED: u32 = 1 << 30;
+/// `Boundary::order`'s bits numbering boundaries in the order written. A track of more than
+/// 2^30 boundaries (a document of hundreds of GB) would number them again from 0.
+const SEQ: u32 = NAMED - 1;
+
 impl Boundary {
+    fn new(time: i64, class: Class, tie: i64, seq: u32, edge: Edge) -> Self {
+        let class_bit = if class == Class::CompleteBegin {
+            COMPLETE
+        } else {
+            0
+        };
+        let order = class_bit | (seq & SEQ);
+        match edge {
+            Edge::Begin {
+                name,
+                frame,
+                labels,
+            } => Boundary {
+                time,
+                tie,
+                order,
+                name,
+                frame: Some(frame),
+                labels,
+            },
+            Edge::End { name, labels } => Boundary {
+                time,
+                tie,
+                order: order | if name.is_some() { NAMED } else { 0 },
+                name: name.unwrap_or_default(),
+                frame: None,
+                labels,
+            },
+        }
+    }
+
+    fn class(&self) -> Class {
+        if self.order & COMPLETE != 0 {
+            Class::CompleteBegin
+        } else {
+            Class::Written
+        }
+    }
+
+    /// The order written: the span a begin starts is known by it.
+    fn seq(&self) -> u32 {
+        self.order & SEQ
+    }
+
+    fn edge(&self) -> Edge {
+        match self.frame {
+            Some(frame) => Edge::Begin {
+                name: self.name,
+                frame,
+                labels: self.labels,
+            },
+            None => Edge::End {
+                name: (self.order & NAMED != 0).then_some(self.name),
+                labels: self.labels,
+            },
+        }
+    }
+
     /// Where a complete span ends.
     fn own_end(&self) -> Option<i64> {
-        (self.class == Class::CompleteBegin).then(|| self.time.saturating_sub(self.tie))
+        (self.class() == Class::CompleteBegin).then(|| self.time.saturating_sub(self.tie))
     }
 }
 
@@ -101,20 +175,15 @@ pub(crate) type NameKey = u32;
 
 impl SpanTrack {
     fn next_seq(&mut self) -> u32 {
-        self.written = self.written.wrapping_add(1);
+        self.written = self.written.wrapping_add(1) & SEQ;
         self.written
     }
 
     /// Records a boundary, numbered in the order written.
     fn push(&mut self, time: i64, class: Class, tie: i64, edge: Edge) {
         let seq = self.next_seq();
-        self.boundaries.push(Boundary {
-            time,
-            tie,
-            seq,
-            class,
-            edge,
-        });
+        self.boundaries
+            .push(Boundary::new(time, class, tie, seq, edge));
     }
 
     /// A span begun at `time` (ns) by a begin event; `frame` is what stacks show for it.
@@ -179,13 +248,13 @@ impl SpanTrack {
         max_stack_depth: u64,
     ) {
         self.boundaries
-            .sort_unstable_by_key(|b| (b.time, b.class, b.tie, b.seq));
+            .sort_unstable_by_key(|b| (b.time, b.class(), b.tie, b.seq()));
         let mut sweep = Sweep {
             into,
             open: Vec::new(),
             pending: None,
             max_depth: usize::try_from(max_stack_depth).unwrap_or(usize::MAX),
-            written: Vec::new(),
+            relabel: Vec::new(),
             ended_with: FxHashMap::default(),
         };
         // Complete spans' ends, waiting in a heap: only the open ones are held.
@@ -208,7 +277,7 @@ impl SpanTrack {
                     ends.push(std::cmp::Reverse(PendingEnd {
                         end,
                         begun: std::cmp::Reverse(b.time),
-                        seq: std::cmp::Reverse(b.seq),
+                        seq: std::cmp::Reverse(b.seq()),
                     }));
                 }
                 sweep.apply(b, profile);
@@ -226,7 +295,7 @@ impl SpanTrack {
             profile.count(stat::UNTERMINATED);
         }
         sweep.flush(profile);
-        sweep.write(profile);
+        sweep.relabel(profile);
     }
 }
 
@@ -255,6 +324,8 @@ struct Pending {
     time: i64,
     weight: i64,
     leaf: u32,
+    /// Whether the leaf span is complete (`X`): no end event can change its labels.
+    complete: bool,
     stack: Option<StackHandle>,
     labels: Option<LabelSetHandle>,
 }
@@ -264,21 +335,24 @@ struct Sweep {
     open: Vec<Open>,
     pending: Option<Pending>,
     max_depth: usize,
-    /// The stretches, each with its leaf span, held until every span's end is known.
-    written: Vec<(Sample, u32)>,
+    /// The stretches (by position in the profile's samples) whose leaf span was begun by a
+    /// begin event, with that span: its end, still to come, may correct their labels.
+    /// Stretches are added to the profile as they are swept, so a trace of complete spans
+    /// holds none of them here.
+    relabel: Vec<(u32, u32)>,
     /// The labels of spans whose end had labels: the begin's with the end's over them.
     ended_with: FxHashMap<u32, Option<LabelSetHandle>>,
 }
 
 impl Sweep {
     fn apply(&mut self, b: &Boundary, profile: &mut Profile) {
-        match b.edge {
+        match b.edge() {
             Edge::Begin {
                 name,
                 frame,
                 labels,
             } => {
-                let (span, complete) = (b.seq, b.class == Class::CompleteBegin);
+                let (span, complete) = (b.seq(), b.class() == Class::CompleteBegin);
                 profile.count(stat::SPANS);
                 let parent = self.open.last().and_then(|o| o.stack);
                 let stack = self.stack_on(parent, frame, self.open.len(), profile);
@@ -357,7 +431,7 @@ impl Sweep {
         if weight <= 0 {
             return;
         }
-        let (span, stack, labels) = (leaf.span, leaf.stack, leaf.labels);
+        let (span, stack, labels, complete) = (leaf.span, leaf.stack, leaf.labels, leaf.complete);
         if let Some(p) = &mut self.pending {
             if p.leaf == span && p.stack == stack && p.time.saturating_add(p.weight) == from {
                 p.weight = p.weight.saturating_add(weight);
@@ -369,6 +443,7 @@ impl Sweep {
             time: from,
             weight,
             leaf: span,
+            complete,
             stack,
             labels,
         });
@@ -384,16 +459,20 @@ impl Sweep {
         let mut sample = Sample::new(self.into.thread, p.stack, p.weight, self.into.series);
         sample.time = self.into.timed.then_some(p.time);
         sample.labels = p.labels;
-        self.written.push((sample, p.leaf));
+        if !p.complete {
+            // A profile's samples are numbered in `u32` (its handles are).
+            let at = u32::try_from(profile.samples().len()).unwrap_or(u32::MAX);
+            self.relabel.push((at, p.leaf));
+        }
+        profile.add_sample(sample);
     }
 
-    /// Adds the stretches to the profile, with the labels their leaf span ended with.
-    fn write(self, profile: &mut Profile) {
-        for (mut sample, leaf) in self.written {
+    /// Gives the stretches the labels their leaf span ended with.
+    fn relabel(self, profile: &mut Profile) {
+        for (at, leaf) in self.relabel {
             if let Some(&labels) = self.ended_with.get(&leaf) {
-                sample.labels = labels;
+                profile.set_sample_labels(at as usize, labels);
             }
-            profile.add_sample(sample);
         }
     }
 }

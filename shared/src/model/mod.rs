@@ -13,6 +13,7 @@ mod mark;
 mod profile;
 mod sample;
 mod sample_table;
+mod stack_nodes;
 mod thread;
 
 pub use build_id::{ids_from_build_id, BuildId, InvalidBuildId};

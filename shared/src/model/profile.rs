@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use indexmap::IndexSet;
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
+use super::stack_nodes::StackNodes;
 use super::{
     Frame, FrameHandle, FrameKind, Image, ImageHandle, Label, LabelSetHandle, Link, LinkHandle,
     Mark, Process, ProcessHandle, Sample, SampleTable, Series, SeriesHandle, StackHandle,
@@ -62,8 +63,7 @@ pub struct Profile {
     /// symbolization) without moving any handle, even when two become equal.
     frames: Vec<Frame>,
     frame_ids: FxHashMap<Frame, FrameHandle>,
-    stacks: IndexSet<(Option<StackHandle>, FrameHandle), FxBuildHasher>,
-    depths: Vec<u32>,
+    stacks: StackNodes,
     process_ids: IndexSet<Option<i64>, FxBuildHasher>,
     processes: Vec<Process>,
     threads: IndexSet<(ProcessHandle, Option<i64>), FxBuildHasher>,
@@ -113,12 +113,7 @@ impl Profile {
 
     /// Adds (or finds) the stack `frame` called from `parent`.
     pub fn add_stack(&mut self, parent: Option<StackHandle>, frame: FrameHandle) -> StackHandle {
-        let (i, inserted) = self.stacks.insert_full((parent, frame));
-        if inserted {
-            let depth = parent.map_or(0, |p| self.depths[p.index()] + 1);
-            self.depths.push(depth);
-        }
-        StackHandle::from_index(i)
+        self.stacks.add(parent, frame)
     }
 
     /// Adds the stack made of `frames`, root first; `None` for an empty list.
@@ -234,6 +229,11 @@ impl Profile {
         self.samples.push(sample);
     }
 
+    /// Replaces the labels of sample `i` (its position in [`Profile::samples`]).
+    pub(crate) fn set_sample_labels(&mut self, i: usize, labels: Option<LabelSetHandle>) {
+        self.samples.set_labels(i, labels);
+    }
+
     /// Adds an instant or a counter value.
     pub fn add_mark(&mut self, mark: Mark) {
         self.marks.push(mark);
@@ -251,10 +251,18 @@ impl Profile {
         *self.stats.entry(stat).or_default() += 1;
     }
 
+    /// Gives back the capacity the model's largest lists grew into but do not use: a decoded
+    /// model is held until its outputs are written.
+    pub(crate) fn shrink_to_fit(&mut self) {
+        self.stacks.shrink_to_fit();
+        self.samples.shrink_to_fit();
+    }
+
     /// Orders samples by time (stable: samples with equal or no time keep input order).
     pub fn sort_samples_by_time(&mut self) {
-        self.samples.sort_by_time();
+        // Shrunk first: the sort holds a second copy of one column at a time.
         self.samples.shrink_to_fit();
+        self.samples.sort_by_time();
     }
 
     /// Puts times that are offsets from a known wall-clock instant on the wall clock: moves
@@ -381,11 +389,11 @@ impl Profile {
 
     /// A node of the stack prefix tree.
     pub fn stack(&self, h: StackHandle) -> StackNode {
-        let (parent, frame) = self.stacks[h.index()];
+        let (parent, frame, depth) = self.stacks.get(h);
         StackNode {
             parent,
             frame,
-            depth: self.depths[h.index()],
+            depth,
         }
     }
 
@@ -399,8 +407,7 @@ impl Profile {
 
     /// The frames of a stack, leaf first.
     pub fn stack_frames(&self, leaf: StackHandle) -> impl Iterator<Item = FrameHandle> + '_ {
-        std::iter::successors(Some(leaf), |s| self.stacks[s.index()].0)
-            .map(|s| self.stacks[s.index()].1)
+        std::iter::successors(Some(leaf), |&s| self.stacks.parent(s)).map(|s| self.stacks.frame(s))
     }
 
     /// A process.

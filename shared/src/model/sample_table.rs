@@ -8,6 +8,8 @@
 //! of the bench trace then costs its time, thread, stack, CPU, mode and counter in about 17
 //! bytes instead of the 80 of a [`Sample`].
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::fmt;
 
 use rustc_hash::FxHashMap;
@@ -90,7 +92,8 @@ impl<T: Code> Column<T> {
     /// Puts the rows in the order of `order` (row positions).
     fn reorder(&mut self, order: &[u32]) {
         if let Column::Each(values) = self {
-            *values = Packed::of(order.iter().map(|&i| values.get(i as usize)));
+            let codes = order.iter().map(|&i| values.get(i as usize));
+            *values = Packed::of_rank(values.rank(), codes);
         }
     }
 }
@@ -228,6 +231,10 @@ enum Packed {
     U64(Vec<u64>),
 }
 
+/// Most runs of rows in time order that [`SampleTable::sort_by_time`] merges; rows in more
+/// are sorted.
+const MERGED_RUNS: usize = 4096;
+
 /// Most distinct codes of [`Packed::Dict`].
 const DICT_CODES: usize = 1 << 16;
 
@@ -254,11 +261,41 @@ impl Packed {
 
     /// The codes of `codes`, packed.
     fn of(codes: impl ExactSizeIterator<Item = u64>) -> Packed {
-        let mut packed = Packed::U8(Vec::with_capacity(codes.len()));
+        Self::of_rank(0, codes)
+    }
+
+    /// `codes` packed, starting from the form of `rank` with room for all of them: the form
+    /// they were in before a reordering still holds them, so reordering a column does not
+    /// widen it step by step, holding two copies of every width on the way.
+    fn of_rank(rank: usize, codes: impl ExactSizeIterator<Item = u64>) -> Packed {
+        let total = codes.len();
+        let mut packed = Self::empty(rank, total);
         for (i, code) in codes.enumerate() {
-            packed.push(i, code);
+            while !packed.try_push(i, code) {
+                packed.widen_to(i, code, total);
+            }
         }
         packed
+    }
+
+    /// No rows yet, in the form of `rank`, with room for `capacity`.
+    fn empty(rank: usize, capacity: usize) -> Packed {
+        match rank {
+            0 => Packed::U8(Vec::with_capacity(capacity)),
+            1 => Packed::U16(Vec::with_capacity(capacity)),
+            2 => Packed::Dict {
+                positions: Vec::with_capacity(capacity),
+                codes: Vec::new(),
+                index: FxHashMap::default(),
+            },
+            3 => Packed::U32(Vec::with_capacity(capacity)),
+            4 => Packed::Blocks {
+                bases: Vec::with_capacity(capacity / BLOCK_ROWS + 1),
+                deltas: Vec::with_capacity(capacity),
+                far: FxHashMap::default(),
+            },
+            _ => Packed::U64(Vec::with_capacity(capacity)),
+        }
     }
 
     /// Appends row `len`.
@@ -366,7 +403,12 @@ impl Packed {
     /// Re-stores rows `0..len` in the next wider form that holds them, skipping the fixed
     /// widths too narrow for `code`, the code to be stored next.
     fn widen(&mut self, len: usize, code: u64) {
-        let capacity = (len + 1).next_power_of_two();
+        self.widen_to(len, code, (len + 1).next_power_of_two());
+    }
+
+    /// [`widen`](Packed::widen), with room for `capacity` rows.
+    fn widen_to(&mut self, len: usize, code: u64, capacity: usize) {
+        let capacity = capacity.max(len + 1);
         let widest = |rank: usize| match rank {
             0 => u64::from(u8::MAX),
             1 => u64::from(u16::MAX),
@@ -377,21 +419,7 @@ impl Packed {
             if rank <= 3 && code > widest(rank) {
                 continue;
             }
-            let mut wider = match rank {
-                1 => Packed::U16(Vec::with_capacity(capacity)),
-                2 => Packed::Dict {
-                    positions: Vec::with_capacity(capacity),
-                    codes: Vec::new(),
-                    index: FxHashMap::default(),
-                },
-                3 => Packed::U32(Vec::with_capacity(capacity)),
-                4 => Packed::Blocks {
-                    bases: Vec::with_capacity(capacity / BLOCK_ROWS + 1),
-                    deltas: Vec::with_capacity(capacity),
-                    far: FxHashMap::default(),
-                },
-                _ => Packed::U64(Vec::with_capacity(capacity)),
-            };
+            let mut wider = Self::empty(rank, capacity);
             if (0..len).all(|i| wider.try_push(i, self.get(i))) {
                 *self = wider;
                 return;
@@ -662,6 +690,11 @@ impl SampleTable {
         self.time = times;
     }
 
+    /// Replaces sample `i`'s labels.
+    pub(crate) fn set_labels(&mut self, i: usize, labels: Option<LabelSetHandle>) {
+        self.labels.set(self.len, i, labels);
+    }
+
     /// Replaces every field of sample `i` but its time.
     fn set_all_but_time(&mut self, i: usize, s: Sample) {
         let len = self.len;
@@ -683,6 +716,7 @@ impl SampleTable {
         for i in 0..self.len {
             weights.push(i, self.weight.get(i).saturating_mul(factor));
         }
+        weights.truncate(self.len);
         self.weight = weights;
     }
 
@@ -692,15 +726,62 @@ impl SampleTable {
         for i in 0..self.len {
             times.push(i, f(self.time.get(i)));
         }
+        // Without the capacity it grew into: the model is held until its outputs are written.
+        times.truncate(self.len);
         self.time = times;
     }
 
     /// Orders samples by time (stable: samples with equal or no time keep their order).
     pub(crate) fn sort_by_time(&mut self) {
         let times = |i: usize| self.time.get(i);
-        if (1..self.len).all(|i| times(i - 1) <= times(i)) {
+        // Where each run of rows already in time order begins: decoders add samples thread by
+        // thread or track by track, each in order.
+        let mut runs: Vec<usize> = vec![0];
+        for i in 1..self.len {
+            if times(i - 1) > times(i) {
+                runs.push(i);
+                if runs.len() > MERGED_RUNS {
+                    break;
+                }
+            }
+        }
+        if runs.len() == 1 {
             return;
         }
+        let order = if runs.len() <= MERGED_RUNS {
+            self.merge_runs(&runs)
+        } else {
+            self.sorted_order()
+        };
+        each_column!(self, column => column.reorder(&order));
+    }
+
+    /// The rows in time order, merged from the runs beginning at `runs`: a row per step from
+    /// a heap of the runs' heads, with no copy of the times and no sort buffer.
+    fn merge_runs(&self, runs: &[usize]) -> Vec<u32> {
+        let times = |i: usize| self.time.get(i);
+        let ends: Vec<usize> = runs[1..].iter().copied().chain([self.len]).collect();
+        // Equal times come out by run, and runs are in row order: the merge is stable. A
+        // missing time is `None`, which sorts first.
+        let mut heads: BinaryHeap<Reverse<(Option<i64>, usize, usize)>> = runs
+            .iter()
+            .enumerate()
+            .map(|(run, &row)| Reverse((times(row), run, row)))
+            .collect();
+        let mut order: Vec<u32> = Vec::with_capacity(self.len);
+        while let Some(Reverse((_, run, row))) = heads.pop() {
+            // Rows are numbered in `u32`, as the model's handles are.
+            order.push(row as u32);
+            if row + 1 < ends[run] {
+                heads.push(Reverse((times(row + 1), run, row + 1)));
+            }
+        }
+        order
+    }
+
+    /// The rows in time order, sorted: for rows in many runs.
+    fn sorted_order(&self) -> Vec<u32> {
+        let times = |i: usize| self.time.get(i);
         let mut order: Vec<u32> = (0..self.len as u32).collect();
         // The sort compares each time many times: read them out of their packed column once.
         // A missing time sorts first, as `i64::MIN` does, unless that time itself occurs.
@@ -719,8 +800,7 @@ impl SampleTable {
         } else {
             order.sort_by_key(|&i| times(i as usize));
         }
-        drop(keys);
-        each_column!(self, column => column.reorder(&order));
+        order
     }
 
     /// Moves rows `at..` into a new table, in order.
@@ -852,6 +932,34 @@ mod tests {
             table.sort_by_time();
             expected.sort_by_key(|s| s.time);
             assert_eq!(table.to_vec(), expected, "{extreme}");
+        }
+    }
+
+    /// Rows in a few runs are merged, rows in more than [`MERGED_RUNS`] sorted: both as a
+    /// stable sort by time orders them, equal and missing times included.
+    #[test]
+    fn runs_merged_or_sorted_give_the_stable_order() {
+        for runs in [2, 17, MERGED_RUNS, MERGED_RUNS + 1, 3 * MERGED_RUNS] {
+            let mut table = SampleTable::default();
+            let mut expected = Vec::new();
+            let mut seed = 7u64;
+            for run in 0..runs {
+                let mut time = (run % 5) as i64 * 3;
+                for _ in 0..3 {
+                    seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                    time += (seed >> 62) as i64; // 0..=3: equal times within a run too
+                    let mut s = sample(expected.len());
+                    s.weight = expected.len() as i64; // tells equal times apart
+                    s.time = (seed >> 60 != 0).then_some(time);
+                    expected.push(s);
+                }
+            }
+            for &s in &expected {
+                table.push(s);
+            }
+            table.sort_by_time();
+            expected.sort_by_key(|s| s.time);
+            assert!(table.to_vec() == expected, "{runs} runs");
         }
     }
 

@@ -91,7 +91,7 @@ pub(crate) fn decode_upload<'a>(
             (len, Decoding::Whole(whole))
         }
     };
-    let (decoded, pieces) = match decoding {
+    let (mut decoded, pieces) = match decoding {
         Decoding::Whole(mut decoded) => {
             let pieces = match std::mem::take(&mut decoded.chunks) {
                 chunks if chunks.is_empty() => Pieces::Whole,
@@ -114,6 +114,8 @@ pub(crate) fn decode_upload<'a>(
             (decoded, Pieces::Read(Box::new(reading)))
         }
     };
+    // The model is held until every output is written.
+    decoded.profile.shrink_to_fit();
     Ok(DecodedUpload {
         decoded,
         input_bytes,
