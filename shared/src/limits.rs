@@ -274,7 +274,7 @@ impl Limits {
             }
         }
         // Depth 0 is a root frame: a stack of n frames ends at depth n - 1.
-        let deepest = profile.stacks().map(|(_, node)| node.depth).max();
+        let deepest = profile.max_stack_depth();
         if deepest.is_some_and(|d| u64::from(d) >= self.max_stack_depth) {
             return Err(exceeded("max_stack_depth", self.max_stack_depth));
         }

@@ -31,8 +31,6 @@ pub struct StackNode {
     pub parent: Option<StackHandle>,
     /// This node's frame (the callee).
     pub frame: FrameHandle,
-    /// Distance from the root (0 = root frame).
-    pub depth: u32,
 }
 
 /// A decoded profile: metadata, processes and threads, images, frames, a stack prefix tree and
@@ -258,9 +256,17 @@ impl Profile {
         self.samples.shrink_to_fit();
     }
 
+    /// Gives back the memory that only adding stacks needs, until a stack is next added.
+    pub(crate) fn release_stack_index(&mut self) {
+        self.stacks.release_lookups();
+    }
+
     /// Orders samples by time (stable: samples with equal or no time keep input order).
     pub fn sort_samples_by_time(&mut self) {
-        // Shrunk first: the sort holds a second copy of one column at a time.
+        // The sort is a decoder's last step, and its memory peak: the stack lookup is given
+        // back first (a stack added later builds it again), and the samples shrunk, since
+        // the sort holds a second copy of one column at a time.
+        self.stacks.release_lookups();
         self.samples.shrink_to_fit();
         self.samples.sort_by_time();
     }
@@ -389,12 +395,18 @@ impl Profile {
 
     /// A node of the stack prefix tree.
     pub fn stack(&self, h: StackHandle) -> StackNode {
-        let (parent, frame, depth) = self.stacks.get(h);
-        StackNode {
-            parent,
-            frame,
-            depth,
-        }
+        let (parent, frame) = self.stacks.get(h);
+        StackNode { parent, frame }
+    }
+
+    /// The largest [`stack_depth`](Profile::stack_depth) of any stack node.
+    pub fn max_stack_depth(&self) -> Option<u32> {
+        self.stacks.max_depth()
+    }
+
+    /// A stack node's distance from the root (0 = root frame).
+    pub fn stack_depth(&self, h: StackHandle) -> u32 {
+        self.stacks.depth(h)
     }
 
     /// All stack nodes, parents before children.
@@ -520,7 +532,7 @@ mod tests {
         assert_eq!(ab, ab2);
         assert_ne!(ab, ac);
         assert_eq!(p.stacks().len(), 3, "root shared by both stacks");
-        assert_eq!(p.stack(ab).depth, 1);
+        assert_eq!(p.stack_depth(ab), 1);
         let leaf_first: Vec<_> = p.stack_frames(ac).collect();
         assert_eq!(leaf_first, vec![frames[2], frames[0]]);
         assert_eq!(p.add_stack_from_root([]), None);

@@ -89,14 +89,94 @@ impl<T: Code> Column<T> {
         }
     }
 
-    /// Puts the rows in the order of `order` (row positions).
-    fn reorder(&mut self, order: &[u32]) {
+    /// Puts the rows in `order`.
+    fn reorder(&mut self, order: &Order) {
         if let Column::Each(values) = self {
-            let codes = order.iter().map(|&i| values.get(i as usize));
+            let codes = order.rows().map(|i| values.get(i));
             *values = Packed::of_rank(values.rank(), codes);
         }
     }
 }
+
+/// A new order of a table's rows.
+enum Order {
+    /// Each new row's old position.
+    Rows(Vec<u32>),
+    /// Rows merged from runs already in order (beginning at `starts`): the run each new row
+    /// comes from, which is all a merge needs to say, in a byte or two a row.
+    Runs { starts: Vec<usize>, from: RunIds },
+}
+
+/// The run of each row of a merge.
+enum RunIds {
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+}
+
+impl Order {
+    /// Each new row's old position, in order.
+    fn rows(&self) -> OrderRows<'_> {
+        let (len, cursors) = match self {
+            Order::Rows(rows) => (rows.len(), Vec::new()),
+            Order::Runs { starts, from } => (
+                match from {
+                    RunIds::U8(v) => v.len(),
+                    RunIds::U16(v) => v.len(),
+                },
+                starts.clone(),
+            ),
+        };
+        OrderRows {
+            order: self,
+            next: 0,
+            len,
+            cursors,
+        }
+    }
+}
+
+/// The rows of an [`Order`].
+struct OrderRows<'a> {
+    order: &'a Order,
+    next: usize,
+    len: usize,
+    /// Of a merge: the next row of each run.
+    cursors: Vec<usize>,
+}
+
+impl Iterator for OrderRows<'_> {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        if self.next == self.len {
+            return None;
+        }
+        let at = self.next;
+        self.next += 1;
+        let run = match self.order {
+            Order::Rows(rows) => return Some(rows[at] as usize),
+            Order::Runs {
+                from: RunIds::U8(v),
+                ..
+            } => usize::from(v[at]),
+            Order::Runs {
+                from: RunIds::U16(v),
+                ..
+            } => usize::from(v[at]),
+        };
+        let row = self.cursors[run];
+        self.cursors[run] += 1;
+        Some(row)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.len - self.next;
+        (left, Some(left))
+    }
+}
+
+impl ExactSizeIterator for OrderRows<'_> {}
 
 /// A value as the columns store it: a `u64` code, small for small values.
 trait Code: Copy + PartialEq {
@@ -203,13 +283,16 @@ const BLOCK_ROWS: usize = 128;
 /// The delta of a row stored in [`Packed::Blocks`]' `far` map.
 const FAR: u32 = u32::MAX;
 
-/// One code per row, in the narrowest form that holds every code so far: 1, 2 or 4 bytes for
-/// small codes (handles, CPUs, modes), 4 bytes from a per-block base for codes close to their
-/// neighbours (times, counters), else 8. A column only ever widens, so a code is re-stored at
-/// most four times. A few rows far from their block's base (a sampler paused for a while) are
-/// kept aside rather than widening the whole column.
+/// One code per row, in the narrowest form that holds every code so far: half a byte, 1, 2, 3
+/// or 4 bytes for small codes (handles, CPUs, modes), 4 bytes from a per-block base for codes
+/// close to their neighbours (times, counters), else 8. A column only ever widens, so a code
+/// is re-stored a few times at most. A few rows far from their block's base (a sampler paused
+/// for a while) are kept aside rather than widening the whole column.
 #[derive(Clone, Debug)]
 enum Packed {
+    /// Two rows a byte, the first in the low half: a series, a handful of threads or label
+    /// sets.
+    U4(Vec<u8>),
     U8(Vec<u8>),
     U16(Vec<u16>),
     /// A 2-byte position per row in a list of at most [`DICT_CODES`] distinct codes that fit 4
@@ -220,6 +303,9 @@ enum Packed {
         codes: Vec<u32>,
         index: FxHashMap<u32, u16>,
     },
+    /// Three little-endian bytes a row: a span trace's hundreds of thousands of distinct
+    /// stacks.
+    U24(Vec<u8>),
     U32(Vec<u32>),
     /// Each block's first code, each row's zigzag difference from it, and the rows too far
     /// from it (their delta is [`FAR`]).
@@ -231,9 +317,45 @@ enum Packed {
     U64(Vec<u64>),
 }
 
+/// The forms of [`Packed`], in the order columns widen in.
+mod rank {
+    pub const U4: usize = 0;
+    pub const U8: usize = 1;
+    pub const U16: usize = 2;
+    pub const DICT: usize = 3;
+    pub const U24: usize = 4;
+    pub const U32: usize = 5;
+    pub const BLOCKS: usize = 6;
+    pub const U64: usize = 7;
+}
+
+/// The largest code the fixed-width form of `rank` holds; `None` for the other forms.
+fn widest(form: usize) -> Option<u64> {
+    match form {
+        rank::U4 => Some(0xF),
+        rank::U8 => Some(u64::from(u8::MAX)),
+        rank::U16 => Some(u64::from(u16::MAX)),
+        rank::U24 => Some(0xFF_FFFF),
+        rank::U32 => Some(u64::from(u32::MAX)),
+        _ => None,
+    }
+}
+
+/// Row `i` of a [`Packed::U24`].
+#[inline]
+fn u24_at(v: &[u8], i: usize) -> u64 {
+    u64::from(v[3 * i]) | u64::from(v[3 * i + 1]) << 8 | u64::from(v[3 * i + 2]) << 16
+}
+
+/// Row `i` of a [`Packed::U4`].
+#[inline]
+fn u4_at(v: &[u8], i: usize) -> u64 {
+    u64::from(v[i / 2] >> (4 * (i % 2)) & 0xF)
+}
+
 /// Most runs of rows in time order that [`SampleTable::sort_by_time`] merges; rows in more
 /// are sorted.
-const MERGED_RUNS: usize = 4096;
+const MERGED_RUNS: usize = 1 << 16;
 
 /// Most distinct codes of [`Packed::Dict`].
 const DICT_CODES: usize = 1 << 16;
@@ -261,15 +383,15 @@ impl Packed {
 
     /// The codes of `codes`, packed.
     fn of(codes: impl ExactSizeIterator<Item = u64>) -> Packed {
-        Self::of_rank(0, codes)
+        Self::of_rank(rank::U4, codes)
     }
 
     /// `codes` packed, starting from the form of `rank` with room for all of them: the form
     /// they were in before a reordering still holds them, so reordering a column does not
     /// widen it step by step, holding two copies of every width on the way.
-    fn of_rank(rank: usize, codes: impl ExactSizeIterator<Item = u64>) -> Packed {
+    fn of_rank(form: usize, codes: impl ExactSizeIterator<Item = u64>) -> Packed {
         let total = codes.len();
-        let mut packed = Self::empty(rank, total);
+        let mut packed = Self::empty(form, total);
         for (i, code) in codes.enumerate() {
             while !packed.try_push(i, code) {
                 packed.widen_to(i, code, total);
@@ -279,17 +401,19 @@ impl Packed {
     }
 
     /// No rows yet, in the form of `rank`, with room for `capacity`.
-    fn empty(rank: usize, capacity: usize) -> Packed {
-        match rank {
-            0 => Packed::U8(Vec::with_capacity(capacity)),
-            1 => Packed::U16(Vec::with_capacity(capacity)),
-            2 => Packed::Dict {
+    fn empty(form: usize, capacity: usize) -> Packed {
+        match form {
+            rank::U4 => Packed::U4(Vec::with_capacity(capacity.div_ceil(2))),
+            rank::U8 => Packed::U8(Vec::with_capacity(capacity)),
+            rank::U16 => Packed::U16(Vec::with_capacity(capacity)),
+            rank::DICT => Packed::Dict {
                 positions: Vec::with_capacity(capacity),
                 codes: Vec::new(),
                 index: FxHashMap::default(),
             },
-            3 => Packed::U32(Vec::with_capacity(capacity)),
-            4 => Packed::Blocks {
+            rank::U24 => Packed::U24(Vec::with_capacity(3 * capacity)),
+            rank::U32 => Packed::U32(Vec::with_capacity(capacity)),
+            rank::BLOCKS => Packed::Blocks {
                 bases: Vec::with_capacity(capacity / BLOCK_ROWS + 1),
                 deltas: Vec::with_capacity(capacity),
                 far: FxHashMap::default(),
@@ -309,6 +433,18 @@ impl Packed {
     #[inline]
     fn try_push(&mut self, len: usize, code: u64) -> bool {
         match self {
+            Packed::U4(_) if code > 0xF => false,
+            Packed::U4(v) if len.is_multiple_of(2) => {
+                v.push(code as u8);
+                true
+            }
+            Packed::U4(v) => {
+                let last = v
+                    .last_mut()
+                    .expect("an odd row's byte holds the row before it");
+                *last = (*last & 0xF) | (code as u8) << 4;
+                true
+            }
             Packed::U8(v) => u8::try_from(code).map(|c| v.push(c)).is_ok(),
             Packed::U16(v) => u16::try_from(code).map(|c| v.push(c)).is_ok(),
             Packed::Dict {
@@ -318,6 +454,11 @@ impl Packed {
             } => dict_position(codes, index, code)
                 .map(|at| positions.push(at))
                 .is_some(),
+            Packed::U24(_) if code > 0xFF_FFFF => false,
+            Packed::U24(v) => {
+                v.extend_from_slice(&code.to_le_bytes()[..3]);
+                true
+            }
             Packed::U32(v) => u32::try_from(code).map(|c| v.push(c)).is_ok(),
             Packed::Blocks { bases, deltas, far } => {
                 if len.is_multiple_of(BLOCK_ROWS) {
@@ -347,11 +488,13 @@ impl Packed {
     #[inline]
     fn get(&self, i: usize) -> u64 {
         match self {
+            Packed::U4(v) => u4_at(v, i),
             Packed::U8(v) => u64::from(v[i]),
             Packed::U16(v) => u64::from(v[i]),
             Packed::Dict {
                 positions, codes, ..
             } => u64::from(codes[usize::from(positions[i])]),
+            Packed::U24(v) => u24_at(v, i),
             Packed::U32(v) => u64::from(v[i]),
             Packed::Blocks { bases, deltas, far } => match deltas[i] {
                 FAR => far[&i],
@@ -370,6 +513,12 @@ impl Packed {
 
     fn try_set(&mut self, i: usize, code: u64) -> bool {
         match self {
+            Packed::U4(_) if code > 0xF => false,
+            Packed::U4(v) => {
+                let shift = 4 * (i % 2);
+                v[i / 2] = (v[i / 2] & !(0xF << shift)) | (code as u8) << shift;
+                true
+            }
             Packed::U8(v) => u8::try_from(code).map(|c| v[i] = c).is_ok(),
             Packed::U16(v) => u16::try_from(code).map(|c| v[i] = c).is_ok(),
             Packed::Dict {
@@ -379,6 +528,11 @@ impl Packed {
             } => dict_position(codes, index, code)
                 .map(|at| positions[i] = at)
                 .is_some(),
+            Packed::U24(_) if code > 0xFF_FFFF => false,
+            Packed::U24(v) => {
+                v[3 * i..3 * i + 3].copy_from_slice(&code.to_le_bytes()[..3]);
+                true
+            }
             Packed::U32(v) => u32::try_from(code).map(|c| v[i] = c).is_ok(),
             Packed::Blocks { bases, deltas, far } => {
                 match delta(bases[i / BLOCK_ROWS], code) {
@@ -409,17 +563,13 @@ impl Packed {
     /// [`widen`](Packed::widen), with room for `capacity` rows.
     fn widen_to(&mut self, len: usize, code: u64, capacity: usize) {
         let capacity = capacity.max(len + 1);
-        let widest = |rank: usize| match rank {
-            0 => u64::from(u8::MAX),
-            1 => u64::from(u16::MAX),
-            2 | 3 => u64::from(u32::MAX),
-            _ => u64::MAX,
-        };
-        for rank in self.rank() + 1..=5 {
-            if rank <= 3 && code > widest(rank) {
+        for form in self.rank() + 1..=rank::U64 {
+            // A list holds codes of 4 bytes.
+            let widest = widest(form).or((form == rank::DICT).then_some(u64::from(u32::MAX)));
+            if widest.is_some_and(|w| code > w) {
                 continue;
             }
-            let mut wider = Self::empty(rank, capacity);
+            let mut wider = Self::empty(form, capacity);
             if (0..len).all(|i| wider.try_push(i, self.get(i))) {
                 *self = wider;
                 return;
@@ -430,21 +580,31 @@ impl Packed {
     /// Position of the form in the order columns widen in.
     fn rank(&self) -> usize {
         match self {
-            Packed::U8(_) => 0,
-            Packed::U16(_) => 1,
-            Packed::Dict { .. } => 2,
-            Packed::U32(_) => 3,
-            Packed::Blocks { .. } => 4,
-            Packed::U64(_) => 5,
+            Packed::U4(_) => rank::U4,
+            Packed::U8(_) => rank::U8,
+            Packed::U16(_) => rank::U16,
+            Packed::Dict { .. } => rank::DICT,
+            Packed::U24(_) => rank::U24,
+            Packed::U32(_) => rank::U32,
+            Packed::Blocks { .. } => rank::BLOCKS,
+            Packed::U64(_) => rank::U64,
         }
     }
 
     fn truncate(&mut self, len: usize) {
         match self {
+            Packed::U4(v) => {
+                shrink(v, len.div_ceil(2));
+                // The half of the last byte past the rows is clear, for the next push.
+                if let (Some(last), true) = (v.last_mut(), len % 2 == 1) {
+                    *last &= 0xF;
+                }
+            }
             Packed::U8(v) => shrink(v, len),
             Packed::U16(v) => shrink(v, len),
             // Codes no row uses any more stay listed: at most 64 Ki of them.
             Packed::Dict { positions, .. } => shrink(positions, len),
+            Packed::U24(v) => shrink(v, 3 * len),
             Packed::U32(v) => shrink(v, len),
             Packed::Blocks { bases, deltas, far } => {
                 shrink(bases, len.div_ceil(BLOCK_ROWS));
@@ -523,7 +683,7 @@ impl<T: Code + Default> Nullable<T> {
         self.present.truncate(len);
     }
 
-    fn reorder(&mut self, order: &[u32]) {
+    fn reorder(&mut self, order: &Order) {
         self.values.reorder(order);
         self.present.reorder(order);
     }
@@ -749,16 +909,17 @@ impl SampleTable {
             return;
         }
         let order = if runs.len() <= MERGED_RUNS {
-            self.merge_runs(&runs)
+            self.merge_runs(runs)
         } else {
-            self.sorted_order()
+            Order::Rows(self.sorted_order())
         };
         each_column!(self, column => column.reorder(&order));
     }
 
-    /// The rows in time order, merged from the runs beginning at `runs`: a row per step from
-    /// a heap of the runs' heads, with no copy of the times and no sort buffer.
-    fn merge_runs(&self, runs: &[usize]) -> Vec<u32> {
+    /// The rows in time order, merged from the runs beginning at `runs` (at most
+    /// [`MERGED_RUNS`]): a row per step from a heap of the runs' heads, with no copy of the
+    /// times and no sort buffer.
+    fn merge_runs(&self, runs: Vec<usize>) -> Order {
         let times = |i: usize| self.time.get(i);
         let ends: Vec<usize> = runs[1..].iter().copied().chain([self.len]).collect();
         // Equal times come out by run, and runs are in row order: the merge is stable. A
@@ -768,15 +929,28 @@ impl SampleTable {
             .enumerate()
             .map(|(run, &row)| Reverse((times(row), run, row)))
             .collect();
-        let mut order: Vec<u32> = Vec::with_capacity(self.len);
-        while let Some(Reverse((_, run, row))) = heads.pop() {
-            // Rows are numbered in `u32`, as the model's handles are.
-            order.push(row as u32);
+        let mut next = || {
+            let Reverse((_, run, row)) = heads.pop()?;
             if row + 1 < ends[run] {
                 heads.push(Reverse((times(row + 1), run, row + 1)));
             }
-        }
-        order
+            Some(run)
+        };
+        // Run numbers fit the narrow form chosen for them: there are at most `MERGED_RUNS`.
+        let from = if runs.len() <= 1 << 8 {
+            let mut from = Vec::with_capacity(self.len);
+            while let Some(run) = next() {
+                from.push(run as u8);
+            }
+            RunIds::U8(from)
+        } else {
+            let mut from = Vec::with_capacity(self.len);
+            while let Some(run) = next() {
+                from.push(run as u16);
+            }
+            RunIds::U16(from)
+        };
+        Order::Runs { starts: runs, from }
     }
 
     /// The rows in time order, sorted: for rows in many runs.
@@ -935,22 +1109,25 @@ mod tests {
         }
     }
 
-    /// Rows in a few runs are merged, rows in more than [`MERGED_RUNS`] sorted: both as a
-    /// stable sort by time orders them, equal and missing times included.
+    /// Rows in a few runs are merged (their runs numbered in a byte, or in two past 256), rows
+    /// in more than [`MERGED_RUNS`] sorted: each as a stable sort by time orders them, equal
+    /// times within and across runs and missing times included.
     #[test]
     fn runs_merged_or_sorted_give_the_stable_order() {
-        for runs in [2, 17, MERGED_RUNS, MERGED_RUNS + 1, 3 * MERGED_RUNS] {
+        for runs in [2, 17, 300, 2 * MERGED_RUNS] {
             let mut table = SampleTable::default();
             let mut expected = Vec::new();
             let mut seed = 7u64;
             for run in 0..runs {
-                let mut time = (run % 5) as i64 * 3;
+                // Two runs at a time start together, each lower than the last: a run begins
+                // at every second run at least.
+                let mut time = ((runs - run) / 2) as i64 * 10;
                 for _ in 0..3 {
                     seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
                     time += (seed >> 62) as i64; // 0..=3: equal times within a run too
                     let mut s = sample(expected.len());
                     s.weight = expected.len() as i64; // tells equal times apart
-                    s.time = (seed >> 60 != 0).then_some(time);
+                    s.time = (seed >> 59 != 0).then_some(time);
                     expected.push(s);
                 }
             }
@@ -1024,50 +1201,86 @@ mod tests {
             assert_eq!(back, codes);
             packed.rank()
         };
-        assert_eq!(forms(&[0, 3, 255]), 0);
-        assert_eq!(forms(&[0, 256, 3]), 1);
+        assert_eq!(forms(&[0, 3, 15, 1, 2]), rank::U4);
+        assert_eq!(forms(&[0, 3, 255]), rank::U8);
+        assert_eq!(forms(&[0, 256, 3]), rank::U16);
         assert_eq!(
             forms(&[0, 70_000]),
-            2,
+            rank::DICT,
             "a few codes past 2 bytes are listed"
         );
         let stacks: Vec<u64> = (0..50_000).map(|i| 100_000 + (i * 7919) % 2_500).collect();
-        assert_eq!(forms(&stacks), 2);
+        assert_eq!(forms(&stacks), rank::DICT);
         // Rows set later keep the list, or leave it for a code it cannot hold.
         let mut listed = Packed::of(stacks.iter().copied());
         listed.set(stacks.len(), 7, 3_000_000);
         listed.set(stacks.len(), 8, stacks[9]);
         assert_eq!(
             (listed.get(7), listed.get(8), listed.rank()),
-            (3_000_000, stacks[9], 2)
+            (3_000_000, stacks[9], rank::DICT)
         );
         listed.set(stacks.len(), 9, 1 << 40);
         assert_eq!(
             (listed.get(7), listed.get(9), listed.rank()),
-            (3_000_000, 1 << 40, 4)
+            (3_000_000, 1 << 40, rank::BLOCKS)
         );
         assert_eq!(listed.get(10), stacks[10]);
-        // More distinct codes than a list holds: 4 bytes each.
+        // More distinct codes than a list holds: 3 bytes each, or 4 past 2^24.
         let distinct: Vec<u64> = (0..70_000).map(|i| 70_000 + i).collect();
-        assert_eq!(forms(&distinct), 3);
+        assert_eq!(forms(&distinct), rank::U24);
+        let wide: Vec<u64> = (0..70_000).map(|i| (1 << 24) - 5 + i).collect();
+        assert_eq!(forms(&wide), rank::U32);
+        // Rows set later in the narrow forms keep their neighbours.
+        let mut nibbles = Packed::of([1u64, 2, 3, 4, 5].into_iter());
+        nibbles.set(5, 1, 15);
+        nibbles.set(5, 2, 0);
+        assert_eq!(
+            (0..5).map(|i| nibbles.get(i)).collect::<Vec<_>>(),
+            [1, 15, 0, 4, 5]
+        );
+        nibbles.set(5, 3, 16);
+        assert_eq!(
+            (
+                (0..5).map(|i| nibbles.get(i)).collect::<Vec<_>>(),
+                nibbles.rank()
+            ),
+            (vec![1, 15, 0, 16, 5], rank::U8)
+        );
+        let mut three = Packed::of(distinct.iter().copied());
+        three.set(distinct.len(), 1, 0xFF_FFFF);
+        assert_eq!(
+            (three.get(0), three.get(1), three.get(2)),
+            (70_000, 0xFF_FFFF, 70_002)
+        );
+        // Truncated to an odd length, a half-byte column takes new rows in the free half.
+        let mut odd = Packed::of([7u64, 8, 9, 10].into_iter());
+        odd.truncate(3);
+        odd.push(3, 11);
+        assert_eq!(
+            (0..4).map(|i| odd.get(i)).collect::<Vec<_>>(),
+            [7, 8, 9, 11]
+        );
         // Times a millisecond apart, well past 4 bytes, over many blocks.
         let times: Vec<u64> = (0..10_000)
             .map(|i| 1_700_000_000_000_000_000 + i * 1_000_000)
             .collect();
-        assert_eq!(forms(&times), 4);
+        assert_eq!(forms(&times), rank::BLOCKS);
         // Negative steps, and extremes kept aside, survive the zigzag.
-        assert_eq!(forms(&[5, 3, 0, u64::MAX, 1 << 63, (1 << 63) - 1]), 4);
-        assert_eq!(forms(&[100, 90, 80, 4_000_000_000]), 2);
-        assert_eq!(forms(&[100, 90, 80, 5_000_000_000]), 4);
+        assert_eq!(
+            forms(&[5, 3, 0, u64::MAX, 1 << 63, (1 << 63) - 1]),
+            rank::BLOCKS
+        );
+        assert_eq!(forms(&[100, 90, 80, 4_000_000_000]), rank::DICT);
+        assert_eq!(forms(&[100, 90, 80, 5_000_000_000]), rank::BLOCKS);
         // A pause of 10 s inside a block: the rows after it are kept aside.
         let paused: Vec<u64> = (0..1000)
             .map(|i| i * 1_000_000 + u64::from(i >= 50) * 10_000_000_000)
             .collect();
-        assert_eq!(forms(&paused), 4);
+        assert_eq!(forms(&paused), rank::BLOCKS);
         // Codes all over the place: 8 bytes each.
         let mut state = 1;
         let scattered: Vec<u64> = (0..1000).map(|_| lcg(&mut state) << 31).collect();
-        assert_eq!(forms(&scattered), 5);
+        assert_eq!(forms(&scattered), rank::U64);
 
         // Setting a code that does not fit widens the column and keeps every other row.
         let mut packed = Packed::of([1u64, 2, 3].into_iter());
@@ -1151,9 +1364,13 @@ mod tests {
         assert_eq!(table.to_vec(), expected);
         assert_eq!(
             table.time.values_rank(),
-            Some(4),
+            Some(rank::BLOCKS),
             "times are stored in 4 bytes"
         );
-        assert_eq!(table.thread.rank(), Some(0), "16 threads take 1 byte");
+        assert_eq!(
+            table.thread.rank(),
+            Some(rank::U4),
+            "16 threads take half a byte"
+        );
     }
 }

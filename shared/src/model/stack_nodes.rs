@@ -20,9 +20,11 @@ type Node = (Option<StackHandle>, FrameHandle);
 pub(super) struct StackNodes {
     /// By handle index.
     nodes: Vec<Node>,
-    /// Distance from the root, by handle index.
+    /// Distance from the root, by handle index; empty once released (and counted again when
+    /// a node is next added).
     depths: Vec<u32>,
-    /// Positions in `nodes`, found by the node's hash.
+    /// Positions in `nodes`, found by the node's hash; empty once released (and built again
+    /// when a node is next added).
     index: HashTable<u32>,
 }
 
@@ -33,6 +35,14 @@ fn hash(node: &Node) -> u64 {
 impl StackNodes {
     /// The node's handle, added if it is new.
     pub fn add(&mut self, parent: Option<StackHandle>, frame: FrameHandle) -> StackHandle {
+        if self.index.len() != self.nodes.len() {
+            self.build_index();
+        }
+        if self.depths.len() != self.nodes.len() {
+            self.depths = (0..self.nodes.len())
+                .map(|at| self.walked_depth(at))
+                .collect();
+        }
         let node = (parent, frame);
         let node_hash = hash(&node);
         let nodes = &self.nodes;
@@ -51,11 +61,38 @@ impl StackNodes {
         handle
     }
 
-    /// Node `h`: its parent, frame and depth.
+    /// Node `h`: its parent and frame.
     #[inline]
-    pub fn get(&self, h: StackHandle) -> (Option<StackHandle>, FrameHandle, u32) {
-        let (parent, frame) = self.nodes[h.index()];
-        (parent, frame, self.depths[h.index()])
+    pub fn get(&self, h: StackHandle) -> (Option<StackHandle>, FrameHandle) {
+        self.nodes[h.index()]
+    }
+
+    /// The distance of node `h` from the root: counted, while the lookups are released.
+    #[inline]
+    pub fn depth(&self, h: StackHandle) -> u32 {
+        match self.depths.get(h.index()) {
+            Some(&depth) => depth,
+            None => self.walked_depth(h.index()),
+        }
+    }
+
+    /// The largest depth of any node.
+    pub fn max_depth(&self) -> Option<u32> {
+        if self.depths.len() == self.nodes.len() {
+            return self.depths.iter().copied().max();
+        }
+        // Counted in one pass: a node's parent was added, so is listed, before it.
+        let mut depths: Vec<u32> = Vec::with_capacity(self.nodes.len());
+        for &(parent, _) in &self.nodes {
+            depths.push(parent.map_or(0, |p| depths[p.index()] + 1));
+        }
+        depths.into_iter().max()
+    }
+
+    fn walked_depth(&self, at: usize) -> u32 {
+        let above = std::iter::successors(self.nodes[at].0, |&p| self.parent(p)).count();
+        // A node's callers are nodes, whose handles are `u32`.
+        above as u32
     }
 
     /// The parent of node `h`.
@@ -72,6 +109,24 @@ impl StackNodes {
 
     pub fn len(&self) -> usize {
         self.nodes.len()
+    }
+
+    /// Gives back the lookups only adding nodes needs (the table, and the depths decoders
+    /// check limits with): a model whose stacks are all added is read, not added to, while
+    /// its outputs are written.
+    pub fn release_lookups(&mut self) {
+        self.index = HashTable::new();
+        self.depths = Vec::new();
+    }
+
+    fn build_index(&mut self) {
+        let nodes = &self.nodes;
+        let mut index = HashTable::with_capacity(nodes.len());
+        for (at, node) in nodes.iter().enumerate() {
+            // Positions fit a `u32`: handles are made from them.
+            index.insert_unique(hash(node), at as u32, |&at| hash(&nodes[at as usize]));
+        }
+        self.index = index;
     }
 
     /// Gives back the capacity the lists grew into but do not use.
@@ -109,10 +164,22 @@ mod tests {
             assert_eq!(nodes.frame(h), frame(f));
         }
         assert_eq!(nodes.len(), len);
-        for &(_, _, h) in &handles {
+        let depths = |nodes: &StackNodes| -> Vec<u32> {
+            handles.iter().map(|&(_, _, h)| nodes.depth(h)).collect()
+        };
+        let kept = depths(&nodes);
+        for (&(_, _, h), &depth) in handles.iter().zip(&kept) {
             let above = std::iter::successors(nodes.parent(h), |&p| nodes.parent(p)).count();
-            assert_eq!(nodes.get(h).2 as usize, above, "depth counts the callers");
+            assert_eq!(depth as usize, above, "depth counts the callers");
         }
-        assert!(handles.iter().any(|&(_, _, h)| nodes.get(h).2 > 1));
+        assert!(kept.iter().any(|&d| d > 1));
+        nodes.release_lookups();
+        assert_eq!(depths(&nodes), kept, "counted while released");
+        assert_eq!(nodes.max_depth(), kept.iter().copied().max());
+        for &(parent, f, h) in &handles {
+            assert_eq!(nodes.add(parent, frame(f)), h, "found again once rebuilt");
+        }
+        assert_eq!(nodes.len(), len);
+        assert_eq!(depths(&nodes), kept, "kept again once rebuilt");
     }
 }

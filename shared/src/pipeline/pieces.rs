@@ -81,7 +81,11 @@ impl Pieces<'_> {
     ) -> Result<Written> {
         let samples = profile.samples().len() as u64;
         match self {
-            Pieces::Whole => writer.add(profile, Grid::of(profile), out)?,
+            Pieces::Whole => {
+                // The model is complete: only read from here on.
+                profile.release_stack_index();
+                writer.add(profile, Grid::of(profile), out)?
+            }
             Pieces::Read(reading) => return write_read(reading, profile, anchor, writer, out),
             Pieces::Chunks { models, chunks } => writer.add_given(models, chunks, out)?,
         }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use arrow_array::RecordBatch;
 
-use super::call_tree::CallTree;
+use super::call_tree::{CallTree, StackIds};
 use super::columns::{batch, int64s, string_maps, strings, timestamps};
 use super::partition::day_of_us;
 use super::schema::Table;
@@ -115,9 +115,9 @@ impl<'a> TableProfile<'a> {
         (table_profile, tree)
     }
 
-    /// The profile's call tree, built again.
-    pub fn tree(&self) -> CallTree {
-        CallTree::of(self.profile, &self.leaves)
+    /// The ids its call tree gives its stacks, numbered again.
+    pub fn stack_ids(&self) -> StackIds {
+        StackIds::of(self.profile, &self.leaves)
     }
 
     pub fn profile_id(&self) -> &'a str {

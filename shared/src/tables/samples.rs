@@ -6,7 +6,7 @@ use std::collections::BinaryHeap;
 
 use arrow_array::RecordBatch;
 
-use super::call_tree::CallTree;
+use super::call_tree::StackIds;
 use super::columns::{batch, int32s, int64s, opt_timestamps, string_maps, strings};
 use super::profiles::{micros, TableProfile};
 use super::schema::Table;
@@ -31,9 +31,9 @@ pub(super) struct SampleRow {
 /// `profile_id`, then profile, then plan order, as a stable sort of them all would give. Each
 /// plan's samples are in time order already, so they are merged as they are read and no list
 /// of every row is built; a plan that is not in time order is sorted first. `include` picks
-/// the profiles (those of one day). A profile's call tree, for the stack ids, is built when
-/// the merge reaches its first sample and dropped after its last, so only the trees of
-/// profiles that overlap in time are held at once.
+/// the profiles (those of one day). A profile's stack ids are numbered when the merge reaches
+/// its first sample and dropped after its last, so only the ids of profiles that overlap in
+/// time are held at once.
 pub(super) fn sample_rows<'s, 'a: 's>(
     profiles: &'s [TableProfile<'a>],
     include: impl Fn(&TableProfile<'a>) -> bool,
@@ -66,7 +66,7 @@ pub(super) fn sample_rows<'s, 'a: 's>(
             profile: p,
             samples,
             head,
-            tree: None,
+            ids: None,
         });
     }
     SampleRows { lists, heap }
@@ -101,8 +101,8 @@ struct List<'a> {
     samples: InTimeOrder<'a>,
     /// The next one.
     head: u32,
-    /// Its call tree, from its first sample read to its last.
-    tree: Option<CallTree>,
+    /// Its call tree's stack ids, from its first sample read to its last.
+    ids: Option<StackIds>,
 }
 
 /// The merge of [`sample_rows`].
@@ -120,15 +120,15 @@ impl Iterator for SampleRows<'_> {
         let list = &mut self.lists[at];
         let index = list.head as usize;
         let model = list.profile.profile.samples();
-        let tree = list.tree.get_or_insert_with(|| list.profile.tree());
-        let stack_id = model.stack(index).and_then(|s| tree.stack_id(s));
+        let ids = list.ids.get_or_insert_with(|| list.profile.stack_ids());
+        let stack_id = model.stack(index).and_then(|s| ids.get(s));
         match list.samples.next() {
             Some(next) => {
                 list.head = next;
                 let next_us = model.time(next as usize).map(micros);
                 self.heap.push(Reverse((next_us, rank, profile, at)));
             }
-            None => list.tree = None,
+            None => list.ids = None,
         }
         Some(SampleRow {
             profile,

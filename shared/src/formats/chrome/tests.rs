@@ -50,7 +50,7 @@ fn spans_become_stretches_with_their_args_on_the_wall_clock() {
         .samples()
         .iter()
         .map(|s| {
-            let depth = s.stack.map_or(0, |h| p.stack(h).depth as usize + 1);
+            let depth = s.stack.map_or(0, |h| p.stack_depth(h) as usize + 1);
             (s.time.unwrap() - origin, s.weight, depth)
         })
         .collect();

@@ -54,7 +54,7 @@ pub(super) fn places(
             )));
         };
         // Depth 0 is a root frame: a stack of n frames ends at depth n - 1.
-        let depth = parent.map_or(0, |p| u64::from(profile.stack(p).depth) + 1);
+        let depth = parent.map_or(0, |p| u64::from(profile.stack_depth(p)) + 1);
         places.push(if depth >= max_depth {
             Place::TooDeep
         } else {

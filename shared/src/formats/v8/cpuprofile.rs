@@ -195,7 +195,7 @@ impl Place {
             Place::TooDeep => return Place::TooDeep,
         };
         // Depth 0 is a root frame: a stack of n frames ends at depth n - 1.
-        let depth = parent.map_or(0, |p| u64::from(profile.stack(p).depth) + 1);
+        let depth = parent.map_or(0, |p| u64::from(profile.stack_depth(p)) + 1);
         if depth >= max_depth {
             return Place::TooDeep;
         }
