@@ -15,6 +15,10 @@ target_dir="${CARGO_TARGET_DIR:-target}"
 .venv/bin/python scripts/bench_big.py --proflake "$target_dir/release/proflake" \
   --gen "$target_dir/release/proflake-gen-inputs" --runs "${BENCH_RUNS:-5}" \
   --work "$target_dir/bench-inputs"
+# speedscope, Firefox, V8 cpuprofile, perf script and gperftools' legacy profile, each against a
+# Python parse-only baseline (orjson for JSON; needs .venv).
+.venv/bin/python scripts/bench_formats.py --proflake "$target_dir/release/proflake" \
+  --runs "${BENCH_RUNS:-5}" --work "$target_dir/bench-inputs"
 # The lake at fleet scale: publish, compaction and the analysts' queries over both tiers (needs
 # .venv-lake, which the README's test command makes).
 .venv-lake/bin/python scripts/bench_lake.py --proflake "$target_dir/release/proflake" \
