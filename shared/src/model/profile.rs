@@ -257,7 +257,7 @@ impl Profile {
     }
 
     /// Gives back the memory that only adding stacks needs, until a stack is next added.
-    pub(crate) fn release_stack_index(&mut self) {
+    pub(crate) fn release_stack_lookups(&mut self) {
         self.stacks.release_lookups();
     }
 

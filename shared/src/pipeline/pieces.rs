@@ -83,7 +83,7 @@ impl Pieces<'_> {
         match self {
             Pieces::Whole => {
                 // The model is complete: only read from here on.
-                profile.release_stack_index();
+                profile.release_stack_lookups();
                 writer.add(profile, Grid::of(profile), out)?
             }
             Pieces::Read(reading) => return write_read(reading, profile, anchor, writer, out),
