@@ -16,7 +16,8 @@ use serde_json::Value;
 use crate::sample_v2::convert_input;
 use crate::tables::{i64s, read_tables};
 use crate::util::{
-    assert_claims_no_other_input, assert_only_sniffer, fixture, plain, repo_file, samples, stat,
+    assert_claims_no_other_input, assert_only_sniffer, first_output_start_ns, fixture, plain,
+    repo_file, samples, stat,
 };
 
 const FIXTURES: [&str; 9] = [
@@ -548,13 +549,7 @@ fn devtools_start_time_places_a_trace_unless_the_metadata_says_otherwise() {
         ..proflake::ConvertOptions::default()
     };
     let converted = proflake::convert_upload("u/d.json", "e", doc, &options).unwrap();
-    let first = converted
-        .manifest
-        .outputs
-        .iter()
-        .filter_map(|o| o.start_ns)
-        .min()
-        .unwrap();
+    let first = first_output_start_ns(&converted.manifest);
     assert_eq!(first, 1_700_000_000_000_000_000);
 }
 

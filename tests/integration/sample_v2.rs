@@ -13,7 +13,8 @@ use proflake::{
 use serde_json::Value;
 
 use crate::util::{
-    decode_ok, fixture, fixture_path, gzip, plain, repo_file, repo_path, zstd_compress,
+    decode_ok, first_output_start_ns, fixture, fixture_path, gzip, plain, repo_file, repo_path,
+    zstd_compress,
 };
 
 /// Wall-clock anchor for traces that only have a trace clock (2023-11-14T22:13:20Z).
@@ -662,13 +663,7 @@ fn aggregated_fixtures_write_their_documented_totals() {
         );
         // Folded stacks record no time: they start at the upload's metadata timestamp.
         if name.starts_with("folded/") {
-            let first = c
-                .manifest
-                .outputs
-                .iter()
-                .filter_map(|o| o.start_ns)
-                .min()
-                .unwrap();
+            let first = first_output_start_ns(&c.manifest);
             assert_eq!(first, 1_700_000_000_000_000_000, "{name}");
         }
     }

@@ -140,6 +140,12 @@ pub fn convert_on_a_trace_clock(key: &str, bytes: &[u8], what: &str) -> proflake
     convert_upload(key, "etag", bytes, &options).unwrap_or_else(|e| panic!("{what}: {e}"))
 }
 
+/// When the earliest output of a conversion starts, ns since the epoch.
+pub fn first_output_start_ns(manifest: &proflake::Manifest) -> i64 {
+    let starts = manifest.outputs.iter().filter_map(|o| o.start_ns);
+    starts.min().expect("an output with a start")
+}
+
 /// Decodes `bytes`, failing the test with `what` and the error when decoding fails.
 pub fn decode_ok(bytes: &[u8], what: &str) -> Decoded {
     proflake::decode(bytes, None).unwrap_or_else(|e| panic!("{what}: decode failed: {e}"))
