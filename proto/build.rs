@@ -11,6 +11,13 @@ const OTLP_FILES: &[&str] = &[
     "legacy/v1_9.proto",
 ];
 
+/// The receiver's files, relative to their include root `receive/`.
+const RECEIVE_FILES: &[&str] = &[
+    "pyroscope/types/v1/types.proto",
+    "pyroscope/push/v1/push.proto",
+    "google/rpc/status.proto",
+];
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let files = ["perfetto/trace.proto", "pprof/profile.proto"];
     for f in &files {
@@ -27,6 +34,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let descriptors = protox::compile(OTLP_FILES, ["otlp"])?;
     write_descriptors("otlp.binpb", &descriptors)?;
+    prost_build::Config::new().compile_fds(descriptors)?;
+
+    // What the HTTP receiver reads and answers: Pyroscope's push API and google.rpc.Status.
+    for f in RECEIVE_FILES {
+        println!("cargo:rerun-if-changed=receive/{f}");
+    }
+    let descriptors = protox::compile(RECEIVE_FILES, ["receive"])?;
     prost_build::Config::new().compile_fds(descriptors)?;
     Ok(())
 }

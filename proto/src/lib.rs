@@ -79,3 +79,24 @@ pub mod otlp {
     pub use opentelemetry::proto::profiles::v1development as profiles;
     pub use opentelemetry::proto::resource::v1 as resource;
 }
+
+/// Grafana Pyroscope's push API (`push.v1`, `types.v1`), as its SDKs send it.
+#[allow(missing_docs, clippy::all)]
+pub mod pyroscope {
+    pub mod types {
+        pub mod v1 {
+            include!(concat!(env!("OUT_DIR"), "/types.v1.rs"));
+        }
+    }
+    pub mod push {
+        pub mod v1 {
+            include!(concat!(env!("OUT_DIR"), "/push.v1.rs"));
+        }
+    }
+}
+
+/// `google.rpc.Status`, the error body of OTLP/HTTP.
+#[allow(missing_docs, clippy::all)]
+pub mod rpc {
+    include!(concat!(env!("OUT_DIR"), "/google.rpc.rs"));
+}

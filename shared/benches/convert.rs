@@ -229,6 +229,7 @@ fn writers(name: &str, bytes: &[u8], runs: usize) {
         source_format: "bench",
         converter: "proflake bench",
         service: None,
+        labels: &std::collections::BTreeMap::new(),
     };
     let tables = write_tables(&source, &table_chunks).expect("tables write");
     let json_bytes: usize = chunks.iter().map(|c| c.json.len()).sum();

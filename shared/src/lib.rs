@@ -41,6 +41,7 @@ mod metadata;
 pub mod model;
 mod pipeline;
 mod plan;
+pub mod receive;
 mod sample_v2;
 pub mod store;
 mod symbolize;

@@ -143,6 +143,9 @@ limits! {
     max_threads: "PROFLAKE_LIMIT_MAX_THREADS" = 100_000, 1..=u64::MAX;
     /// Most distinct processes: each gets Sample v2 chunks of its own.
     max_processes: "PROFLAKE_LIMIT_MAX_PROCESSES" = 10_000, 1..=u64::MAX;
+    /// Largest request body the HTTP receiver takes, in bytes, both as sent and once its
+    /// `Content-Encoding` is undone (OTLP/HTTP recommends 64 MiB); a larger one is answered 413.
+    max_request_bytes: "PROFLAKE_LIMIT_MAX_REQUEST_BYTES" = 64 * MIB, 1..=u64::MAX;
 }
 
 /// A `PROFLAKE_LIMIT_*` variable holds a value the limits cannot take.

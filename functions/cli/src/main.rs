@@ -4,6 +4,7 @@ mod flamegraph;
 mod lake;
 mod output;
 mod report;
+mod serve;
 mod symbols;
 
 use std::path::{Path, PathBuf};
@@ -52,6 +53,9 @@ enum Command {
     Publish(lake::PublishArgs),
     /// Lake maintenance: pack small files to the target size, checkpoint, vacuum.
     Compact(lake::CompactArgs),
+    /// Receive profiles over HTTP (OTLP/HTTP, Pyroscope's push and ingest APIs) into
+    /// DIR/uploads/, converting each in the background.
+    Serve(serve::ServeArgs),
 }
 
 #[derive(Args)]
@@ -257,6 +261,7 @@ fn main() -> ExitCode {
         Command::Rehydrate(args) => symbols::rehydrate_command(args),
         Command::Publish(args) => lake::publish(args),
         Command::Compact(args) => lake::compact(args),
+        Command::Serve(args) => serve::serve(args),
     };
     match result {
         Ok(code) => code,

@@ -29,7 +29,7 @@ mod value_types;
 use std::io::{self, Read};
 
 pub use container::Container;
-pub(crate) use container::LimitHit;
+pub(crate) use container::{CappedReader, LimitHit};
 pub use sample_v2::PassThrough;
 pub use two_readings::Reopen;
 pub(crate) use two_readings::{decode_in_two_readings, Decoding, TwoReadings};

@@ -74,6 +74,9 @@ pub struct UploadMetadata {
     /// Spacing, in ms, of the samples Sample v2 takes of span series (agent traces, evented
     /// profiles): 10 when absent.
     pub span_interval_ms: Option<u64>,
+    /// Labels the producer attached to the whole upload (a Pyroscope series' labels, say): kept
+    /// in the `profiles` table's `attributes`, over what the input itself says.
+    pub labels: BTreeMap<String, String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -161,6 +164,7 @@ impl UploadMetadata {
         self.content_type = over.content_type.or(self.content_type);
         self.service = over.service.or(self.service);
         self.span_interval_ms = over.span_interval_ms.or(self.span_interval_ms);
+        self.labels.extend(over.labels);
         self
     }
 }

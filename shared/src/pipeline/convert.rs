@@ -387,6 +387,7 @@ impl<'a> Naming<'a> {
             source_format: format.name(),
             converter: &self.converter,
             service: metadata.service.as_deref(),
+            labels: &metadata.labels,
         }
     }
 }

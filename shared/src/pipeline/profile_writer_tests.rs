@@ -22,6 +22,7 @@ const SOURCE: TableSource<'static> = TableSource {
     source_format: "perfetto",
     converter: "proflake test",
     service: None,
+    labels: &std::collections::BTreeMap::new(),
 };
 
 fn lcg(state: &mut u64) -> u64 {

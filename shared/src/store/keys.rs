@@ -50,6 +50,46 @@ pub fn upload_key(file_name: &str) -> String {
     format!("{UPLOADS_PREFIX}{file_name}")
 }
 
+/// Where the HTTP receiver files a profile it was sent:
+/// `uploads/<protocol>/<service>/<id>.<extension>`. `id` is derived from the content, so a
+/// client's retry finds its upload already there; the service, which comes from the client, is
+/// one bounded key segment ([`key_segment`]).
+pub fn received_upload_key(protocol: &str, service: &str, id: &str, extension: &str) -> String {
+    format!(
+        "{UPLOADS_PREFIX}{protocol}/{}/{id}.{extension}",
+        key_segment(service)
+    )
+}
+
+/// Longest key segment made from a client's text, in bytes.
+const MAX_SEGMENT_BYTES: usize = 64;
+
+/// `text` as one key segment that cannot leave its folder: ASCII letters, digits, `-`, `_` and
+/// `.` are kept and every other byte is `%XX`; an empty segment, or one of dots alone, gets a
+/// leading `_`. A segment longer than 64 bytes is cut and ends in `~` and a hash of the whole,
+/// so two long names that share a beginning stay apart.
+pub(crate) fn key_segment(text: &str) -> String {
+    let mut segment = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.') {
+            segment.push(char::from(b));
+        } else {
+            segment.push_str(&format!("%{b:02X}"));
+        }
+    }
+    if segment.bytes().all(|b| b == b'.') {
+        segment.insert(0, '_');
+    }
+    if segment.len() > MAX_SEGMENT_BYTES {
+        let hash = derived_id(&["key segment", text]);
+        // Only ASCII was written, so any byte offset is a char boundary.
+        segment.truncate(MAX_SEGMENT_BYTES - 17);
+        segment.push('~');
+        segment.push_str(&hash[..16]);
+    }
+    segment
+}
+
 /// Key of one Sample v2 chunk.
 pub fn chunk_key(source_id: &str, chunk_id: &str) -> String {
     format!("{CONVERTED_PREFIX}{source_id}/sample-v2/{chunk_id}.json")
@@ -283,6 +323,28 @@ pub fn unpublishable_report_key(key_id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_clients_service_name_is_one_bounded_segment() {
+        let key = |service| received_upload_key("otlp", service, "0a1b", "otlp");
+        assert_eq!(
+            key("checkout-api_v2.1"),
+            "uploads/otlp/checkout-api_v2.1/0a1b.otlp"
+        );
+        assert_eq!(
+            key("../../debuginfo"),
+            "uploads/otlp/..%2F..%2Fdebuginfo/0a1b.otlp"
+        );
+        assert_eq!(key(".."), "uploads/otlp/_../0a1b.otlp");
+        assert_eq!(key(""), "uploads/otlp/_/0a1b.otlp");
+        assert_eq!(key("a b/ü"), "uploads/otlp/a%20b%2F%C3%BC/0a1b.otlp");
+        let long_a = "a".repeat(300);
+        let long_b = format!("{}b", "a".repeat(299));
+        let (a, b) = (key_segment(&long_a), key_segment(&long_b));
+        assert_eq!((a.len(), b.len()), (MAX_SEGMENT_BYTES, MAX_SEGMENT_BYTES));
+        assert_ne!(a, b, "names that share a beginning stay apart");
+        assert!(!a.contains('/') && !b.contains('/'));
+    }
 
     #[test]
     fn etag_is_s3_single_part_md5() {

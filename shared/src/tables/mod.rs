@@ -24,7 +24,7 @@ mod series;
 mod tests;
 mod writer;
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, Write};
 use std::ops::Range;
 
@@ -59,6 +59,9 @@ pub struct TableSource<'a> {
     pub converter: &'a str,
     /// The service the upload metadata names; wins over what the profile says.
     pub service: Option<&'a str>,
+    /// Labels the upload metadata attaches to every profile; they win over the profile's own
+    /// attributes of the same name.
+    pub labels: &'a BTreeMap<String, String>,
 }
 
 /// One planned table profile to tabulate, with what the upload's metadata says of it.

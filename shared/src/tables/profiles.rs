@@ -74,6 +74,9 @@ impl<'a> TableProfile<'a> {
         for (k, v) in &process.attributes {
             attributes.insert(profile.str(*k), profile.str(*v));
         }
+        for (k, v) in source.labels {
+            attributes.insert(k, v);
+        }
         let samples = profile.samples();
         let weights = || plan.samples.iter().map(|s| samples.weight(s as usize));
         let total_value: i128 = weights().map(i128::from).sum();

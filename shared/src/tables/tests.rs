@@ -39,6 +39,7 @@ const SOURCE: TableSource<'static> = TableSource {
     source_format: "test",
     converter: "proflake test",
     service: None,
+    labels: &std::collections::BTreeMap::new(),
 };
 
 // ---- building inputs ---------------------------------------------------------------------
@@ -520,17 +521,25 @@ fn every_observation_is_a_row() {
 }
 
 #[test]
-fn upload_service_and_platform_win() {
+fn upload_service_labels_and_platform_win() {
     let profile = toy_profile(&[(1, NOON)]);
     let plans = plans_of(&profile);
+    // A label of the upload's joins the attributes, and one the profile also has wins.
+    let labels = std::collections::BTreeMap::from([
+        ("producer".to_string(), "pyroscope".to_string()),
+        ("team".to_string(), "ingest".to_string()),
+    ]);
     let source = TableSource {
         service: Some("from-metadata"),
+        labels: &labels,
         ..SOURCE
     };
     let t = build_tables(&source, &inputs(&plans)).unwrap();
     assert_eq!(only(&t.profiles, "service"), s("from-metadata"));
     assert_eq!(only(&t.function_rollup, "service"), s("from-metadata"));
     assert_eq!(only(&t.profiles, "platform"), s("native"));
+    let attributes = "host.name=box-1; producer=pyroscope; service.name=checkout; team=ingest";
+    assert_eq!(map_text(&t.profiles, "attributes", 0), s(attributes));
 
     // Without a platform in the metadata, the frames decide: the toy has a JVM frame.
     let mut derived = inputs(&plans);

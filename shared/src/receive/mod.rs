@@ -1,0 +1,271 @@
+//! The HTTP receiver: what producers POST (OTLP/HTTP profiles, Pyroscope's push and ingest
+//! APIs) filed as ordinary uploads under `uploads/`, which the usual conversion then picks up.
+//! It does no network I/O: a front end (`proflake serve`, the ingest function) hands it a
+//! request's head and body and sends back the response it is given. `docs/ingest.md` describes
+//! the protocol as clients see it.
+//!
+//! A request is handled in two steps, so that a front end with no room for more work can
+//! refuse it before anything is written: [`Receiver::read`] checks the route, the token, the
+//! content type and the body, and gives the uploads the request makes ([`Accepted`]);
+//! [`Receiver::store`] writes them, each upload's metadata sidecar before the upload, and gives
+//! the answer. Upload keys are derived from the content, so a client's retry finds its uploads
+//! already stored and writes nothing.
+
+mod auth;
+mod body;
+mod ingest;
+mod otlp;
+mod push;
+mod reply;
+#[cfg(test)]
+mod tests;
+
+use http::request::Parts;
+use http::{Method, StatusCode};
+use sha2::{Digest, Sha256};
+
+use crate::limits::Limits;
+use crate::metadata::UploadMetadata;
+use crate::store::{sidecar_key, ObjectStore};
+use auth::Token;
+pub use reply::Protocol;
+
+/// An HTTP response as the receiver gives it: status, headers and the whole body.
+pub type Response = http::Response<Vec<u8>>;
+
+/// The receiver of one deployment: its token and its limits.
+pub struct Receiver {
+    token: Option<Token>,
+    limits: Limits,
+}
+
+/// A request the receiver has read and will take: the uploads it makes.
+#[derive(Debug)]
+pub struct Accepted {
+    protocol: Protocol,
+    uploads: Vec<Upload>,
+    /// What a partial success tells the client: profiles refused and why, or a warning.
+    partial: Option<Partial>,
+}
+
+/// One upload a request makes.
+#[derive(Debug)]
+struct Upload {
+    key: String,
+    bytes: Vec<u8>,
+    /// The metadata sidecar's JSON, written before the upload so its conversion reads it.
+    metadata: Option<Vec<u8>>,
+}
+
+/// The part of a request that was not taken, or what the client should know of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Partial {
+    rejected: i64,
+    message: String,
+}
+
+/// What storing a request did.
+#[derive(Debug)]
+pub struct Stored {
+    /// The answer for the client.
+    pub response: Response,
+    /// The uploads written now; a retry's uploads, already there, are not among them.
+    pub new_keys: Vec<String>,
+}
+
+/// Why a request is refused: the status and the message for the client.
+#[derive(Debug)]
+struct Refusal {
+    status: StatusCode,
+    message: String,
+}
+
+impl Refusal {
+    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Refusal {
+            status,
+            message: message.into(),
+        }
+    }
+
+    fn bad_request(message: impl Into<String>) -> Self {
+        Refusal::new(StatusCode::BAD_REQUEST, message)
+    }
+}
+
+/// Seconds a client is asked to wait before it retries a request the store could not take.
+const STORE_RETRY_AFTER_SECS: u32 = 1;
+
+impl Receiver {
+    /// A receiver that takes requests carrying `token` (any request when `None`) within
+    /// `limits` (`max_request_bytes` for bodies, the rest for checking what they hold).
+    pub fn new(token: Option<&str>, limits: Limits) -> Receiver {
+        Receiver {
+            token: token.map(Token::new),
+            limits,
+        }
+    }
+
+    /// The largest body a front end should read, in bytes: past it, answer
+    /// [`Receiver::too_large`] without reading the rest.
+    pub fn max_body_bytes(&self) -> u64 {
+        self.limits.max_request_bytes
+    }
+
+    /// The answer to a request whose body is larger than [`Receiver::max_body_bytes`].
+    pub fn too_large(&self, head: &Parts) -> Response {
+        let message = format!(
+            "the request body is larger than {} bytes (max_request_bytes)",
+            self.limits.max_request_bytes
+        );
+        Protocol::of(head).refuse(head, StatusCode::PAYLOAD_TOO_LARGE, &message)
+    }
+
+    /// The answer to a request the front end has no room for now: 503 with `Retry-After`.
+    pub fn busy(&self, head: &Parts, retry_after_secs: u32) -> Response {
+        let protocol = Protocol::of(head);
+        reply::with_retry_after(
+            protocol.refuse(
+                head,
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the receiver is saturated; retry later",
+            ),
+            retry_after_secs,
+        )
+    }
+
+    /// Reads a request: its route, token, content type and body. Gives the uploads it makes,
+    /// or the answer that refuses it (nothing is written either way).
+    pub fn read(&self, head: &Parts, body: &[u8]) -> Result<Accepted, Box<Response>> {
+        let protocol = Protocol::of(head);
+        if protocol == Protocol::Health {
+            return Err(Box::new(reply::health()));
+        }
+        if protocol == Protocol::Unknown {
+            let message = format!("no route {}", head.uri.path());
+            return Err(Box::new(protocol.refuse(
+                head,
+                StatusCode::NOT_FOUND,
+                &message,
+            )));
+        }
+        if head.method != Method::POST {
+            return Err(Box::new(reply::method_not_allowed(protocol, head)));
+        }
+        if let Some(token) = &self.token {
+            if !token.accepts(head) {
+                return Err(Box::new(reply::unauthorized(protocol, head)));
+            }
+        }
+        let read = match protocol {
+            Protocol::Otlp => otlp::read(head, body, &self.limits),
+            Protocol::Push => push::read(head, body, &self.limits),
+            Protocol::Ingest => ingest::read(head, body, &self.limits),
+            Protocol::Health | Protocol::Unknown => unreachable!("answered above"),
+        };
+        read.map(|(uploads, partial)| Accepted {
+            protocol,
+            uploads,
+            partial,
+        })
+        .map_err(|refusal| Box::new(protocol.refuse(head, refusal.status, &refusal.message)))
+    }
+
+    /// Writes an accepted request's uploads into `store` (each sidecar before its upload, an
+    /// upload already there left alone) and gives the answer: success only once every upload
+    /// is stored, 503 with `Retry-After` when the store fails.
+    pub fn store(&self, store: &dyn ObjectStore, head: &Parts, accepted: &Accepted) -> Stored {
+        let mut new_keys = Vec::new();
+        for upload in &accepted.uploads {
+            if let Err(e) = store_one(store, upload, &mut new_keys) {
+                tracing::warn!(key = %upload.key, error = %crate::error_chain(&e), "storing a received upload failed");
+                let response = accepted.protocol.refuse(
+                    head,
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the store did not take the upload; retry later",
+                );
+                return Stored {
+                    response: reply::with_retry_after(response, STORE_RETRY_AFTER_SECS),
+                    new_keys,
+                };
+            }
+        }
+        Stored {
+            response: accepted.protocol.success(head, accepted.partial.as_ref()),
+            new_keys,
+        }
+    }
+}
+
+impl Accepted {
+    /// The keys of the uploads the request makes.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.uploads.iter().map(|u| u.key.as_str())
+    }
+
+    /// How many uploads the request makes.
+    pub fn uploads(&self) -> usize {
+        self.uploads.len()
+    }
+
+    /// The protocol the request spoke.
+    pub fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+}
+
+/// Stores one upload unless it is there already (a retry), its sidecar first.
+fn store_one(
+    store: &dyn ObjectStore,
+    upload: &Upload,
+    new_keys: &mut Vec<String>,
+) -> crate::Result<()> {
+    if store.exists(&upload.key)? {
+        return Ok(());
+    }
+    if let Some(metadata) = &upload.metadata {
+        store.put(&sidecar_key(&upload.key), metadata)?;
+    }
+    store.put(&upload.key, &upload.bytes)?;
+    new_keys.push(upload.key.clone());
+    Ok(())
+}
+
+/// 32 hex digits of SHA-256 over `parts`, each behind its length so that no two lists of
+/// parts give the same input: the content-derived id of a received upload.
+fn content_id(parts: &[&[u8]]) -> String {
+    let mut hash = Sha256::new();
+    for part in parts {
+        hash.update((part.len() as u64).to_le_bytes());
+        hash.update(part);
+    }
+    hex::encode(&hash.finalize()[..16])
+}
+
+/// The metadata sidecar of a received upload: the fields the request set, or `None` when it
+/// set none.
+fn sidecar_json(metadata: &UploadMetadata) -> Option<Vec<u8>> {
+    let mut object = serde_json::Map::new();
+    let texts = [
+        ("service", &metadata.service),
+        ("release", &metadata.release),
+        ("environment", &metadata.environment),
+    ];
+    for (name, value) in texts {
+        if let Some(value) = value {
+            object.insert(name.into(), value.as_str().into());
+        }
+    }
+    if let Some(timestamp) = metadata.timestamp {
+        object.insert("timestamp".into(), timestamp.into());
+    }
+    if !metadata.labels.is_empty() {
+        let labels = metadata
+            .labels
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str())))
+            .collect();
+        object.insert("labels".into(), serde_json::Value::Object(labels));
+    }
+    (!object.is_empty()).then(|| serde_json::to_vec(&object).expect("JSON of strings"))
+}
