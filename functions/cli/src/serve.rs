@@ -223,8 +223,9 @@ fn receive(state: &State, head: &hyper::http::request::Parts, body: &[u8]) -> Re
     }
     let stored = state.receiver.store(state.store.as_ref(), head, &accepted);
     if let Some(conversions) = &state.conversions {
-        conversions.release(reserved - stored.new_keys.len());
-        for key in stored.new_keys {
+        // A retry's uploads are queued too: their conversion finds itself done.
+        conversions.release(reserved - stored.keys.len());
+        for key in stored.keys {
             conversions.send(key);
         }
     }
@@ -283,7 +284,7 @@ impl Conversions {
             .is_ok()
     }
 
-    /// Gives back room taken for uploads that were not queued (a retry's, already stored).
+    /// Gives back room taken for uploads that were not queued (the store failed).
     fn release(&self, n: usize) {
         if n > 0 {
             self.waiting.fetch_sub(n, Ordering::AcqRel);

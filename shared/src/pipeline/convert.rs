@@ -34,6 +34,8 @@ pub struct ConvertOptions {
     /// Perfetto uploads of more stored bytes than this that can be read twice are converted
     /// in two passes, a window at a time ([`STREAM_ABOVE_BYTES`] when `None`).
     pub stream_above_bytes: Option<u64>,
+    /// The ETag of the metadata sidecar `metadata` was read from, recorded in the manifest.
+    pub metadata_etag: Option<String>,
 }
 
 /// Perfetto uploads larger than this are converted a window at a time when they can be read
@@ -188,6 +190,7 @@ fn convert_inner(
         format: decoded.format,
         container: decoded.container,
         source_id: &naming.source_id,
+        metadata_etag: options.metadata_etag.as_deref(),
         profile: &decoded.profile,
         samples: wrote.samples,
         timestamps,
@@ -303,6 +306,7 @@ struct ManifestOf<'a> {
     format: InputFormat,
     container: Container,
     source_id: &'a str,
+    metadata_etag: Option<&'a str>,
     profile: &'a Profile,
     samples: u64,
     timestamps: String,
@@ -322,6 +326,7 @@ fn manifest_of(m: ManifestOf<'_>) -> Manifest {
             format: m.format.name().into(),
             container: m.container.name().into(),
             source_id: m.source_id.to_owned(),
+            metadata_etag: m.metadata_etag.map(str::to_owned),
         },
         profile: ManifestProfile {
             timestamps: m.timestamps,

@@ -49,6 +49,10 @@ pub struct ManifestSource {
     pub container: String,
     /// The derived source id.
     pub source_id: String,
+    /// The ETag of the metadata sidecar the conversion read, if it read one: the sidecar's own
+    /// notification, arriving later, finds it read and converts nothing again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata_etag: Option<String>,
 }
 
 /// Summary of the decoded profile.

@@ -74,6 +74,9 @@ pub enum SkipReason {
     /// The key is a metadata sidecar whose upload has not arrived (it is converted with the
     /// sidecar when it does).
     SidecarWithoutUpload,
+    /// The key is a metadata sidecar the upload's current conversion already read (it was
+    /// written before its upload, as the HTTP receiver writes them).
+    SidecarAlreadyRead,
     /// The key was overwritten while this content was converted; the newer content's own event
     /// converts it, and this conversion was removed.
     Overwritten,
@@ -86,6 +89,7 @@ impl SkipReason {
             SkipReason::Missing => "missing",
             SkipReason::ErrorReport => "error_report",
             SkipReason::SidecarWithoutUpload => "sidecar_without_upload",
+            SkipReason::SidecarAlreadyRead => "sidecar_already_read",
             SkipReason::Overwritten => "overwritten",
         }
     }

@@ -64,6 +64,9 @@ pub fn process_upload(
         return Ok(skipped(key, SkipReason::ErrorReport));
     }
     if let Some(profile_key) = profile_key_of_sidecar(key) {
+        if sidecar_already_read(uploads, outputs, key, profile_key)? {
+            return Ok(skipped(key, SkipReason::SidecarAlreadyRead));
+        }
         let options = ProcessOptions {
             reconvert: true,
             ..options.clone()
@@ -107,8 +110,8 @@ fn process_profile(
     if !options.reconvert && outputs.exists(&manifest)? {
         return job.already_converted(manifest);
     }
-    let metadata = match upload_metadata(uploads, key, &info, options) {
-        Ok(metadata) => metadata,
+    let (metadata, metadata_etag) = match upload_metadata(uploads, key, &info, options) {
+        Ok(read) => read,
         Err(e) if e.kind().is_transient() => return Err(e),
         Err(e) => return quarantine(uploads, outputs, key, Some(&info), e),
     };
@@ -118,6 +121,7 @@ fn process_profile(
         received_at_ns: info.last_modified_ns,
         limits: options.limits.clone(),
         stream_above_bytes: options.stream_above_bytes,
+        metadata_etag,
     };
     // What a reconversion must take back: outputs of the previous run it does not write again.
     let previous_outputs = previous_outputs(outputs, &manifest)?;
@@ -289,19 +293,46 @@ fn symbols_changed(outputs: &dyn ObjectStore, manifest: &Manifest) -> Result<boo
     Ok(false)
 }
 
+/// Whether the sidecar at `sidecar_key` is the one the current conversion of its upload read:
+/// then its notification has nothing to add. A sidecar is written before its upload where it
+/// can be (the HTTP receiver does), so that the upload's own conversion reads it.
+fn sidecar_already_read(
+    uploads: &dyn ObjectStore,
+    outputs: &dyn ObjectStore,
+    sidecar_key: &str,
+    profile_key: &str,
+) -> Result<bool> {
+    let (Some(sidecar), Some(upload)) = (uploads.head(sidecar_key)?, uploads.head(profile_key)?)
+    else {
+        return Ok(false);
+    };
+    let manifest_key = manifest_key(&source_id(profile_key, &upload.etag));
+    let Some(manifest) = outputs.get(&manifest_key)? else {
+        return Ok(false);
+    };
+    // A manifest that does not read is no proof: convert again.
+    let read = serde_json::from_slice::<Manifest>(&manifest)
+        .ok()
+        .and_then(|m| m.source.metadata_etag);
+    Ok(read.as_deref() == Some(sidecar.etag.trim_matches('"')))
+}
+
 /// The upload's metadata: its sidecar, overridden by the object's user metadata, overridden by
-/// the caller's. Errors name the source they come from.
+/// the caller's, and the ETag of the sidecar it read. Errors name the source they come from.
 fn upload_metadata(
     uploads: &dyn ObjectStore,
     key: &str,
     info: &ObjectInfo,
     options: &ProcessOptions,
-) -> Result<UploadMetadata> {
+) -> Result<(UploadMetadata, Option<String>)> {
     let sidecar_key = sidecar_key(key);
     // The sidecar comes from outside like the upload: held to the same size.
     let sidecar = uploads
         .get_object(&sidecar_key, options.limits.max_object_bytes)
         .map_err(|e| e.name_limit("max_object_bytes").for_input(&sidecar_key))?;
+    let sidecar_etag = sidecar
+        .as_ref()
+        .map(|(_, info)| info.etag.trim_matches('"').to_owned());
     let sidecar = match sidecar {
         Some((json, _)) => options
             .limits
@@ -318,7 +349,7 @@ fn upload_metadata(
     .map_err(|e| e.for_input(&format!("{key} (object metadata)")))?;
     let metadata = sidecar.merge(object).merge(options.metadata.clone());
     metadata.validate().map_err(|e| e.for_input(key))?;
-    Ok(metadata)
+    Ok((metadata, sidecar_etag))
 }
 
 /// Writes the error report next to the upload (`info` is `None` when it was refused unread),

@@ -166,6 +166,54 @@ fn sidecar_and_object_metadata_apply_and_a_late_sidecar_reconverts() {
     assert_eq!(chunk["environment"], "prod");
     assert_eq!(chunk["profile"]["samples"][0]["timestamp"], 1700000000.5);
 
+    // The sidecar's notification again: the current conversion read this very sidecar.
+    let again = process_upload(&store, &store, "uploads/a.folded.metadata.json", &opts).unwrap();
+    assert!(
+        matches!(
+            again,
+            Outcome::Skipped {
+                why: SkipReason::SidecarAlreadyRead,
+                ..
+            }
+        ),
+        "{again:?}"
+    );
+
+    // A sidecar written before its upload (as the HTTP receiver writes them): the upload's
+    // conversion reads it, and the sidecar's own notification then converts nothing.
+    store
+        .put("uploads/b.folded.metadata.json", br#"{"release":"app@3"}"#)
+        .unwrap();
+    let early = process_upload(&store, &store, "uploads/b.folded.metadata.json", &opts).unwrap();
+    assert!(matches!(
+        early,
+        Outcome::Skipped {
+            why: SkipReason::SidecarWithoutUpload,
+            ..
+        }
+    ));
+    store.put("uploads/b.folded", FOLDED).unwrap();
+    let Outcome::Converted(b) = process_upload(&store, &store, "uploads/b.folded", &opts).unwrap()
+    else {
+        panic!()
+    };
+    let m = manifest(&store, &b.manifest_key);
+    assert!(m.source.metadata_etag.is_some());
+    let late = process_upload(&store, &store, "uploads/b.folded.metadata.json", &opts).unwrap();
+    assert!(matches!(
+        late,
+        Outcome::Skipped {
+            why: SkipReason::SidecarAlreadyRead,
+            ..
+        }
+    ));
+    // Another sidecar under the same key is new metadata: converted again.
+    store
+        .put("uploads/b.folded.metadata.json", br#"{"release":"app@4"}"#)
+        .unwrap();
+    let changed = process_upload(&store, &store, "uploads/b.folded.metadata.json", &opts).unwrap();
+    assert!(matches!(changed, Outcome::Converted(_)), "{changed:?}");
+
     let orphan = process_upload(&store, &store, "uploads/none.metadata.json", &opts).unwrap();
     assert!(matches!(
         orphan,

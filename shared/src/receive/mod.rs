@@ -8,8 +8,10 @@
 //! refuse it before anything is written: [`Receiver::read`] checks the route, the token, the
 //! content type and the body, and gives the uploads the request makes ([`Accepted`]);
 //! [`Receiver::store`] writes them, each upload's metadata sidecar before the upload, and gives
-//! the answer. Upload keys are derived from the content, so a client's retry finds its uploads
-//! already stored and writes nothing.
+//! the answer. Upload keys are derived from the content, so a client's retry writes the same
+//! keys with the same bytes: the conversion of each finds itself done and converts nothing
+//! again. Nothing is read from the store, so the receiver needs only to write under
+//! `uploads/`.
 
 mod auth;
 mod body;
@@ -69,8 +71,8 @@ struct Partial {
 pub struct Stored {
     /// The answer for the client.
     pub response: Response,
-    /// The uploads written now; a retry's uploads, already there, are not among them.
-    pub new_keys: Vec<String>,
+    /// The uploads written (a retry's too, rewritten with the same bytes).
+    pub keys: Vec<String>,
 }
 
 /// Why a request is refused: the status and the message for the client.
@@ -171,13 +173,13 @@ impl Receiver {
         .map_err(|refusal| Box::new(protocol.refuse(head, refusal.status, &refusal.message)))
     }
 
-    /// Writes an accepted request's uploads into `store` (each sidecar before its upload, an
-    /// upload already there left alone) and gives the answer: success only once every upload
-    /// is stored, 503 with `Retry-After` when the store fails.
+    /// Writes an accepted request's uploads into `store`, each sidecar before its upload, and
+    /// gives the answer: success only once every upload is stored, 503 with `Retry-After` when
+    /// the store fails.
     pub fn store(&self, store: &dyn ObjectStore, head: &Parts, accepted: &Accepted) -> Stored {
-        let mut new_keys = Vec::new();
+        let mut keys = Vec::new();
         for upload in &accepted.uploads {
-            if let Err(e) = store_one(store, upload, &mut new_keys) {
+            if let Err(e) = store_one(store, upload) {
                 tracing::warn!(key = %upload.key, error = %crate::error_chain(&e), "storing a received upload failed");
                 let response = accepted.protocol.refuse(
                     head,
@@ -186,13 +188,14 @@ impl Receiver {
                 );
                 return Stored {
                     response: reply::with_retry_after(response, STORE_RETRY_AFTER_SECS),
-                    new_keys,
+                    keys,
                 };
             }
+            keys.push(upload.key.clone());
         }
         Stored {
             response: accepted.protocol.success(head, accepted.partial.as_ref()),
-            new_keys,
+            keys,
         }
     }
 }
@@ -214,21 +217,13 @@ impl Accepted {
     }
 }
 
-/// Stores one upload unless it is there already (a retry), its sidecar first.
-fn store_one(
-    store: &dyn ObjectStore,
-    upload: &Upload,
-    new_keys: &mut Vec<String>,
-) -> crate::Result<()> {
-    if store.exists(&upload.key)? {
-        return Ok(());
-    }
+/// Stores one upload, its sidecar first so that the upload's conversion reads it (and the
+/// sidecar's own notification then finds it read).
+fn store_one(store: &dyn ObjectStore, upload: &Upload) -> crate::Result<()> {
     if let Some(metadata) = &upload.metadata {
         store.put(&sidecar_key(&upload.key), metadata)?;
     }
-    store.put(&upload.key, &upload.bytes)?;
-    new_keys.push(upload.key.clone());
-    Ok(())
+    store.put(&upload.key, &upload.bytes)
 }
 
 /// 32 hex digits of SHA-256 over `parts`, each behind its length so that no two lists of
