@@ -10,7 +10,7 @@ use bytes::Bytes;
 use http::request::Parts;
 
 use super::body::{check_profile, decoded_body, media_type};
-use super::{content_id, sidecar_json, Partial, Refusal, Upload};
+use super::{content_id, sidecar_json, Read, Refusal, Upload};
 use crate::formats::InputFormat;
 use crate::limits::Limits;
 use crate::metadata::UploadMetadata;
@@ -27,11 +27,7 @@ const KEPT_PARAMETERS: &[(&str, &str)] = &[
 /// Most parts of a multipart body read.
 const MAX_PARTS: usize = 16;
 
-pub(super) fn read(
-    head: &Parts,
-    body: &[u8],
-    limits: &Limits,
-) -> Result<(Vec<Upload>, Option<Partial>), Refusal> {
+pub(super) fn read(head: &Parts, body: &[u8], limits: &Limits) -> Result<Read, Refusal> {
     let query = Query::parse(head.uri.query().unwrap_or(""));
     let name = query
         .get("name")
@@ -117,7 +113,7 @@ pub(super) fn read(
         bytes,
         metadata: metadata_json,
     };
-    Ok((vec![upload], None))
+    Ok((vec![upload], None, None))
 }
 
 /// The query's parameters, percent-decoded (`+` a space), the first of each name.

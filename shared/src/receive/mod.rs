@@ -15,6 +15,7 @@
 
 mod auth;
 mod body;
+mod direct;
 mod ingest;
 mod otlp;
 mod push;
@@ -30,6 +31,7 @@ use crate::limits::Limits;
 use crate::metadata::UploadMetadata;
 use crate::store::{sidecar_key, ObjectStore};
 use auth::Token;
+pub use direct::DirectUpload;
 pub use reply::Protocol;
 
 /// An HTTP response as the receiver gives it: status, headers and the whole body.
@@ -48,7 +50,13 @@ pub struct Accepted {
     uploads: Vec<Upload>,
     /// What a partial success tells the client: profiles refused and why, or a warning.
     partial: Option<Partial>,
+    /// Where the client is to upload a file itself (`/v1/uploads`).
+    direct: Option<DirectUpload>,
 }
+
+/// What reading a request gives: its uploads, what a partial success says, and where a client
+/// is to upload a file itself.
+type Read = (Vec<Upload>, Option<Partial>, Option<DirectUpload>);
 
 /// One upload a request makes.
 #[derive(Debug)]
@@ -163,12 +171,19 @@ impl Receiver {
             Protocol::Otlp => otlp::read(head, body, &self.limits),
             Protocol::Push => push::read(head, body, &self.limits),
             Protocol::Ingest => ingest::read(head, body, &self.limits),
-            Protocol::Health | Protocol::Unknown => unreachable!("answered above"),
+            Protocol::Upload => direct::read(head, body, &self.limits, &request_id(body))
+                .map(|direct| (Vec::new(), None, Some(direct))),
+            // Answered above; a route with no body to read.
+            Protocol::Health | Protocol::Unknown => Err(Refusal::new(
+                StatusCode::NOT_FOUND,
+                format!("no route {}", head.uri.path()),
+            )),
         };
-        read.map(|(uploads, partial)| Accepted {
+        read.map(|(uploads, partial, direct)| Accepted {
             protocol,
             uploads,
             partial,
+            direct,
         })
         .map_err(|refusal| Box::new(protocol.refuse(head, refusal.status, &refusal.message)))
     }
@@ -178,6 +193,15 @@ impl Receiver {
     /// the store fails.
     pub fn store(&self, store: &dyn ObjectStore, head: &Parts, accepted: &Accepted) -> Stored {
         let mut keys = Vec::new();
+        if accepted.direct.is_some() {
+            let message = "this receiver hands out no upload URLs; the ingest function does";
+            return Stored {
+                response: accepted
+                    .protocol
+                    .refuse(head, StatusCode::NOT_IMPLEMENTED, message),
+                keys,
+            };
+        }
         for upload in &accepted.uploads {
             if let Err(e) = store_one(store, upload) {
                 tracing::warn!(key = %upload.key, error = %crate::error_chain(&e), "storing a received upload failed");
@@ -215,6 +239,46 @@ impl Accepted {
     pub fn protocol(&self) -> Protocol {
         self.protocol
     }
+
+    /// Where the client is to upload a file itself, for a `/v1/uploads` request: the front end
+    /// presigns it and answers with [`direct_upload_reply`].
+    pub fn direct_upload(&self) -> Option<&DirectUpload> {
+        self.direct.as_ref()
+    }
+}
+
+/// The answer to a `/v1/uploads` request: the key, the presigned `url` to PUT the file to
+/// within `expires_in_secs`, and the headers the PUT must carry (the signed object metadata).
+pub fn direct_upload_reply(direct: &DirectUpload, url: &str, expires_in_secs: u64) -> Response {
+    let headers: serde_json::Map<String, serde_json::Value> = direct
+        .metadata
+        .iter()
+        .map(|(name, value)| (format!("x-amz-meta-{name}"), value.as_str().into()))
+        .collect();
+    let body = serde_json::json!({
+        "key": direct.key,
+        "url": url,
+        "method": "PUT",
+        "headers": headers,
+        "expires_in": expires_in_secs,
+    });
+    let mut response = Response::new(serde_json::to_vec(&body).expect("JSON of strings"));
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// An id unique to one request of this process: its body, the time and a counter.
+fn request_id(body: &[u8]) -> String {
+    static REQUESTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = REQUESTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let (n, now) = (n.to_le_bytes(), now.to_le_bytes());
+    content_id(&[b"direct upload", body, &now, &n])
 }
 
 /// Stores one upload, its sidecar first so that the upload's conversion reads it (and the

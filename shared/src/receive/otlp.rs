@@ -6,7 +6,7 @@
 use http::request::Parts;
 
 use super::body::{check_profile, decoded_body, media_type, unsupported_media_type};
-use super::{content_id, Partial, Refusal, Upload};
+use super::{content_id, Partial, Read, Refusal, Upload};
 use crate::formats::InputFormat;
 use crate::limits::Limits;
 use crate::metadata::UploadMetadata;
@@ -16,11 +16,7 @@ use crate::store::received_upload_key;
 /// Conformance findings a partial success quotes; the rest are counted.
 const FINDINGS_QUOTED: usize = 3;
 
-pub(super) fn read(
-    head: &Parts,
-    body: &[u8],
-    limits: &Limits,
-) -> Result<(Vec<Upload>, Option<Partial>), Refusal> {
+pub(super) fn read(head: &Parts, body: &[u8], limits: &Limits) -> Result<Read, Refusal> {
     let (format, extension) = match media_type(head).as_deref() {
         Some("application/x-protobuf" | "application/protobuf") => (InputFormat::Otlp, "otlp"),
         Some("application/json") => (InputFormat::OtlpJson, "otlp.json"),
@@ -40,7 +36,7 @@ pub(super) fn read(
             rejected: 0,
             message: "the request holds no samples; nothing was stored".into(),
         };
-        return Ok((Vec::new(), Some(partial)));
+        return Ok((Vec::new(), Some(partial), None));
     }
     let metadata = UploadMetadata {
         service: everywhere(profile, "service.name"),
@@ -55,7 +51,7 @@ pub(super) fn read(
         bytes: body.to_vec(),
         metadata: super::sidecar_json(&metadata),
     };
-    Ok((vec![upload], findings(profile)))
+    Ok((vec![upload], findings(profile), None))
 }
 
 /// The value every process of the profile (else the profile itself) gives `key`, if they all

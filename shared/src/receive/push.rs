@@ -13,7 +13,7 @@ use prost::Message;
 use serde::Deserialize;
 
 use super::body::{check_profile, decoded_body, media_type, unsupported_media_type};
-use super::{content_id, sidecar_json, Partial, Refusal, Upload};
+use super::{content_id, sidecar_json, Read, Refusal, Upload};
 use crate::formats::InputFormat;
 use crate::limits::Limits;
 use crate::metadata::UploadMetadata;
@@ -24,11 +24,7 @@ const SERVICE_LABEL: &str = "service_name";
 /// The label that names the profile type (`process_cpu`), kept as `profile_type`.
 const NAME_LABEL: &str = "__name__";
 
-pub(super) fn read(
-    head: &Parts,
-    body: &[u8],
-    limits: &Limits,
-) -> Result<(Vec<Upload>, Option<Partial>), Refusal> {
+pub(super) fn read(head: &Parts, body: &[u8], limits: &Limits) -> Result<Read, Refusal> {
     let json = match media_type(head).as_deref() {
         Some("application/proto" | "application/protobuf" | "application/x-protobuf") => false,
         Some("application/json") => true,
@@ -64,7 +60,7 @@ pub(super) fn read(
             });
         }
     }
-    Ok((uploads, None))
+    Ok((uploads, None, None))
 }
 
 /// A series: its labels in order, and its raw profiles.

@@ -24,6 +24,8 @@ pub enum Protocol {
     Push,
     /// Pyroscope's ingest API: `/ingest`.
     Ingest,
+    /// A presigned URL to upload a file straight into the bucket: `/v1/uploads`.
+    Upload,
     /// The health check: `/health`.
     Health,
     /// Any other path.
@@ -37,6 +39,7 @@ impl Protocol {
             "/v1development/profiles" | "/v1/profiles" => Protocol::Otlp,
             "/push.v1.PusherService/Push" => Protocol::Push,
             "/ingest" => Protocol::Ingest,
+            "/v1/uploads" => Protocol::Upload,
             "/health" => Protocol::Health,
             _ => Protocol::Unknown,
         }
@@ -48,6 +51,7 @@ impl Protocol {
             Protocol::Otlp => "otlp",
             Protocol::Push => "pyroscope_push",
             Protocol::Ingest => "pyroscope_ingest",
+            Protocol::Upload => "upload",
             Protocol::Health => "health",
             Protocol::Unknown => "unknown",
         }
@@ -87,7 +91,7 @@ impl Protocol {
                 };
                 respond(StatusCode::OK, connect_type(json), body)
             }
-            Protocol::Ingest | Protocol::Health | Protocol::Unknown => {
+            Protocol::Ingest | Protocol::Upload | Protocol::Health | Protocol::Unknown => {
                 respond(StatusCode::OK, "text/plain; charset=utf-8", Vec::new())
             }
         }
@@ -119,6 +123,11 @@ impl Protocol {
                     "message": message,
                 }))
                 .expect("JSON of a string");
+                respond(status, "application/json", body)
+            }
+            Protocol::Upload => {
+                let body = serde_json::to_vec(&serde_json::json!({ "error": message }))
+                    .expect("JSON of a string");
                 respond(status, "application/json", body)
             }
             Protocol::Ingest | Protocol::Health | Protocol::Unknown => {

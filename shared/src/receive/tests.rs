@@ -599,3 +599,54 @@ fn the_ingest_api_takes_folded_lines_pprof_and_jfr() {
         assert!(keys.is_empty() && !response.body().is_empty(), "{path}");
     }
 }
+
+#[test]
+fn an_upload_request_names_a_key_and_metadata_for_a_presigned_put() {
+    let auth = bearer();
+    let h = head(
+        "/v1/uploads",
+        &[
+            ("content-type", "application/json"),
+            ("authorization", &auth),
+        ],
+    );
+    let body = br#"{"name":"../big trace.pftrace","service":"checkout","release":"1.2"}"#;
+    let receiver = receiver();
+    let first = receiver.read(&h, body).unwrap();
+    let second = receiver.read(&h, body).unwrap();
+    let (a, b) = (
+        first.direct_upload().unwrap(),
+        second.direct_upload().unwrap(),
+    );
+    assert!(a.key.starts_with("uploads/direct/checkout/"), "{}", a.key);
+    assert!(a.key.ends_with("/..%2Fbig%20trace.pftrace"), "{}", a.key);
+    assert_ne!(a.key, b.key, "each request gets a key of its own");
+    let metadata = vec![
+        ("service".to_string(), "checkout".to_string()),
+        ("release".to_string(), "1.2".to_string()),
+    ];
+    assert_eq!(a.metadata, metadata);
+    let reply = direct_upload_reply(a, "https://bucket/presigned", 900);
+    let json: serde_json::Value = serde_json::from_slice(reply.body()).unwrap();
+    assert_eq!(json["headers"]["x-amz-meta-release"], "1.2");
+    assert_eq!(
+        (json["method"].as_str(), json["expires_in"].as_u64()),
+        (Some("PUT"), Some(900))
+    );
+
+    // A local store hands out no URLs; bad requests are refused in JSON.
+    let (_dir, store) = local();
+    let stored = receiver.store(&store, &h, &first);
+    assert_eq!(stored.response.status(), StatusCode::NOT_IMPLEMENTED);
+    for bad in [
+        &br#"{"name":""}"#[..],
+        br#"{"nam":"x"}"#,
+        br#"{"name":"x","release":"caf\u00e9"}"#,
+    ] {
+        let refused = receiver.read(&h, bad).unwrap_err();
+        assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+        let json: serde_json::Value = serde_json::from_slice(refused.body()).unwrap();
+        assert!(json["error"].as_str().is_some());
+    }
+    assert!(store.list("").unwrap().is_empty());
+}

@@ -61,6 +61,18 @@ pub fn received_upload_key(protocol: &str, service: &str, id: &str, extension: &
     )
 }
 
+/// Where a client uploads a file itself, through a presigned URL the ingest function handed
+/// out: `uploads/direct/<service>/<id>/<name>`, the service and the name each one bounded key
+/// segment ([`key_segment`]) and `id` unique to the request.
+pub fn direct_upload_key(service: &str, id: &str, name: &str) -> String {
+    format!(
+        "{UPLOADS_PREFIX}direct/{}/{}/{}",
+        key_segment(service),
+        key_segment(id),
+        key_segment(name)
+    )
+}
+
 /// Longest key segment made from a client's text, in bytes.
 const MAX_SEGMENT_BYTES: usize = 64;
 

@@ -11,13 +11,14 @@ mod writer;
 pub use keys::{
     build_id_index_key, build_id_index_prefix, by_key_prefix, chunk_key, content_etag,
     conversion_prefix, current_conversion_key, debug_file_key, debug_info_key, debug_meta_key,
-    error_report_key, is_debug_meta_key, is_manifest_key, key_id, key_id_of_pointer,
-    key_id_of_published, manifest_key, pending_conversion_key, pending_conversion_of,
-    pending_conversions_prefix, pointer_key, profile_key_of_sidecar, publish_batch_key,
-    published_key, received_upload_key, sidecar_key, source_id, symcache_key, table_key,
-    table_prefix, unpublishable_report_key, upload_key, DebugInfoKey, BUILD_ID_INDEX_PREFIX,
-    CONVERTED_PREFIX, DEBUGINFO_PREFIX, ERROR_REPORT_SUFFIX, LAKE_PREFIX, METADATA_SIDECAR_SUFFIX,
-    PUBLISHED_PREFIX, PUBLISH_BATCHES_PREFIX, TABLES_PREFIX, UPLOADS_PREFIX,
+    direct_upload_key, error_report_key, is_debug_meta_key, is_manifest_key, key_id,
+    key_id_of_pointer, key_id_of_published, manifest_key, pending_conversion_key,
+    pending_conversion_of, pending_conversions_prefix, pointer_key, profile_key_of_sidecar,
+    publish_batch_key, published_key, received_upload_key, sidecar_key, source_id, symcache_key,
+    table_key, table_prefix, unpublishable_report_key, upload_key, DebugInfoKey,
+    BUILD_ID_INDEX_PREFIX, CONVERTED_PREFIX, DEBUGINFO_PREFIX, ERROR_REPORT_SUFFIX, LAKE_PREFIX,
+    METADATA_SIDECAR_SUFFIX, PUBLISHED_PREFIX, PUBLISH_BATCHES_PREFIX, TABLES_PREFIX,
+    UPLOADS_PREFIX,
 };
 pub use local::LocalDirStore;
 pub use prefixed::PrefixedStore;
