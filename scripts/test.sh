@@ -89,6 +89,13 @@ cargo build -q --locked -p proflake-cli
 PROFLAKE_BIN="${CARGO_TARGET_DIR:-target}/debug/proflake" \
   .venv/bin/python tests/duckdb/test_queries.py 2>&1 | tee "$tmp/duckdb.log"
 
+step "ingest: proflake serve against real clients (opentelemetry-proto, pyroscope-io)"
+# OTLP/HTTP requests built with OpenTelemetry's own Python bindings, a live pyroscope-io program,
+# Pyroscope's ingest API, every refusal, retries, 200 concurrent requests and a graceful stop,
+# each checked in the tables with DuckDB. Reuses the debug CLI built above.
+PROFLAKE_BIN="${CARGO_TARGET_DIR:-target}/debug/proflake" \
+  .venv/bin/python tests/ingest/test_serve.py 2>&1 | tee "$tmp/ingest.log"
+
 step "lake: Delta tables read by DuckDB 1.4.4's delta extension (.venv-lake)"
 # The lake tier (proflake publish / compact) against the landing tables of the same stores, read by
 # a reader that shares no code with the writer: the delta extension wheel fits only DuckDB 1.4.4,
@@ -106,8 +113,9 @@ step "Glue: the template's lake and landing tables registered on moto, against d
 # schedules and the output bucket's manifest notification (routed through moto's S3).
 .venv/bin/python tests/e2e/glue_tables.py 2>&1 | tee "$tmp/glue.log"
 
-step "the compiled convert function under cargo lambda watch, against moto"
+step "the compiled convert and ingest functions under cargo lambda watch, against moto"
 cargo build -q --locked -p proflake-convert --bin convert
+cargo build -q --locked -p proflake-ingest --bin ingest
 PATH="$PWD/.venv/bin:$PATH" .venv/bin/python tests/e2e/lambda_watch.py
 
 step "py-spy recording decodes to py-spy's sample count"
@@ -139,4 +147,5 @@ awk '/^test result:/ { p += $4; f += $6 }
      /^duckdb tests:/ { p += $3; f += $5 }
      /^lake tests:/ { p += $3; f += $5 }
      /^glue tests:/ { p += $3; f += $5 }
-     END { printf "\nall tests: %d passed, %d failed\n", p, f }' "$tmp/test.log" "$tmp/duckdb.log" "$tmp/lake.log" "$tmp/glue.log"
+     /^ingest tests:/ { p += $3; f += $5 }
+     END { printf "\nall tests: %d passed, %d failed\n", p, f }' "$tmp/test.log" "$tmp/duckdb.log" "$tmp/lake.log" "$tmp/glue.log" "$tmp/ingest.log"

@@ -13,7 +13,12 @@ Run from anywhere with the workspace's venv: `.venv/bin/python tests/e2e/lambda_
    `--env-var`, and the caller's AWS_* and PROFLAKE_* variables are kept out), retrying the
    invoke while the function compiles;
 4. checks the response has no batch item failures and the upload's manifest, with every output
-   it lists, is in the output bucket.
+   it lists, is in the output bucket;
+5. posts a gzipped OTLP request to the ingest binary through the watch's function URL emulation
+   (`/lambda-url/ingest/...`, a function URL event with a base64 body): it must be stored in the
+   uploads bucket with its metadata sidecar, refused without the token, and its two notifications
+   (sidecar, then upload) converted once by the convert function; `POST /v1/uploads` must answer
+   a presigned PUT that stores a file with its signed object metadata.
 
 Prints `lambda_watch: PASS ...` and exits 0, or exits 1 with the reason. Everything it starts is
 stopped on the way out; the whole run is bounded by --timeout (default 900 s, most of it for a
@@ -46,6 +51,8 @@ OUTPUT_BUCKET = "proflake-outputs"
 QUEUE = "proflake-convert"
 DLQ = "proflake-convert-dlq"
 SAMPLE = REPO / "samples" / "pprof" / "google-pprof_report_sample.cpu.pb.gz"
+OTLP_SAMPLE = REPO / "samples" / "otlp" / "sig-profiling_profile.v1_10.pb"
+INGEST_TOKEN = "watch-token"
 # A space and a '+': the notification carries the key form-urlencoded.
 UPLOAD_KEY = "uploads/watch/report sample+1.pb.gz"
 
@@ -274,6 +281,141 @@ class Watch:
         self.log_file.close()
 
 
+def post(url: str, body: bytes, headers: dict[str, str], deadline: float) -> tuple[int, dict, bytes]:
+    """POSTs to the function URL, retrying while the function is still being built."""
+    import urllib.error
+    import urllib.request
+
+    while True:
+        request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise Failure(f"{url} never answered")
+        try:
+            with urllib.request.urlopen(request, timeout=remaining) as response:
+                return response.status, dict(response.headers), response.read()
+        except urllib.error.HTTPError as e:
+            # The emulator answers 5xx while the function compiles or starts.
+            if e.code < 500:
+                return e.code, dict(e.headers), e.read()
+            log(f"{url}: {e.code}, retrying")
+        except (urllib.error.URLError, ConnectionError, TimeoutError) as e:
+            log(f"{url}: {e}, retrying")
+        time.sleep(2)
+
+
+def ingest_through_url(s3, sqs, queue_url: str, queue_arn: str, watch: "Watch", work: Path, deadline: float) -> str:
+    import gzip
+    import urllib.request
+
+    base = f"http://127.0.0.1:{watch.port}/lambda-url/ingest"
+    request = OTLP_SAMPLE.read_bytes()
+    headers = {
+        "Content-Type": "application/x-protobuf",
+        "Content-Encoding": "gzip",
+        "Authorization": f"Bearer {INGEST_TOKEN}",
+    }
+    status, answer_headers, answer = post(f"{base}/v1development/profiles", gzip.compress(request), headers, deadline)
+    if status != 200 or answer != b"":
+        raise Failure(f"OTLP post: {status} {answer!r} (watch log:\n{watch.tail()})")
+    stored = s3.list_objects_v2(Bucket=UPLOADS_BUCKET, Prefix="uploads/otlp/").get("Contents", [])
+    otlp_keys = [o["Key"] for o in stored]
+    if len(otlp_keys) != 1 or not otlp_keys[0].endswith(".otlp"):
+        raise Failure(f"expected one OTLP upload (its resource names no service: no sidecar), found {otlp_keys}")
+    otlp_key = otlp_keys[0]
+    body = s3.get_object(Bucket=UPLOADS_BUCKET, Key=otlp_key)["Body"].read()
+    if gzip.decompress(body) != request:
+        raise Failure("the stored upload is not the request as sent")
+    unauthorized, headers_401, _ = post(
+        f"{base}/v1development/profiles", request, {"Content-Type": "application/x-protobuf"}, deadline
+    )
+    if unauthorized != 401 or not any(k.lower() == "www-authenticate" for k in headers_401):
+        raise Failure(f"a request without the token got {unauthorized}, {headers_401}")
+    # Pyroscope's ingest API: a pprof with a service and labels, so a sidecar before the upload.
+    status, _, answer = post(
+        f"{base}/ingest?name=checkout%7Bregion%3Deu%7D&format=pprof",
+        SAMPLE.read_bytes(),
+        {"Authorization": f"Bearer {INGEST_TOKEN}"},
+        deadline,
+    )
+    if status != 200:
+        raise Failure(f"ingest post: {status} {answer!r}")
+    stored = s3.list_objects_v2(Bucket=UPLOADS_BUCKET, Prefix="uploads/pyroscope/").get("Contents", [])
+    keys = sorted(o["Key"] for o in stored)
+    if len(keys) != 2 or keys[1] != keys[0] + ".metadata.json":
+        raise Failure(f"expected a pprof upload and its sidecar, found {keys}")
+    pprof_key = keys[0]
+
+    # The three notifications (OTLP upload; the sidecar, then the pprof), converted as the
+    # queue delivers them: each upload once, the sidecar found already read.
+    messages = receive(sqs, queue_url, 3)
+    from urllib.parse import unquote_plus
+
+    notified = sorted(
+        unquote_plus(r["s3"]["object"]["key"])
+        for m in messages
+        for r in json.loads(m["Body"]).get("Records", [])
+    )
+    if notified != sorted([otlp_key, pprof_key, pprof_key + ".metadata.json"]):
+        raise Failure(f"notifications for {notified}")
+    event_file = work / "ingest_event.json"
+    event_file.write_text(json.dumps(sqs_event(messages, queue_arn)))
+    response = watch.invoke(event_file, deadline)
+    if response.get("batchItemFailures") != []:
+        raise Failure(f"convert of the ingested uploads: {response}")
+    for m in messages:
+        sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=m["ReceiptHandle"])
+    listed = s3.list_objects_v2(Bucket=OUTPUT_BUCKET, Prefix="converted/").get("Contents", [])
+    manifests = [
+        json.loads(s3.get_object(Bucket=OUTPUT_BUCKET, Key=o["Key"])["Body"].read())
+        for o in listed
+        if o["Key"].endswith("/manifest.json")
+    ]
+    by_key = {}
+    for m in manifests:
+        by_key.setdefault(m["source"]["key"], []).append(m)
+    if len(by_key.get(otlp_key, [])) != 1 or len(by_key.get(pprof_key, [])) != 1:
+        raise Failure(f"expected one manifest each of {otlp_key} and {pprof_key}: {sorted(by_key)}")
+    if not by_key[pprof_key][0]["source"].get("metadata_etag"):
+        raise Failure(f"the manifest of {pprof_key} names no sidecar it read")
+    # The sidecar's notification, handled beside its upload's, converted nothing: the upload
+    # names the sidecar's ETag in its object metadata.
+    head = s3.head_object(Bucket=UPLOADS_BUCKET, Key=pprof_key)
+    if "sidecar-etag" not in head["Metadata"]:
+        raise Failure(f"the upload names no sidecar: {head['Metadata']}")
+    skipped = [
+        line for line in watch.tail(400).splitlines() if "sidecar_already_read" in line
+    ]
+    if len(skipped) != 1:
+        raise Failure(f"expected the sidecar's notification skipped once:\n{watch.tail(80)}")
+    key = f"{otlp_key} and {pprof_key}"
+
+    # A file too large for a request: a presigned PUT straight into the bucket.
+    ask = json.dumps({"name": "big trace.pftrace", "service": "checkout", "release": "9.9"}).encode()
+    status, _, answer = post(
+        f"{base}/v1/uploads",
+        ask,
+        {"Content-Type": "application/json", "Authorization": INGEST_TOKEN},
+        deadline,
+    )
+    if status != 200:
+        raise Failure(f"/v1/uploads: {status} {answer!r}")
+    plan = json.loads(answer)
+    # A content type of its own: urllib's default (a form) makes moto parse the body as one.
+    put_headers = {**plan["headers"], "Content-Type": "application/octet-stream"}
+    put = urllib.request.Request(plan["url"], data=SAMPLE.read_bytes(), headers=put_headers, method="PUT")
+    with urllib.request.urlopen(put, timeout=30) as response:
+        if response.status != 200:
+            raise Failure(f"the presigned PUT got {response.status}")
+    head = s3.head_object(Bucket=UPLOADS_BUCKET, Key=plan["key"])
+    if head["Metadata"] != {"service": "checkout", "release": "9.9"}:
+        raise Failure(f"the presigned upload's metadata is {head['Metadata']}")
+    # Its notification, left for the queue: drained so that nothing else reads it.
+    for m in receive(sqs, queue_url, 1):
+        sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=m["ReceiptHandle"])
+    return f"ingest: {key} stored with its sidecar and converted once; presigned PUT to {plan['key']}"
+
+
 def check_outputs(s3, upload: bytes) -> tuple[dict, int]:
     etag = hashlib.md5(upload).hexdigest()
     listed = s3.list_objects_v2(Bucket=OUTPUT_BUCKET, Prefix="converted/").get("Contents", [])
@@ -332,6 +474,9 @@ def run(timeout: float, work: Path) -> str:
             "AWS_REGION": REGION,
             "PROFLAKE_OUTPUT_BUCKET": OUTPUT_BUCKET,
             "PROFLAKE_LOG": "info",
+            # The ingest function's.
+            "PROFLAKE_UPLOAD_BUCKET": UPLOADS_BUCKET,
+            "PROFLAKE_INGEST_TOKEN": INGEST_TOKEN,
         }
         watch = Watch(port, env_vars, work / "watch.log")
         watch.wait_listening(deadline)
@@ -345,10 +490,11 @@ def run(timeout: float, work: Path) -> str:
         # What the event source mapping does after a successful batch.
         for m in messages:
             sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=m["ReceiptHandle"])
+        ingested = ingest_through_url(s3, sqs, queue_url, queue_arn, watch, work, deadline)
         return (
             f"{len(messages)} messages (s3:TestEvent + {UPLOAD_KEY!r}) -> batchItemFailures [], "
             f"{manifest['source']['format']} upload converted to {outputs} outputs + manifest "
-            f"({manifest['profile']['samples_written']} samples) in {elapsed:.1f} s"
+            f"({manifest['profile']['samples_written']} samples) in {elapsed:.1f} s; {ingested}"
         )
     finally:
         if watch is not None:

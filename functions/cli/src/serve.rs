@@ -182,7 +182,13 @@ async fn handle(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|length| length > max) {
-        return Ok(into_hyper(state.receiver.too_large(&head)));
+        // The body is left unread, so the connection cannot carry another request.
+        let mut response = into_hyper(state.receiver.too_large(&head));
+        response.headers_mut().insert(
+            hyper::header::CONNECTION,
+            hyper::header::HeaderValue::from_static("close"),
+        );
+        return Ok(response);
     }
     let limit = usize::try_from(max).unwrap_or(usize::MAX);
     let body = match Limited::new(body, limit).collect().await {

@@ -45,7 +45,7 @@ impl std::fmt::Debug for TokenSource {
 ///
 /// | variable | meaning | default |
 /// |---|---|---|
-/// | `PROFLAKE_UPLOADS_BUCKET` | the bucket uploads are written to | required |
+/// | `PROFLAKE_UPLOAD_BUCKET` | the bucket uploads are written to | required |
 /// | `PROFLAKE_INGEST_AUTH` | `token` (the function checks a token) or `iam` (the function URL's `AWS_IAM`) | `token` |
 /// | `PROFLAKE_INGEST_TOKEN_PARAMETER` | the SSM SecureString parameter holding the token | |
 /// | `PROFLAKE_INGEST_TOKEN` | the token itself, when there is no parameter (outside AWS) | |
@@ -54,7 +54,7 @@ impl std::fmt::Debug for TokenSource {
 /// With `token` auth, one of the token variables must be set.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IngestSettings {
-    /// `PROFLAKE_UPLOADS_BUCKET`.
+    /// `PROFLAKE_UPLOAD_BUCKET`.
     pub uploads_bucket: String,
     /// `PROFLAKE_INGEST_AUTH` and the token's source.
     pub auth: Auth,
@@ -67,7 +67,7 @@ impl OwnSettings for IngestSettings {
 
     fn from_vars(vars: &Vars<'_>) -> Result<IngestSettings, ConfigError> {
         let uploads_bucket =
-            vars.required("PROFLAKE_UPLOADS_BUCKET", "the uploads bucket's name")?;
+            vars.required("PROFLAKE_UPLOAD_BUCKET", "the uploads bucket's name")?;
         let auth = match vars.get("PROFLAKE_INGEST_AUTH").as_deref() {
             None | Some("token") => {
                 let source = match (
@@ -134,7 +134,7 @@ mod tests {
 
     #[test]
     fn token_auth_needs_a_token_and_iam_none() {
-        let bucket = ("PROFLAKE_UPLOADS_BUCKET", "up");
+        let bucket = ("PROFLAKE_UPLOAD_BUCKET", "up");
         let err = config(&[bucket]).unwrap_err();
         assert_eq!(err.variable, "PROFLAKE_INGEST_TOKEN_PARAMETER");
         let c = config(&[
@@ -159,8 +159,8 @@ mod tests {
 
     #[test]
     fn bad_settings_name_their_variable() {
-        let bucket = ("PROFLAKE_UPLOADS_BUCKET", "up");
-        assert_eq!(config(&[]).unwrap_err().variable, "PROFLAKE_UPLOADS_BUCKET");
+        let bucket = ("PROFLAKE_UPLOAD_BUCKET", "up");
+        assert_eq!(config(&[]).unwrap_err().variable, "PROFLAKE_UPLOAD_BUCKET");
         let err = config(&[bucket, ("PROFLAKE_INGEST_AUTH", "none")]).unwrap_err();
         assert_eq!(err.variable, "PROFLAKE_INGEST_AUTH");
         for seconds in ["0", "604801", "soon"] {

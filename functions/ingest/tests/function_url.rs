@@ -13,7 +13,7 @@ const TOKEN: &str = "t0ken";
 
 fn app(store: Arc<dyn ObjectStore>) -> Arc<App> {
     let config = Config::from_lookup(|name| match name {
-        "PROFLAKE_UPLOADS_BUCKET" => Some("proflake-uploads".into()),
+        "PROFLAKE_UPLOAD_BUCKET" => Some("proflake-uploads".into()),
         "PROFLAKE_INGEST_TOKEN" => Some(TOKEN.into()),
         _ => None,
     })

@@ -24,7 +24,7 @@ use crate::limits::Limits;
 use crate::metadata::UploadMetadata;
 use crate::store::{
     error_report_key, manifest_key, profile_key_of_sidecar, sidecar_key, source_id, ObjectInfo,
-    ObjectStore, ERROR_REPORT_SUFFIX,
+    ObjectStore, ERROR_REPORT_SUFFIX, SIDECAR_ETAG_METADATA,
 };
 
 /// Conversions of one upload in one job: the first, and reruns when debug files for its images
@@ -293,9 +293,11 @@ fn symbols_changed(outputs: &dyn ObjectStore, manifest: &Manifest) -> Result<boo
     Ok(false)
 }
 
-/// Whether the sidecar at `sidecar_key` is the one the current conversion of its upload read:
-/// then its notification has nothing to add. A sidecar is written before its upload where it
-/// can be (the HTTP receiver does), so that the upload's own conversion reads it.
+/// Whether the sidecar at `sidecar_key` is one every conversion of its upload reads, or the
+/// current one read: then its notification has nothing to add. A sidecar is written before its
+/// upload where it can be (the HTTP receiver does), so that the upload's own conversion reads
+/// it; the upload then names the sidecar's ETag in its object metadata
+/// ([`SIDECAR_ETAG_METADATA`]), which settles it even while that conversion runs.
 fn sidecar_already_read(
     uploads: &dyn ObjectStore,
     outputs: &dyn ObjectStore,
@@ -306,6 +308,14 @@ fn sidecar_already_read(
     else {
         return Ok(false);
     };
+    let sidecar_etag = sidecar.etag.trim_matches('"');
+    let written_before = upload
+        .user_metadata
+        .iter()
+        .any(|(name, value)| name == SIDECAR_ETAG_METADATA && value == sidecar_etag);
+    if written_before {
+        return Ok(true);
+    }
     let manifest_key = manifest_key(&source_id(profile_key, &upload.etag));
     let Some(manifest) = outputs.get(&manifest_key)? else {
         return Ok(false);
@@ -314,7 +324,7 @@ fn sidecar_already_read(
     let read = serde_json::from_slice::<Manifest>(&manifest)
         .ok()
         .and_then(|m| m.source.metadata_etag);
-    Ok(read.as_deref() == Some(sidecar.etag.trim_matches('"')))
+    Ok(read.as_deref() == Some(sidecar_etag))
 }
 
 /// The upload's metadata: its sidecar, overridden by the object's user metadata, overridden by

@@ -232,6 +232,101 @@ fn sidecar_and_object_metadata_apply_and_a_late_sidecar_reconverts() {
     ));
 }
 
+/// A local directory that keeps user metadata too, as S3 does.
+struct WithUserMetadata {
+    inner: LocalDirStore,
+    metadata: std::sync::Mutex<std::collections::HashMap<String, Vec<(String, String)>>>,
+}
+
+impl WithUserMetadata {
+    fn with(&self, key: &str, info: Option<ObjectInfo>) -> Option<ObjectInfo> {
+        info.map(|mut info| {
+            let kept = self.metadata.lock().unwrap();
+            info.user_metadata = kept.get(key).cloned().unwrap_or_default();
+            info
+        })
+    }
+}
+
+impl ObjectStore for WithUserMetadata {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        self.inner.get(key)
+    }
+    fn get_object(&self, key: &str, max: u64) -> Result<Option<(Vec<u8>, ObjectInfo)>> {
+        let object = self.inner.get_object(key, max)?;
+        Ok(object.map(|(bytes, info)| (bytes, self.with(key, Some(info)).unwrap())))
+    }
+    fn head(&self, key: &str) -> Result<Option<ObjectInfo>> {
+        Ok(self.with(key, self.inner.head(key)?))
+    }
+    fn exists(&self, key: &str) -> Result<bool> {
+        self.inner.exists(key)
+    }
+    fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
+        self.put_with_metadata(key, bytes, &[])
+    }
+    fn put_with_metadata(&self, key: &str, bytes: &[u8], metadata: &[(&str, &str)]) -> Result<()> {
+        let pairs = metadata.iter().map(|(n, v)| (n.to_string(), v.to_string()));
+        self.metadata
+            .lock()
+            .unwrap()
+            .insert(key.into(), pairs.collect());
+        self.inner.put(key, bytes)
+    }
+    fn delete(&self, key: &str) -> Result<()> {
+        self.inner.delete(key)
+    }
+    fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        self.inner.list(prefix)
+    }
+}
+
+/// The HTTP receiver's writes: the sidecar, then the upload naming the sidecar's ETag. The two
+/// notifications may be handled side by side, the sidecar's first: it converts nothing, and the
+/// upload's conversion reads the sidecar.
+#[test]
+fn a_sidecar_its_upload_names_is_read_by_the_uploads_conversion_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = WithUserMetadata {
+        inner: LocalDirStore::new(dir.path()),
+        metadata: Default::default(),
+    };
+    let sidecar = br#"{"release":"app@5","labels":{"region":"eu"}}"#;
+    store
+        .put("uploads/r.folded.metadata.json", sidecar)
+        .unwrap();
+    let etag = crate::store::content_etag(sidecar);
+    let hint = [(SIDECAR_ETAG_METADATA, etag.as_str())];
+    store
+        .put_with_metadata("uploads/r.folded", FOLDED, &hint)
+        .unwrap();
+    let opts = ProcessOptions::default();
+    let first = process_upload(&store, &store, "uploads/r.folded.metadata.json", &opts).unwrap();
+    assert!(
+        matches!(
+            first,
+            Outcome::Skipped {
+                why: SkipReason::SidecarAlreadyRead,
+                ..
+            }
+        ),
+        "before the upload is converted: {first:?}"
+    );
+    let Outcome::Converted(c) = process_upload(&store, &store, "uploads/r.folded", &opts).unwrap()
+    else {
+        panic!()
+    };
+    let m: crate::pipeline::Manifest =
+        serde_json::from_slice(&store.get(&c.manifest_key).unwrap().unwrap()).unwrap();
+    assert_eq!(m.source.metadata_etag.as_deref(), Some(etag.as_str()));
+    // A sidecar replaced since is other metadata: its notification converts again.
+    store
+        .put("uploads/r.folded.metadata.json", br#"{"release":"app@6"}"#)
+        .unwrap();
+    let replaced = process_upload(&store, &store, "uploads/r.folded.metadata.json", &opts).unwrap();
+    assert!(matches!(replaced, Outcome::Converted(_)), "{replaced:?}");
+}
+
 #[test]
 fn bad_metadata_is_quarantined_naming_its_source() {
     let (_dir, store) = local();

@@ -29,7 +29,7 @@ use sha2::{Digest, Sha256};
 
 use crate::limits::Limits;
 use crate::metadata::UploadMetadata;
-use crate::store::{sidecar_key, ObjectStore};
+use crate::store::{content_etag, sidecar_key, ObjectStore, SIDECAR_ETAG_METADATA};
 use auth::Token;
 pub use direct::DirectUpload;
 pub use reply::Protocol;
@@ -281,13 +281,20 @@ fn request_id(body: &[u8]) -> String {
     content_id(&[b"direct upload", body, &now, &n])
 }
 
-/// Stores one upload, its sidecar first so that the upload's conversion reads it (and the
-/// sidecar's own notification then finds it read).
+/// Stores one upload, its sidecar first so that the upload's conversion reads it. The upload
+/// names the sidecar's ETag in its object metadata, so the sidecar's own notification, which
+/// may be handled beside the upload's, finds it read and converts nothing.
 fn store_one(store: &dyn ObjectStore, upload: &Upload) -> crate::Result<()> {
-    if let Some(metadata) = &upload.metadata {
-        store.put(&sidecar_key(&upload.key), metadata)?;
-    }
-    store.put(&upload.key, &upload.bytes)
+    let Some(metadata) = &upload.metadata else {
+        return store.put(&upload.key, &upload.bytes);
+    };
+    store.put(&sidecar_key(&upload.key), metadata)?;
+    let etag = content_etag(metadata);
+    store.put_with_metadata(
+        &upload.key,
+        &upload.bytes,
+        &[(SIDECAR_ETAG_METADATA, etag.as_str())],
+    )
 }
 
 /// 32 hex digits of SHA-256 over `parts`, each behind its length so that no two lists of

@@ -73,6 +73,11 @@ pub fn direct_upload_key(service: &str, id: &str, name: &str) -> String {
     )
 }
 
+/// The user metadata name (`x-amz-meta-sidecar-etag`) under which an upload written after its
+/// metadata sidecar names that sidecar's ETag: any conversion of the upload reads that very
+/// sidecar, so the sidecar's own notification has nothing to add.
+pub const SIDECAR_ETAG_METADATA: &str = "sidecar-etag";
+
 /// Longest key segment made from a client's text, in bytes.
 const MAX_SEGMENT_BYTES: usize = 64;
 

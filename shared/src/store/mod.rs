@@ -17,8 +17,8 @@ pub use keys::{
     publish_batch_key, published_key, received_upload_key, sidecar_key, source_id, symcache_key,
     table_key, table_prefix, unpublishable_report_key, upload_key, DebugInfoKey,
     BUILD_ID_INDEX_PREFIX, CONVERTED_PREFIX, DEBUGINFO_PREFIX, ERROR_REPORT_SUFFIX, LAKE_PREFIX,
-    METADATA_SIDECAR_SUFFIX, PUBLISHED_PREFIX, PUBLISH_BATCHES_PREFIX, TABLES_PREFIX,
-    UPLOADS_PREFIX,
+    METADATA_SIDECAR_SUFFIX, PUBLISHED_PREFIX, PUBLISH_BATCHES_PREFIX, SIDECAR_ETAG_METADATA,
+    TABLES_PREFIX, UPLOADS_PREFIX,
 };
 pub use local::LocalDirStore;
 pub use prefixed::PrefixedStore;
@@ -80,6 +80,13 @@ pub trait ObjectStore: Send + Sync {
     }
     /// Stores `bytes` at `key`, replacing any object there.
     fn put(&self, key: &str, bytes: &[u8]) -> Result<()>;
+    /// [`put`](ObjectStore::put) with user metadata (S3 `x-amz-meta-*`, names without the
+    /// prefix). A store that keeps no user metadata (a local directory) stores the bytes alone,
+    /// which is the default.
+    fn put_with_metadata(&self, key: &str, bytes: &[u8], metadata: &[(&str, &str)]) -> Result<()> {
+        let _ = metadata;
+        self.put(key, bytes)
+    }
     /// Starts writing the object at `key` piece by piece; it replaces any object there when
     /// the writer finishes. The default collects the bytes and `put`s them; stores that can
     /// stream override it.

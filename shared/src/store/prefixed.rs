@@ -59,6 +59,11 @@ impl ObjectStore for PrefixedStore {
         self.inner.put(&self.key(key), bytes)
     }
 
+    fn put_with_metadata(&self, key: &str, bytes: &[u8], metadata: &[(&str, &str)]) -> Result<()> {
+        self.inner
+            .put_with_metadata(&self.key(key), bytes, metadata)
+    }
+
     fn put_writer<'s>(&'s self, key: &str) -> Result<Box<dyn ObjectWriter + 's>> {
         self.inner.put_writer(&self.key(key))
     }

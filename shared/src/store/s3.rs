@@ -139,15 +139,18 @@ pub(crate) fn user_metadata<'a>(
 }
 
 impl S3Store {
-    fn put_whole(&self, key: &str, bytes: Vec<u8>) -> Result<()> {
+    fn put_whole(&self, key: &str, bytes: Vec<u8>, metadata: &[(&str, &str)]) -> Result<()> {
         self.runtime.block_on(async {
-            let request = self
+            let mut request = self
                 .client
                 .put_object()
                 .bucket(&self.bucket)
                 .key(key)
                 .content_type(content_type(key))
                 .body(ByteStream::from(bytes));
+            for (name, value) in metadata {
+                request = request.metadata(*name, *value);
+            }
             match request.send().await {
                 Ok(_) => Ok(()),
                 Err(e) => Err(self.storage_error(key, e)),
@@ -249,7 +252,7 @@ impl ObjectWriter for MultipartWriter<'_> {
         let store = self.store;
         let Some(upload_id) = self.upload_id.clone() else {
             let bytes = std::mem::take(&mut self.part);
-            return store.put_whole(&self.key, bytes);
+            return store.put_whole(&self.key, bytes, &[]);
         };
         if !self.part.is_empty() {
             self.send_part()?;
@@ -406,7 +409,11 @@ impl ObjectStore for S3Store {
     }
 
     fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
-        self.put_whole(key, bytes.to_vec())
+        self.put_whole(key, bytes.to_vec(), &[])
+    }
+
+    fn put_with_metadata(&self, key: &str, bytes: &[u8], metadata: &[(&str, &str)]) -> Result<()> {
+        self.put_whole(key, bytes.to_vec(), metadata)
     }
 
     fn put_writer<'s>(&'s self, key: &str) -> Result<Box<dyn ObjectWriter + 's>> {
