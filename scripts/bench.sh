@@ -23,6 +23,10 @@ target_dir="${CARGO_TARGET_DIR:-target}"
 # .venv-lake, which the README's test command makes).
 .venv-lake/bin/python scripts/bench_lake.py --proflake "$target_dir/release/proflake" \
   --uploads "${BENCH_LAKE_UPLOADS:-10000}"
+# The HTTP receiver: proflake serve --no-convert under wrk (apt-get install wrk), and its memory
+# while refusing gzip bombs.
+command -v wrk >/dev/null || { sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"; $sudo apt-get install -y -qq wrk; }
+.venv/bin/python scripts/bench_ingest.py --proflake "$target_dir/release/proflake"
 # Cold start of the convert function, and the size of each release binary.
 cargo build --release --locked -q -p proflake-convert -p proflake-rehydrate -p proflake-publish
 .venv/bin/python scripts/cold_start.py "$target_dir/release/convert" --runs 20

@@ -99,6 +99,7 @@ add_seed pprof_legacy "${pprof_legacy[@]}"
 add_seed decode_perf_script "${perf_script[@]}"
 add_seed decode_sentry_envelope "${envelope[@]}"
 add_seed sample_v2 "${chunks[@]}"
+add_seed receive "${otlp[@]}" "${otlp_json[@]}" "${pprof[@]}" "${folded[@]}"
 for t in decode convert; do
   add_seed "$t" "${perfetto[@]}" "${otlp[@]}" "${otlp_json[@]}" "${pprof[@]}" "${folded[@]}" \
     "${cpuprofile[@]}" "${perf_script[@]}" "${pprof_legacy[@]}" "${speedscope[@]}" "${chrome[@]}" "${firefox[@]}" "${envelope[@]}" "${chunks[@]}"

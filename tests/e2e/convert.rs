@@ -430,8 +430,22 @@ async fn every_format_converts_through_the_handler() {
         "the bucket and the local directory hold different output keys"
     );
     for (key, bytes) in &outputs {
+        // Object metadata in the bucket is a sidecar locally: the local manifest names it.
+        let same = if key.ends_with("/manifest.json") {
+            let read = |bytes: &[u8]| {
+                let mut manifest: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+                manifest["source"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("metadata_etag");
+                manifest
+            };
+            read(&local_outputs[key]) == read(bytes)
+        } else {
+            local_outputs[key] == *bytes
+        };
         assert!(
-            local_outputs[key] == *bytes,
+            same,
             "{key}: the bucket's bytes differ from the local run's"
         );
     }

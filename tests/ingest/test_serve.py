@@ -811,7 +811,7 @@ def test_ingest_api():
         assert by_service["pprof.app"].read_bytes() == pprof_bytes
         assert jfr_upload.read_bytes() == jfr_bytes, "the JFR upload is kept as sent"
         assert sidecar(by_service["shop"]) == {
-            "service": "shop", "timestamp": 1700000000, "labels": {"env": "staging", "sample_rate": "100"}}, \
+            "service": "shop", "timestamp": 1700000000, "sample_rate_hz": 100, "labels": {"env": "staging"}}, \
             sidecar(by_service["shop"])
         assert sidecar(by_service["pprof.app"])["labels"] == {"host": "h1", "spy_name": "gospy"}
         error = json.loads(report.read_text())
@@ -821,11 +821,13 @@ def test_ingest_api():
         assert len(manifests) == 2 and serve.key(jfr_upload) not in [m["source"]["key"] for m in manifests]
 
         t = serve.tables()
-        shop = t.rows("""SELECT source_id, service, attributes['env'], attributes['sample_rate'], epoch(start_time),
-                                samples, total_value FROM profiles WHERE service = 'shop'""")
+        shop = t.rows("""SELECT source_id, service, attributes['env'], frequency_hz, epoch(start_time),
+                                samples, total_value, total_weight_ns FROM profiles WHERE service = 'shop'""")
         assert len(shop) == 1, shop
-        source_id, _, env, rate, start, n, total = shop[0]
-        assert (env, rate) == ("staging", "100"), shop
+        source_id, _, env, rate, start, n, total, weight_ns = shop[0]
+        # sampleRate=100: each counted sample is 10 ms of CPU.
+        assert (env, rate) == ("staging", 100), shop
+        assert weight_ns == total * 10_000_000, shop
         assert start == 1700000000, start
         want = folded_totals(FOLDED)
         assert (n, total) == (len(FOLDED.splitlines()), sum(want.values())), shop

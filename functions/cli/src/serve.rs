@@ -28,6 +28,9 @@ const TOKEN_VARIABLE: &str = "PROFLAKE_INGEST_TOKEN";
 /// Seconds a client is asked to wait when the conversion queue is full.
 const BUSY_RETRY_AFTER_SECS: u32 = 1;
 
+/// How long a request waits for its turn to be read before it is answered 503.
+const TURN_WAIT: Duration = Duration::from_secs(5);
+
 /// How long requests in flight may take to finish once a shutdown is asked for.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
@@ -52,6 +55,11 @@ pub(crate) struct ServeArgs {
     /// Threads converting uploads.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=64))]
     workers: u64,
+    /// Most requests whose bodies are read and checked at once (default: twice the cores).
+    /// Each may hold up to max_request_bytes as sent and as much again inflated, so this bounds
+    /// the memory requests take; the others wait their turn (5 s at most, then 503).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    max_reading: Option<u64>,
 }
 
 pub(crate) fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -78,7 +86,10 @@ pub(crate) fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
             args.workers as usize,
         )
     });
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let reading = args.max_reading.map_or(2 * cores, |n| n as usize);
     let state = Arc::new(State {
+        reading: Arc::new(tokio::sync::Semaphore::new(reading)),
         receiver: Receiver::new(token.as_deref(), limits),
         store,
         conversions,
@@ -116,6 +127,8 @@ fn token(args: &ServeArgs) -> anyhow::Result<Option<String>> {
 }
 
 struct State {
+    /// Turns to read and check a request: bounds the bodies held at once.
+    reading: Arc<tokio::sync::Semaphore>,
     receiver: Receiver,
     store: Arc<LocalDirStore>,
     conversions: Option<Conversions>,
@@ -190,6 +203,13 @@ async fn handle(
         );
         return Ok(response);
     }
+    // A turn before the body is read, so no more bodies are held than there are turns.
+    let turn = Arc::clone(&state.reading).acquire_owned();
+    let Ok(Ok(turn)) = tokio::time::timeout(TURN_WAIT, turn).await else {
+        return Ok(into_hyper(
+            state.receiver.busy(&head, BUSY_RETRY_AFTER_SECS),
+        ));
+    };
     let limit = usize::try_from(max).unwrap_or(usize::MAX);
     let body = match Limited::new(body, limit).collect().await {
         Ok(collected) => collected.to_bytes(),
@@ -205,14 +225,18 @@ async fn handle(
             return Ok(response);
         }
     };
-    let response = tokio::task::spawn_blocking(move || receive(&state, &head, &body))
-        .await
-        .unwrap_or_else(|e| {
-            tracing::error!(error = %e, "a request's handler failed");
-            let mut response = Response::new(Vec::new());
-            *response.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
-            response
-        });
+    let response = tokio::task::spawn_blocking(move || {
+        let response = receive(&state, &head, &body);
+        drop(turn);
+        response
+    })
+    .await
+    .unwrap_or_else(|e| {
+        tracing::error!(error = %e, "a request's handler failed");
+        let mut response = Response::new(Vec::new());
+        *response.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
+        response
+    });
     Ok(into_hyper(response))
 }
 

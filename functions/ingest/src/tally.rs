@@ -15,7 +15,7 @@ pub struct RequestTally {
     pub uploads: u64,
     /// Presigned upload URLs handed out.
     pub upload_urls: u64,
-    /// Refusals by reason ([`refusal_reason`]).
+    /// Refusals by reason: `bad_request`, `unauthorized`, `too_large`, ...
     pub failures: BTreeMap<String, u64>,
 }
 

@@ -30,6 +30,7 @@ use std::io::{self, Read};
 
 pub use container::Container;
 pub(crate) use container::{CappedReader, LimitHit};
+pub(crate) use otlp::{read_request as read_otlp_request, RequestSummary as OtlpRequest};
 pub use sample_v2::PassThrough;
 pub use two_readings::Reopen;
 pub(crate) use two_readings::{decode_in_two_readings, Decoding, TwoReadings};

@@ -77,6 +77,10 @@ pub struct UploadMetadata {
     /// Labels the producer attached to the whole upload (a Pyroscope series' labels, say): kept
     /// in the `profiles` table's `attributes`, over what the input itself says.
     pub labels: BTreeMap<String, String>,
+    /// The rate, in Hz, at which the profile's counted samples were taken when the profile does
+    /// not say (Pyroscope's `sampleRate`): each sample of a series of counts with no period and
+    /// no frequency of its own then weighs 1/rate s.
+    pub sample_rate_hz: Option<u64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -137,6 +141,14 @@ impl UploadMetadata {
                 .into());
             }
         }
+        if let Some(hz) = self.sample_rate_hz {
+            if !(1..=1_000_000_000).contains(&hz) {
+                return Err(ErrorKind::InvalidMetadata {
+                    what: format!("sample_rate_hz {hz} is not a rate from 1 Hz to 1 GHz"),
+                }
+                .into());
+            }
+        }
         if self.span_interval_ms == Some(0) {
             return Err(ErrorKind::InvalidMetadata {
                 what: "span_interval_ms is 0; a sampling interval is at least 1 ms".into(),
@@ -165,6 +177,7 @@ impl UploadMetadata {
         self.service = over.service.or(self.service);
         self.span_interval_ms = over.span_interval_ms.or(self.span_interval_ms);
         self.labels.extend(over.labels);
+        self.sample_rate_hz = over.sample_rate_hz.or(self.sample_rate_hz);
         self
     }
 }

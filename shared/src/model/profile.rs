@@ -212,6 +212,19 @@ impl Profile {
     }
 
     /// Gives a series another unit.
+    /// Gives `hz` as the sampling frequency of every series of counted samples (unit `count`)
+    /// that states neither a period nor a frequency: what an upload's metadata says of a
+    /// profile that does not (Pyroscope's `sampleRate` for folded stacks).
+    pub(crate) fn set_unstated_sampling_rate(&mut self, hz: u64) {
+        let count = self.strings.get_index_of("count");
+        for series in &mut self.series {
+            let counts = count.is_some_and(|c| series.unit.index() == c);
+            if counts && series.period.is_none() && series.frequency_hz.is_none() {
+                series.frequency_hz = Some(hz);
+            }
+        }
+    }
+
     pub(crate) fn set_series_unit(&mut self, series: SeriesHandle, unit: &str) {
         let unit = self.intern(unit);
         self.series[series.index()].unit = unit;

@@ -169,6 +169,9 @@ fn convert_inner(
         None => options.metadata.clone(),
     };
     let profile = &mut decoded.profile;
+    if let Some(hz) = metadata.sample_rate_hz {
+        profile.set_unstated_sampling_rate(hz);
+    }
     let clock = on_the_clock(profile, &pieces, &metadata, options.received_at_ns)?;
     let symbolization = pieces.symbolize(profile, symbols)?;
     let naming = Naming::new(source_key, etag);

@@ -110,7 +110,8 @@ pub(super) fn check_profile(
     decode(bytes, Some(format), &limits).map_err(|e| refusal_of(&e, format, what))
 }
 
-fn refusal_of(e: &Error, format: InputFormat, what: &str) -> Refusal {
+/// The refusal of a profile that does not decode as `format`: 413 past a limit, else 400.
+pub(super) fn refusal_of(e: &Error, format: InputFormat, what: &str) -> Refusal {
     let status = match e.kind() {
         ErrorKind::LimitExceeded { .. } => StatusCode::PAYLOAD_TOO_LARGE,
         _ => StatusCode::BAD_REQUEST,

@@ -1,8 +1,9 @@
 //! Pyroscope's ingest API, which older SDKs and the Java agent use:
 //! `POST /ingest?name=APP{k=v,...}&from=&until=&format=pprof|jfr|folded|lines&sampleRate=...`,
 //! the body the profile itself or `multipart/form-data` (`profile` for pprof, `jfr` for JFR).
-//! `APP` becomes the upload's service and the `{k=v}` pairs its labels, `from` its start;
-//! `sampleRate`, `spyName`, `units` and `aggregationType` are kept as labels.
+//! `APP` becomes the upload's service and the `{k=v}` pairs its labels, `from` its start,
+//! `sampleRate` the sampling rate of counted samples; `spyName`, `units` and `aggregationType`
+//! are kept as labels.
 
 use std::collections::BTreeMap;
 
@@ -18,7 +19,6 @@ use crate::store::received_upload_key;
 
 /// Query parameters kept as labels, under these names.
 const KEPT_PARAMETERS: &[(&str, &str)] = &[
-    ("sampleRate", "sample_rate"),
     ("spyName", "spy_name"),
     ("units", "units"),
     ("aggregationType", "aggregation_type"),
@@ -39,6 +39,18 @@ pub(super) fn read(head: &Parts, body: &[u8], limits: &Limits) -> Result<Read, R
         }
     }
     let timestamp = query.get("from").map(parse_time).transpose()?;
+    let sample_rate_hz = match query.get("sampleRate").filter(|v| !v.is_empty()) {
+        None => None,
+        Some(text) => Some(
+            text.trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|hz| (1..=1_000_000_000).contains(hz))
+                .ok_or_else(|| {
+                    Refusal::bad_request(format!("sampleRate={text:?} is not a rate in Hz"))
+                })?,
+        ),
+    };
     let format = query.get("format").unwrap_or("folded").to_ascii_lowercase();
     let content = decoded_body(head, body, limits)?;
     let multipart = media_type(head).is_some_and(|m| m == "multipart/form-data");
@@ -100,6 +112,7 @@ pub(super) fn read(head: &Parts, body: &[u8], limits: &Limits) -> Result<Read, R
         service: Some(service.clone()),
         timestamp,
         labels,
+        sample_rate_hz,
         ..UploadMetadata::default()
     };
     let metadata_json = sidecar_json(&metadata);

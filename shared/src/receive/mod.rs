@@ -325,6 +325,9 @@ fn sidecar_json(metadata: &UploadMetadata) -> Option<Vec<u8>> {
     if let Some(timestamp) = metadata.timestamp {
         object.insert("timestamp".into(), timestamp.into());
     }
+    if let Some(hz) = metadata.sample_rate_hz {
+        object.insert("sample_rate_hz".into(), hz.into());
+    }
     if !metadata.labels.is_empty() {
         let labels = metadata
             .labels

@@ -1,16 +1,16 @@
 //! OTLP/HTTP profiles: an `ExportProfilesServiceRequest` in protobuf or JSON, filed whole as
 //! one upload under `uploads/otlp/<service>/`, its resource's `service.name`,
 //! `service.version` and `deployment.environment.name` as the upload's service, release and
-//! environment.
+//! environment. The request is parsed (in any layout the decoder reads) and checked by the
+//! profcheck rules, but no profile is built: that is the conversion's work.
 
 use http::request::Parts;
 
-use super::body::{check_profile, decoded_body, media_type, unsupported_media_type};
+use super::body::{decoded_body, media_type, refusal_of, unsupported_media_type};
 use super::{content_id, Partial, Read, Refusal, Upload};
-use crate::formats::InputFormat;
+use crate::formats::{read_otlp_request, InputFormat, OtlpRequest};
 use crate::limits::Limits;
 use crate::metadata::UploadMetadata;
-use crate::model::Profile;
 use crate::store::received_upload_key;
 
 /// Conformance findings a partial success quotes; the rest are counted.
@@ -28,9 +28,10 @@ pub(super) fn read(head: &Parts, body: &[u8], limits: &Limits) -> Result<Read, R
         }
     };
     let content = decoded_body(head, body, limits)?;
-    let decoded = check_profile(&content, format, limits, "the request")?;
-    let profile = &decoded.profile;
-    if profile.samples().is_empty() {
+    let json = format == InputFormat::OtlpJson;
+    let request = read_otlp_request(&content, json, limits)
+        .map_err(|e| refusal_of(&e, format, "the request"))?;
+    if request.samples == 0 {
         // Nothing to convert: an empty request (or one of empty profiles) succeeds as is.
         let partial = Partial {
             rejected: 0,
@@ -39,9 +40,9 @@ pub(super) fn read(head: &Parts, body: &[u8], limits: &Limits) -> Result<Read, R
         return Ok((Vec::new(), Some(partial), None));
     }
     let metadata = UploadMetadata {
-        service: everywhere(profile, "service.name"),
-        release: everywhere(profile, "service.version"),
-        environment: everywhere(profile, "deployment.environment.name"),
+        service: everywhere(&request, "service.name"),
+        release: everywhere(&request, "service.version"),
+        environment: everywhere(&request, "deployment.environment.name"),
         ..UploadMetadata::default()
     };
     let service = metadata.service.as_deref().unwrap_or("unknown");
@@ -51,22 +52,18 @@ pub(super) fn read(head: &Parts, body: &[u8], limits: &Limits) -> Result<Read, R
         bytes: body.to_vec(),
         metadata: super::sidecar_json(&metadata),
     };
-    Ok((vec![upload], findings(profile), None))
+    Ok((vec![upload], findings(&request), None))
 }
 
-/// The value every process of the profile (else the profile itself) gives `key`, if they all
-/// agree: a request from several services names none, and each profile keeps its own.
-fn everywhere(profile: &Profile, key: &str) -> Option<String> {
-    let mut values = profile.processes().filter_map(|(_, process)| {
-        process
-            .attributes
-            .iter()
-            .find(|(k, _)| profile.str(*k) == key)
-            .map(|(_, v)| profile.str(*v))
-    });
-    let first = values
-        .next()
-        .or_else(|| profile.attributes.get(key).map(String::as_str))?;
+/// The value every resource that has `key` gives it, if they all agree: a request from several
+/// services names none, and each profile keeps its own.
+fn everywhere(request: &OtlpRequest, key: &str) -> Option<String> {
+    let mut values = request
+        .resources
+        .iter()
+        .filter_map(|attributes| attributes.iter().find(|(k, _)| k == key))
+        .map(|(_, v)| v.as_str());
+    let first = values.next()?;
     values
         .all(|v| v == first)
         .then(|| first.to_string())
@@ -75,11 +72,11 @@ fn everywhere(profile: &Profile, key: &str) -> Option<String> {
 
 /// The profcheck findings of a stored request, as the warning of a partial success (no profile
 /// rejected): the client hears of them, and the conversion lists them in the manifest.
-fn findings(profile: &Profile) -> Option<Partial> {
-    if profile.findings.is_empty() {
+fn findings(request: &OtlpRequest) -> Option<Partial> {
+    if request.findings_total == 0 {
         return None;
     }
-    let quoted: Vec<&str> = profile
+    let quoted: Vec<&str> = request
         .findings
         .iter()
         .take(FINDINGS_QUOTED)
@@ -89,7 +86,7 @@ fn findings(profile: &Profile) -> Option<Partial> {
         rejected: 0,
         message: format!(
             "stored, with {} conformance finding(s): {}",
-            profile.findings.len(),
+            request.findings_total,
             quoted.join("; ")
         ),
     })

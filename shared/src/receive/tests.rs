@@ -517,7 +517,8 @@ fn the_ingest_api_takes_folded_lines_pprof_and_jfr() {
     let meta = sidecar(&store, &keys[0]);
     assert_eq!(meta["service"], "shop.cpu");
     assert_eq!(meta["timestamp"], 1_700_000_000.0);
-    let labels = serde_json::json!({"env": "staging", "region": "us", "sample_rate": "100", "spy_name": "pyspy"});
+    assert_eq!(meta["sample_rate_hz"], 100);
+    let labels = serde_json::json!({"env": "staging", "region": "us", "spy_name": "pyspy"});
     assert_eq!(meta["labels"], labels);
 
     let lines = head(
@@ -590,6 +591,11 @@ fn the_ingest_api_takes_folded_lines_pprof_and_jfr() {
         ),
         (
             "/ingest?name=shop&from=soon",
+            b"a 1\n",
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            "/ingest?name=shop&sampleRate=0",
             b"a 1\n",
             StatusCode::BAD_REQUEST,
         ),

@@ -53,7 +53,8 @@ pub fn upload_key(file_name: &str) -> String {
 /// Where the HTTP receiver files a profile it was sent:
 /// `uploads/<protocol>/<service>/<id>.<extension>`. `id` is derived from the content, so a
 /// client's retry finds its upload already there; the service, which comes from the client, is
-/// one bounded key segment ([`key_segment`]).
+/// one bounded key segment (ASCII letters, digits, `-`, `_` and `.`, the rest `%XX`, at most 64
+/// bytes).
 pub fn received_upload_key(protocol: &str, service: &str, id: &str, extension: &str) -> String {
     format!(
         "{UPLOADS_PREFIX}{protocol}/{}/{id}.{extension}",
@@ -63,7 +64,7 @@ pub fn received_upload_key(protocol: &str, service: &str, id: &str, extension: &
 
 /// Where a client uploads a file itself, through a presigned URL the ingest function handed
 /// out: `uploads/direct/<service>/<id>/<name>`, the service and the name each one bounded key
-/// segment ([`key_segment`]) and `id` unique to the request.
+/// segment (as in [`received_upload_key`]) and `id` unique to the request.
 pub fn direct_upload_key(service: &str, id: &str, name: &str) -> String {
     format!(
         "{UPLOADS_PREFIX}direct/{}/{}/{}",

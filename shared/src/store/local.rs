@@ -23,6 +23,10 @@ pub struct LocalDirStore {
     etags: Arc<Mutex<FxHashMap<PathBuf, (FileVersion, String)>>>,
 }
 
+/// The buffer of a streamed write: objects written piece by piece reach the file in blocks
+/// this large.
+const WRITE_BUFFER_BYTES: usize = 256 * 1024;
+
 /// What tells one content of a file from the next: `put` renames a new file into place, so
 /// a rewrite changes the inode as well as the time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -272,7 +276,8 @@ impl ObjectStore for LocalDirStore {
     }
 
     fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
-        let mut writer = self.file_writer(key)?;
+        // The bytes are whole already: written straight to the file, through no buffer.
+        let mut writer = self.file_writer(key, 0)?;
         // Uploads are put and then read: knowing their ETag spares hashing the file again.
         writer.etag = Some(super::content_etag(bytes));
         writer
@@ -282,7 +287,7 @@ impl ObjectStore for LocalDirStore {
     }
 
     fn put_writer<'s>(&'s self, key: &str) -> Result<Box<dyn ObjectWriter + 's>> {
-        Ok(Box::new(self.file_writer(key)?))
+        Ok(Box::new(self.file_writer(key, WRITE_BUFFER_BYTES)?))
     }
 }
 
@@ -299,7 +304,8 @@ impl LocalDirStore {
         }
     }
 
-    fn file_writer(&self, key: &str) -> Result<FileWriter> {
+    /// A writer of `key` through a buffer of `buffer` bytes.
+    fn file_writer(&self, key: &str, buffer: usize) -> Result<FileWriter> {
         let path = self.path(key)?;
         let dir = path.parent().unwrap_or(&self.root);
         // Written beside the target and renamed over it, so readers never see half an object.
@@ -324,7 +330,7 @@ impl LocalDirStore {
             key: key.to_owned(),
             path,
             tmp: Some(tmp),
-            file: Some(io::BufWriter::with_capacity(256 * 1024, file)),
+            file: Some(io::BufWriter::with_capacity(buffer, file)),
             etag: None,
             etags: self.etags.clone(),
         })

@@ -130,6 +130,91 @@ fn json_syntax(e: serde_json::Error, len: usize) -> Error {
     Error::new(kind).with_source(e)
 }
 
+/// One binary request parsed in the layout its bytes use, in the v1.10 messages, with the
+/// layout and how many v1.8 profile comments it dropped.
+fn parse_binary(
+    bytes: &[u8],
+    offset: u64,
+    limits: &Limits,
+) -> Result<(ProfilesData, Layout, usize)> {
+    let layout = layout::detect(bytes, offset, limits)?;
+    let invalid = |e: prost::DecodeError| {
+        Error::new(ErrorKind::Malformed {
+            format: "otlp",
+            offset,
+            what: format!("not a valid {} OTLP profiles request: {e}", layout.name()),
+        })
+        .with_source(e)
+    };
+    Ok(match layout {
+        Layout::V1_10 => (ProfilesData::decode(bytes).map_err(invalid)?, layout, 0),
+        Layout::V1_9 => (
+            legacy::from_v1_9(v1_9::ProfilesData::decode(bytes).map_err(invalid)?),
+            layout,
+            0,
+        ),
+        Layout::V1_8 => {
+            let (data, comments) =
+                legacy::from_v1_8(v1_8::ProfilesData::decode(bytes).map_err(invalid)?);
+            (data, layout, comments)
+        }
+    })
+}
+
+/// What the HTTP receiver needs to know of one OTLP request before it stores it, read without
+/// building a profile: the request parses in one of the layouts, how many samples it holds,
+/// each resource's string attributes, and the profcheck findings.
+#[derive(Debug, Default)]
+pub(crate) struct RequestSummary {
+    /// Sample records of every profile.
+    pub samples: usize,
+    /// The string attributes of each resource, in request order.
+    pub resources: Vec<Vec<(String, String)>>,
+    /// profcheck's findings (the first [`MAX_FINDINGS`]) and how many there were.
+    pub findings: Vec<String>,
+    /// How many findings there were in all.
+    pub findings_total: usize,
+}
+
+/// Reads one OTLP request (binary in any layout, or one OTLP/JSON document) into its
+/// [`RequestSummary`]: an error is a body that does not parse as a request.
+pub(crate) fn read_request(bytes: &[u8], json: bool, limits: &Limits) -> Result<RequestSummary> {
+    let data = if json {
+        limits.check_json_depth(bytes)?;
+        let doc: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| json_syntax(e, bytes.len()))?;
+        json::profiles_data(&doc).map_err(|e| {
+            Error::new(ErrorKind::Malformed {
+                format: "otlp-json",
+                offset: 0,
+                what: e.0,
+            })
+        })?
+    } else {
+        parse_binary(bytes, 0, limits)?.0
+    };
+    let mut findings = Findings::new(MAX_FINDINGS);
+    profcheck::check(&data, Options::default(), &mut findings);
+    let mut summary = RequestSummary {
+        findings_total: findings.total,
+        findings: findings.list,
+        ..RequestSummary::default()
+    };
+    for resource in &data.resource_profiles {
+        let attributes = resource.resource.iter().flat_map(|r| &r.attributes);
+        let strings = attributes.filter_map(|kv| match kv.value.as_ref()?.value.as_ref()? {
+            proflake_proto::otlp::common::any_value::Value::StringValue(s) => {
+                Some((kv.key.clone(), s.clone()))
+            }
+            _ => None,
+        });
+        summary.resources.push(strings.collect());
+        let profiles = resource.scope_profiles.iter().flat_map(|s| &s.profiles);
+        summary.samples += profiles.map(|p| p.samples.len()).sum::<usize>();
+    }
+    Ok(summary)
+}
+
 /// One decode: the importer and the profcheck findings of every request.
 struct Run<'l> {
     format: &'static str,
@@ -150,28 +235,13 @@ impl<'l> Run<'l> {
 
     /// Decodes one binary request in the layout its bytes use.
     fn binary(&mut self, bytes: &[u8], offset: u64, index: Option<usize>) -> Result<()> {
-        let layout = layout::detect(bytes, offset, self.limits)?;
-        let invalid = |e: prost::DecodeError| {
-            Error::new(ErrorKind::Malformed {
-                format: "otlp",
-                offset,
-                what: format!("not a valid {} OTLP profiles request: {e}", layout.name()),
-            })
-            .with_source(e)
-        };
-        let data = match layout {
-            Layout::V1_10 => ProfilesData::decode(bytes).map_err(invalid)?,
-            Layout::V1_9 => legacy::from_v1_9(v1_9::ProfilesData::decode(bytes).map_err(invalid)?),
-            Layout::V1_8 => {
-                let (data, comments) =
-                    legacy::from_v1_8(v1_8::ProfilesData::decode(bytes).map_err(invalid)?);
-                let p = self.importer.profile_mut();
-                for _ in 0..comments {
-                    p.count("otlp v1.8 profile comments dropped");
-                }
-                data
+        let (data, layout, comments) = parse_binary(bytes, offset, self.limits)?;
+        if comments > 0 {
+            let p = self.importer.profile_mut();
+            for _ in 0..comments {
+                p.count("otlp v1.8 profile comments dropped");
             }
-        };
+        }
         if layout != Layout::V1_10 {
             let p = self.importer.profile_mut();
             p.attributes
