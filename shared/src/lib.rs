@@ -17,6 +17,8 @@
 //!   bucket's key layout, in [`store`].
 //! - **Events and metadata:** [`parse_notification`] and [`UploadMetadata`]; the rest in
 //!   [`inputs`].
+//! - **Receiving over HTTP:** [`receive::Receiver`] reads OTLP/HTTP and Pyroscope requests and
+//!   files them as uploads, for `proflake serve` and the ingest function.
 //! - **Errors and limits:** [`Error`], [`ErrorKind`], [`Result`], [`error_chain`], [`Limits`].
 //! - **The model and the outputs:** [`model`], the [`Manifest`] and the rest of what a
 //!   conversion writes in [`outputs`].

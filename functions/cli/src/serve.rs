@@ -195,13 +195,7 @@ async fn handle(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|length| length > max) {
-        // The body is left unread, so the connection cannot carry another request.
-        let mut response = into_hyper(state.receiver.too_large(&head));
-        response.headers_mut().insert(
-            hyper::header::CONNECTION,
-            hyper::header::HeaderValue::from_static("close"),
-        );
-        return Ok(response);
+        return Ok(closing(into_hyper(state.receiver.too_large(&head))));
     }
     // A turn before the body is read, so no more bodies are held than there are turns.
     let turn = Arc::clone(&state.reading).acquire_owned();
@@ -217,7 +211,7 @@ async fn handle(
             if e.downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some()
             {
-                return Ok(into_hyper(state.receiver.too_large(&head)));
+                return Ok(closing(into_hyper(state.receiver.too_large(&head))));
             }
             tracing::debug!(error = %e, "reading a request body failed");
             let mut response = hyper::Response::new(Full::new(Bytes::new()));
@@ -260,6 +254,15 @@ fn receive(state: &State, head: &hyper::http::request::Parts, body: &[u8]) -> Re
         }
     }
     stored.response
+}
+
+/// `response` to a request whose body is left unread: the connection cannot carry another.
+fn closing(mut response: hyper::Response<Full<Bytes>>) -> hyper::Response<Full<Bytes>> {
+    response.headers_mut().insert(
+        hyper::header::CONNECTION,
+        hyper::header::HeaderValue::from_static("close"),
+    );
+    response
 }
 
 fn into_hyper(response: Response) -> hyper::Response<Full<Bytes>> {
