@@ -26,7 +26,7 @@ fi
 export PATH="$PWD/.tools/bin:$PATH"
 
 all_targets=(decode decode_perfetto decode_otlp decode_otlp_json decode_pprof decode_folded
-  cpuprofile decode_perf_script pprof_legacy firefox speedscope chrome_json decode_sentry_envelope sample_v2 convert notification debug_file)
+  cpuprofile decode_perf_script pprof_legacy firefox speedscope chrome_json decode_sentry_envelope sample_v2 convert notification debug_file receive)
 if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 
 mkdir -p "$work/logs"
