@@ -239,7 +239,7 @@ fn receive(state: &State, head: &hyper::http::request::Parts, body: &[u8]) -> Re
         Ok(accepted) => accepted,
         Err(refused) => return *refused,
     };
-    let reserved = accepted.uploads();
+    let reserved = accepted.upload_count();
     if let Some(conversions) = &state.conversions {
         if !conversions.reserve(reserved) {
             return state.receiver.busy(head, BUSY_RETRY_AFTER_SECS);

@@ -231,7 +231,7 @@ impl Accepted {
     }
 
     /// How many uploads the request makes.
-    pub fn uploads(&self) -> usize {
+    pub fn upload_count(&self) -> usize {
         self.uploads.len()
     }
 
