@@ -230,6 +230,8 @@ fn writers(name: &str, bytes: &[u8], runs: usize) {
         converter: "proflake bench",
         service: None,
         labels: &std::collections::BTreeMap::new(),
+        timed_clock: "input",
+        aggregated_clock: "input",
     };
     let tables = write_tables(&source, &table_chunks).expect("tables write");
     let json_bytes: usize = chunks.iter().map(|c| c.json.len()).sum();

@@ -2,6 +2,7 @@
 
 mod aggregated;
 mod chrome;
+mod clock;
 mod cpuprofile;
 mod doc_links;
 mod firefox;

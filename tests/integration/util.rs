@@ -119,25 +119,73 @@ pub fn assert_claims_no_other_input(format: proflake::InputFormat, own: &str) {
     }
 }
 
-/// Converts an input whose times are on a trace clock: without a start time it is refused
-/// (`NoWallClock`), with the metadata's `timestamp` it converts. `what` names it in failures.
+/// Converts an input whose times are on a trace clock: without a start time or an arrival
+/// time, or with an arrival time when a start time is required, it is refused
+/// (`NoWallClock`); with only its arrival time it lands there, the same outputs a metadata
+/// `timestamp` gives moved by the difference; with the metadata's `timestamp` it converts
+/// (returned). `what` names it in failures.
 pub fn convert_on_a_trace_clock(key: &str, bytes: &[u8], what: &str) -> proflake::Converted {
     use proflake::{convert_upload, ConvertOptions, ErrorKind, UploadMetadata};
-    let err = convert_upload(key, "etag", bytes, &ConvertOptions::default())
-        .err()
-        .unwrap_or_else(|| panic!("{what}: a trace clock is no wall clock"));
-    assert!(
-        matches!(err.kind(), ErrorKind::NoWallClock { .. }),
-        "{what}: {err}"
-    );
+    const TIMESTAMP_S: i64 = 1_700_000_000;
+    const ARRIVAL_NS: i64 = (TIMESTAMP_S + 3_600) * 1_000_000_000;
+    let refused = |options: &ConvertOptions| {
+        let err = convert_upload(key, "etag", bytes, options)
+            .err()
+            .unwrap_or_else(|| panic!("{what}: a trace clock is no wall clock"));
+        assert!(
+            matches!(err.kind(), ErrorKind::NoWallClock { .. }),
+            "{what}: {err}"
+        );
+    };
+    refused(&ConvertOptions::default());
+    refused(&ConvertOptions {
+        received_at_ns: Some(ARRIVAL_NS),
+        require_start_time: true,
+        ..ConvertOptions::default()
+    });
     let options = ConvertOptions {
         metadata: UploadMetadata {
-            timestamp: Some(1_700_000_000.0),
+            timestamp: Some(TIMESTAMP_S as f64),
             ..UploadMetadata::default()
         },
         ..ConvertOptions::default()
     };
-    convert_upload(key, "etag", bytes, &options).unwrap_or_else(|e| panic!("{what}: {e}"))
+    let at_timestamp =
+        convert_upload(key, "etag", bytes, &options).unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_eq!(
+        at_timestamp.manifest.profile.clock_source, "metadata",
+        "{what}"
+    );
+    let arrival = ConvertOptions {
+        received_at_ns: Some(ARRIVAL_NS),
+        ..ConvertOptions::default()
+    };
+    let at_arrival =
+        convert_upload(key, "etag", bytes, &arrival).unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_eq!(
+        at_arrival.manifest.profile.clock_source, "arrival",
+        "{what}"
+    );
+    let moved = ARRIVAL_NS - TIMESTAMP_S * 1_000_000_000;
+    let outputs = |c: &proflake::Converted, by: i64| -> Vec<_> {
+        let outputs = c.manifest.outputs.iter();
+        outputs
+            .map(|o| {
+                (
+                    o.kind.clone(),
+                    o.samples,
+                    o.rows,
+                    o.start_ns.map(|t| t - by),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        outputs(&at_arrival, moved),
+        outputs(&at_timestamp, 0),
+        "{what}"
+    );
+    at_timestamp
 }
 
 /// When the earliest output of a conversion starts, ns since the epoch.

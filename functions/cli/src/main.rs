@@ -71,6 +71,11 @@ struct ConvertArgs {
     format: Option<InputFormat>,
     #[command(flatten)]
     metadata: MetadataArgs,
+    /// Refuse a profile on a clock of its own (a trace, a cpuprofile) that neither it nor
+    /// the metadata places on the wall clock, instead of placing it at the upload's arrival
+    /// (the file's mtime).
+    #[arg(long)]
+    require_start_time: bool,
     /// Do not publish the conversions into the lake (DIR/lake/) at the end.
     #[arg(long)]
     no_publish: bool,
@@ -105,7 +110,8 @@ struct MetadataArgs {
     #[arg(long)]
     profiler_id: Option<String>,
     /// Wall-clock start of the profile in Unix seconds, for traces without a REALTIME clock
-    /// and aggregated inputs without a start time (default for those: the file's mtime).
+    /// and aggregated inputs without a start time (default for those: the file's mtime, the
+    /// upload's arrival).
     #[arg(long)]
     start_time: Option<f64>,
     /// Spacing, in ms, of the samples Sample v2 takes of span series (agent traces, evented
@@ -134,6 +140,11 @@ struct ProcessArgs {
     /// PROFLAKE_LIMIT_MAX_OBJECT_BYTES, else 256 MiB).
     #[arg(long)]
     max_object_bytes: Option<u64>,
+    /// Refuse a profile on a clock of its own (a trace, a cpuprofile) that neither it nor
+    /// the metadata places on the wall clock, instead of placing it at the upload's arrival
+    /// (the file's mtime).
+    #[arg(long)]
+    require_start_time: bool,
     /// Do not publish the conversions into the lake (DIR/lake/) at the end.
     #[arg(long)]
     no_publish: bool,
@@ -283,6 +294,7 @@ fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
         reconvert: true,
         limits: limits()?,
         stream_above_bytes: stream_above_bytes()?,
+        require_start_time: args.require_start_time,
         ..ProcessOptions::default()
     };
     let store = LocalDirStore::new(&args.out);
@@ -435,6 +447,7 @@ fn process(mut args: ProcessArgs) -> anyhow::Result<ExitCode> {
         limits,
         reconvert: args.reconvert,
         stream_above_bytes: stream_above_bytes()?,
+        require_start_time: args.require_start_time,
         ..ProcessOptions::default()
     };
     let (mut done, mut failed) = (0usize, 0usize);

@@ -312,12 +312,50 @@ fn refuses_to_replace_a_different_upload_with_the_same_name() {
     );
 }
 
+/// The `clock_source` of every `profiles` row under `out`.
+fn clock_sources(out: &Path) -> Vec<String> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let mut sources = Vec::new();
+    let days = fs::read_dir(out.join("tables/v2/profiles")).unwrap();
+    for day in days {
+        for file in fs::read_dir(day.unwrap().path()).unwrap() {
+            let reader =
+                SerializedFileReader::new(fs::File::open(file.unwrap().path()).unwrap()).unwrap();
+            for row in reader.get_row_iter(None).unwrap() {
+                let row = row.unwrap();
+                let (_, value) = row
+                    .get_column_iter()
+                    .find(|(name, _)| *name == "clock_source")
+                    .expect("a clock_source column");
+                sources.push(value.to_string().trim_matches('"').to_owned());
+            }
+        }
+    }
+    sources
+}
+
 #[test]
-fn trace_without_wall_clock_needs_a_start_time() {
+fn trace_without_wall_clock_lands_at_its_arrival_unless_a_start_time_is_required() {
     let dir = tempfile::tempdir().unwrap();
-    let trace = repo("tests/fixtures/perfetto/synthetic/perf_basic.pftrace");
-    let out = dir.path().to_str().unwrap();
-    let run = proflake(&["convert", trace.to_str().unwrap(), "--out", out]);
+    // The file's modification time is the upload's arrival.
+    let trace = dir.path().join("perf_basic.pftrace");
+    fs::copy(
+        repo("tests/fixtures/perfetto/synthetic/perf_basic.pftrace"),
+        &trace,
+    )
+    .unwrap();
+    let arrival = std::time::UNIX_EPOCH + std::time::Duration::from_millis(1_700_000_123_250);
+    fs::File::options()
+        .write(true)
+        .open(&trace)
+        .unwrap()
+        .set_modified(arrival)
+        .unwrap();
+    let out_dir = dir.path().join("out");
+    let out = out_dir.to_str().unwrap();
+    let trace = trace.to_str().unwrap();
+
+    let run = proflake(&["convert", trace, "--out", out, "--require-start-time"]);
     assert_eq!(run.status.code(), Some(1));
     assert!(
         text(&run.stderr).contains("--start-time"),
@@ -325,22 +363,38 @@ fn trace_without_wall_clock_needs_a_start_time() {
         text(&run.stderr)
     );
 
+    let first_sample = |out_dir: &Path| {
+        let [manifest] = manifests(out_dir).try_into().unwrap();
+        let chunk: serde_json::Value =
+            serde_json::from_slice(&fs::read(out_dir.join(&manifest.outputs[0].key)).unwrap())
+                .unwrap();
+        assert!(check_sample_v2(&serde_json::to_vec(&chunk).unwrap()).is_empty());
+        let timestamp = chunk["profile"]["samples"][0]["timestamp"].clone();
+        (manifest.profile.clock_source, timestamp)
+    };
+    let run = proflake(&["convert", trace, "--out", out]);
+    assert!(run.status.success(), "{}", text(&run.stderr));
+    assert_eq!(
+        first_sample(&out_dir),
+        ("arrival".into(), 1700000123.25.into())
+    );
+    let sources = clock_sources(&out_dir);
+    assert!(!sources.is_empty() && sources.iter().all(|s| s == "arrival"));
+
     let run = proflake(&[
         "convert",
-        trace.to_str().unwrap(),
+        trace,
         "--out",
         out,
         "--start-time",
         "1700000000.5",
+        "--require-start-time",
     ]);
     assert!(run.status.success(), "{}", text(&run.stderr));
-    let [manifest] = manifests(dir.path()).try_into().unwrap();
-    let chunk: serde_json::Value =
-        serde_json::from_slice(&fs::read(dir.path().join(&manifest.outputs[0].key)).unwrap())
-            .unwrap();
-    assert_eq!(chunk["profile"]["samples"][0]["timestamp"], 1700000000.5);
-    assert_eq!(chunk["platform"], "native");
-    assert!(check_sample_v2(&serde_json::to_vec(&chunk).unwrap()).is_empty());
+    assert_eq!(
+        first_sample(&out_dir),
+        ("metadata".into(), 1700000000.5.into())
+    );
 }
 
 #[test]

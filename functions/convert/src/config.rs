@@ -14,12 +14,15 @@ pub const DEFAULT_FUNCTION_NAME: &str = "proflake-convert";
 /// | variable | meaning | default |
 /// |---|---|---|
 /// | `PROFLAKE_STREAM_ABOVE_BYTES` | Perfetto uploads larger than this are converted in two passes, a window at a time | [`proflake::jobs::STREAM_ABOVE_BYTES`] |
+/// | `PROFLAKE_REQUIRE_START_TIME` | `true`: an upload on a clock of its own that neither it nor its metadata places on the wall clock is quarantined (`no_wall_clock`) instead of placed at its arrival | `false` |
 ///
 /// `AWS_LAMBDA_FUNCTION_NAME` defaults to [`DEFAULT_FUNCTION_NAME`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConvertSettings {
     /// `PROFLAKE_STREAM_ABOVE_BYTES`.
     pub stream_above_bytes: Option<u64>,
+    /// `PROFLAKE_REQUIRE_START_TIME`.
+    pub require_start_time: bool,
 }
 
 impl OwnSettings for ConvertSettings {
@@ -27,10 +30,22 @@ impl OwnSettings for ConvertSettings {
         Ok(ConvertSettings {
             stream_above_bytes: proflake::jobs::stream_above_bytes_from(|name| vars.get(name))
                 .map_err(|e| ConfigError::new(e.variable, &e.value, e.expected))?,
+            require_start_time: flag(vars, REQUIRE_START_TIME)?,
         })
     }
 
     const DEFAULT_FUNCTION_NAME: &'static str = DEFAULT_FUNCTION_NAME;
+}
+
+const REQUIRE_START_TIME: &str = "PROFLAKE_REQUIRE_START_TIME";
+
+/// A yes-or-no setting: `true` or `false` (unset: `false`).
+fn flag(vars: &Vars<'_>, name: &'static str) -> Result<bool, ConfigError> {
+    match vars.get(name).as_deref() {
+        None | Some("false") => Ok(false),
+        Some("true") => Ok(true),
+        Some(other) => Err(ConfigError::new(name, other, "true or false")),
+    }
 }
 
 #[cfg(test)]
@@ -76,6 +91,17 @@ mod tests {
         assert_eq!(set("1048576").unwrap().stream_above_bytes, Some(1 << 20));
         let err = set("lots").unwrap_err();
         assert_eq!(err.variable, "PROFLAKE_STREAM_ABOVE_BYTES");
+    }
+
+    #[test]
+    fn requiring_a_start_time_is_read() {
+        let set = |v: &'static str| {
+            Config::from_lookup(move |name| (name == REQUIRE_START_TIME).then(|| v.into()))
+        };
+        assert!(!Config::from_lookup(|_| None).unwrap().require_start_time);
+        assert!(set("true").unwrap().require_start_time);
+        assert!(!set("false").unwrap().require_start_time);
+        assert_eq!(set("yes").unwrap_err().variable, REQUIRE_START_TIME);
     }
 
     #[test]

@@ -37,6 +37,7 @@ pub(crate) async fn handle_object(
     let options = ProcessOptions {
         limits: app.config().common.limits.clone(),
         stream_above_bytes: app.config().stream_above_bytes,
+        require_start_time: app.config().require_start_time,
         ..ProcessOptions::default()
     };
     let job_key = event.key.clone();

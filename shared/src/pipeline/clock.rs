@@ -1,5 +1,6 @@
 //! Putting an upload's samples on the wall clock: a trace clock is anchored at the metadata's
-//! timestamp, and aggregated samples (no times) get a start from wherever one is known.
+//! timestamp (else the input's start, else the upload's arrival), and aggregated samples (no
+//! times) get a start from wherever one is known.
 
 use crate::error::{ErrorKind, Result};
 use crate::metadata::UploadMetadata;
@@ -15,52 +16,103 @@ pub(crate) enum Anchor {
     FirstAt(i64),
 }
 
-/// Puts `profile` on the wall clock and says how, for the manifest; fails when its times are
-/// on a trace clock and neither the metadata nor the input says when the profile started. The samples it
-/// holds are moved now; the anchor moves those a second reading hands over.
+/// What placed samples on the wall clock: the manifest's `clock_source` and the `profiles`
+/// table's column of that name, so a reader can tell a recorded time from a stand-in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ClockSource {
+    /// The input itself: times on the wall clock, or a start time it records.
+    Input,
+    /// The upload metadata's `timestamp` (`--start-time`).
+    Metadata,
+    /// The upload's arrival (the object's last-modified time): nothing else said when.
+    Arrival,
+}
+
+impl ClockSource {
+    /// The stable name the outputs use.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            ClockSource::Input => "input",
+            ClockSource::Metadata => "metadata",
+            ClockSource::Arrival => "arrival",
+        }
+    }
+}
+
+/// How [`anchor`] put a profile on the wall clock.
+#[derive(Debug)]
+pub(crate) struct Anchored {
+    pub anchor: Anchor,
+    /// How the manifest says the times were obtained, in words.
+    pub text: String,
+    pub source: ClockSource,
+}
+
+/// Puts `profile` on the wall clock and says how, for the manifest. Times on a trace clock
+/// start at the metadata's `start_seconds`, else at the start the input records, else at
+/// `arrival_ns` (the upload's arrival; `None` when unknown or when the caller requires a
+/// start time), else it fails. The samples it holds are moved now; the anchor moves those a
+/// second reading hands over.
 pub(crate) fn anchor(
     profile: &mut Profile,
     start_seconds: Option<f64>,
-) -> Result<(Anchor, String)> {
+    arrival_ns: Option<i64>,
+) -> Result<Anchored> {
     let Timestamps::TraceClock(clock) = profile.timestamps.clone() else {
-        return Ok((Anchor::Keep, "unix".into()));
+        return Ok(Anchored {
+            anchor: Anchor::Keep,
+            text: "unix".into(),
+            source: ClockSource::Input,
+        });
     };
     // The metadata's timestamp wins over a start the input gives itself (DevTools'
     // approximate `startTime`).
-    let (start_ns, text) = match (start_seconds, profile.start_time) {
-        (Some(start), _) => (
+    let (start_ns, text, source) = match (start_seconds, profile.start_time, arrival_ns) {
+        (Some(start), _, _) => (
             seconds_to_ns(start),
             format!("{clock} clock, anchored at metadata timestamp {start}"),
+            ClockSource::Metadata,
         ),
-        (None, Some(ns)) => (
+        (None, Some(ns), _) => (
             ns,
             format!("{clock} clock, anchored at the input's start time"),
+            ClockSource::Input,
         ),
-        (None, None) => return Err(ErrorKind::NoWallClock { clock }.into()),
+        (None, None, Some(ns)) => (
+            ns,
+            format!("{clock} clock, anchored at the upload's arrival time"),
+            ClockSource::Arrival,
+        ),
+        (None, None, None) => return Err(ErrorKind::NoWallClock { clock }.into()),
     };
     profile.anchor_first_sample_at(start_ns);
-    Ok((Anchor::FirstAt(start_ns), text))
+    Ok(Anchored {
+        anchor: Anchor::FirstAt(start_ns),
+        text,
+        source,
+    })
 }
 
 /// Gives an aggregated profile (samples without times) a start time when the input recorded
-/// none: the metadata timestamp, else the upload's arrival. Says where the start came from.
+/// none: the metadata timestamp, else the upload's arrival. Says where the start came from,
+/// in words and as a [`ClockSource`] (`None`: from nowhere, and the tables will refuse it).
 pub(crate) fn place_aggregated(
     profile: &mut Profile,
     metadata: &UploadMetadata,
     received_at_ns: Option<i64>,
-) -> &'static str {
+) -> (&'static str, Option<ClockSource>) {
     if profile.start_time.is_some() {
-        return "the input's start time";
+        return ("the input's start time", Some(ClockSource::Input));
     }
     if let Some(start) = metadata.timestamp {
         profile.start_time = Some(seconds_to_ns(start));
-        return "the metadata timestamp";
+        return ("the metadata timestamp", Some(ClockSource::Metadata));
     }
     if let Some(received) = received_at_ns {
         profile.start_time = Some(received);
-        return "the upload's arrival time";
+        return ("the upload's arrival time", Some(ClockSource::Arrival));
     }
-    "nowhere"
+    ("nowhere", None)
 }
 
 /// The UTC day (since the epoch) of `ns` since the epoch.

@@ -1,6 +1,6 @@
 //! The convert job: one upload in, Sample v2 chunks and a manifest out.
 
-use super::clock::{anchor, place_aggregated, Anchor};
+use super::clock::{anchor, place_aggregated, Anchor, ClockSource};
 use super::decode::{decode_upload, Decoded, UploadInput};
 use super::manifest::{
     Manifest, ManifestExpansion, ManifestProfile, ManifestSampleV2, ManifestSeries, ManifestSource,
@@ -27,8 +27,12 @@ pub struct ConvertOptions {
     /// Metadata of the upload. It overrides metadata the input carries itself.
     pub metadata: UploadMetadata,
     /// When the upload arrived, ns since the Unix epoch (the object's last-modified time):
-    /// the start time of last resort for aggregated inputs that record none.
+    /// the start time of last resort for inputs that record none, aggregated ones and those
+    /// on a clock of their own (a trace clock) alike.
     pub received_at_ns: Option<i64>,
+    /// Refuse an input on a clock of its own (`ErrorKind::NoWallClock`) unless the metadata or
+    /// the input says when it started, instead of placing it at `received_at_ns`.
+    pub require_start_time: bool,
     /// What the input may make the conversion do.
     pub limits: Limits,
     /// Perfetto uploads of more stored bytes than this that can be read twice are converted
@@ -172,10 +176,22 @@ fn convert_inner(
     if let Some(hz) = metadata.sample_rate_hz {
         profile.set_unstated_sampling_rate(hz);
     }
-    let clock = on_the_clock(profile, &pieces, &metadata, options.received_at_ns)?;
+    let trace_clock_start = (!options.require_start_time)
+        .then_some(options.received_at_ns)
+        .flatten();
+    let clock = on_the_clock(
+        profile,
+        &pieces,
+        &metadata,
+        options.received_at_ns,
+        trace_clock_start,
+    )?;
     let symbolization = pieces.symbolize(profile, symbols)?;
     let naming = Naming::new(source_key, etag);
-    let table_source = naming.table_source(decoded.format, &metadata);
+    let mut table_source = naming.table_source(decoded.format, &metadata);
+    table_source.timed_clock = clock.timed.name();
+    table_source.aggregated_clock = clock.aggregated.name();
+    let clock_source = clock.upload.name();
     let manifest_key = manifest_key(&naming.source_id);
     let mut out = Outputs::new(sink);
     let index = IndexOf {
@@ -197,6 +213,7 @@ fn convert_inner(
         profile: &decoded.profile,
         samples: wrote.samples,
         timestamps,
+        clock_source,
         series: wrote.series,
         sample_v2: wrote.sample_v2,
         symbolization,
@@ -220,6 +237,12 @@ struct OnTheClock {
     timestamps: String,
     /// Where aggregated samples got their start from.
     start: &'static str,
+    /// What placed the samples with times, and those without.
+    timed: ClockSource,
+    aggregated: ClockSource,
+    /// What placed the upload, for the manifest: its samples with times, if it has any, else
+    /// its aggregated ones.
+    upload: ClockSource,
 }
 
 impl OnTheClock {
@@ -245,27 +268,39 @@ impl OnTheClock {
 }
 
 /// Puts `profile` on the wall clock and gives aggregated samples a start (chunks given whole
-/// carry their own times).
+/// carry their own times). A trace clock starts at `trace_clock_start` when nothing else says
+/// when (`None`: it is refused).
 fn on_the_clock(
     profile: &mut Profile,
     pieces: &Pieces<'_>,
     metadata: &UploadMetadata,
     received_at_ns: Option<i64>,
+    trace_clock_start: Option<i64>,
 ) -> Result<OnTheClock> {
-    let (anchor, timestamps) = anchor(profile, metadata.timestamp)?;
-    let start = match pieces {
-        Pieces::Chunks { .. } => "",
+    let anchored = anchor(profile, metadata.timestamp, trace_clock_start)?;
+    let (start, aggregated) = match pieces {
+        Pieces::Chunks { .. } => ("", None),
         _ => place_aggregated(profile, metadata, received_at_ns),
     };
+    // Without a start, aggregated samples are refused when planned: none are written.
+    let aggregated = aggregated.unwrap_or(anchored.source);
+    let samples = profile.samples();
+    let untimed = matches!(pieces, Pieces::Whole)
+        && !samples.is_empty()
+        && (0..samples.len()).all(|i| samples.time(i).is_none());
+    let upload = if untimed { aggregated } else { anchored.source };
     // Only now are the windows known: they are counted from the first sample on the wall
     // clock.
     if let Pieces::Whole = pieces {
         cut_spans_at_windows(profile);
     }
     Ok(OnTheClock {
-        anchor,
-        timestamps,
+        anchor: anchored.anchor,
+        timestamps: anchored.text,
         start,
+        timed: anchored.source,
+        aggregated,
+        upload,
     })
 }
 
@@ -313,6 +348,7 @@ struct ManifestOf<'a> {
     profile: &'a Profile,
     samples: u64,
     timestamps: String,
+    clock_source: &'static str,
     series: Vec<ManifestSeries>,
     sample_v2: ManifestSampleV2,
     symbolization: SymbolizeReport,
@@ -333,6 +369,7 @@ fn manifest_of(m: ManifestOf<'_>) -> Manifest {
         },
         profile: ManifestProfile {
             timestamps: m.timestamps,
+            clock_source: m.clock_source.into(),
             samples: m.samples,
             samples_written: m.sample_v2.samples,
             processes: m.profile.processes().len() as u64,
@@ -396,6 +433,8 @@ impl<'a> Naming<'a> {
             converter: &self.converter,
             service: metadata.service.as_deref(),
             labels: &metadata.labels,
+            timed_clock: ClockSource::Input.name(),
+            aggregated_clock: ClockSource::Input.name(),
         }
     }
 }

@@ -60,6 +60,11 @@ pub struct ManifestSource {
 pub struct ManifestProfile {
     /// `unix`, or how trace-clock times were anchored.
     pub timestamps: String,
+    /// What placed the samples on the wall clock: `input` (the input's own times or start),
+    /// `metadata` (its `timestamp`) or `arrival` (the upload's arrival time, for lack of
+    /// both). Empty in manifests written before it existed.
+    #[serde(default)]
+    pub clock_source: String,
     /// Samples decoded.
     pub samples: u64,
     /// Samples written to Sample v2.

@@ -46,6 +46,9 @@ pub struct ProcessOptions {
     /// Perfetto uploads larger than this are converted a window at a time
     /// ([`STREAM_ABOVE_BYTES`](crate::pipeline::STREAM_ABOVE_BYTES) when `None`).
     pub stream_above_bytes: Option<u64>,
+    /// Refuse an upload on a clock of its own that neither it nor its metadata places on the
+    /// wall clock, instead of placing it at its arrival (`ConvertOptions::require_start_time`).
+    pub require_start_time: bool,
 }
 
 /// Processes the object at `key` in `uploads`, writing outputs to `outputs` (the same store
@@ -122,6 +125,7 @@ fn process_profile(
         limits: options.limits.clone(),
         stream_above_bytes: options.stream_above_bytes,
         metadata_etag,
+        require_start_time: options.require_start_time,
     };
     // What a reconversion must take back: outputs of the previous run it does not write again.
     let previous_outputs = previous_outputs(outputs, &manifest)?;

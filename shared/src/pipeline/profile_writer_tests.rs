@@ -23,6 +23,8 @@ const SOURCE: TableSource<'static> = TableSource {
     converter: "proflake test",
     service: None,
     labels: &std::collections::BTreeMap::new(),
+    timed_clock: "input",
+    aggregated_clock: "input",
 };
 
 fn lcg(state: &mut u64) -> u64 {

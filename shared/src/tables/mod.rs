@@ -62,6 +62,11 @@ pub struct TableSource<'a> {
     /// Labels the upload metadata attaches to every profile; they win over the profile's own
     /// attributes of the same name.
     pub labels: &'a BTreeMap<String, String>,
+    /// What placed the profiles whose samples have times on the wall clock (`input`,
+    /// `metadata`, `arrival`): their `clock_source`.
+    pub timed_clock: &'a str,
+    /// What gave aggregated profiles their start: their `clock_source`.
+    pub aggregated_clock: &'a str,
 }
 
 /// One planned table profile to tabulate, with what the upload's metadata says of it.

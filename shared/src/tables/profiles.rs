@@ -245,6 +245,15 @@ pub(super) fn profiles_batch(
                     })
                     .collect::<Vec<Option<Vec<(&str, &str)>>>>(),
             )?,
+            strings(
+                T,
+                rows.iter().map(|r| {
+                    Some(match r.aggregated {
+                        true => source.aggregated_clock,
+                        false => source.timed_clock,
+                    })
+                }),
+            )?,
         ],
     )
 }

@@ -141,6 +141,8 @@ static PROFILES: LazyLock<SchemaRef> = LazyLock::new(|| {
         bigint("total_value", false),
         bigint("total_weight_ns", true),
         Field::new("attributes", string_map_type(), false),
+        // Added within version 2.
+        text("clock_source", true),
     ]))
 });
 

@@ -40,6 +40,8 @@ const SOURCE: TableSource<'static> = TableSource {
     converter: "proflake test",
     service: None,
     labels: &std::collections::BTreeMap::new(),
+    timed_clock: "input",
+    aggregated_clock: "arrival",
 };
 
 // ---- building inputs ---------------------------------------------------------------------
@@ -1164,6 +1166,9 @@ fn aggregated_samples_are_one_row_each() {
     let (pr, sa) = (&t.profiles, &t.samples);
     let (start_us, later_us) = (start / 1000, later / 1000);
     assert_eq!(strs(pr, "timestamps"), [s("aggregated"), s("recorded")]);
+    // Each row names what placed it: the source says the aggregated samples' start came
+    // from the arrival, the recorded times from the input.
+    assert_eq!(strs(pr, "clock_source"), [s("arrival"), s("input")]);
     let starts = [Some(start_us), Some(later_us + 1000)];
     assert_eq!(times(pr, "start_time"), starts);
     assert_eq!(times(pr, "end_time")[0], Some(start_us));
