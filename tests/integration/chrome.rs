@@ -347,7 +347,12 @@ fn v8_ticks(bytes: &[u8]) -> (usize, usize) {
             "CpuProfile" => Value::from(i),
             _ => e["id"].clone(),
         };
-        let profile = &e["args"]["data"]["cpuProfile"];
+        // DevTools writes the fields in `args.data`, or (Chrome 141's export) in `args`.
+        let data = match &e["args"]["data"] {
+            Value::Null => &e["args"],
+            data => data,
+        };
+        let profile = &data["cpuProfile"];
         for n in profile["nodes"].as_array().into_iter().flatten() {
             if n["callFrame"]["functionName"] == "(idle)" {
                 idle_nodes.push((profile_key.clone(), n["id"].as_u64().unwrap()));
@@ -678,4 +683,82 @@ fn instants_and_counter_values_are_counters_rows() {
     // Claude Code's sample: a turn_start instant and two tokens counters of two args each.
     assert_eq!(seen[0], (1, 4));
     assert!(seen[1].0 > 50, "{seen:?}");
+}
+
+/// The node ids a trace's V8 chunks define and the ids its ticks name, read from its events
+/// with a general JSON parser (either layout of `args`).
+fn chunk_nodes_and_ticks(bytes: &[u8]) -> (Vec<u64>, Vec<u64>) {
+    let (mut nodes, mut ticks) = (Vec::new(), Vec::new());
+    for e in events(bytes) {
+        if e["name"] != "ProfileChunk" {
+            continue;
+        }
+        let data = match &e["args"]["data"] {
+            Value::Null => &e["args"],
+            data => data,
+        };
+        let profile = &data["cpuProfile"];
+        for n in profile["nodes"].as_array().into_iter().flatten() {
+            nodes.push(n["id"].as_u64().unwrap());
+        }
+        for id in profile["samples"].as_array().into_iter().flatten() {
+            ticks.push(id.as_u64().unwrap());
+        }
+    }
+    (nodes, ticks)
+}
+
+#[test]
+fn chrome_141_devtools_exports_keep_every_tick() {
+    let rel = "chrome/proflake_devtools-chrome141.json";
+    let bytes = fixture(rel);
+    let (nodes, ticks) = chunk_nodes_and_ticks(&bytes);
+    assert_eq!(ticks.len(), 421);
+    let decoded = decode(&bytes, None).unwrap();
+    assert_eq!(decoded.format, InputFormat::ChromeJson);
+    assert_eq!(samples(&decoded.profile).len(), ticks.len());
+    // Ticks naming a node the cut window took keep their time, without a stack.
+    let orphaned = ticks.iter().filter(|id| !nodes.contains(id)).count();
+    assert!(orphaned > 0);
+    assert_eq!(stat(&decoded.profile, "v8_unknown_node"), orphaned as u64);
+    let stackless = samples(&decoded.profile)
+        .iter()
+        .filter(|s| s.frames().is_empty())
+        .count();
+    assert_eq!(stackless, orphaned);
+    assert_eq!(stat(&decoded.profile, "v8_profiles_malformed"), 0);
+    // Converted with nothing but its arrival time.
+    let options = proflake::ConvertOptions {
+        received_at_ns: Some(1_760_997_340_761_000_000),
+        ..proflake::ConvertOptions::default()
+    };
+    let converted = proflake::convert_upload("uploads/t.json", "etag", &bytes, &options).unwrap();
+    assert_eq!(converted.manifest.profile.samples, ticks.len() as u64);
+    assert!(converted.manifest.sample_v2.samples > 0);
+}
+
+#[test]
+fn a_cpu_profile_instant_of_an_older_devtools_export_keeps_its_ticks() {
+    let rel = "chrome/proflake_devtools-cpuprofile-instant.json";
+    let bytes = fixture(rel);
+    let (ticks, idle) = v8_ticks(&bytes);
+    assert_eq!((ticks, idle), (20, 0));
+    let decoded = decode(&bytes, None).unwrap();
+    let rows = samples(&decoded.profile);
+    assert_eq!(rows.len(), ticks);
+    // Times from the fractional startTime and the deltas beside the profile.
+    let doc: Value = serde_json::from_slice(&bytes).unwrap();
+    let data = &doc[1]["args"]["data"];
+    let start = data["cpuProfile"]["startTime"].as_f64().unwrap().round() as i64;
+    let mut t = start;
+    let expected: Vec<Option<i64>> = data["timeDeltas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            t += d.as_i64().unwrap();
+            Some(t * 1000)
+        })
+        .collect();
+    assert_eq!(rows.iter().map(|s| s.time).collect::<Vec<_>>(), expected);
 }

@@ -272,3 +272,94 @@ fn a_negative_delta_is_kept_and_the_ticks_put_in_time_order() {
         "startTime 100, then +100, +100, -50"
     );
 }
+
+// ---- the older layout ----------------------------------------------------------------------
+
+const OLD_LAYOUT: [&str; 2] = [
+    "cpuprofile/proflake_old-layout_timed.cpuprofile",
+    "cpuprofile/proflake_old-layout_hit-counts.cpuprofile",
+];
+
+/// Every node of the older layout's `head` tree, read with a general JSON parser.
+fn old_nodes(doc: &Value) -> Vec<&Value> {
+    let mut nodes = Vec::new();
+    let mut pending = vec![&doc["head"]];
+    while let Some(node) = pending.pop() {
+        nodes.push(node);
+        pending.extend(node["children"].as_array().unwrap());
+    }
+    nodes
+}
+
+#[test]
+fn only_the_cpuprofile_sniffer_claims_the_older_layout() {
+    let inputs: Vec<(String, Vec<u8>)> = OLD_LAYOUT
+        .iter()
+        .map(|rel| (rel.to_string(), fixture(rel)))
+        .collect();
+    assert_only_sniffer(InputFormat::V8CpuProfile, &inputs);
+}
+
+#[test]
+fn the_older_layout_ticks_at_its_timestamps() {
+    let bytes = fixture(OLD_LAYOUT[0]);
+    let doc: Value = serde_json::from_slice(&bytes).unwrap();
+    let decoded = decode(&bytes, None).unwrap();
+    assert_eq!(decoded.format, InputFormat::V8CpuProfile);
+    let rows = samples(&decoded.profile);
+    let timestamps = doc["timestamps"].as_array().unwrap();
+    assert_eq!(rows.len(), doc["samples"].as_array().unwrap().len());
+    let times: Vec<Option<i64>> = rows.iter().map(|s| s.time).collect();
+    let expected: Vec<Option<i64>> = timestamps
+        .iter()
+        .map(|t| Some((t.as_f64().unwrap().round() as i64) * 1000))
+        .collect();
+    assert_eq!(times, expected);
+    // Each tick's leaf is the function of the node it names.
+    let names: std::collections::BTreeMap<u64, &str> = old_nodes(&doc)
+        .into_iter()
+        .map(|n| {
+            (
+                n["id"].as_u64().unwrap(),
+                n["functionName"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    for (row, id) in rows.iter().zip(doc["samples"].as_array().unwrap()) {
+        let want = match names[&id.as_u64().unwrap()] {
+            "" => "(anonymous)",
+            name => name,
+        };
+        assert_eq!(row.frames().last().unwrap().function.as_deref(), Some(want));
+    }
+    // It converts like any cpuprofile, at the metadata timestamp or the arrival.
+    let converted = convert_on_a_trace_clock("uploads/old.cpuprofile", &bytes, OLD_LAYOUT[0]);
+    assert_eq!(converted.manifest.profile.samples, rows.len() as u64);
+}
+
+#[test]
+fn the_older_layout_without_ticks_is_aggregated_by_hit_count() {
+    let bytes = fixture(OLD_LAYOUT[1]);
+    let doc: Value = serde_json::from_slice(&bytes).unwrap();
+    let hits: Vec<i64> = old_nodes(&doc)
+        .into_iter()
+        .map(|n| n["hitCount"].as_i64().unwrap())
+        .filter(|&h| h > 0)
+        .collect();
+    let decoded = decode(&bytes, None).unwrap();
+    let rows = samples(&decoded.profile);
+    assert_eq!(rows.len(), hits.len());
+    assert!(rows.iter().all(|s| s.time.is_none()));
+    let total: i64 = rows.iter().map(|s| s.weight).sum();
+    assert_eq!(total, hits.iter().sum::<i64>());
+    let options = proflake::ConvertOptions {
+        received_at_ns: Some(1_700_000_000_000_000_000),
+        ..proflake::ConvertOptions::default()
+    };
+    let converted =
+        proflake::convert_upload("uploads/old.cpuprofile", "etag", &bytes, &options).unwrap();
+    let series = &converted.manifest.series;
+    let observed: u64 = series.iter().map(|s| s.observations).sum();
+    assert_eq!(observed, hits.len() as u64);
+    assert_eq!(converted.manifest.profile.clock_source, "arrival");
+}

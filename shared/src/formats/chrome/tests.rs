@@ -170,3 +170,75 @@ fn args_past_max_span_args_are_counted_and_left_out() {
     assert_eq!(labels.len(), 1);
     assert_eq!(p.stats["span_args_dropped"], 2);
 }
+
+/// A DevTools profile in chunks: `(root)` and `(program)` first, then a chunk whose node names
+/// a parent (9) and a tick naming a node (8) that the trace window cut away, one written
+/// without the `data` wrapper, and the closing chunk with empty `args`.
+const CHUNKED: &str = r#"{"metadata": {"source": "DevTools"}, "traceEvents": [
+  {"name": "Profile", "ph": "P", "id": "0x1", "pid": 1, "tid": 2, "ts": 1000,
+   "args": {"data": {"startTime": 1000.4}}},
+  {"name": "ProfileChunk", "ph": "P", "id": "0x1", "pid": 1, "tid": 3, "ts": 1100,
+   "args": {"data": {"cpuProfile": {"nodes": [
+     {"id": 1, "callFrame": {"functionName": "(root)"}},
+     {"id": 2, "callFrame": {"functionName": "(program)"}, "parent": 1}],
+     "samples": [2, 2]}, "timeDeltas": [10, 20]}}},
+  {"name": "ProfileChunk", "ph": "P", "id": "0x1", "pid": 1, "tid": 3, "ts": 1200,
+   "args": {"cpuProfile": {"nodes": [
+     {"id": 5, "callFrame": {"functionName": "f", "url": "a.js", "lineNumber": 0}, "parent": 9}],
+     "samples": [5, 8, 2]}, "timeDeltas": [30, 40, 50]}},
+  {"name": "ProfileChunk", "ph": "P", "id": "0x1", "pid": 1, "tid": 3, "ts": 1300, "args": {}}
+]}"#;
+
+#[test]
+fn chunked_profiles_read_both_layouts_and_keep_ticks_a_cut_window_orphaned() {
+    let p = decode(CHUNKED.as_bytes(), "plain", &Limits::default()).unwrap();
+    let rows: Vec<(Option<i64>, Option<String>)> = p
+        .samples()
+        .iter()
+        .map(|s| {
+            let name = s.stack.map(|h| {
+                let frame = p.frame(p.stack_frames(h).next().unwrap());
+                p.opt_str(frame.function).unwrap_or_default().to_owned()
+            });
+            (s.time, name)
+        })
+        .collect();
+    // Ticks at startTime (1000 µs) + the running sum of the deltas, in µs → ns.
+    let times: Vec<Option<i64>> = [1010, 1030, 1060, 1100, 1150]
+        .iter()
+        .map(|us| Some(us * 1000))
+        .collect();
+    assert_eq!(rows.iter().map(|r| r.0).collect::<Vec<_>>(), times);
+    let names: Vec<Option<&str>> = rows.iter().map(|r| r.1.as_deref()).collect();
+    assert_eq!(
+        names,
+        [
+            Some("(program)"),
+            Some("(program)"),
+            Some("f"),
+            None,
+            Some("(program)")
+        ]
+    );
+    assert_eq!(p.stats.get("v8_unknown_node"), Some(&1));
+    assert_eq!(p.stats.get("v8_unknown_parent"), Some(&1));
+    assert_eq!(p.stats.get("v8_chunks_empty"), Some(&1));
+    assert_eq!(p.stats.get("v8_profiles_malformed"), None);
+}
+
+#[test]
+fn a_cpu_profile_instant_with_fractional_times_and_deltas_beside_it_is_read() {
+    let trace = r#"[{"name": "CpuProfile", "ph": "I", "s": "t", "pid": 1, "tid": 2, "ts": 5000,
+      "args": {"data": {"cpuProfile": {"nodes": [
+        {"id": 1, "callFrame": {"functionName": "(root)"}, "children": [2]},
+        {"id": 2, "callFrame": {"functionName": "g"}}],
+        "startTime": 100.75, "endTime": 160.25, "samples": [2, 2, 2]},
+        "timeDeltas": [10, 20, 20]}}}]"#;
+    let p = decode(trace.as_bytes(), "plain", &Limits::default()).unwrap();
+    let times: Vec<Option<i64>> = p.samples().iter().map(|s| s.time).collect();
+    // startTime 100.75 µs rounds to 101.
+    assert_eq!(times, [Some(111_000), Some(131_000), Some(151_000)]);
+    let weights: Vec<i64> = p.samples().iter().map(|s| s.weight).collect();
+    // Each weighs the time to the next tick; the last, to endTime (160).
+    assert_eq!(weights, [20, 20, 9]);
+}

@@ -1,5 +1,8 @@
 //! Decoding a `.cpuprofile` (DevTools `Profiler.Profile`): a node tree linked by `children`,
-//! and the sampled node of each tick with the time since the previous one.
+//! and the sampled node of each tick with the time since the previous one. The older layout
+//! Chrome wrote before `nodes` (a `head` tree of nested `children`, `startTime`/`endTime` in
+//! seconds, `timestamps` in µs) is read into the same document; one without ticks is an
+//! aggregated profile of its nodes' `hitCount`s.
 
 use rustc_hash::FxHashMap;
 use serde::Deserialize;
@@ -14,18 +17,139 @@ use crate::model::{
 
 const FORMAT: &str = "cpuprofile";
 
-/// The document as V8 writes it; keys it has beyond these (`positionTicks`, `hitCount`,
-/// `deoptReason`) are not read. `hitCount` in particular is not kept in step with `samples`.
+/// The document as V8 writes it, in µs; keys it has beyond these (`positionTicks`,
+/// `deoptReason`) are not read. `hitCount` is read only when there are no ticks: V8 does not
+/// keep it in step with `samples`.
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(try_from = "RawDocument")]
 pub(crate) struct Document {
     pub nodes: Vec<Node>,
     pub start_time: i64,
     pub end_time: Option<i64>,
-    #[serde(default)]
     pub samples: Vec<u64>,
-    #[serde(default)]
     pub time_deltas: Vec<i64>,
+    /// Gathered from a trace's events, which a trace window may have cut: a parent or a
+    /// sampled node the events no longer hold is counted, not an error.
+    pub partial: bool,
+}
+
+/// Either layout, as written.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawDocument {
+    #[serde(default)]
+    nodes: Option<Vec<Node>>,
+    /// The older layout's root node, its descendants nested in it.
+    #[serde(default)]
+    head: Option<OldNode>,
+    #[serde(default)]
+    start_time: Option<f64>,
+    #[serde(default)]
+    end_time: Option<f64>,
+    #[serde(default)]
+    samples: Vec<u64>,
+    #[serde(default)]
+    time_deltas: Vec<i64>,
+    /// The older layout's tick times, µs of V8's clock.
+    #[serde(default)]
+    timestamps: Vec<f64>,
+}
+
+/// A node of the older layout: the call frame's fields on the node itself, 1-based positions.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct OldNode {
+    #[serde(default)]
+    id: Option<u64>,
+    #[serde(default)]
+    function_name: String,
+    #[serde(default)]
+    url: String,
+    #[serde(default)]
+    line_number: i64,
+    #[serde(default)]
+    column_number: i64,
+    #[serde(default)]
+    hit_count: u64,
+    #[serde(default)]
+    children: Vec<OldNode>,
+}
+
+/// A time in µs as an integer, when it is a finite one.
+fn whole_micros(us: f64) -> Option<i64> {
+    let us = us.round();
+    (us.is_finite() && us.abs() < 9.2e15).then_some(us as i64)
+}
+
+impl TryFrom<RawDocument> for Document {
+    type Error = String;
+
+    fn try_from(raw: RawDocument) -> std::result::Result<Document, String> {
+        let Some(head) = raw.head.filter(|_| raw.nodes.is_none()) else {
+            let start = raw.start_time.ok_or("missing field `startTime`")?;
+            return Ok(Document {
+                nodes: raw
+                    .nodes
+                    .ok_or("missing field `nodes` (or the older `head`)")?,
+                start_time: whole_micros(start).ok_or("startTime is out of range")?,
+                end_time: raw.end_time.and_then(whole_micros),
+                samples: raw.samples,
+                time_deltas: raw.time_deltas,
+                partial: false,
+            });
+        };
+        // `startTime` and `endTime` are seconds where `timestamps` are µs (speedscope's
+        // reading of Chrome's files); a writer that put µs in both is recognised by its first
+        // tick lying nearer the µs reading.
+        let start = raw.start_time.unwrap_or(0.0);
+        let scale = match raw.timestamps.first() {
+            Some(&first) if (first - start).abs() < (first - start * 1e6).abs() => 1.0,
+            _ => 1e6,
+        };
+        let start_us = whole_micros(start * scale).ok_or("startTime is out of range")?;
+        let mut time_deltas = Vec::with_capacity(raw.timestamps.len());
+        let mut last = start_us;
+        for (i, &t) in raw.timestamps.iter().enumerate() {
+            let t = whole_micros(t).ok_or(format!("timestamps[{i}] is out of range"))?;
+            time_deltas.push(t.saturating_sub(last));
+            last = t;
+        }
+        Ok(Document {
+            nodes: flatten(head),
+            start_time: start_us,
+            end_time: raw.end_time.and_then(|e| whole_micros(e * scale)),
+            samples: raw.samples,
+            time_deltas,
+            partial: false,
+        })
+    }
+}
+
+/// The older layout's tree as nodes linked by `parent`, the root first, in depth-first order;
+/// a node without an `id` gets one no other node has (ticks cannot name it).
+fn flatten(head: OldNode) -> Vec<Node> {
+    let mut nodes = Vec::new();
+    // Iteration, not recursion: the depth is bounded by the JSON depth limit only.
+    let mut pending = vec![(head, None)];
+    while let Some((mut old, parent)) = pending.pop() {
+        let id = old.id.unwrap_or(u64::MAX - nodes.len() as u64);
+        let children = std::mem::take(&mut old.children);
+        pending.extend(children.into_iter().rev().map(|c| (c, Some(id))));
+        let zero_based = |n: i64| if n > 0 { n - 1 } else { -1 };
+        nodes.push(Node {
+            id,
+            call_frame: CallFrame {
+                function_name: old.function_name,
+                url: old.url,
+                line_number: zero_based(old.line_number),
+                column_number: zero_based(old.column_number),
+            },
+            children: Vec::new(),
+            parent,
+            hit_count: old.hit_count,
+        });
+    }
+    nodes
 }
 
 /// A node of the call tree, linked to the others by its `children` (a whole profile) or by
@@ -39,6 +163,9 @@ pub(crate) struct Node {
     pub children: Vec<u64>,
     #[serde(default)]
     pub parent: Option<u64>,
+    /// Ticks V8 counted for the node: read only from a document without ticks.
+    #[serde(default)]
+    pub hit_count: u64,
 }
 
 #[derive(Deserialize)]
@@ -89,9 +216,13 @@ pub(crate) fn add_document(
     thread: ThreadHandle,
     max_stack_depth: u64,
 ) -> Result<()> {
-    let tree = Tree::new(&doc.nodes)?;
+    let tree = Tree::new(&doc.nodes, doc.partial)?;
     let places = tree.places(&doc.nodes, profile, max_stack_depth)?;
-    add_samples(profile, doc, &tree, &places, thread)?;
+    if doc.samples.is_empty() {
+        add_hit_counts(profile, doc, &places, thread);
+    } else {
+        add_samples(profile, doc, &tree, &places, thread)?;
+    }
     profile.sort_samples_by_time();
     Ok(())
 }
@@ -103,7 +234,8 @@ struct Tree {
 }
 
 impl Tree {
-    fn new(nodes: &[Node]) -> Result<Tree> {
+    /// The tree of `nodes`; a `partial` document's parent it does not hold is no error.
+    fn new(nodes: &[Node], partial: bool) -> Result<Tree> {
         let mut index = FxHashMap::default();
         for (i, node) in nodes.iter().enumerate() {
             if index.insert(node.id, i).is_some() {
@@ -113,12 +245,16 @@ impl Tree {
         let mut parent = vec![None; nodes.len()];
         for (i, node) in nodes.iter().enumerate() {
             if let Some(p) = node.parent {
-                let Some(&p) = index.get(&p) else {
-                    return Err(malformed(format!(
-                        "nodes[{i}].parent names node {p}, which nodes does not hold"
-                    )));
-                };
-                parent[i] = Some(p);
+                match index.get(&p) {
+                    Some(&p) => parent[i] = Some(p),
+                    // Left without a parent: counted as `v8_unknown_parent` when placed.
+                    None if partial => {}
+                    None => {
+                        return Err(malformed(format!(
+                            "nodes[{i}].parent names node {p}, which nodes does not hold"
+                        )))
+                    }
+                }
             }
             for child in &node.children {
                 let Some(&c) = index.get(child) else {
@@ -279,6 +415,54 @@ fn add_series(
     profile.add_series(series)
 }
 
+/// A document without ticks (the older layout's aggregated form): one aggregated sample per
+/// node V8 counted ticks for, weighing its `hitCount`, in a `samples` series of counts
+/// whose rate is the ticks over the profile's span, when it has one.
+fn add_hit_counts(profile: &mut Profile, doc: &Document, places: &[Place], thread: ThreadHandle) {
+    let ticks: u64 = doc.nodes.iter().map(|n| n.hit_count).sum();
+    let span_us = doc.end_time.map(|end| end.saturating_sub(doc.start_time));
+    let hz = span_us
+        .filter(|&us| us > 0)
+        .and_then(|us| u64::try_from(u128::from(ticks) * 1_000_000 / us as u128).ok())
+        .filter(|&hz| hz > 0);
+    let series = Series {
+        kind: SeriesKind::CpuTime,
+        name: profile.intern("samples"),
+        unit: profile.intern("count"),
+        source: Some(profile.intern("v8")),
+        frequency_hz: hz,
+        period: None,
+        spans: false,
+    };
+    let cpu = profile.add_series(series);
+    let mut idle = None;
+    for (node, place) in doc.nodes.iter().zip(places) {
+        if node.hit_count == 0 {
+            continue;
+        }
+        // Idle is no CPU time, as for ticks.
+        let series = match node.call_frame.function_name.as_str() {
+            "(idle)" => *idle.get_or_insert_with(|| {
+                let unit = profile.intern("count");
+                let series = Series {
+                    kind: SeriesKind::Other,
+                    name: profile.intern("idle"),
+                    unit,
+                    source: Some(profile.intern("v8")),
+                    frequency_hz: None,
+                    period: None,
+                    spans: false,
+                };
+                profile.add_series(series)
+            }),
+            _ => cpu,
+        };
+        let weight = i64::try_from(node.hit_count).unwrap_or(i64::MAX);
+        let stack = place.stack(profile);
+        profile.add_sample(Sample::new(thread, stack, weight, series));
+    }
+}
+
 /// The sampling rate the median time between samples gives: V8 samples at a fixed interval
 /// (`--cpu-prof-interval`, 1 ms by default) but the deltas jitter around it.
 fn frequency_hz(deltas: &[i64]) -> Option<u64> {
@@ -326,9 +510,19 @@ fn add_samples(
     let mut targets = Targets::new(profile, thread, frequency_hz(&doc.time_deltas[..n]));
     for (i, (&id, &t)) in doc.samples.iter().zip(&times).enumerate() {
         let Some(&node) = tree.index.get(&id) else {
-            return Err(malformed(format!(
-                "samples[{i}] names node {id}, which nodes does not hold"
-            )));
+            if !doc.partial {
+                return Err(malformed(format!(
+                    "samples[{i}] names node {id}, which nodes does not hold"
+                )));
+            }
+            // A trace cut before the node's chunk: the tick keeps its time and weight.
+            profile.count("v8_unknown_node");
+            let next = times.get(i + 1).copied().or(doc.end_time).unwrap_or(t);
+            let weight = next.saturating_sub(t).max(0);
+            let mut sample = Sample::new(targets.thread, None, weight, targets.cpu);
+            sample.time = Some(t * 1000);
+            profile.add_sample(sample);
+            continue;
         };
         let next = times.get(i + 1).copied().or(doc.end_time).unwrap_or(t);
         let weight = next.saturating_sub(t).max(0);
