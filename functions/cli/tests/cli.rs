@@ -627,3 +627,47 @@ fn inspect_counts_the_chrome_samples_instants_and_counters() {
         "{report}"
     );
 }
+
+#[test]
+fn devtools_exports_and_the_older_cpuprofile_layout_convert_with_every_tick() {
+    // Ticks counted from the JSON: chunk samples (in `args.data` or `args`), `samples` of the
+    // older cpuprofile layout.
+    let chrome = repo("tests/fixtures/chrome/proflake_devtools-chrome141.json");
+    let trace: serde_json::Value = serde_json::from_slice(&fs::read(&chrome).unwrap()).unwrap();
+    let chunk_ticks: u64 = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "ProfileChunk")
+        .map(|e| {
+            let data = e["args"].get("data").unwrap_or(&e["args"]);
+            data["cpuProfile"]["samples"]
+                .as_array()
+                .map_or(0, |s| s.len() as u64)
+        })
+        .sum();
+    let old = repo("tests/fixtures/cpuprofile/proflake_old-layout_timed.cpuprofile");
+    let doc: serde_json::Value = serde_json::from_slice(&fs::read(&old).unwrap()).unwrap();
+    let old_ticks = doc["samples"].as_array().unwrap().len() as u64;
+    // DevTools' `metadata.startTime` places the trace; the cpuprofile has no wall clock.
+    for (path, ticks, clock) in [(chrome, chunk_ticks, "input"), (old, old_ticks, "arrival")] {
+        let run = proflake(&["inspect", path.to_str().unwrap(), "--json"]);
+        assert!(run.status.success(), "{}", text(&run.stderr));
+        let summary: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+        assert_eq!(summary["summary"]["samples"], ticks, "{}", path.display());
+        // No start time given: converted all the same.
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().to_str().unwrap();
+        let run = proflake(&[
+            "convert",
+            path.to_str().unwrap(),
+            "--out",
+            out,
+            "--no-publish",
+        ]);
+        assert!(run.status.success(), "{}", text(&run.stderr));
+        let [manifest] = manifests(dir.path()).try_into().unwrap();
+        assert_eq!(manifest.profile.samples, ticks);
+        assert_eq!(manifest.profile.clock_source, clock);
+    }
+}
