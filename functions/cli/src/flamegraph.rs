@@ -59,7 +59,7 @@ pub(crate) struct FlamegraphArgs {
     #[arg(long)]
     metadata: Option<PathBuf>,
     /// For a profile file: wall-clock start in Unix seconds, as for `convert` (default for
-    /// aggregated inputs without one: the file's mtime).
+    /// inputs without one, on a clock of their own or aggregated: the file's mtime).
     #[arg(long)]
     start_time: Option<f64>,
 }
