@@ -932,3 +932,51 @@ fn a_trace_replaced_between_its_two_passes_is_retried_and_its_new_content_conver
     kept.sort();
     assert_eq!(keys_of(&out, ""), kept);
 }
+
+/// One `perf script` record: its time is seconds on perf's clock, no wall clock.
+const PERF_RECORD: &[u8] = b"app 10/10 123.250000: 1000 cpu-clock:\n\
+\t401000 main (/usr/bin/app)\n\n";
+
+#[test]
+fn a_trace_clock_upload_lands_at_its_arrival_unless_a_start_time_is_required() {
+    let (_dir, store) = local();
+    let key = "uploads/a.perf.txt";
+    store.put(key, PERF_RECORD).unwrap();
+    let arrival = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_321);
+    store.set_modified(key, arrival).unwrap();
+
+    let required = ProcessOptions {
+        require_start_time: true,
+        ..ProcessOptions::default()
+    };
+    let out = process_upload(&store, &store, key, &required).unwrap();
+    let Outcome::Quarantined(q) = out else {
+        panic!("not quarantined: {out:?}")
+    };
+    assert_eq!(q.reason, "no_wall_clock");
+
+    let out = process_upload(&store, &store, key, &ProcessOptions::default()).unwrap();
+    let Outcome::Converted(c) = out else {
+        panic!("not converted: {out:?}")
+    };
+    let m = manifest(&store, &c.manifest_key);
+    assert_eq!(m.profile.clock_source, "arrival");
+    assert!(
+        m.profile.timestamps.contains("arrival"),
+        "{}",
+        m.profile.timestamps
+    );
+    // The one sample is the first, at the arrival; its table files lie on that day.
+    let days: Vec<&str> = m
+        .outputs
+        .iter()
+        .filter(|o| o.kind.starts_with("table:"))
+        .map(|o| o.key.split('/').nth(3).unwrap())
+        .collect();
+    assert!(
+        !days.is_empty() && days.iter().all(|d| *d == "dt=2023-11-14"),
+        "{days:?}"
+    );
+    // The quarantine's report went with the conversion.
+    assert!(!store.exists(&q.report_key).unwrap());
+}
