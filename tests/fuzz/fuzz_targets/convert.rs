@@ -5,8 +5,8 @@ use libfuzzer_sys::fuzz_target;
 use proflake::ConvertOptions;
 
 fuzz_target!(|data: &[u8]| {
-    // An arrival time lets aggregated inputs (pprof, folded), which record none, get past
-    // anchoring into planning and the writers.
+    // An arrival time lets inputs that record no start (aggregated ones like pprof and folded,
+    // and those on a clock of their own) get past anchoring into planning and the writers.
     let options = ConvertOptions {
         received_at_ns: Some(1_700_000_000_000_000_000),
         ..ConvertOptions::default()
