@@ -1,1 +1,264 @@
+//! The decoder against `perf script` text of the same recordings (made by
+//! `scripts/make_perf_data_fixtures.sh`): samples per thread, per event and per stack path
+//! are counted from perf's own text, never through this decoder.
 
+use std::collections::BTreeMap;
+use std::io::Read;
+
+use super::*;
+use crate::model::{FrameAddress, FrameKind};
+
+fn fixture(name: &str) -> Vec<u8> {
+    let path = format!(
+        "{}/../tests/fixtures/perf_data/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn perf_script(name: &str) -> String {
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(&fixture(&format!("{name}.perf-script.txt.gz"))[..])
+        .read_to_string(&mut text)
+        .unwrap();
+    text
+}
+
+fn decode_fixture(name: &str) -> Profile {
+    decode(&fixture(&format!("{name}.data"))[..], "plain", &Limits::default()).unwrap()
+}
+
+/// One frame as perf script prints it: the address (relative to its file for a mapped user
+/// file, absolute for the kernel and unknown code) and the DSO.
+type Frame = (u64, String);
+
+/// What perf script says of each sample: (tid, event, period, frames leaf first).
+fn script_samples(text: &str) -> Vec<(i64, String, i64, Vec<Frame>)> {
+    // A record is a header line and its callchain's tab-indented lines (none without `-g`).
+    let mut records: Vec<Vec<&str>> = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        match records.last_mut() {
+            Some(record) if line.starts_with('\t') => record.push(line),
+            _ => records.push(vec![line]),
+        }
+    }
+    let mut out = Vec::new();
+    for record in records {
+        let mut lines = record.into_iter();
+        let header = lines.next().unwrap();
+        // `spin  9105/9107   9728.078243:    3344481 cpu-clock: [ip sym (dso)]`
+        let (before, after) = header.split_once(": ").unwrap();
+        let tid: i64 = before.split_whitespace().nth(1).unwrap().split('/').nth(1).unwrap().parse().unwrap();
+        let mut rest = after.split_whitespace();
+        let period: i64 = rest.next().unwrap().parse().unwrap();
+        let event = rest.next().unwrap().trim_end_matches(':').to_owned();
+        let tail: Vec<&str> = rest.collect();
+        let mut frames = Vec::new();
+        let mut frame_line = |line: &str| {
+            let line = line.trim();
+            let (address, rest) = line.split_once(' ').unwrap();
+            let dso = rest.rsplit_once(" (").map(|(_, d)| d.trim_end_matches(')')).unwrap_or("");
+            frames.push((u64::from_str_radix(address, 16).unwrap(), dso.to_owned()));
+        };
+        if !tail.is_empty() {
+            frame_line(&tail.join(" "));
+        }
+        for line in lines {
+            frame_line(line);
+        }
+        out.push((tid, event, period, frames));
+    }
+    out
+}
+
+/// The same of each sample in the model.
+/// perf script prints a callchain's user addresses relative to their file, but the sampled
+/// address of a recording without callchains as it was (`absolute`).
+fn model_samples(profile: &Profile, absolute: bool) -> Vec<(i64, String, i64, Vec<Frame>)> {
+    let mut out = Vec::new();
+    for sample in profile.samples().iter() {
+        let tid = profile.thread(sample.thread).tid.unwrap();
+        let event = profile.str(profile.series(sample.series).name).to_owned();
+        let mut frames: Vec<Frame> = match sample.stack {
+            Some(leaf) => profile
+                .stack_frames(leaf)
+                .map(|f| {
+                    let frame = profile.frame(f);
+                    let Some(FrameAddress::Absolute(address)) = frame.address else {
+                        panic!("perf.data frames are absolute");
+                    };
+                    let Some(image) = frame.image.map(|i| profile.image(i)) else {
+                        return (address, "[unknown]".to_owned());
+                    };
+                    let path = profile.opt_str(image.path).unwrap().to_owned();
+                    let relative = if absolute || frame.kind == FrameKind::Kernel {
+                        address
+                    } else {
+                        address - image.start + image.file_offset
+                    };
+                    (relative, path)
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        // stack_frames goes leaf first, as perf script prints.
+        frames.shrink_to_fit();
+        out.push((tid, event, sample.weight, frames));
+    }
+    out
+}
+
+fn histogram<K: Ord, V>(items: impl IntoIterator<Item = V>, key: impl Fn(V) -> K) -> BTreeMap<K, usize> {
+    let mut map = BTreeMap::new();
+    for item in items {
+        *map.entry(key(item)).or_default() += 1;
+    }
+    map
+}
+
+fn compare(name: &str, absolute: bool, keep: impl Fn(Vec<Frame>) -> Vec<Frame>) {
+    let script = script_samples(&perf_script(name));
+    let profile = decode_fixture(name);
+    let model = model_samples(&profile, absolute);
+    assert!(!script.is_empty(), "{name}");
+    assert_eq!(model.len(), script.len(), "{name}: samples");
+    assert_eq!(
+        histogram(model.iter(), |s| s.0),
+        histogram(script.iter(), |s| s.0),
+        "{name}: samples per tid"
+    );
+    let per_event = |v: &[(i64, String, i64, Vec<Frame>)]| {
+        let mut m: BTreeMap<String, (usize, i64)> = BTreeMap::new();
+        for s in v {
+            let e = m.entry(s.1.clone()).or_default();
+            e.0 += 1;
+            e.1 += s.2;
+        }
+        m
+    };
+    assert_eq!(per_event(&model), per_event(&script), "{name}: samples and periods per event");
+    assert_eq!(
+        histogram(model.into_iter(), |s| (s.0, s.3)),
+        histogram(script.into_iter(), |s| (s.0, keep(s.3))),
+        "{name}: samples per thread and stack path"
+    );
+}
+
+#[test]
+fn frame_pointer_file_matches_perf_script() {
+    compare("g", false, |f| f);
+}
+
+#[test]
+fn recording_without_callchains_matches_perf_script() {
+    compare("plain", true, |f| f);
+}
+
+#[test]
+fn pipe_mode_matches_perf_script() {
+    compare("pipe", false, |f| f);
+}
+
+#[test]
+fn zstd_compressed_records_match_perf_script() {
+    compare("zstd", false, |f| f);
+}
+
+#[test]
+fn stripped_program_recording_matches_perf_script() {
+    compare("stripped", false, |f| f);
+}
+
+#[test]
+fn dwarf_mode_keeps_kernel_frames_and_the_user_leaf() {
+    // perf script unwinds the user stack; the decoder keeps what precedes it and its leaf.
+    compare("dwarf", false, |frames| {
+        let user = frames.iter().position(|(_, dso)| !dso.starts_with('['));
+        let kernel = frames.iter().take_while(|(_, dso)| dso.starts_with("[kernel")).count();
+        frames.into_iter().take(user.map_or(kernel, |u| u.max(kernel) + 1)).collect()
+    });
+    let profile = decode_fixture("dwarf");
+    let samples = script_samples(&perf_script("dwarf")).len();
+    assert_eq!(profile.stats.get("perf_truncated_user_stacks"), Some(&(samples as u64)));
+    assert!(profile.samples().iter().all(|s| s.unwind_error.is_some()));
+}
+
+#[test]
+fn threads_are_named_from_comm_and_images_carry_build_ids() {
+    let profile = decode_fixture("g");
+    let names: Vec<_> = profile.threads().map(|(_, t)| profile.opt_str(t.name)).collect();
+    assert!(names.iter().all(|n| *n == Some("spin")), "{names:?}");
+    let spin = profile
+        .images()
+        .find(|(_, i)| profile.opt_str(i.path).is_some_and(|p| p.ends_with("/spin")))
+        .unwrap()
+        .1;
+    // The build ID of the program, read independently from its ELF note.
+    let elf = fixture("spin.debug");
+    // The NT_GNU_BUILD_ID note: name size 4, descriptor size 20, type 3, "GNU\0".
+    let header = b"\x04\0\0\0\x14\0\0\0\x03\0\0\0GNU\0";
+    let note = elf.windows(16).position(|w| w == header).unwrap() + 16;
+    let expected: String = elf[note..note + 20].iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(spin.code_id.as_ref().map(|c| c.as_str().to_owned()), Some(expected));
+    assert!(matches!(profile.timestamps, crate::model::Timestamps::TraceClock(_)));
+}
+
+#[test]
+fn sniffs_the_magic_in_both_modes_only() {
+    for name in ["g.data", "pipe.data", "zstd.data"] {
+        assert!(test(&fixture(name)[..64]), "{name}");
+    }
+    assert!(!test(b"PERFILE2\x05\0\0\0\0\0\0\0"));
+    assert!(!test(b"perf script text"));
+    // Every other format's fixtures are someone else's.
+    let root = format!("{}/../tests/fixtures", env!("CARGO_MANIFEST_DIR"));
+    let mut seen = 0;
+    for dir in std::fs::read_dir(&root).unwrap() {
+        let dir = dir.unwrap().path();
+        if dir.ends_with("perf_data") || !dir.is_dir() {
+            continue;
+        }
+        for file in std::fs::read_dir(&dir).unwrap() {
+            let path = file.unwrap().path();
+            if !path.is_file() {
+                continue;
+            }
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(!test(&bytes[..bytes.len().min(4096)]), "{}", path.display());
+            seen += 1;
+        }
+    }
+    assert!(seen > 20);
+}
+
+#[test]
+fn cut_and_corrupt_files_are_errors() {
+    let whole = fixture("g.data");
+    for len in [10, 60, 104, 300, whole.len() / 2] {
+        match decode(&whole[..len], "plain", &Limits::default()) {
+            Err(e) => assert!(
+                matches!(e.kind(), ErrorKind::Truncated { .. } | ErrorKind::Malformed { .. }),
+                "{len}: {e}"
+            ),
+            Ok(_) => panic!("{len} bytes decoded"),
+        }
+    }
+    let mut bad = whole.clone();
+    bad[17] = 0xff; // attr_size, now 65 408
+    assert!(matches!(
+        decode(&bad[..], "plain", &Limits::default()).unwrap_err().kind(),
+        ErrorKind::Malformed { .. }
+    ));
+    let limits = Limits {
+        max_samples: 5,
+        ..Limits::default()
+    };
+    let err = decode(&whole[..], "plain", &limits).unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::LimitExceeded { limit: "max_samples", .. }));
+    let limits = Limits {
+        max_stack_depth: 2,
+        ..Limits::default()
+    };
+    let profile = decode(&whole[..], "plain", &limits).unwrap();
+    assert!(profile.stats.get("perf_stack_too_deep").is_some_and(|&n| n > 0));
+}
