@@ -28,12 +28,14 @@ record g -g -o g.data -- ./spin 300
 record plain -o plain.data -- ./spin 300
 record pipe -g -o - -- ./spin 300 >pipe.data
 record zstd -g -z -o zstd.data -- ./spin 300
+# CLOCK_DATA (the wall clock at a time on the sampling clock) comes with -k.
+record clock -g -k CLOCK_MONOTONIC -o clock.data -- ./spin 100
 record dwarf --call-graph dwarf,512 -F 499 -o dwarf.data -- ./spin 200
 cp spin-stripped spin-s
 record stripped -g -o stripped.data -- ./spin-s 300
 
 # HEADER_HOSTNAME (feature 3) holds the machine's name: overwritten in place, same length.
-python3 - g.data plain.data pipe.data zstd.data dwarf.data stripped.data <<'PY'
+python3 - g.data plain.data pipe.data zstd.data clock.data dwarf.data stripped.data <<'PY'
 import struct, sys
 HOSTNAME = 3
 def patch_string(buf, at):
@@ -69,7 +71,8 @@ for path in sys.argv[1:]:
     open(path, "wb").write(buf)
 PY
 
-for f in g plain pipe zstd dwarf stripped; do
+names="g plain pipe zstd clock dwarf stripped"
+for f in $names; do
     perf report --header-only -i $f.data 2>/dev/null | grep -q '^# hostname : localhost' || {
         echo "$f.data: host name not replaced" >&2
         exit 1
@@ -80,9 +83,12 @@ for f in g plain pipe zstd dwarf stripped; do
     fi
     perf script --no-inline -i $f.data -F comm,pid,tid,time,event,period,ip,sym,dso 2>/dev/null | gzip -9n >$f.perf-script.txt.gz
 done
+# Each clock.data sample's time of day (UTC), as perf computes it from CLOCK_DATA.
+TZ=UTC perf script -i clock.data -F tid,time,tod --ns 2>/dev/null | gzip -9n >clock.tod.txt.gz
 
 cd - >/dev/null
-for f in g plain pipe zstd dwarf stripped; do
+cp "$work/clock.tod.txt.gz" "$out/"
+for f in $names; do
     cp "$work/$f.data" "$out/$f.data"
     cp "$work/$f.perf-script.txt.gz" "$out/"
 done

@@ -66,12 +66,27 @@ pub(crate) fn decode(mut input: impl Read, codec: &'static str, limits: &Limits)
     let mode = guard::check(&mut file, len, limits)?;
     file.seek(SeekFrom::Start(0))
         .map_err(|e| crate::error::from_io("perf.data spool", e))?;
-    let reader = match mode {
-        Mode::File => PerfFileReader::parse_file(file),
-        Mode::Pipe => PerfFileReader::parse_pipe(file),
-    }
-    .map_err(|e| crate_error(e, "header"))?;
-    read_records(reader, limits)
+    refuse_on_panic(|| {
+        let reader = match mode {
+            Mode::File => PerfFileReader::parse_file(file),
+            Mode::Pipe => PerfFileReader::parse_pipe(file),
+        }
+        .map_err(|e| crate_error(e, "header"))?;
+        read_records(reader, limits)
+    })
+}
+
+/// Runs `read`, which hands the file to the crates, and refuses the file if that panics:
+/// linux-perf-event-reader multiplies a sample's call-chain length by 8 unchecked (an
+/// overflow panics in builds with overflow checks). An upload must be refused with its
+/// report, not take the function down.
+fn refuse_on_panic(read: impl FnOnce() -> Result<Profile>) -> Result<Profile> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(read)).unwrap_or_else(|payload| {
+        let message = (payload.downcast_ref::<&str>().copied())
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("no message");
+        Err(malformed(0, format!("a record linux-perf-data cannot read ({message})")))
+    })
 }
 
 fn read_records<R: Read>(reader: PerfFileReader<R>, limits: &Limits) -> Result<Profile> {

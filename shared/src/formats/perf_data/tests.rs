@@ -262,3 +262,76 @@ fn cut_and_corrupt_files_are_errors() {
     let profile = decode(&whole[..], "plain", &limits).unwrap();
     assert!(profile.stats.get("perf_stack_too_deep").is_some_and(|&n| n > 0));
 }
+
+#[test]
+fn clock_data_places_samples_on_the_wall_clock_as_perf_does() {
+    compare("clock", false, |f| f);
+    let profile = decode_fixture("clock");
+    assert_eq!(profile.timestamps, crate::model::Timestamps::UnixEpoch);
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(&fixture("clock.tod.txt.gz")[..])
+        .read_to_string(&mut text)
+        .unwrap();
+    // `tid 2026-11-28 11:38:02.682402635 10363.414984681:`, the time of day in UTC.
+    let mut expected: Vec<(i64, i64)> = text
+        .lines()
+        .map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (y, mo, d) = {
+                let p: Vec<i64> = f[1].split('-').map(|n| n.parse().unwrap()).collect();
+                (p[0], p[1], p[2])
+            };
+            let (hms, nanos) = f[2].split_once('.').unwrap();
+            let t: Vec<i64> = hms.split(':').map(|n| n.parse().unwrap()).collect();
+            // Days from 1970-01-01 to the date (proleptic Gregorian).
+            let (y2, m2) = if mo <= 2 { (y - 1, mo + 9) } else { (y, mo - 3) };
+            let era = y2.div_euclid(400);
+            let yoe = y2 - era * 400;
+            let doy = (153 * m2 + 2) / 5 + d - 1;
+            let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
+            let secs = days * 86_400 + t[0] * 3600 + t[1] * 60 + t[2];
+            (f[0].parse().unwrap(), secs * 1_000_000_000 + nanos.parse::<i64>().unwrap())
+        })
+        .collect();
+    let mut got: Vec<(i64, i64)> = profile
+        .samples()
+        .iter()
+        .map(|s| (profile.thread(s.thread).tid.unwrap(), s.time.unwrap()))
+        .collect();
+    expected.sort();
+    got.sort();
+    assert_eq!(got.len(), expected.len());
+    for (g, e) in got.iter().zip(&expected) {
+        // perf rounds through floating point on the way; a microsecond is plenty.
+        assert_eq!(g.0, e.0);
+        assert!((g.1 - e.1).abs() < 1_000, "{g:?} vs {e:?}");
+    }
+}
+
+#[test]
+fn no_other_sniffer_claims_perf_data() {
+    for name in ["g.data", "plain.data", "pipe.data", "zstd.data", "dwarf.data"] {
+        let bytes = fixture(name);
+        let prefix = &bytes[..bytes.len().min(4096)];
+        assert_eq!(crate::formats::sniff(prefix), Some(crate::formats::InputFormat::PerfData));
+        for format in crate::formats::InputFormat::ALL {
+            if *format != crate::formats::InputFormat::PerfData {
+                assert!(!format.sniffs(prefix), "{name} claimed by {}", format.name());
+            }
+        }
+    }
+}
+
+#[test]
+fn damaged_files_give_errors_or_profiles_never_panics() {
+    // Every 53rd byte of the header, attrs, feature sections and records set to 0xff or 0
+    // in turn (a prime step, so each field is hit in some record).
+    for name in ["g.data", "pipe.data", "zstd.data", "dwarf.data"] {
+        let whole = fixture(name);
+        for (i, at) in (0..whole.len()).step_by(53).enumerate() {
+            let mut bytes = whole.clone();
+            bytes[at] = if i % 2 == 0 { 0xff } else { 0 };
+            let _ = decode(&bytes[..], "plain", &Limits::default());
+        }
+    }
+}
