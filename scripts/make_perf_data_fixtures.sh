@@ -30,7 +30,7 @@ record pipe -g -o - -- ./spin 300 >pipe.data
 record zstd -g -z -o zstd.data -- ./spin 300
 # CLOCK_DATA (the wall clock at a time on the sampling clock) comes with -k.
 record clock -g -k CLOCK_MONOTONIC -o clock.data -- ./spin 100
-record dwarf --call-graph dwarf,512 -F 499 -o dwarf.data -- ./spin 200
+record dwarf --call-graph dwarf,512 -F 299 -o dwarf.data -- ./spin 100
 cp spin-stripped spin-s
 record stripped -g -o stripped.data -- ./spin-s 300
 
