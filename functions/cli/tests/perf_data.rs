@@ -46,7 +46,10 @@ fn a_stripped_program_recording_is_named_by_symbols_add_and_rehydrate() {
     let before = chunk_functions(&store);
     assert!(!before.is_empty());
     for f in functions {
-        assert!(!before.contains(&format!("\"function\":\"{f}\"")), "{f} before symbols");
+        assert!(
+            !before.contains(&format!("\"function\":\"{f}\"")),
+            "{f} before symbols"
+        );
     }
 
     let out = proflake(&[
@@ -64,6 +67,9 @@ fn a_stripped_program_recording_is_named_by_symbols_add_and_rehydrate() {
     );
     let after = chunk_functions(&store);
     for f in functions {
-        assert!(after.contains(&format!("\"function\":\"{f}\"")), "{f} after rehydration");
+        assert!(
+            after.contains(&format!("\"function\":\"{f}\"")),
+            "{f} after rehydration"
+        );
     }
 }

@@ -40,7 +40,10 @@ pub(super) fn check<F: Read + Seek>(file: &mut F, len: u64, limits: &Limits) -> 
     let mut head = [0u8; 16];
     read_at(file, 0, &mut head, len, "the file header")?;
     if &head[..8] != b"PERFILE2" {
-        return Err(malformed(0, "not a little-endian perf.data file (magic PERFILE2)".into()));
+        return Err(malformed(
+            0,
+            "not a little-endian perf.data file (magic PERFILE2)".into(),
+        ));
     }
     let size = u64_at(&head, 8);
     let mut budget = Budget::new(limits);
@@ -54,10 +57,17 @@ pub(super) fn check<F: Read + Seek>(file: &mut F, len: u64, limits: &Limits) -> 
             read_at(file, 0, &mut h, len, "the file header")?;
             let attr_size = u64_at(&h, 16);
             if !(ATTR_SIZE_MIN..=ATTR_SIZE_MAX).contains(&attr_size) {
-                return Err(malformed(16, format!("attr_size {attr_size} is not a perf_event_attr size")));
+                return Err(malformed(
+                    16,
+                    format!("attr_size {attr_size} is not a perf_event_attr size"),
+                ));
             }
             let (attrs, data, event_types) = (section(&h, 24), section(&h, 40), section(&h, 56));
-            for (s, what) in [(attrs, "attrs"), (data, "data"), (event_types, "event_types")] {
+            for (s, what) in [
+                (attrs, "attrs"),
+                (data, "data"),
+                (event_types, "event_types"),
+            ] {
                 within(s, len, what)?;
             }
             let bits = &h[72..104];
@@ -70,7 +80,13 @@ pub(super) fn check<F: Read + Seek>(file: &mut F, len: u64, limits: &Limits) -> 
                     continue;
                 }
                 let mut entry = [0u8; 16];
-                read_at(file, table + index * 16, &mut entry, len, "feature section table")?;
+                read_at(
+                    file,
+                    table + index * 16,
+                    &mut entry,
+                    len,
+                    "feature section table",
+                )?;
                 let s = section(&entry, 0);
                 within(s, len, "feature section")?;
                 if feature == FEATURE_EVENT_DESC {
@@ -82,7 +98,10 @@ pub(super) fn check<F: Read + Seek>(file: &mut F, len: u64, limits: &Limits) -> 
             records(file, data.0, data.0 + data.1, len, &mut budget)?;
             Ok(Mode::File)
         }
-        _ => Err(malformed(8, format!("header size {size} is neither 104 (file) nor 16 (pipe)"))),
+        _ => Err(malformed(
+            8,
+            format!("header size {size} is neither 104 (file) nor 16 (pipe)"),
+        )),
     }
 }
 
@@ -103,7 +122,10 @@ fn records<F: Read + Seek>(
         let misc = u16::from_le_bytes([h[4], h[5]]);
         let size = u64::from(u16::from_le_bytes([h[6], h[7]]));
         if size < EVENT_HEADER_SIZE {
-            return Err(malformed(at, format!("record size {size} is less than its header")));
+            return Err(malformed(
+                at,
+                format!("record size {size} is less than its header"),
+            ));
         }
         let body_len = size - EVENT_HEADER_SIZE;
         if at + size > len {
@@ -112,25 +134,33 @@ fn records<F: Read + Seek>(
             if end == len {
                 return Ok(());
             }
-            return Err(ErrorKind::Truncated { offset: at, what: "perf.data record" }.into());
+            return Err(ErrorKind::Truncated {
+                offset: at,
+                what: "perf.data record",
+            }
+            .into());
         }
         let mut next = at + size;
         match kind {
-            RECORD_MMAP2 | RECORD_HEADER_FEATURE | RECORD_AUXTRACE | RECORD_COMPRESSED
+            RECORD_MMAP2
+            | RECORD_HEADER_FEATURE
+            | RECORD_AUXTRACE
+            | RECORD_COMPRESSED
             | RECORD_COMPRESSED2 => {
                 body.resize(body_len as usize, 0);
                 read_at(file, at + EVENT_HEADER_SIZE, &mut body, len, "record")?;
                 match kind {
-                    RECORD_MMAP2 if misc & MISC_MMAP_BUILD_ID != 0 => {
-                        // pid, tid, addr, len, pgoff, then the build ID's length.
-                        if body.get(32).is_some_and(|&n| n > 20) {
-                            return Err(malformed(at, "MMAP2 build ID longer than 20 bytes".into()));
-                        }
+                    // pid, tid, addr, len, pgoff, then the build ID's length.
+                    RECORD_MMAP2
+                        if misc & MISC_MMAP_BUILD_ID != 0
+                            && body.get(32).is_some_and(|&n| n > 20) =>
+                    {
+                        return Err(malformed(at, "MMAP2 build ID longer than 20 bytes".into()));
                     }
-                    RECORD_HEADER_FEATURE => {
-                        if body.len() >= 8 && u64_at(&body, 0) == FEATURE_EVENT_DESC as u64 {
-                            event_desc(&body[8..], at + 16)?;
-                        }
+                    RECORD_HEADER_FEATURE
+                        if body.len() >= 8 && u64_at(&body, 0) == FEATURE_EVENT_DESC as u64 =>
+                    {
+                        event_desc(&body[8..], at + 16)?;
                     }
                     RECORD_AUXTRACE => {
                         // The trace data follows the record, `size` bytes of it.
@@ -138,13 +168,21 @@ fn records<F: Read + Seek>(
                         next = next
                             .checked_add(extra)
                             .filter(|&n| n <= len)
-                            .ok_or_else(|| malformed(at, format!("AUXTRACE data of {extra} bytes runs past the end")))?;
+                            .ok_or_else(|| {
+                                malformed(
+                                    at,
+                                    format!("AUXTRACE data of {extra} bytes runs past the end"),
+                                )
+                            })?;
                     }
                     RECORD_COMPRESSED => budget.inflate(&body, at)?,
                     RECORD_COMPRESSED2 => {
                         let n = body.get(..8).map_or(u64::MAX, |b| u64_at(b, 0));
                         if n > body_len.saturating_sub(8) {
-                            return Err(malformed(at, "COMPRESSED2 data size exceeds its record".into()));
+                            return Err(malformed(
+                                at,
+                                "COMPRESSED2 data size exceeds its record".into(),
+                            ));
                         }
                         budget.inflate(&body[8..8 + n as usize], at)?;
                     }
@@ -185,14 +223,16 @@ impl Budget {
     fn inflate(&mut self, data: &[u8], at: u64) -> Result<()> {
         use zstd::zstd_safe::{InBuffer, OutBuffer};
         self.compressed += data.len() as u64;
-        let context = self.context.get_or_insert_with(zstd::zstd_safe::DCtx::create);
+        let context = self
+            .context
+            .get_or_insert_with(zstd::zstd_safe::DCtx::create);
         self.scratch.resize(1 << 16, 0);
         let mut input = InBuffer::around(data);
         loop {
             let mut output = OutBuffer::around(&mut self.scratch[..]);
             context
                 .decompress_stream(&mut output, &mut input)
-                .map_err(|_| ErrorKind::Decompression { container: "perf.data zstd record" })?;
+                .map_err(|_| malformed(at, "a compressed record that is not zstd data".into()))?;
             let n = output.pos() as u64;
             self.inflated += n;
             if self.inflated > self.max {
@@ -210,7 +250,6 @@ impl Budget {
                 break;
             }
         }
-        let _ = at;
         Ok(())
     }
 }
@@ -220,13 +259,16 @@ impl Budget {
 fn event_desc(body: &[u8], offset: u64) -> Result<()> {
     let bad = |what: &str| malformed(offset, format!("EVENT_DESC: {what}"));
     let word = |at: usize| -> Option<u64> {
-        body.get(at..at + 4).map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+        body.get(at..at + 4)
+            .map(|b| u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
     };
     let (Some(nr), Some(attr_size)) = (word(0), word(4)) else {
         return Err(bad("cut short"));
     };
     if !(ATTR_SIZE_MIN..=ATTR_SIZE_MAX).contains(&attr_size) {
-        return Err(bad(&format!("attr_size {attr_size} is not a perf_event_attr size")));
+        return Err(bad(&format!(
+            "attr_size {attr_size} is not a perf_event_attr size"
+        )));
     }
     let mut at = 8u64;
     let total = body.len() as u64;
@@ -234,7 +276,9 @@ fn event_desc(body: &[u8], offset: u64) -> Result<()> {
         // The attr states its own size, which may not exceed attr_size.
         let own = word(at as usize + 4).ok_or_else(|| bad("cut short"))?;
         if own > attr_size {
-            return Err(bad(&format!("an attr of {own} bytes in slots of {attr_size}")));
+            return Err(bad(&format!(
+                "an attr of {own} bytes in slots of {attr_size}"
+            )));
         }
         at += attr_size;
         let ids = word(at as usize).ok_or_else(|| bad("cut short"))?;
@@ -258,7 +302,9 @@ fn within((offset, size): (u64, u64), len: u64, what: &str) -> Result<()> {
         Some(end) if end <= len => Ok(()),
         _ => Err(malformed(
             0,
-            format!("the {what} section ({size} bytes at {offset}) runs past the end ({len} bytes)"),
+            format!(
+                "the {what} section ({size} bytes at {offset}) runs past the end ({len} bytes)"
+            ),
         )),
     }
 }

@@ -2,9 +2,9 @@
 //! images from MMAP/MMAP2 with their build IDs, and one timed sample per SAMPLE record.
 
 use linux_perf_data::linux_perf_event_reader::{
-    AttrFlags, CommOrExecRecord, CpuMode, EventRecord, ForkOrExitRecord, Mmap2FileId,
-    Mmap2Record, MmapRecord, PerfEventType, RawEventRecord, SampleFormat, SampleRecord,
-    SamplingPolicy, SoftwareCounterType,
+    AttrFlags, CommOrExecRecord, CpuMode, EventRecord, ForkOrExitRecord, Mmap2FileId, Mmap2Record,
+    MmapRecord, PerfEventType, RawEventRecord, SampleFormat, SampleRecord, SamplingPolicy,
+    SoftwareCounterType,
 };
 use linux_perf_data::{DsoInfo, DsoKey, PerfFile};
 use rustc_hash::FxHashMap;
@@ -13,9 +13,9 @@ use super::malformed;
 use crate::error::Result;
 use crate::limits::{exceeded, Limits};
 use crate::model::{
-    ids_from_build_id, CpuMode as ModelCpuMode, FrameAddress, FrameHandle, FrameKind, Frame,
-    Image, ImageHandle, Label, LabelSetHandle, LabelValue, Profile, Sample, Series,
-    SeriesHandle, SeriesKind, ThreadHandle, Timestamps,
+    ids_from_build_id, CpuMode as ModelCpuMode, Frame, FrameAddress, FrameHandle, FrameKind, Image,
+    ImageHandle, Label, LabelSetHandle, LabelValue, Profile, Sample, Series, SeriesHandle,
+    SeriesKind, ThreadHandle, Timestamps,
 };
 
 /// Callchain entries at or above this are context markers, not addresses.
@@ -89,10 +89,8 @@ impl Importer {
     pub(super) fn new(perf_file: &PerfFile, limits: &Limits) -> Result<Self> {
         let mut profile = Profile::new(super::FORMAT);
         let bad = |e: linux_perf_data::Error| malformed(0, format!("feature section: {e}"));
-        let wall_offset = match perf_file.clock_data().map_err(bad)? {
-            Some(c) => Some(i128::from(c.wall_clock_ns) - i128::from(c.clockid_time_ns)),
-            None => None,
-        };
+        let wall_offset = (perf_file.clock_data().map_err(bad)?)
+            .map(|c| i128::from(c.wall_clock_ns) - i128::from(c.clockid_time_ns));
         profile.timestamps = match wall_offset {
             Some(_) => Timestamps::UnixEpoch,
             None => Timestamps::TraceClock("perf".into()),
@@ -215,7 +213,15 @@ impl Importer {
             return;
         }
         let path = m.path.as_slice();
-        self.map(m.pid, m.cpu_mode, m.address, m.length, m.page_offset, &path, None);
+        self.map(
+            m.pid,
+            m.cpu_mode,
+            m.address,
+            m.length,
+            m.page_offset,
+            &path,
+            None,
+        );
     }
 
     fn mmap2(&mut self, m: &Mmap2Record<'_>) {
@@ -294,12 +300,18 @@ impl Importer {
         .map_err(|_| malformed(0, format!("record {index}: time {raw_time} out of range")))?;
         let series = self.series(attr_index);
         let Some(event) = self.events.get(attr_index) else {
-            return Err(malformed(0, format!("record {index}: no event attr {attr_index}")));
+            return Err(malformed(
+                0,
+                format!("record {index}: no event attr {attr_index}"),
+            ));
         };
         let user_stack_bytes = event.user_stack_bytes;
         let weight = match (event.periodic, s.period) {
             (true, Some(p)) => i64::try_from(p).map_err(|_| {
-                malformed(0, format!("record {index}: period {p} does not fit in 63 bits"))
+                malformed(
+                    0,
+                    format!("record {index}: period {p} does not fit in 63 bits"),
+                )
             })?,
             _ => 1,
         };
@@ -363,10 +375,9 @@ impl Importer {
         if too_deep {
             self.profile.count("perf_stack_too_deep");
         } else {
-            sample.stack = stack
-                .iter()
-                .rev()
-                .fold(None, |parent, &frame| Some(self.profile.add_stack(parent, frame)));
+            sample.stack = stack.iter().rev().fold(None, |parent, &frame| {
+                Some(self.profile.add_stack(parent, frame))
+            });
             if self.profile.stacks().len() as u64 > self.max_stack_nodes {
                 return Err(exceeded("max_stack_nodes", self.max_stack_nodes));
             }

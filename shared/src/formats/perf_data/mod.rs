@@ -55,12 +55,19 @@ pub(crate) fn test(prefix: &[u8]) -> bool {
 
 /// Decodes (decompressed) perf.data within `limits`. `codec` names the whole-file
 /// compression, for error messages.
-pub(crate) fn decode(mut input: impl Read, codec: &'static str, limits: &Limits) -> Result<Profile> {
+pub(crate) fn decode(
+    mut input: impl Read,
+    codec: &'static str,
+    limits: &Limits,
+) -> Result<Profile> {
     let mut file = tempfile::tempfile().map_err(|e| crate::error::from_io("perf.data spool", e))?;
     let len = std::io::copy(&mut input, &mut file)
         .map_err(|e| super::io_error(e, codec, 0, "perf.data"))?;
     if len > limits.max_decompressed_bytes {
-        return Err(exceeded("max_decompressed_bytes", limits.max_decompressed_bytes));
+        return Err(exceeded(
+            "max_decompressed_bytes",
+            limits.max_decompressed_bytes,
+        ));
     }
     let mut file = BufReader::new(file);
     let mode = guard::check(&mut file, len, limits)?;
@@ -85,7 +92,10 @@ fn refuse_on_panic(read: impl FnOnce() -> Result<Profile>) -> Result<Profile> {
         let message = (payload.downcast_ref::<&str>().copied())
             .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
             .unwrap_or("no message");
-        Err(malformed(0, format!("a record linux-perf-data cannot read ({message})")))
+        Err(malformed(
+            0,
+            format!("a record linux-perf-data cannot read ({message})"),
+        ))
     })
 }
 

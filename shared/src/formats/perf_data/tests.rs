@@ -25,7 +25,12 @@ fn perf_script(name: &str) -> String {
 }
 
 fn decode_fixture(name: &str) -> Profile {
-    decode(&fixture(&format!("{name}.data"))[..], "plain", &Limits::default()).unwrap()
+    decode(
+        &fixture(&format!("{name}.data"))[..],
+        "plain",
+        &Limits::default(),
+    )
+    .unwrap()
 }
 
 /// One frame as perf script prints it: the address (relative to its file for a mapped user
@@ -48,7 +53,15 @@ fn script_samples(text: &str) -> Vec<(i64, String, i64, Vec<Frame>)> {
         let header = lines.next().unwrap();
         // `spin  9105/9107   9728.078243:    3344481 cpu-clock: [ip sym (dso)]`
         let (before, after) = header.split_once(": ").unwrap();
-        let tid: i64 = before.split_whitespace().nth(1).unwrap().split('/').nth(1).unwrap().parse().unwrap();
+        let tid: i64 = before
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .split('/')
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
         let mut rest = after.split_whitespace();
         let period: i64 = rest.next().unwrap().parse().unwrap();
         let event = rest.next().unwrap().trim_end_matches(':').to_owned();
@@ -57,7 +70,10 @@ fn script_samples(text: &str) -> Vec<(i64, String, i64, Vec<Frame>)> {
         let mut frame_line = |line: &str| {
             let line = line.trim();
             let (address, rest) = line.split_once(' ').unwrap();
-            let dso = rest.rsplit_once(" (").map(|(_, d)| d.trim_end_matches(')')).unwrap_or("");
+            let dso = rest
+                .rsplit_once(" (")
+                .map(|(_, d)| d.trim_end_matches(')'))
+                .unwrap_or("");
             frames.push((u64::from_str_radix(address, 16).unwrap(), dso.to_owned()));
         };
         if !tail.is_empty() {
@@ -108,7 +124,10 @@ fn model_samples(profile: &Profile, absolute: bool) -> Vec<(i64, String, i64, Ve
     out
 }
 
-fn histogram<K: Ord, V>(items: impl IntoIterator<Item = V>, key: impl Fn(V) -> K) -> BTreeMap<K, usize> {
+fn histogram<K: Ord, V>(
+    items: impl IntoIterator<Item = V>,
+    key: impl Fn(V) -> K,
+) -> BTreeMap<K, usize> {
     let mut map = BTreeMap::new();
     for item in items {
         *map.entry(key(item)).or_default() += 1;
@@ -136,7 +155,11 @@ fn compare(name: &str, absolute: bool, keep: impl Fn(Vec<Frame>) -> Vec<Frame>) 
         }
         m
     };
-    assert_eq!(per_event(&model), per_event(&script), "{name}: samples and periods per event");
+    assert_eq!(
+        per_event(&model),
+        per_event(&script),
+        "{name}: samples and periods per event"
+    );
     assert_eq!(
         histogram(model.into_iter(), |s| (s.0, s.3)),
         histogram(script.into_iter(), |s| (s.0, keep(s.3))),
@@ -174,23 +197,39 @@ fn dwarf_mode_keeps_kernel_frames_and_the_user_leaf() {
     // perf script unwinds the user stack; the decoder keeps what precedes it and its leaf.
     compare("dwarf", false, |frames| {
         let user = frames.iter().position(|(_, dso)| !dso.starts_with('['));
-        let kernel = frames.iter().take_while(|(_, dso)| dso.starts_with("[kernel")).count();
-        frames.into_iter().take(user.map_or(kernel, |u| u.max(kernel) + 1)).collect()
+        let kernel = frames
+            .iter()
+            .take_while(|(_, dso)| dso.starts_with("[kernel"))
+            .count();
+        frames
+            .into_iter()
+            .take(user.map_or(kernel, |u| u.max(kernel) + 1))
+            .collect()
     });
     let profile = decode_fixture("dwarf");
     let samples = script_samples(&perf_script("dwarf")).len();
-    assert_eq!(profile.stats.get("perf_truncated_user_stacks"), Some(&(samples as u64)));
+    assert_eq!(
+        profile.stats.get("perf_truncated_user_stacks"),
+        Some(&(samples as u64))
+    );
     assert!(profile.samples().iter().all(|s| s.unwind_error.is_some()));
 }
 
 #[test]
 fn threads_are_named_from_comm_and_images_carry_build_ids() {
     let profile = decode_fixture("g");
-    let names: Vec<_> = profile.threads().map(|(_, t)| profile.opt_str(t.name)).collect();
+    let names: Vec<_> = profile
+        .threads()
+        .map(|(_, t)| profile.opt_str(t.name))
+        .collect();
     assert!(names.iter().all(|n| *n == Some("spin")), "{names:?}");
     let spin = profile
         .images()
-        .find(|(_, i)| profile.opt_str(i.path).is_some_and(|p| p.ends_with("/spin")))
+        .find(|(_, i)| {
+            profile
+                .opt_str(i.path)
+                .is_some_and(|p| p.ends_with("/spin"))
+        })
         .unwrap()
         .1;
     // The build ID of the program, read independently from its ELF note.
@@ -198,9 +237,18 @@ fn threads_are_named_from_comm_and_images_carry_build_ids() {
     // The NT_GNU_BUILD_ID note: name size 4, descriptor size 20, type 3, "GNU\0".
     let header = b"\x04\0\0\0\x14\0\0\0\x03\0\0\0GNU\0";
     let note = elf.windows(16).position(|w| w == header).unwrap() + 16;
-    let expected: String = elf[note..note + 20].iter().map(|b| format!("{b:02x}")).collect();
-    assert_eq!(spin.code_id.as_ref().map(|c| c.as_str().to_owned()), Some(expected));
-    assert!(matches!(profile.timestamps, crate::model::Timestamps::TraceClock(_)));
+    let expected: String = elf[note..note + 20]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(
+        spin.code_id.as_ref().map(|c| c.as_str().to_owned()),
+        Some(expected)
+    );
+    assert!(matches!(
+        profile.timestamps,
+        crate::model::Timestamps::TraceClock(_)
+    ));
 }
 
 #[test]
@@ -237,7 +285,10 @@ fn cut_and_corrupt_files_are_errors() {
     for len in [10, 60, 104, 300, whole.len() / 2] {
         match decode(&whole[..len], "plain", &Limits::default()) {
             Err(e) => assert!(
-                matches!(e.kind(), ErrorKind::Truncated { .. } | ErrorKind::Malformed { .. }),
+                matches!(
+                    e.kind(),
+                    ErrorKind::Truncated { .. } | ErrorKind::Malformed { .. }
+                ),
                 "{len}: {e}"
             ),
             Ok(_) => panic!("{len} bytes decoded"),
@@ -246,7 +297,9 @@ fn cut_and_corrupt_files_are_errors() {
     let mut bad = whole.clone();
     bad[17] = 0xff; // attr_size, now 65 408
     assert!(matches!(
-        decode(&bad[..], "plain", &Limits::default()).unwrap_err().kind(),
+        decode(&bad[..], "plain", &Limits::default())
+            .unwrap_err()
+            .kind(),
         ErrorKind::Malformed { .. }
     ));
     let limits = Limits {
@@ -254,13 +307,22 @@ fn cut_and_corrupt_files_are_errors() {
         ..Limits::default()
     };
     let err = decode(&whole[..], "plain", &limits).unwrap_err();
-    assert!(matches!(err.kind(), ErrorKind::LimitExceeded { limit: "max_samples", .. }));
+    assert!(matches!(
+        err.kind(),
+        ErrorKind::LimitExceeded {
+            limit: "max_samples",
+            ..
+        }
+    ));
     let limits = Limits {
         max_stack_depth: 2,
         ..Limits::default()
     };
     let profile = decode(&whole[..], "plain", &limits).unwrap();
-    assert!(profile.stats.get("perf_stack_too_deep").is_some_and(|&n| n > 0));
+    assert!(profile
+        .stats
+        .get("perf_stack_too_deep")
+        .is_some_and(|&n| n > 0));
 }
 
 #[test]
@@ -284,13 +346,20 @@ fn clock_data_places_samples_on_the_wall_clock_as_perf_does() {
             let (hms, nanos) = f[2].split_once('.').unwrap();
             let t: Vec<i64> = hms.split(':').map(|n| n.parse().unwrap()).collect();
             // Days from 1970-01-01 to the date (proleptic Gregorian).
-            let (y2, m2) = if mo <= 2 { (y - 1, mo + 9) } else { (y, mo - 3) };
+            let (y2, m2) = if mo <= 2 {
+                (y - 1, mo + 9)
+            } else {
+                (y, mo - 3)
+            };
             let era = y2.div_euclid(400);
             let yoe = y2 - era * 400;
             let doy = (153 * m2 + 2) / 5 + d - 1;
             let days = era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468;
             let secs = days * 86_400 + t[0] * 3600 + t[1] * 60 + t[2];
-            (f[0].parse().unwrap(), secs * 1_000_000_000 + nanos.parse::<i64>().unwrap())
+            (
+                f[0].parse().unwrap(),
+                secs * 1_000_000_000 + nanos.parse::<i64>().unwrap(),
+            )
         })
         .collect();
     let mut got: Vec<(i64, i64)> = profile
@@ -310,13 +379,26 @@ fn clock_data_places_samples_on_the_wall_clock_as_perf_does() {
 
 #[test]
 fn no_other_sniffer_claims_perf_data() {
-    for name in ["g.data", "plain.data", "pipe.data", "zstd.data", "dwarf.data"] {
+    for name in [
+        "g.data",
+        "plain.data",
+        "pipe.data",
+        "zstd.data",
+        "dwarf.data",
+    ] {
         let bytes = fixture(name);
         let prefix = &bytes[..bytes.len().min(4096)];
-        assert_eq!(crate::formats::sniff(prefix), Some(crate::formats::InputFormat::PerfData));
+        assert_eq!(
+            crate::formats::sniff(prefix),
+            Some(crate::formats::InputFormat::PerfData)
+        );
         for format in crate::formats::InputFormat::ALL {
             if *format != crate::formats::InputFormat::PerfData {
-                assert!(!format.sniffs(prefix), "{name} claimed by {}", format.name());
+                assert!(
+                    !format.sniffs(prefix),
+                    "{name} claimed by {}",
+                    format.name()
+                );
             }
         }
     }
