@@ -417,3 +417,36 @@ fn damaged_files_give_errors_or_profiles_never_panics() {
         }
     }
 }
+
+#[test]
+fn attrs_larger_than_this_reader_knows_are_read_by_their_own_size() {
+    // Pipe mode's HEADER_ATTR records grown by 24 zero bytes after each attr, as a newer
+    // kernel's larger perf_event_attr would be (perf 6.16 writes 152 bytes where 6.1 wrote
+    // 136): the profile must not change.
+    let whole = fixture("pipe.data");
+    let mut grown = whole[..16].to_vec();
+    let mut at = 16;
+    let mut attrs = 0;
+    while at + 8 <= whole.len() {
+        let kind = u32::from_le_bytes(whole[at..at + 4].try_into().unwrap());
+        let size = u16::from_le_bytes(whole[at + 6..at + 8].try_into().unwrap()) as usize;
+        let record = &whole[at..at + size];
+        if kind == 64 {
+            let attr_size = u32::from_le_bytes(record[12..16].try_into().unwrap()) as usize;
+            let mut out = record[..8 + attr_size].to_vec();
+            out[6..8].copy_from_slice(&((size + 24) as u16).to_le_bytes());
+            out[12..16].copy_from_slice(&((attr_size + 24) as u32).to_le_bytes());
+            out.extend_from_slice(&[0; 24]);
+            out.extend_from_slice(&record[8 + attr_size..]);
+            grown.extend_from_slice(&out);
+            attrs += 1;
+        } else {
+            grown.extend_from_slice(record);
+        }
+        at += size;
+    }
+    assert!(attrs > 0);
+    let a = decode(&whole[..], "plain", &Limits::default()).unwrap();
+    let b = decode(&grown[..], "plain", &Limits::default()).unwrap();
+    assert_eq!(model_samples(&a, false), model_samples(&b, false));
+}
