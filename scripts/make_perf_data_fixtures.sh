@@ -26,7 +26,8 @@ record() { # name, then perf record options
 }
 record g -g -o g.data -- ./spin 300
 record plain -o plain.data -- ./spin 300
-record pipe -g -o - -- ./spin 300 >pipe.data
+# --buildid-mmap: the kernel puts each mapping's build ID in its MMAP2 record.
+record pipe -g --buildid-mmap -o - -- ./spin 300 >pipe.data
 record zstd -g -z -o zstd.data -- ./spin 300
 # CLOCK_DATA (the wall clock at a time on the sampling clock) comes with -k.
 record clock -g -k CLOCK_MONOTONIC -o clock.data -- ./spin 100

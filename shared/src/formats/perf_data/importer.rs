@@ -225,7 +225,9 @@ impl Importer {
     }
 
     fn mmap2(&mut self, m: &Mmap2Record<'_>) {
-        if m.protection & PROT_EXEC == 0 {
+        // perf synthesizes the kernel's mapping with no protection bits.
+        let kernel = matches!(m.cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel);
+        if m.protection & PROT_EXEC == 0 && !kernel {
             return;
         }
         let build_id = match &m.file_id {

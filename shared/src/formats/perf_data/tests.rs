@@ -232,23 +232,45 @@ fn threads_are_named_from_comm_and_images_carry_build_ids() {
         })
         .unwrap()
         .1;
-    // The build ID of the program, read independently from its ELF note.
-    let elf = fixture("spin.debug");
-    // The NT_GNU_BUILD_ID note: name size 4, descriptor size 20, type 3, "GNU\0".
-    let header = b"\x04\0\0\0\x14\0\0\0\x03\0\0\0GNU\0";
-    let note = elf.windows(16).position(|w| w == header).unwrap() + 16;
-    let expected: String = elf[note..note + 20]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
     assert_eq!(
         spin.code_id.as_ref().map(|c| c.as_str().to_owned()),
-        Some(expected)
+        Some(program_build_id())
     );
     assert!(matches!(
         profile.timestamps,
         crate::model::Timestamps::TraceClock(_)
     ));
+}
+
+/// The build ID of the recorded program, read from its ELF note.
+fn program_build_id() -> String {
+    let elf = fixture("spin.debug");
+    // The NT_GNU_BUILD_ID note: name size 4, descriptor size 20, type 3, "GNU\0".
+    let header = b"\x04\0\0\0\x14\0\0\0\x03\0\0\0GNU\0";
+    let note = elf.windows(16).position(|w| w == header).unwrap() + 16;
+    elf[note..note + 20]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[test]
+fn build_ids_inside_mmap2_records_go_to_their_images() {
+    // pipe.data was recorded with --buildid-mmap: perf wrote no build-ID list in pipe mode.
+    let profile = decode_fixture("pipe");
+    let ids: BTreeMap<&str, Option<String>> = profile
+        .images()
+        .map(|(_, i)| {
+            let id = i.code_id.as_ref().map(|c| c.as_str().to_owned());
+            (profile.opt_str(i.path).unwrap(), id)
+        })
+        .collect();
+    assert_eq!(
+        ids["/tmp/proflake-perf-fixtures/spin"],
+        Some(program_build_id())
+    );
+    let libc = ids.iter().find(|(p, _)| p.contains("/libc.so")).unwrap();
+    assert!(libc.1.as_ref().is_some_and(|id| id.len() == 40), "{libc:?}");
 }
 
 #[test]
