@@ -468,12 +468,14 @@ impl Importer {
 
     /// The sample's thread, and the `comm` label when its comm is no longer the thread's name.
     fn thread(&mut self, pid: i32, tid: i32) -> (ThreadHandle, Option<LabelSetHandle>) {
-        let comm = self.comms.get(&tid).cloned();
+        // Borrowed, not cloned: this runs once per sample. Only a new thread or a changed
+        // comm copies the name.
+        let comm = self.comms.get(&tid).map(|c| &**c);
         let profile = &mut self.profile;
         let entry = self.threads.entry((pid, tid)).or_insert_with(|| {
             let process = profile.add_process(Some(i64::from(pid)));
             let handle = profile.add_thread(process, Some(i64::from(tid)));
-            if let Some(comm) = &comm {
+            if let Some(comm) = comm {
                 profile.name_thread(handle, comm);
                 if pid == tid {
                     profile.name_process(process, Some(comm), None);
@@ -481,7 +483,7 @@ impl Importer {
             }
             ThreadEntry {
                 handle,
-                name: comm.clone(),
+                name: comm.map(Box::from),
                 renamed: None,
             }
         });
@@ -489,22 +491,22 @@ impl Importer {
             return (entry.handle, None);
         };
         if entry.name.is_none() {
-            profile.name_thread(entry.handle, &comm);
-            entry.name = Some(comm);
+            profile.name_thread(entry.handle, comm);
+            entry.name = Some(comm.into());
             return (entry.handle, None);
         }
-        if entry.name.as_deref() == Some(&*comm) {
+        if entry.name.as_deref() == Some(comm) {
             return (entry.handle, None);
         }
         match &entry.renamed {
-            Some((name, labels)) if *name == comm => (entry.handle, *labels),
+            Some((name, labels)) if **name == *comm => (entry.handle, *labels),
             _ => {
                 let label = Label {
                     key: profile.intern("comm"),
-                    value: LabelValue::Str(profile.intern(&comm)),
+                    value: LabelValue::Str(profile.intern(comm)),
                 };
                 let labels = profile.add_label_set(&[label]);
-                entry.renamed = Some((comm, labels));
+                entry.renamed = Some((comm.into(), labels));
                 (entry.handle, labels)
             }
         }
