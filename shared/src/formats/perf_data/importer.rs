@@ -6,7 +6,7 @@ use linux_perf_data::linux_perf_event_reader::{
     MmapRecord, PerfEventType, RawEventRecord, SampleFormat, SampleRecord, SamplingPolicy,
     SoftwareCounterType,
 };
-use linux_perf_data::{DsoInfo, DsoKey, PerfFile};
+use linux_perf_data::{DsoInfo, DsoKey, Feature, PerfFile};
 use rustc_hash::FxHashMap;
 
 use super::malformed;
@@ -96,8 +96,10 @@ impl Importer {
             None => Timestamps::TraceClock("perf".into()),
         };
         let arch = perf_file.arch().ok().flatten().map(str::to_owned);
+        let cmdline = (perf_file.feature_section_data(Feature::CMDLINE)).and_then(command_line);
         for (key, value) in [
             ("perf.version", perf_file.perf_version().ok().flatten()),
+            ("perf.cmdline", cmdline.as_deref()),
             ("perf.arch", arch.as_deref()),
             ("perf.os_release", perf_file.os_release().ok().flatten()),
         ] {
@@ -520,6 +522,30 @@ impl Importer {
         }
         Ok(self.profile)
     }
+}
+
+/// The `CMDLINE` feature's words joined by blanks: a count, then each word as a length and
+/// NUL-padded bytes (read here, not by the crate, which sizes a list by the count before
+/// reading it).
+fn command_line(mut data: &[u8]) -> Option<String> {
+    fn word(data: &mut &[u8]) -> Option<u32> {
+        let (head, rest) = data.split_first_chunk::<4>()?;
+        *data = rest;
+        Some(u32::from_le_bytes(*head))
+    }
+    let count = word(&mut data)?;
+    let mut line = String::new();
+    for _ in 0..count {
+        let len = usize::try_from(word(&mut data)?).ok()?;
+        let (bytes, rest) = data.split_at_checked(len)?;
+        data = rest;
+        let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(&String::from_utf8_lossy(&bytes[..end]));
+    }
+    Some(line)
 }
 
 /// perf's name for an event with no `EVENT_DESC` entry.

@@ -240,6 +240,12 @@ fn threads_are_named_from_comm_and_images_carry_build_ids() {
         profile.timestamps,
         crate::model::Timestamps::TraceClock(_)
     ));
+    // The command line scripts/make_perf_data_fixtures.sh ran.
+    let cmdline = &profile.attributes["perf.cmdline"];
+    assert!(
+        cmdline.ends_with("-F 999 -e cpu-clock -g -o g.data -- ./spin 300"),
+        "{cmdline}"
+    );
 }
 
 /// The build ID of the recorded program, read from its ELF note.
