@@ -9,6 +9,7 @@ use linux_perf_data::linux_perf_event_reader::{
 use linux_perf_data::{DsoInfo, DsoKey, Feature, PerfFile};
 use rustc_hash::FxHashMap;
 
+use super::address_space::AddressSpace;
 use super::malformed;
 use crate::error::Result;
 use crate::limits::{exceeded, Limits};
@@ -52,14 +53,6 @@ struct ThreadEntry {
     renamed: Option<(Box<str>, Option<LabelSetHandle>)>,
 }
 
-/// A mapped file in a process's address space.
-#[derive(Clone, Copy)]
-struct Mapping {
-    start: u64,
-    end: u64,
-    image: ImageHandle,
-}
-
 pub(super) struct Importer {
     profile: Profile,
     events: Vec<Event>,
@@ -67,10 +60,14 @@ pub(super) struct Importer {
     /// The comm of each tid, as COMM and FORK records say.
     comms: FxHashMap<i32, Box<str>>,
     threads: FxHashMap<(i32, i32), ThreadEntry>,
-    /// The user-space mappings of each process, sorted by start, not overlapping.
-    maps: FxHashMap<i32, Vec<Mapping>>,
+    /// The user-space mappings of each process.
+    maps: FxHashMap<i32, AddressSpace>,
     /// The kernel's and its modules' mappings, shared by every process.
-    kernel_maps: Vec<Mapping>,
+    kernel_maps: AddressSpace,
+    /// Mappings held over all processes, within `max_table_entries`: a fork copies its
+    /// parent's, so few records could otherwise make many.
+    mappings: u64,
+    max_mappings: u64,
     frames: FxHashMap<(u64, Option<ImageHandle>, bool), FrameHandle>,
     /// Wall-clock ns minus perf-clock ns, from `CLOCK_DATA`.
     wall_offset: Option<i128>,
@@ -146,7 +143,9 @@ impl Importer {
             comms: FxHashMap::default(),
             threads: FxHashMap::default(),
             maps: FxHashMap::default(),
-            kernel_maps: Vec::new(),
+            kernel_maps: AddressSpace::default(),
+            mappings: 0,
+            max_mappings: limits.max_table_entries,
             frames: FxHashMap::default(),
             wall_offset,
             ip_register,
@@ -179,10 +178,10 @@ impl Importer {
         match parsed {
             EventRecord::Sample(s) => self.sample(attr_index, &s, index)?,
             EventRecord::Comm(c) => self.comm(&c),
-            EventRecord::Fork(f) => self.fork(&f),
+            EventRecord::Fork(f) => self.fork(&f)?,
             EventRecord::Exit(_) => {}
-            EventRecord::Mmap(m) => self.mmap(&m),
-            EventRecord::Mmap2(m) => self.mmap2(&m),
+            EventRecord::Mmap(m) => self.mmap(&m)?,
+            EventRecord::Mmap2(m) => self.mmap2(&m)?,
             EventRecord::Lost(_) => self.profile.count("perf_lost_records"),
             _ => {}
         }
@@ -193,26 +192,40 @@ impl Importer {
         let name = String::from_utf8_lossy(&c.name.as_slice()).into_owned();
         if c.is_execve && c.pid == c.tid {
             // A new program in the process: its old mappings are gone.
-            self.maps.remove(&c.pid);
+            if let Some(old) = self.maps.remove(&c.pid) {
+                self.mappings -= old.len() as u64;
+            }
         }
         self.comms.insert(c.tid, name.into());
     }
 
-    fn fork(&mut self, f: &ForkOrExitRecord) {
+    fn fork(&mut self, f: &ForkOrExitRecord) -> Result<()> {
         if let Some(comm) = self.comms.get(&f.ptid).cloned() {
             self.comms.insert(f.tid, comm);
         }
         // A new process starts with a copy of its parent's address space.
         if f.pid != f.ppid && f.pid == f.tid {
             if let Some(parent) = self.maps.get(&f.ppid).cloned() {
-                self.maps.insert(f.pid, parent);
+                self.mappings += parent.len() as u64;
+                if let Some(old) = self.maps.insert(f.pid, parent) {
+                    self.mappings -= old.len() as u64;
+                }
+                self.check_mappings()?;
             }
         }
+        Ok(())
     }
 
-    fn mmap(&mut self, m: &MmapRecord<'_>) {
+    fn check_mappings(&self) -> Result<()> {
+        if self.mappings > self.max_mappings {
+            return Err(exceeded("max_table_entries", self.max_mappings));
+        }
+        Ok(())
+    }
+
+    fn mmap(&mut self, m: &MmapRecord<'_>) -> Result<()> {
         if !m.is_executable {
-            return;
+            return Ok(());
         }
         let path = m.path.as_slice();
         self.map(
@@ -223,14 +236,14 @@ impl Importer {
             m.page_offset,
             &path,
             None,
-        );
+        )
     }
 
-    fn mmap2(&mut self, m: &Mmap2Record<'_>) {
+    fn mmap2(&mut self, m: &Mmap2Record<'_>) -> Result<()> {
         // perf synthesizes the kernel's mapping with no protection bits.
         let kernel = matches!(m.cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel);
         if m.protection & PROT_EXEC == 0 && !kernel {
-            return;
+            return Ok(());
         }
         let build_id = match &m.file_id {
             Mmap2FileId::BuildId(id) => Some(id.clone()),
@@ -245,7 +258,7 @@ impl Importer {
             m.page_offset,
             &path,
             build_id,
-        );
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -258,7 +271,7 @@ impl Importer {
         page_offset: u64,
         path: &[u8],
         build_id: Option<Vec<u8>>,
-    ) {
+    ) -> Result<()> {
         let key = DsoKey::detect(path, cpu_mode);
         let kernel = matches!(cpu_mode, CpuMode::Kernel | CpuMode::GuestKernel) || pid == -1;
         let shown = match &key {
@@ -278,13 +291,15 @@ impl Importer {
             (image.code_id, image.debug_id) = ids_from_build_id(&id);
         }
         let image = self.profile.add_image(image);
-        let mapping = Mapping { start, end, image };
         let maps = if kernel {
             &mut self.kernel_maps
         } else {
             self.maps.entry(pid).or_default()
         };
-        insert(maps, mapping);
+        let before = maps.len() as u64;
+        maps.insert(start, end, image);
+        self.mappings = self.mappings - before + maps.len() as u64;
+        self.check_mappings()
     }
 
     fn sample(&mut self, attr_index: usize, s: &SampleRecord<'_>, index: u64) -> Result<()> {
@@ -411,7 +426,7 @@ impl Importer {
         } else {
             self.maps.get(&pid)
         };
-        let image = maps.and_then(|m| find(m, address)).map(|m| m.image);
+        let image = maps.and_then(|m| m.find(address));
         if let Some(&frame) = self.frames.get(&(address, image, kernel)) {
             return frame;
         }
@@ -557,19 +572,4 @@ fn event_name(kind: &PerfEventType) -> &'static str {
         PerfEventType::Tracepoint(_) => "tracepoint",
         _ => "samples",
     }
-}
-
-/// Adds `m` to `maps` (sorted by start), replacing the mappings it overlaps: a new mapping
-/// over an old range is what the process now has there.
-fn insert(maps: &mut Vec<Mapping>, m: Mapping) {
-    maps.retain(|old| old.end <= m.start || old.start >= m.end);
-    let at = maps.partition_point(|old| old.start < m.start);
-    maps.insert(at, m);
-}
-
-/// The mapping holding `address`.
-fn find(maps: &[Mapping], address: u64) -> Option<&Mapping> {
-    let i = maps.partition_point(|m| m.start <= address);
-    let m = maps.get(i.checked_sub(1)?)?;
-    (address < m.end).then_some(m)
 }

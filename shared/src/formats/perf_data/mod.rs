@@ -13,6 +13,7 @@
 //! clock. `--call-graph dwarf` recordings keep the kernel frames and the user leaf: the user
 //! stack bytes are not unwound, and such samples are marked and counted.
 
+mod address_space;
 mod guard;
 mod importer;
 

@@ -342,6 +342,19 @@ fn cut_and_corrupt_files_are_errors() {
             ..
         }
     ));
+    // The mappings held (forks copy their parent's) count against max_table_entries.
+    let limits = Limits {
+        max_table_entries: 2,
+        ..Limits::default()
+    };
+    let err = decode(&whole[..], "plain", &limits).unwrap_err();
+    assert!(matches!(
+        err.kind(),
+        ErrorKind::LimitExceeded {
+            limit: "max_table_entries",
+            ..
+        }
+    ));
     let limits = Limits {
         max_stack_depth: 2,
         ..Limits::default()
