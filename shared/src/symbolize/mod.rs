@@ -7,7 +7,7 @@
 //! - **image-relative** addresses (Perfetto `rel_pc`) are ELF virtual addresses, already moved
 //!   into the call instruction for caller frames by the unwinder: the lookup address is
 //!   `rel_pc − load address` (the first `PT_LOAD`'s `p_vaddr`).
-//! - **absolute** addresses (pprof, OTLP, Sentry `instruction_addr`) go through the mapping to a
+//! - **absolute** addresses (pprof, OTLP, perf.data, Sentry `instruction_addr`) go through the mapping to a
 //!   file offset (`address − memory_start + file_offset`), then through the debug file's
 //!   `PT_LOAD` headers to a virtual address. Caller frames are return addresses: they are moved
 //!   back into the call instruction first (x86 −1, arm64 −4), as symbolicator does.
