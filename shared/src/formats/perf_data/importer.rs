@@ -41,8 +41,9 @@ struct Event {
     clock: bool,
     frequency_hz: Option<u64>,
     period: Option<u64>,
-    /// `--call-graph dwarf`: the kernel leaves the user part out of the callchain.
-    user_stack_bytes: bool,
+    /// The kernel leaves the user part out of the call chain (`exclude_callchain_user`, which
+    /// `--call-graph dwarf` sets: the user stack is recorded as bytes instead).
+    no_user_callchain: bool,
     series: Option<SeriesHandle>,
 }
 
@@ -129,8 +130,7 @@ impl Importer {
                     clock,
                     frequency_hz,
                     period,
-                    user_stack_bytes: attr.sample_format.contains(SampleFormat::STACK_USER)
-                        || attr.flags.contains(AttrFlags::EXCLUDE_CALLCHAIN_USER),
+                    no_user_callchain: attr.flags.contains(AttrFlags::EXCLUDE_CALLCHAIN_USER),
                     name,
                     series: None,
                 }
@@ -324,7 +324,7 @@ impl Importer {
                 format!("record {index}: no event attr {attr_index}"),
             ));
         };
-        let user_stack_bytes = event.user_stack_bytes;
+        let no_user_callchain = event.no_user_callchain;
         let weight = match (event.periodic, s.period) {
             (true, Some(p)) => i64::try_from(p).map_err(|_| {
                 malformed(
@@ -373,7 +373,7 @@ impl Importer {
             }
         }
         let mut unwind_error = None;
-        if user_stack_bytes && s.callchain.is_some() {
+        if no_user_callchain && s.callchain.is_some() {
             // The user leaf: the sampled instruction when the sample hit user code, else
             // the user registers' instruction pointer.
             let user_ip = match s.cpu_mode {
