@@ -16,7 +16,7 @@ use crate::limits::{exceeded, Limits};
 use crate::model::{
     ids_from_build_id, CpuMode as ModelCpuMode, Frame, FrameAddress, FrameHandle, FrameKind, Image,
     ImageHandle, Label, LabelSetHandle, LabelValue, Profile, Sample, Series, SeriesHandle,
-    SeriesKind, ThreadHandle, Timestamps,
+    SeriesKind, StringHandle, ThreadHandle, Timestamps,
 };
 
 /// Callchain entries at or above this are context markers, not addresses.
@@ -72,6 +72,8 @@ pub(super) struct Importer {
     frames: FxHashMap<(u64, Option<ImageHandle>, bool), FrameHandle>,
     /// Wall-clock ns minus perf-clock ns, from `CLOCK_DATA`.
     wall_offset: Option<i128>,
+    /// [`NOT_UNWOUND`], interned once.
+    not_unwound: Option<StringHandle>,
     /// The register holding the instruction pointer in the sampled user registers.
     ip_register: Option<u64>,
     stack: Vec<FrameHandle>,
@@ -149,6 +151,7 @@ impl Importer {
             frames: FxHashMap::default(),
             wall_offset,
             ip_register,
+            not_unwound: None,
             stack: Vec::new(),
             samples: 0,
             last_time: i64::MIN,
@@ -388,7 +391,12 @@ impl Importer {
                 push(self, &mut stack, ip, false);
             }
             self.profile.count("perf_truncated_user_stacks");
-            unwind_error = Some(self.profile.intern(NOT_UNWOUND));
+            let profile = &mut self.profile;
+            unwind_error = Some(
+                *self
+                    .not_unwound
+                    .get_or_insert_with(|| profile.intern(NOT_UNWOUND)),
+            );
         }
         let mut sample = Sample::new(thread, None, weight, series);
         if too_deep {
