@@ -78,8 +78,9 @@ for f in $names; do
         echo "$f.data: host name not replaced" >&2
         exit 1
     }
-    if grep -q -a -e "/home/" -e "/$(whoami)/" $f.data; then
-        echo "$f.data: holds a home path" >&2
+    # DWARF mode copies user stack bytes: no environment strings may be among them.
+    if grep -q -a -e "/home/" -e "/$(whoami)/" -e "HOME=" -e "PATH=" -e "USER=" $f.data; then
+        echo "$f.data: holds a home path or the environment" >&2
         exit 1
     fi
     perf script --no-inline -i $f.data -F comm,pid,tid,time,event,period,ip,sym,dso 2>/dev/null | gzip -9n >$f.perf-script.txt.gz
