@@ -106,11 +106,11 @@ limits! {
     /// mappings) or of an OTLP dictionary, counted on the wire before the message is decoded:
     /// an empty entry of two bytes decodes into a struct of tens of bytes. Also the nodes of a
     /// V8 cpuprofile, the shared frames of a speedscope document, each table of a Firefox
-    /// profile (libs, strings, stacks, frames, functions), and the maps lines of a legacy CPU
-    /// profile.
+    /// profile (libs, strings, stacks, frames, functions), the maps lines of a legacy CPU
+    /// profile, and the executable mappings a perf.data decoder holds over all processes.
     max_table_entries: "PROFLAKE_LIMIT_MAX_TABLE_ENTRIES" = 5_000_000, 1..=u64::MAX;
     /// Most samples in one upload: model samples (one per timestamp or non-zero value, one per
-    /// perf script record), pprof and OTLP sample records on the wire, a speedscope document's
+    /// perf script record or perf.data sample), pprof and OTLP sample records on the wire, a speedscope document's
     /// events and samples, the records of a legacy CPU profile, and the marks of a Chrome trace
     /// (its instants and counter values, counted apart).
     max_samples: "PROFLAKE_LIMIT_MAX_SAMPLES" = 20_000_000, 1..=u64::MAX;

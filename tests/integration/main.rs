@@ -9,6 +9,7 @@ mod firefox;
 mod folded;
 mod gen_inputs;
 mod otlp;
+mod perf_data;
 mod perf_script;
 mod perfetto_difftests;
 mod perfetto_malformed;

@@ -413,6 +413,8 @@ fn the_perf_script_sniffer_claims_no_other_input() {
             }
         }
     }
+    // perf script's text of the perf.data fixtures is perf script text too.
+    inputs.retain(|p| !p.to_string_lossy().ends_with(".perf-script.txt.gz"));
     assert!(inputs.len() >= 40, "only {} inputs found", inputs.len());
     for path in inputs {
         let bytes = plain(std::fs::read(&path).unwrap(), &path.display().to_string());

@@ -12,6 +12,7 @@ mod folded;
 mod json_document;
 mod json_scan;
 mod otlp;
+mod perf_data;
 mod perf_script;
 mod perfetto;
 mod pprof;
@@ -76,11 +77,15 @@ pub enum InputFormat {
     PprofLegacy,
     /// Linux perf samples as `perf script` prints them.
     PerfScript,
+    /// Linux `perf.data`, as `perf record` writes it (file or pipe mode).
+    PerfData,
 }
 
 impl InputFormat {
     /// Every format, in the order the sniffer tries them.
     pub const ALL: &'static [InputFormat] = &[
+        // Its magic, `PERFILE2`, is no protobuf, JSON or text another sniffer would take.
+        InputFormat::PerfData,
         // OTLP's sniffer is the strictest of the protobuf ones; Perfetto's would also claim a
         // request whose first resource has no `resource` field.
         InputFormat::Otlp,
@@ -117,6 +122,7 @@ impl InputFormat {
             InputFormat::Firefox => "firefox",
             InputFormat::PprofLegacy => "pprof-legacy",
             InputFormat::PerfScript => "perf-script",
+            InputFormat::PerfData => "perf-data",
         }
     }
 
@@ -137,6 +143,7 @@ impl InputFormat {
             InputFormat::Firefox => firefox::test(prefix),
             InputFormat::PprofLegacy => pprof_legacy::test(prefix),
             InputFormat::PerfScript => perf_script::test(prefix),
+            InputFormat::PerfData => perf_data::test(prefix),
         }
     }
 
@@ -274,6 +281,7 @@ pub(crate) fn decode_opened(
         InputFormat::PerfScript => {
             Some(perf_script::decode(&mut stream, container.name(), limits)?)
         }
+        InputFormat::PerfData => Some(perf_data::decode(&mut stream, container.name(), limits)?),
         _ => None,
     };
     let (profile, extras) = match streamed {
@@ -305,7 +313,8 @@ fn read_whole(
         InputFormat::Perfetto
         | InputFormat::Folded
         | InputFormat::ChromeJson
-        | InputFormat::PerfScript => unreachable!("streamed"),
+        | InputFormat::PerfScript
+        | InputFormat::PerfData => unreachable!("streamed"),
         InputFormat::Otlp => (otlp::decode(&whole, limits)?, Extras::default()),
         InputFormat::OtlpJson => (otlp::decode_json(&whole, limits)?, Extras::default()),
         InputFormat::Pprof => (pprof::decode(&whole, limits)?, Extras::default()),

@@ -7,9 +7,9 @@
 //! - **image-relative** addresses (Perfetto `rel_pc`) are ELF virtual addresses, already moved
 //!   into the call instruction for caller frames by the unwinder: the lookup address is
 //!   `rel_pc − load address` (the first `PT_LOAD`'s `p_vaddr`).
-//! - **absolute** addresses (pprof, OTLP, Sentry `instruction_addr`) go through the mapping to a
-//!   file offset (`address − memory_start + file_offset`), then through the debug file's
-//!   `PT_LOAD` headers to a virtual address. Caller frames are return addresses: they are moved
+//! - **absolute** addresses (pprof, OTLP, perf.data, Sentry `instruction_addr`) go through the
+//!   mapping to a file offset (`address − memory_start + file_offset`), then through the debug
+//!   file's `PT_LOAD` headers to a virtual address. Caller frames are return addresses: they are moved
 //!   back into the call instruction first (x86 −1, arm64 −4), as symbolicator does.
 //! - Breakpad files carry no program headers: their addresses are already relative to the
 //!   image, so an absolute address is taken as its file offset and `rel_pc` is reduced by the
