@@ -138,6 +138,18 @@ pub enum ErrorKind {
         /// What failed.
         what: String,
     },
+    /// A table of the lake has columns this version cannot write: a column it requires is
+    /// missing, or one it has differs in type (or requires values where this version allows
+    /// none), or it has columns this version does not know (compaction would drop them).
+    /// Columns are only ever added within a version, nullable, so this means another schema
+    /// version wrote the table. Permanent: the same lake fails the same way.
+    #[error("lake table {table} was written by an incompatible schema version: {what}")]
+    LakeSchema {
+        /// The table's location.
+        table: String,
+        /// What differs.
+        what: String,
+    },
     /// A conversion cannot be published into the lake: a landing file its manifest lists is
     /// missing, or its bytes are not those the manifest recorded. Permanent until the upload
     /// is converted again.
@@ -184,6 +196,7 @@ impl ErrorKind {
             ErrorKind::BuildIdMismatch { .. } => "build_id_mismatch",
             ErrorKind::DebugFileKey { .. } => "debug_file_key",
             ErrorKind::Lake { .. } => "lake",
+            ErrorKind::LakeSchema { .. } => "lake_schema",
             ErrorKind::Unpublishable { .. } => "unpublishable",
             ErrorKind::Storage { .. } => "storage",
         }

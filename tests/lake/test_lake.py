@@ -26,6 +26,9 @@ column for column, with the landing file's partition as the string column `dt`. 
   with the same rows, keeps replaced files for the retention, and `--retention-hours 0` removes
   every unreferenced file; readers querying all along always see the same totals;
 * two `publish` processes at once on the same store never count an upload twice.
+* a column added to a landing table within the version (`profiles.clock_source`): a lake table
+  made before it gains it on the next publish, after `dt`; rows published before read NULL,
+  rows published after the landing values, and compaction keeps both.
 
 Plain Python, run with the lake venv: `.venv-lake/bin/python tests/lake/test_lake.py`. The CLI
 comes from $PROFLAKE_BIN (default target/debug/proflake). Nothing is skipped: a missing
@@ -762,6 +765,80 @@ class CompactionTest(TierChecks):
                 self.assertEqual(set(store.data_files(table)), active, "files no version reads are removed")
         self.check_same_rows(con, store)
         self.assertEqual(store.totals(con, "lake"), totals)
+        con.close()
+
+
+def make_table_without(store: Store, con, table: str, column: str) -> None:
+    """Replaces the lake's `table` with the table a publisher of the schema before `column`
+    was added made: its log's first commit with the schema without `column`, and the landing
+    rows in one data file per day without it (written by DuckDB, not by proflake)."""
+    lake = store.lake(table)
+    first = [json.loads(line) for line in (lake / "_delta_log" / f"{0:020}.json").read_text().splitlines()]
+    protocol = next(a for a in first if "protocol" in a)
+    metadata = next(a for a in first if "metaData" in a)
+    schema = json.loads(metadata["metaData"]["schemaString"])
+    assert any(f["name"] == column for f in schema["fields"]), f"{table} has no {column} to take away"
+    schema["fields"] = [f for f in schema["fields"] if f["name"] != column]
+    metadata["metaData"]["schemaString"] = json.dumps(schema)
+    actions = [protocol, metadata]
+    shutil.rmtree(lake)
+    (lake / "_delta_log").mkdir(parents=True)
+    landing = landing_scan(store.root, table)
+    for (day,) in rows(con, f"SELECT DISTINCT dt FROM {landing} ORDER BY dt"):
+        relative = f"dt={day}/part-00000-before-{column}.parquet"
+        (lake / relative).parent.mkdir()
+        where = f"WHERE dt = {sql_string(day)}"
+        con.execute(f"COPY (SELECT * EXCLUDE (dt, {column}) FROM {landing} {where}) "
+                    f"TO {sql_string(str(lake / relative))} (FORMAT parquet)")
+        (count,) = rows(con, f"SELECT count(*) FROM {landing} {where}")[0]
+        actions.append({"add": {
+            "path": relative, "partitionValues": {"dt": day}, "size": (lake / relative).stat().st_size,
+            "modificationTime": int(time.time() * 1000), "dataChange": True,
+            "stats": json.dumps({"numRecords": count}),
+        }})
+    (lake / "_delta_log" / f"{0:020}.json").write_text("".join(json.dumps(a) + "\n" for a in actions))
+
+
+class AddedColumnTest(TierChecks):
+    """A lake table made before a column was added to its landing table within version 2
+    (`profiles` before `clock_source`): the next publish adds the column, and DuckDB reads it
+    by name, NULL in the rows published before."""
+
+    ADDED = "clock_source"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.store = new_store(cls, "added-column")
+        cls.inputs = cls.store.root.parent / "inputs"
+
+    def test_the_next_publish_adds_the_column(self):
+        store, con = self.store, reader()
+        before = staged(self.inputs, "before.folded", FOLDED.read_bytes())
+        store.convert([before], FOLDED_META, publish=True)
+        make_table_without(store, con, "profiles", self.ADDED)
+        profiles = lake_scan(store.root, "profiles")
+        self.assertNotIn(self.ADDED, [name for name, _ in self.columns(con, profiles)])
+        before_id = store.source_of_key(con, before.name)
+
+        after = staged(self.inputs, "after.folded", FOLDED.read_bytes() + b"thread (5): after 5\n")
+        store.convert([after], FOLDED_META, publish=True)
+        after_id = store.source_of_key(con, after.name)
+        self.assertEqual(self.columns(con, profiles)[-2:], [("dt", "VARCHAR"), (self.ADDED, "VARCHAR")])
+
+        per_value = f"SELECT source_id, dt, {self.ADDED}, count(*) FROM {{}} GROUP BY ALL"
+        landing = rows(con, per_value.format(landing_scan(store.root, "profiles")))
+        want = collections.Counter()
+        for source_id, day, value, count in landing:
+            want[(source_id, day, None if source_id == before_id else value)] += count
+        self.assertTrue(any(k[0] == after_id and k[2] is not None for k in want), landing)
+        self.assertEqual(collections.Counter({(a, b, c): n for a, b, c, n in rows(con, per_value.format(profiles))}), want)
+        self.check_same_rows(con, store, [t for t in TABLES if t != "profiles"])
+
+        store.compact("--retention-hours", "0")
+        for day, files in store.active_files(con, "profiles").items():
+            self.assertEqual(len(files), 1, f"dt={day}: {files}")
+        self.assertEqual(collections.Counter({(a, b, c): n for a, b, c, n in rows(con, per_value.format(profiles))}), want)
+        self.check_same_rows(con, store, [t for t in TABLES if t != "profiles"])
         con.close()
 
 

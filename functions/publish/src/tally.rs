@@ -6,7 +6,8 @@ use proflake_lambda::{counters, Tally};
 counters! {
     /// Counts of one batch.
     pub struct BatchTally {
-        /// Failures by reason (`invalid_event`, `lake`, `storage`, `unpublishable`, `panic`).
+        /// Failures by reason (`invalid_event`, `lake`, `lake_schema`, `storage`,
+        /// `unpublishable`, `panic`).
         failures,
         /// Manifests notified.
         manifests: Count "Manifests",

@@ -16,6 +16,7 @@ use deltalake::writer::{DeltaWriter, RecordBatchWriter};
 use deltalake::{DeltaTable, DeltaTableError};
 use futures::TryStreamExt;
 
+use super::evolve::add_missing_columns;
 use super::files::LakeFile;
 use super::schema::{delta_columns, lake_error, writer_properties, PARTITION_COLUMN};
 use super::{now_ms, Lake};
@@ -46,7 +47,8 @@ pub(super) enum Committed {
 }
 
 impl Lake {
-    /// `table`'s Delta table, created (empty, partitioned by `dt`) if there is none.
+    /// `table`'s Delta table, created (empty, partitioned by `dt`) if there is none, with the
+    /// columns added since it was created (see `evolve.rs`).
     pub(super) fn open(&self, table: Table) -> Result<DeltaTable> {
         let url = self.table_url(table);
         let err = |e: DeltaTableError| lake_error(url.as_str(), e.to_string());
@@ -63,7 +65,7 @@ impl Lake {
             .await
             .map_err(err)?;
             if delta.version().is_some() {
-                return Ok(delta);
+                return add_missing_columns(table, delta).await;
             }
             let created = delta
                 .create()
@@ -83,7 +85,7 @@ impl Lake {
                     .await
                     .map_err(err)?;
                     delta.load().await.map_err(err)?;
-                    Ok(delta)
+                    add_missing_columns(table, delta).await
                 }
             }
         })

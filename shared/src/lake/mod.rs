@@ -19,12 +19,15 @@
 mod compact;
 mod copy;
 mod delta;
+mod evolve;
 mod files;
 mod landing;
 mod ledger;
 mod parallel;
 mod publish;
 mod schema;
+#[cfg(test)]
+mod tests;
 
 use std::path::Path;
 

@@ -19,7 +19,8 @@ pub const PARTITION_COLUMN: &str = "dt";
 /// row group's filter, and a false positive costs one read of its `source_id` column.
 const BLOOM_FPP: f64 = 0.01;
 
-/// The Arrow schema of `table` in the lake: the landing columns, then `dt`.
+/// The Arrow schema of `table` in the lake: the landing columns, then `dt`. (A Delta table
+/// created before a landing column was added has it after `dt`: see `evolve.rs`.)
 pub fn lake_schema(table: Table) -> SchemaRef {
     let landing = table.schema();
     let mut fields: Vec<Field> = landing
