@@ -9,6 +9,7 @@ mod container;
 mod demangle;
 mod firefox;
 mod folded;
+mod jfr;
 mod json_document;
 mod json_scan;
 mod otlp;
@@ -76,6 +77,8 @@ pub enum InputFormat {
     PprofLegacy,
     /// Linux perf samples as `perf script` prints them.
     PerfScript,
+    /// A Java Flight Recorder recording (`.jfr`), the JDK's or async-profiler's.
+    Jfr,
 }
 
 impl InputFormat {
@@ -83,6 +86,8 @@ impl InputFormat {
     pub const ALL: &'static [InputFormat] = &[
         // OTLP's sniffer is the strictest of the protobuf ones; Perfetto's would also claim a
         // request whose first resource has no `resource` field.
+        // A binary magic no other format starts with.
+        InputFormat::Jfr,
         InputFormat::Otlp,
         InputFormat::Perfetto,
         InputFormat::Pprof,
@@ -117,6 +122,7 @@ impl InputFormat {
             InputFormat::Firefox => "firefox",
             InputFormat::PprofLegacy => "pprof-legacy",
             InputFormat::PerfScript => "perf-script",
+            InputFormat::Jfr => "jfr",
         }
     }
 
@@ -137,6 +143,7 @@ impl InputFormat {
             InputFormat::Firefox => firefox::test(prefix),
             InputFormat::PprofLegacy => pprof_legacy::test(prefix),
             InputFormat::PerfScript => perf_script::test(prefix),
+            InputFormat::Jfr => jfr::test(prefix),
         }
     }
 
@@ -274,6 +281,7 @@ pub(crate) fn decode_opened(
         InputFormat::PerfScript => {
             Some(perf_script::decode(&mut stream, container.name(), limits)?)
         }
+        InputFormat::Jfr => Some(jfr::decode(&mut stream, container.name(), limits)?),
         _ => None,
     };
     let (profile, extras) = match streamed {
@@ -305,7 +313,8 @@ fn read_whole(
         InputFormat::Perfetto
         | InputFormat::Folded
         | InputFormat::ChromeJson
-        | InputFormat::PerfScript => unreachable!("streamed"),
+        | InputFormat::PerfScript
+        | InputFormat::Jfr => unreachable!("streamed"),
         InputFormat::Otlp => (otlp::decode(&whole, limits)?, Extras::default()),
         InputFormat::OtlpJson => (otlp::decode_json(&whole, limits)?, Extras::default()),
         InputFormat::Pprof => (pprof::decode(&whole, limits)?, Extras::default()),

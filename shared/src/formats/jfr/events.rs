@@ -1,0 +1,721 @@
+//! Events into samples: which events become which series, their threads, stacks and weights.
+//! Threads, stacks, methods and frame types are resolved from the constant pools once per
+//! chunk and key, so that an event costs a few lookups.
+
+use std::borrow::Cow;
+
+use rustc_hash::FxHashMap;
+
+use crate::error::Result;
+use crate::limits::{exceeded, Limits};
+use crate::model::{
+    FrameHandle, FrameKind, Label, LabelValue, ProcessHandle, Profile, Sample, SeriesHandle,
+    SeriesKind, StackHandle, StringHandle, ThreadHandle,
+};
+
+use super::chunk::Header;
+use super::constant_pool::Pools;
+use super::metadata::{Kind, Metadata};
+use super::reader::{RawString, Reader};
+use super::values::{element, read_struct, Value};
+
+/// How an event's weight is found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Weight {
+    /// The sampling period of the event type (`jdk.ActiveSetting` `period`), in ns; a count
+    /// of samples when the recording does not say.
+    Period,
+    /// A field in nanoseconds.
+    Nanos(&'static str),
+    /// A field in ticks, turned into nanoseconds.
+    Ticks(&'static str),
+    /// A field in bytes.
+    Bytes(&'static str),
+    /// async-profiler's wall-clock samples: a count of samples times the `wall` interval.
+    Samples(&'static str),
+}
+
+/// The events read, each a series of its own.
+const EVENTS: &[(&str, SeriesKind, Weight)] = &[
+    ("jdk.ExecutionSample", SeriesKind::CpuTime, Weight::Period),
+    (
+        "jdk.CPUTimeSample",
+        SeriesKind::CpuTime,
+        Weight::Nanos("samplingPeriod"),
+    ),
+    (
+        "jdk.NativeMethodSample",
+        SeriesKind::WallTime,
+        Weight::Period,
+    ),
+    (
+        "profiler.WallClockSample",
+        SeriesKind::WallTime,
+        Weight::Samples("samples"),
+    ),
+    (
+        "jdk.ObjectAllocationSample",
+        SeriesKind::Other,
+        Weight::Bytes("weight"),
+    ),
+    (
+        "jdk.ObjectAllocationInNewTLAB",
+        SeriesKind::Other,
+        Weight::Bytes("tlabSize"),
+    ),
+    (
+        "jdk.ObjectAllocationOutsideTLAB",
+        SeriesKind::Other,
+        Weight::Bytes("allocationSize"),
+    ),
+    ("profiler.Malloc", SeriesKind::Other, Weight::Bytes("size")),
+    (
+        "profiler.LiveObject",
+        SeriesKind::Other,
+        Weight::Bytes("allocationSize"),
+    ),
+    (
+        "jdk.JavaMonitorEnter",
+        SeriesKind::Other,
+        Weight::Ticks("duration"),
+    ),
+    (
+        "jdk.ThreadPark",
+        SeriesKind::Other,
+        Weight::Ticks("duration"),
+    ),
+];
+
+/// The settings kept from `jdk.ActiveSetting` events: the sampling periods.
+const SETTINGS: &[&str] = &["period", "interval", "wall"];
+
+/// Where an event type's fields are.
+#[derive(Clone, Copy, Debug)]
+struct Plan {
+    /// Index into [`EVENTS`].
+    event: usize,
+    time: Option<usize>,
+    thread: Option<usize>,
+    stack: Option<usize>,
+    weight: Option<usize>,
+    context: Option<usize>,
+}
+
+/// What a whole recording's events have made so far: the profile, and what carries from one
+/// chunk to the next (settings, series, the process).
+pub(crate) struct Importer<'l> {
+    pub(crate) profile: Profile,
+    limits: &'l Limits,
+    process: Option<ProcessHandle>,
+    /// `jdk.ActiveSetting` values by (event type name, setting name).
+    settings: FxHashMap<(String, String), String>,
+    series: Vec<(usize, Option<i64>, SeriesHandle)>,
+    truncated: StringHandle,
+    context_key: StringHandle,
+    start: Option<i64>,
+    end: Option<i64>,
+    frames: Vec<FrameHandle>,
+}
+
+/// What one chunk's samples refer to, resolved once per key.
+#[derive(Default)]
+struct Caches {
+    threads: FxHashMap<u64, ThreadHandle>,
+    stacks: FxHashMap<u64, (Option<StackHandle>, bool)>,
+    methods: FxHashMap<u64, Option<(StringHandle, StringHandle)>>,
+    frame_kinds: FxHashMap<u64, FrameKind>,
+}
+
+/// One chunk's bytes and what its metadata and pools say.
+struct Chunk<'a, 'm> {
+    header: &'m Header,
+    metadata: &'m Metadata,
+    pools: &'m Pools,
+    reader: Reader<'a>,
+    string_class: Option<usize>,
+}
+
+impl<'l> Importer<'l> {
+    pub(crate) fn new(limits: &'l Limits) -> Self {
+        let mut profile = Profile::new(super::FORMAT);
+        let truncated = profile.intern("truncated");
+        let context_key = profile.intern("contextId");
+        Importer {
+            profile,
+            limits,
+            process: None,
+            settings: FxHashMap::default(),
+            series: Vec::new(),
+            truncated,
+            context_key,
+            start: None,
+            end: None,
+            frames: Vec::new(),
+        }
+    }
+
+    /// Reads the events of one whole chunk.
+    pub(crate) fn chunk(
+        &mut self,
+        header: &Header,
+        metadata: &Metadata,
+        pools: &Pools,
+        reader: Reader<'_>,
+    ) -> Result<()> {
+        let chunk = Chunk {
+            header,
+            metadata,
+            pools,
+            reader,
+            string_class: metadata.class_named("java.lang.String"),
+        };
+        let end = header.start_nanos.saturating_add(header.duration_nanos);
+        self.start = Some(
+            self.start
+                .map_or(header.start_nanos, |s| s.min(header.start_nanos)),
+        );
+        self.end = Some(self.end.map_or(end, |e| e.max(end)));
+        // The settings and the JVM's pid first: they may be written after the first samples.
+        let setting = metadata.class_named("jdk.ActiveSetting");
+        let jvm = metadata.class_named("jdk.JVMInformation");
+        let mut pid = None;
+        let mut fields = Vec::new();
+        for_each_event(&chunk.reader, metadata, |class, r| {
+            if Some(class) == setting {
+                self.setting(&chunk, class, r, &mut fields)?;
+            } else if Some(class) == jvm && pid.is_none() {
+                read_struct(metadata, class, r, &mut fields)?;
+                let c = &metadata.classes[class];
+                pid = c.field("pid").and_then(|f| fields[f].int());
+            }
+            Ok(())
+        })?;
+        let process = *self
+            .process
+            .get_or_insert_with(|| self.profile.add_process(pid));
+        let plans: FxHashMap<usize, Plan> = metadata
+            .classes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| plan(i, c))
+            .collect();
+        let mut caches = Caches::default();
+        for_each_event(&chunk.reader, metadata, |class, r| {
+            match plans.get(&class) {
+                Some(plan) => {
+                    read_struct(metadata, class, r, &mut fields)?;
+                    self.sample(&chunk, &mut caches, process, plan, &fields)
+                }
+                None => {
+                    if Some(class) != setting {
+                        self.profile.count("jfr_skipped_events");
+                    }
+                    Ok(())
+                }
+            }
+        })
+    }
+
+    /// Keeps the period settings of one `jdk.ActiveSetting` event.
+    fn setting<'a>(
+        &mut self,
+        chunk: &Chunk<'a, '_>,
+        class: usize,
+        r: &mut Reader<'a>,
+        fields: &mut Vec<Value<'a>>,
+    ) -> Result<()> {
+        read_struct(chunk.metadata, class, r, fields)?;
+        let c = &chunk.metadata.classes[class];
+        let get = |name| c.field(name).map(|f| fields[f]);
+        let Some(Value::String(name)) = get("name") else {
+            return Ok(());
+        };
+        let name = chunk.string(name)?.unwrap_or_default();
+        if !SETTINGS.contains(&&*name) {
+            return Ok(());
+        }
+        let Some(Value::String(value)) = get("value") else {
+            return Ok(());
+        };
+        let value = chunk.string(value)?.unwrap_or_default().into_owned();
+        let event = get("id")
+            .and_then(Value::int)
+            .and_then(|id| chunk.metadata.class_index(id as u64))
+            .map(|c| chunk.metadata.classes[c].name.clone())
+            .unwrap_or_default();
+        self.settings.insert((event, name.into_owned()), value);
+        Ok(())
+    }
+
+    /// The period in ns of an event type, as the recording set it.
+    fn period(&self, event: &str, setting: &str) -> Option<i64> {
+        let found = self
+            .settings
+            .get(&(event.to_owned(), setting.to_owned()))
+            .or_else(|| {
+                // async-profiler gives its intervals to its recording, not to an event type.
+                self.settings
+                    .iter()
+                    .find(|((_, name), _)| name == setting)
+                    .map(|(_, v)| v)
+            })?;
+        parse_period(found)
+    }
+
+    fn sample(
+        &mut self,
+        chunk: &Chunk<'_, '_>,
+        caches: &mut Caches,
+        process: ProcessHandle,
+        plan: &Plan,
+        fields: &[Value<'_>],
+    ) -> Result<()> {
+        let (name, kind, weight_rule) = EVENTS[plan.event];
+        let field = |i: Option<usize>| i.map(|i| fields[i]);
+        let Some(time) = field(plan.time)
+            .and_then(Value::int)
+            .and_then(|t| chunk.header.ticks_to_unix_ns(t))
+        else {
+            self.profile.count("jfr_event_without_time");
+            return Ok(());
+        };
+        let weight_field = field(plan.weight).and_then(Value::int);
+        let (weight, unit, period) = match weight_rule {
+            Weight::Period => match self
+                .period(name, "period")
+                .or_else(|| self.period(name, "interval"))
+            {
+                Some(p) => (p, "nanoseconds", Some(p)),
+                None => (1, "count", None),
+            },
+            Weight::Samples(_) => {
+                let samples = weight_field.unwrap_or(1);
+                match self.period(name, "wall") {
+                    Some(p) => (samples.saturating_mul(p), "nanoseconds", Some(p)),
+                    None => (samples, "count", None),
+                }
+            }
+            Weight::Nanos(_) => (weight_field.unwrap_or(0), "nanoseconds", None),
+            Weight::Ticks(_) => (
+                chunk.header.ticks_to_ns(weight_field.unwrap_or(0)),
+                "nanoseconds",
+                None,
+            ),
+            Weight::Bytes(_) => (weight_field.unwrap_or(0), "bytes", None),
+        };
+        let series = self.series(plan.event, kind, unit, period);
+        let thread = match field(plan.thread) {
+            Some(Value::Ref { class, key }) => self.thread(chunk, caches, process, class, key)?,
+            _ => self.profile.add_thread(process, None),
+        };
+        let (stack, truncated) = match field(plan.stack) {
+            Some(Value::Ref { class, key }) => self.stack(chunk, caches, class, key)?,
+            _ => (None, false),
+        };
+        if self.profile.samples().len() as u64 >= self.limits.max_samples {
+            return Err(exceeded("max_samples", self.limits.max_samples));
+        }
+        let mut sample = Sample::new(thread, stack, weight, series);
+        sample.time = Some(time);
+        if truncated {
+            sample.unwind_error = Some(self.truncated);
+        }
+        if let Some(context) = field(plan.context).and_then(Value::int).filter(|&c| c != 0) {
+            sample.labels = self.profile.add_label_set(&[Label {
+                key: self.context_key,
+                value: LabelValue::Num {
+                    value: context,
+                    unit: None,
+                },
+            }]);
+        }
+        self.profile.add_sample(sample);
+        Ok(())
+    }
+
+    fn series(
+        &mut self,
+        event: usize,
+        kind: SeriesKind,
+        unit: &str,
+        period: Option<i64>,
+    ) -> SeriesHandle {
+        if let Some(&(_, _, h)) = self.series.iter().find(|(e, p, h)| {
+            *e == event && *p == period && self.profile.str(self.profile.series(*h).unit) == unit
+        }) {
+            return h;
+        }
+        let series = crate::model::Series {
+            kind,
+            name: self.profile.intern(EVENTS[event].0),
+            unit: self.profile.intern(unit),
+            source: Some(self.profile.intern("jfr")),
+            frequency_hz: None,
+            period: period.and_then(|p| u64::try_from(p).ok()),
+            spans: false,
+        };
+        let h = self.profile.add_series(series);
+        self.series.push((event, period, h));
+        h
+    }
+
+    fn thread(
+        &mut self,
+        chunk: &Chunk<'_, '_>,
+        caches: &mut Caches,
+        process: ProcessHandle,
+        class: usize,
+        key: u64,
+    ) -> Result<ThreadHandle> {
+        if let Some(&t) = caches.threads.get(&key) {
+            return Ok(t);
+        }
+        let mut fields = Vec::new();
+        let found = chunk.pool_struct(class, key, &mut fields)?;
+        let c = &chunk.metadata.classes[class];
+        let get = |name| found.then(|| c.field(name).map(|f| fields[f])).flatten();
+        let tid = get("osThreadId").and_then(Value::int).filter(|&t| t > 0);
+        let thread = self.profile.add_thread(process, tid);
+        for name in ["javaName", "osName"] {
+            if let Some(Value::String(raw)) = get(name) {
+                if let Some(name) = chunk.string(raw)?.filter(|n| !n.is_empty()) {
+                    self.profile.name_thread(thread, &name);
+                    break;
+                }
+            }
+        }
+        if !found {
+            self.profile.count("jfr_unresolved_thread");
+        }
+        if self.profile.threads().len() as u64 > self.limits.max_threads {
+            return Err(exceeded("max_threads", self.limits.max_threads));
+        }
+        caches.threads.insert(key, thread);
+        Ok(thread)
+    }
+
+    /// The leaf of a stack trace from the pool, and whether the JVM cut it short.
+    fn stack(
+        &mut self,
+        chunk: &Chunk<'_, '_>,
+        caches: &mut Caches,
+        class: usize,
+        key: u64,
+    ) -> Result<(Option<StackHandle>, bool)> {
+        if let Some(&s) = caches.stacks.get(&key) {
+            return Ok(s);
+        }
+        let mut fields = Vec::new();
+        let resolved = if chunk.pool_struct(class, key, &mut fields)? {
+            self.read_stack(chunk, caches, class, &fields)?
+        } else {
+            self.profile.count("jfr_unresolved_stack");
+            (None, false)
+        };
+        caches.stacks.insert(key, resolved);
+        Ok(resolved)
+    }
+
+    fn read_stack(
+        &mut self,
+        chunk: &Chunk<'_, '_>,
+        caches: &mut Caches,
+        class: usize,
+        fields: &[Value<'_>],
+    ) -> Result<(Option<StackHandle>, bool)> {
+        let c = &chunk.metadata.classes[class];
+        let get = |name| c.field(name).map(|f| fields[f]);
+        let truncated = get("truncated").and_then(Value::int).unwrap_or(0) != 0;
+        let Some(Value::Array {
+            class: frame_class,
+            pool,
+            len,
+            at,
+        }) = get("frames")
+        else {
+            return Ok((None, truncated));
+        };
+        if len as u64 > self.limits.max_stack_depth {
+            self.profile.count("jfr_stack_too_deep");
+            return Ok((None, truncated));
+        }
+        let mut frames = std::mem::take(&mut self.frames);
+        frames.clear();
+        let mut r = chunk.reader.at(at);
+        let mut frame_fields = Vec::new();
+        let fc = &chunk.metadata.classes[frame_class];
+        let (method, line, kind) = (fc.field("method"), fc.field("lineNumber"), fc.field("type"));
+        for _ in 0..len {
+            let found = match element(chunk.metadata, frame_class, pool, &mut r, 0)? {
+                Value::Ref { key, .. } => chunk.pool_struct(frame_class, key, &mut frame_fields)?,
+                Value::Struct { at, .. } => {
+                    read_struct(
+                        chunk.metadata,
+                        frame_class,
+                        &mut chunk.reader.at(at),
+                        &mut frame_fields,
+                    )?;
+                    true
+                }
+                _ => false,
+            };
+            let get = |i: Option<usize>| found.then(|| i.map(|i| frame_fields[i])).flatten();
+            let kind = match get(kind) {
+                Some(Value::Ref { class, key }) => self.frame_kind(chunk, caches, class, key)?,
+                _ => FrameKind::Jvm,
+            };
+            let line = get(line)
+                .and_then(Value::int)
+                .filter(|&l| l > 0)
+                .and_then(|l| u32::try_from(l).ok());
+            let mut frame = crate::model::Frame::new(kind);
+            if let Some(Value::Ref { class, key }) = get(method) {
+                if let Some((function, module)) = self.method(chunk, caches, class, key)? {
+                    frame.function = Some(function);
+                    frame.module = Some(module);
+                }
+            }
+            frame.line = line;
+            if frame.function.is_none() {
+                self.profile.count("jfr_unresolved_method");
+            }
+            frames.push(self.profile.add_frame(frame));
+        }
+        // Leaf first in the recording, root first in the model.
+        let mut leaf = None;
+        for &frame in frames.iter().rev() {
+            leaf = Some(self.profile.add_stack(leaf, frame));
+        }
+        self.frames = frames;
+        if self.profile.stacks().len() as u64 > self.limits.max_stack_nodes {
+            return Err(exceeded("max_stack_nodes", self.limits.max_stack_nodes));
+        }
+        Ok((leaf, truncated))
+    }
+
+    /// A method's function (`package.Class.method`) and module (`package.Class`).
+    fn method(
+        &mut self,
+        chunk: &Chunk<'_, '_>,
+        caches: &mut Caches,
+        class: usize,
+        key: u64,
+    ) -> Result<Option<(StringHandle, StringHandle)>> {
+        if let Some(&m) = caches.methods.get(&key) {
+            return Ok(m);
+        }
+        let mut fields = Vec::new();
+        let mut resolved = None;
+        if chunk.pool_struct(class, key, &mut fields)? {
+            let c = &chunk.metadata.classes[class];
+            let get = |name| c.field(name).map(|f| fields[f]);
+            let name = match get("name") {
+                Some(v) => chunk.symbol(v)?,
+                None => None,
+            };
+            let type_name = match get("type") {
+                Some(Value::Ref { class, key }) => chunk.class_name(class, key)?,
+                _ => None,
+            };
+            if let Some(name) = name {
+                let module = type_name.map(|t| java_name(&t));
+                let function = match &module {
+                    Some(m) => format!("{m}.{name}"),
+                    None => name.clone(),
+                };
+                check_len(&function, self.limits)?;
+                let function = self.profile.intern(&function);
+                let module = self.profile.intern(module.as_deref().unwrap_or(""));
+                resolved = Some((function, module));
+            }
+        }
+        caches.methods.insert(key, resolved);
+        Ok(resolved)
+    }
+
+    fn frame_kind(
+        &mut self,
+        chunk: &Chunk<'_, '_>,
+        caches: &mut Caches,
+        class: usize,
+        key: u64,
+    ) -> Result<FrameKind> {
+        if let Some(&k) = caches.frame_kinds.get(&key) {
+            return Ok(k);
+        }
+        let mut fields = Vec::new();
+        let mut description = None;
+        if chunk.pool_struct(class, key, &mut fields)? {
+            let c = &chunk.metadata.classes[class];
+            if let Some(Value::String(raw)) = c.field("description").map(|f| fields[f]) {
+                description = chunk.string(raw)?.map(Cow::into_owned);
+            }
+        }
+        let kind = match description.as_deref() {
+            Some("Native" | "C++") => FrameKind::Native,
+            Some("Kernel") => FrameKind::Kernel,
+            _ => FrameKind::Jvm,
+        };
+        caches.frame_kinds.insert(key, kind);
+        Ok(kind)
+    }
+
+    /// The profile, its samples in time order.
+    pub(crate) fn finish(mut self) -> Profile {
+        self.profile.start_time = self.start;
+        self.profile.duration = match (self.start, self.end) {
+            (Some(s), Some(e)) => Some(e.saturating_sub(s).max(0)),
+            _ => None,
+        };
+        self.profile.sort_samples_by_time();
+        self.profile
+    }
+}
+
+impl<'a> Chunk<'a, '_> {
+    /// Reads the fields of pool entry `key` of struct class `class` into `out`; false when the
+    /// pool has no such entry.
+    fn pool_struct(&self, class: usize, key: u64, out: &mut Vec<Value<'a>>) -> Result<bool> {
+        let Some(at) = self.pools.get(class, key) else {
+            return Ok(false);
+        };
+        if self.metadata.classes[class].kind != Kind::Struct {
+            return Ok(false);
+        }
+        read_struct(self.metadata, class, &mut self.reader.at(at), out)?;
+        Ok(true)
+    }
+
+    /// The text of a string value, looked up in the string pool when it refers there.
+    fn string(&self, raw: RawString<'a>) -> Result<Option<Cow<'a, str>>> {
+        match raw {
+            RawString::Pool(key) => {
+                let Some(at) = self.string_class.and_then(|c| self.pools.get(c, key)) else {
+                    return Ok(None);
+                };
+                let mut r = self.reader.at(at);
+                let raw = r.raw_string()?;
+                // A pooled string that refers to the pool again is not followed.
+                r.text(raw)
+            }
+            other => self.reader.text(other),
+        }
+    }
+
+    /// The text of a `jdk.types.Symbol` reference (or a string in its place).
+    fn symbol(&self, value: Value<'a>) -> Result<Option<String>> {
+        match value {
+            Value::String(raw) => Ok(self.string(raw)?.map(Cow::into_owned)),
+            Value::Ref { class, key } => {
+                let mut fields = Vec::new();
+                if !self.pool_struct(class, key, &mut fields)? {
+                    return Ok(None);
+                }
+                let c = &self.metadata.classes[class];
+                match c.field("string").map(|f| fields[f]) {
+                    Some(Value::String(raw)) => Ok(self.string(raw)?.map(Cow::into_owned)),
+                    _ => Ok(None),
+                }
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The name of a `java.lang.Class` from the pool, as the JVM spells it (`java/lang/Object`).
+    fn class_name(&self, class: usize, key: u64) -> Result<Option<String>> {
+        let mut fields = Vec::new();
+        if !self.pool_struct(class, key, &mut fields)? {
+            return Ok(None);
+        }
+        let c = &self.metadata.classes[class];
+        match c.field("name").map(|f| fields[f]) {
+            Some(v) => self.symbol(v),
+            None => Ok(None),
+        }
+    }
+}
+
+/// Calls `f` with the class index of every event of the chunk and a reader of its fields.
+/// Metadata and constant pool events are passed over; so are events of undeclared types,
+/// which are counted by the caller's own rules.
+fn for_each_event<'a>(
+    chunk: &Reader<'a>,
+    metadata: &Metadata,
+    mut f: impl FnMut(usize, &mut Reader<'a>) -> Result<()>,
+) -> Result<()> {
+    let mut at = super::chunk::HEADER_BYTES;
+    while at < chunk.len() {
+        let mut r = chunk.at(at);
+        let size = r.varint()?;
+        if size < 2 || at as u64 + size > chunk.len() as u64 {
+            return Err(r.malformed(format!("event of {size} bytes does not fit in its chunk")));
+        }
+        let end = at + size as usize;
+        let mut r = chunk.window(r.pos(), end);
+        let ty = r.varint()?;
+        if ty > super::constant_pool::POOL_EVENT {
+            if let Some(class) = metadata.class_index(ty) {
+                f(class, &mut r)?;
+            }
+        }
+        at = end;
+    }
+    Ok(())
+}
+
+/// Where the fields of an event type that becomes samples are, if it is one.
+fn plan(class: usize, c: &super::metadata::Class) -> Option<(usize, Plan)> {
+    let event = EVENTS.iter().position(|(name, ..)| *name == c.name)?;
+    let weight = match EVENTS[event].2 {
+        Weight::Period => None,
+        Weight::Nanos(f) | Weight::Ticks(f) | Weight::Bytes(f) | Weight::Samples(f) => c.field(f),
+    };
+    Some((
+        class,
+        Plan {
+            event,
+            time: c.field("startTime"),
+            thread: c.field("sampledThread").or_else(|| c.field("eventThread")),
+            stack: c.field("stackTrace"),
+            weight,
+            context: c.field("contextId"),
+        },
+    ))
+}
+
+/// A JVM class name with dots (`java/lang/Object` → `java.lang.Object`). A hidden class's
+/// name already has them, and a slash before its address (`Foo$$Lambda/0x0123`) that stays.
+fn java_name(name: &str) -> String {
+    if name.contains('.') {
+        name.to_owned()
+    } else {
+        name.replace('/', ".")
+    }
+}
+
+fn check_len(s: &str, limits: &Limits) -> Result<()> {
+    if s.len() as u64 > limits.max_string_bytes {
+        return Err(exceeded("max_string_bytes", limits.max_string_bytes));
+    }
+    Ok(())
+}
+
+/// A period setting in nanoseconds: `10 ms`, `20ms`, `1 s`, `100 us`, or a bare number of
+/// nanoseconds (async-profiler's intervals); `None` for anything else (`off`, `500/s`).
+pub(crate) fn parse_period(value: &str) -> Option<i64> {
+    let value = value.trim();
+    let digits = value
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(value.len());
+    let number: i64 = value[..digits].parse().ok()?;
+    let unit = value[digits..].trim();
+    let scale = match unit {
+        "" | "ns" => 1,
+        "us" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        "m" | "min" => 60_000_000_000,
+        _ => return None,
+    };
+    number.checked_mul(scale).filter(|&p| p > 0)
+}
