@@ -281,7 +281,10 @@ pub(crate) fn decode_opened(
         InputFormat::PerfScript => {
             Some(perf_script::decode(&mut stream, container.name(), limits)?)
         }
-        InputFormat::Jfr => Some(jfr::decode(&mut stream, container.name(), limits)?),
+        InputFormat::Jfr => {
+            let profile = jfr::decode(&mut stream, container.name(), limits)?;
+            return accepted(profile, format, container, jfr::extras(), limits);
+        }
         _ => None,
     };
     let (profile, extras) = match streamed {

@@ -122,7 +122,7 @@ pub(crate) struct Importer<'l> {
 struct Caches {
     threads: FxHashMap<u64, ThreadHandle>,
     stacks: FxHashMap<u64, (Option<StackHandle>, bool)>,
-    methods: FxHashMap<u64, Option<(StringHandle, StringHandle)>>,
+    methods: FxHashMap<u64, Option<(StringHandle, Option<StringHandle>)>>,
     frame_kinds: FxHashMap<u64, FrameKind>,
 }
 
@@ -472,7 +472,7 @@ impl<'l> Importer<'l> {
             if let Some(Value::Ref { class, key }) = get(method) {
                 if let Some((function, module)) = self.method(chunk, caches, class, key)? {
                     frame.function = Some(function);
-                    frame.module = Some(module);
+                    frame.module = module;
                 }
             }
             frame.line = line;
@@ -493,14 +493,14 @@ impl<'l> Importer<'l> {
         Ok((leaf, truncated))
     }
 
-    /// A method's function (`package.Class.method`) and module (`package.Class`).
+    /// A method's name and its class (`package.Class`).
     fn method(
         &mut self,
         chunk: &Chunk<'_, '_>,
         caches: &mut Caches,
         class: usize,
         key: u64,
-    ) -> Result<Option<(StringHandle, StringHandle)>> {
+    ) -> Result<Option<(StringHandle, Option<StringHandle>)>> {
         if let Some(&m) = caches.methods.get(&key) {
             return Ok(m);
         }
@@ -518,14 +518,18 @@ impl<'l> Importer<'l> {
                 _ => None,
             };
             if let Some(name) = name {
-                let module = type_name.map(|t| java_name(&t));
-                let function = match &module {
-                    Some(m) => format!("{m}.{name}"),
-                    None => name.clone(),
+                // As the model holds JVM frames (and Sentry's Java frames): the method, and
+                // its class as the module.
+                check_len(&name, self.limits)?;
+                let function = self.profile.intern(&name);
+                let module = match type_name {
+                    Some(t) => {
+                        let class = java_name(&t);
+                        check_len(&class, self.limits)?;
+                        Some(self.profile.intern(&class))
+                    }
+                    None => None,
                 };
-                check_len(&function, self.limits)?;
-                let function = self.profile.intern(&function);
-                let module = self.profile.intern(module.as_deref().unwrap_or(""));
                 resolved = Some((function, module));
             }
         }
@@ -562,6 +566,20 @@ impl<'l> Importer<'l> {
 
     /// The profile, its samples in time order.
     pub(crate) fn finish(mut self) -> Profile {
+        // Sample v2 carries every CPU-time series: with the JDK's CPU-time sampler on
+        // (JEP 509), the execution sampler's samples of the same threads are left to the tables.
+        let of = |name: &str| -> Vec<SeriesHandle> {
+            self.series
+                .iter()
+                .filter(|(e, ..)| EVENTS[*e].0 == name)
+                .map(|&(.., h)| h)
+                .collect()
+        };
+        if !of("jdk.CPUTimeSample").is_empty() {
+            for h in of("jdk.ExecutionSample") {
+                self.profile.set_series_kind(h, SeriesKind::Other);
+            }
+        }
         self.profile.start_time = self.start;
         self.profile.duration = match (self.start, self.end) {
             (Some(s), Some(e)) => Some(e.saturating_sub(s).max(0)),

@@ -23,7 +23,9 @@ use self::events::Importer;
 use self::metadata::Metadata;
 use self::reader::Reader;
 use crate::error::{ErrorKind, Result};
+use crate::formats::Extras;
 use crate::limits::{exceeded, Limits};
+use crate::metadata::UploadMetadata;
 use crate::model::Profile;
 
 const FORMAT: &str = "jfr";
@@ -85,6 +87,18 @@ pub(crate) fn decode(
         .into());
     }
     Ok(importer.finish())
+}
+
+/// What a recording says of itself: its chunks are Java's (Sentry's `java` platform, not the
+/// `android` that JVM frames alone would make of them).
+pub(crate) fn extras() -> Extras {
+    Extras {
+        metadata: Some(UploadMetadata {
+            platform: Some("java".to_owned()),
+            ..UploadMetadata::default()
+        }),
+        sample_v2: Vec::new(),
+    }
 }
 
 fn decode_chunk(

@@ -162,11 +162,9 @@ fn from_profile(p: &Profile) -> Tally {
                     .map(|f| {
                         let f = p.frame(f);
                         let line = f.line.map_or("-".to_owned(), |l| l.to_string());
-                        format!(
-                            "{}:{line}:{}",
-                            p.opt_str(f.function).unwrap(),
-                            p.kind_name(f.kind)
-                        )
+                        let class = p.opt_str(f.module).unwrap();
+                        let method = p.opt_str(f.function).unwrap();
+                        format!("{class}.{method}:{line}:{}", p.kind_name(f.kind))
                     })
                     .collect()
             })
@@ -205,7 +203,16 @@ fn assert_same(recording: &str, json: &str) -> Profile {
         .filter(|(k, v)| got.per_stack.get(*k) != Some(v))
         .take(3)
         .collect();
-    assert!(stacks_differ.is_empty(), "{recording}: {stacks_differ:#?}");
+    if !stacks_differ.is_empty() {
+        let near: Vec<_> = got
+            .per_stack
+            .iter()
+            .filter(|((ty, s), _)| {
+                *ty == stacks_differ[0].0 .0 && s.len() == stacks_differ[0].0 .1.len()
+            })
+            .collect();
+        panic!("{recording}: {stacks_differ:#?} decoded: {near:#?}");
+    }
     assert_eq!(got.per_stack.len(), want.per_stack.len(), "{recording}");
     assert_eq!(got.times.len(), want.times.len());
     for ((ty, a), (_, b)) in got.times.iter().zip(&want.times) {
@@ -249,6 +256,16 @@ fn a_jdk25_recording_with_cpu_time_samples_reads_as_jfr_prints_it() {
         .find(|(_, s)| profile.str(s.name) == "jdk.CPUTimeSample")
         .expect("CPU time samples");
     assert_eq!(profile.str(cpu_time.1.unit), "nanoseconds");
+    let cpu: Vec<_> = profile
+        .all_series()
+        .filter(|(_, s)| s.kind == SeriesKind::CpuTime)
+        .map(|(_, s)| profile.str(s.name))
+        .collect();
+    assert_eq!(
+        cpu,
+        ["jdk.CPUTimeSample"],
+        "one CPU-time series for Sample v2"
+    );
     let native = profile
         .frames()
         .filter(|(_, f)| f.kind == FrameKind::Native)
