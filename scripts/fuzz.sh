@@ -26,7 +26,7 @@ fi
 export PATH="$PWD/.tools/bin:$PATH"
 
 all_targets=(decode decode_perfetto decode_otlp decode_otlp_json decode_pprof decode_folded
-  cpuprofile decode_perf_script pprof_legacy firefox speedscope chrome_json decode_sentry_envelope sample_v2 convert notification debug_file receive)
+  cpuprofile decode_perf_script decode_jfr pprof_legacy firefox speedscope chrome_json decode_sentry_envelope sample_v2 convert notification debug_file receive)
 if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 
 mkdir -p "$work/logs"
@@ -84,6 +84,7 @@ chrome=(samples/chrome/claude_code.json tests/fixtures/chrome/*.json)
 firefox=(samples/firefox/*.json* tests/fixtures/firefox/*.json)
 pprof_legacy=(samples/pprof-legacy/*.prof tests/fixtures/pprof-legacy/*.cpu)
 perf_script=(samples/perf-script/*.txt tests/fixtures/perf_script/*.txt tests/fixtures/perf_script/*.gz)
+jfr=(samples/jfr/*.jfr tests/fixtures/jfr/*.jfr tests/fixtures/jfr/*.jfr.gz)
 envelope=(samples/sentry/*.envelope tests/fixtures/sentry/*.jsonl)
 chunks=(tests/fixtures/sentry/*.json samples/*/*.expected/[0-9a-f]*.json)
 add_seed decode_perfetto "${perfetto[@]}"
@@ -97,12 +98,13 @@ add_seed chrome_json "${chrome[@]}"
 add_seed firefox "${firefox[@]}"
 add_seed pprof_legacy "${pprof_legacy[@]}"
 add_seed decode_perf_script "${perf_script[@]}"
+add_seed decode_jfr "${jfr[@]}"
 add_seed decode_sentry_envelope "${envelope[@]}"
 add_seed sample_v2 "${chunks[@]}"
 add_seed receive "${otlp[@]}" "${otlp_json[@]}" "${pprof[@]}" "${folded[@]}"
 for t in decode convert; do
   add_seed "$t" "${perfetto[@]}" "${otlp[@]}" "${otlp_json[@]}" "${pprof[@]}" "${folded[@]}" \
-    "${cpuprofile[@]}" "${perf_script[@]}" "${pprof_legacy[@]}" "${speedscope[@]}" "${chrome[@]}" "${firefox[@]}" "${envelope[@]}" "${chunks[@]}"
+    "${cpuprofile[@]}" "${perf_script[@]}" "${jfr[@]}" "${pprof_legacy[@]}" "${speedscope[@]}" "${chrome[@]}" "${firefox[@]}" "${envelope[@]}" "${chunks[@]}"
 done
 # Debug files: a small gcc-built library with inlined calls (DWARF with inlinees), the same
 # without DWARF (symbols only), and its Breakpad file when dump_syms is installed.

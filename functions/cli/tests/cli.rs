@@ -163,6 +163,7 @@ fn every_sample_converts_to_its_expected_output() {
         "firefox",
         "pprof-legacy",
         "perf-script",
+        "jfr",
     ] {
         assert!(
             checked
