@@ -6,6 +6,7 @@ mod cpuprofile;
 mod doc_links;
 mod firefox;
 mod folded;
+mod jfr;
 mod gen_inputs;
 mod otlp;
 mod perf_script;
