@@ -14,7 +14,10 @@ fn only_the_jfr_sniffer_claims_the_recordings() {
         .map(|rel| (rel.to_string(), fixture(rel)))
         .collect();
     let sample = repo_path("samples/jfr/workload-jdk25.jfr.gz");
-    inputs.push((sample.display().to_string(), std::fs::read(&sample).unwrap()));
+    inputs.push((
+        sample.display().to_string(),
+        std::fs::read(&sample).unwrap(),
+    ));
     assert_only_sniffer(InputFormat::Jfr, &inputs);
 }
 

@@ -99,6 +99,10 @@ struct Plan {
     stack: Option<usize>,
     weight: Option<usize>,
     context: Option<usize>,
+    /// The sampling period in this chunk, for the event types weighed by one.
+    period: Option<i64>,
+    unit: &'static str,
+    series: Option<SeriesHandle>,
 }
 
 /// What a whole recording's events have made so far: the profile, and what carries from one
@@ -193,17 +197,39 @@ impl<'l> Importer<'l> {
         let process = *self
             .process
             .get_or_insert_with(|| self.profile.add_process(pid));
-        let plans: FxHashMap<usize, Plan> = metadata
-            .classes
-            .iter()
-            .enumerate()
-            .filter_map(|(i, c)| plan(i, c))
-            .collect();
+        // Each event type's period and series, once per chunk.
+        let mut plans: FxHashMap<usize, Plan> = FxHashMap::default();
+        for (class, c) in metadata.classes.iter().enumerate() {
+            let Some(event) = EVENTS.iter().position(|(name, ..)| *name == c.name) else {
+                continue;
+            };
+            let (name, _, weight) = EVENTS[event];
+            let (period, unit) = match weight {
+                Weight::Period => {
+                    let p = self
+                        .period(name, "period")
+                        .or_else(|| self.period(name, "interval"));
+                    (p, if p.is_some() { "nanoseconds" } else { "count" })
+                }
+                Weight::Samples(_) => {
+                    let p = self.period(name, "wall");
+                    (p, if p.is_some() { "nanoseconds" } else { "count" })
+                }
+                Weight::Nanos(_) | Weight::Ticks(_) => (None, "nanoseconds"),
+                Weight::Bytes(_) => (None, "bytes"),
+            };
+            plans.insert(class, plan(event, c, period, unit));
+        }
         let mut caches = Caches::default();
         for_each_event(&chunk.reader, metadata, |class, r| {
-            match plans.get(&class) {
+            match plans.get_mut(&class) {
                 Some(plan) => {
                     read_struct(metadata, class, r, &mut fields)?;
+                    // Made at the first sample: the metadata declares every event type.
+                    if plan.series.is_none() {
+                        let kind = EVENTS[plan.event].1;
+                        plan.series = Some(self.series(plan.event, kind, plan.unit, plan.period));
+                    }
                     self.sample(&chunk, &mut caches, process, plan, &fields)
                 }
                 None => {
@@ -270,7 +296,7 @@ impl<'l> Importer<'l> {
         plan: &Plan,
         fields: &[Value<'_>],
     ) -> Result<()> {
-        let (name, kind, weight_rule) = EVENTS[plan.event];
+        let weight_rule = EVENTS[plan.event].2;
         let field = |i: Option<usize>| i.map(|i| fields[i]);
         let Some(time) = field(plan.time)
             .and_then(Value::int)
@@ -280,30 +306,18 @@ impl<'l> Importer<'l> {
             return Ok(());
         };
         let weight_field = field(plan.weight).and_then(Value::int);
-        let (weight, unit, period) = match weight_rule {
-            Weight::Period => match self
-                .period(name, "period")
-                .or_else(|| self.period(name, "interval"))
-            {
-                Some(p) => (p, "nanoseconds", Some(p)),
-                None => (1, "count", None),
-            },
+        let weight = match weight_rule {
+            Weight::Period => plan.period.unwrap_or(1),
             Weight::Samples(_) => {
                 let samples = weight_field.unwrap_or(1);
-                match self.period(name, "wall") {
-                    Some(p) => (samples.saturating_mul(p), "nanoseconds", Some(p)),
-                    None => (samples, "count", None),
-                }
+                plan.period.map_or(samples, |p| samples.saturating_mul(p))
             }
-            Weight::Nanos(_) => (weight_field.unwrap_or(0), "nanoseconds", None),
-            Weight::Ticks(_) => (
-                chunk.header.ticks_to_ns(weight_field.unwrap_or(0)),
-                "nanoseconds",
-                None,
-            ),
-            Weight::Bytes(_) => (weight_field.unwrap_or(0), "bytes", None),
+            Weight::Ticks(_) => chunk.header.ticks_to_ns(weight_field.unwrap_or(0)),
+            Weight::Nanos(_) | Weight::Bytes(_) => weight_field.unwrap_or(0),
         };
-        let series = self.series(plan.event, kind, unit, period);
+        let Some(series) = plan.series else {
+            return Ok(());
+        };
         let thread = match field(plan.thread) {
             Some(Value::Ref { class, key }) => self.thread(chunk, caches, process, class, key)?,
             _ => self.profile.add_thread(process, None),
@@ -681,24 +695,23 @@ fn for_each_event<'a>(
     Ok(())
 }
 
-/// Where the fields of an event type that becomes samples are, if it is one.
-fn plan(class: usize, c: &super::metadata::Class) -> Option<(usize, Plan)> {
-    let event = EVENTS.iter().position(|(name, ..)| *name == c.name)?;
+/// Where the fields of an event type that becomes samples are.
+fn plan(event: usize, c: &super::metadata::Class, period: Option<i64>, unit: &'static str) -> Plan {
     let weight = match EVENTS[event].2 {
         Weight::Period => None,
         Weight::Nanos(f) | Weight::Ticks(f) | Weight::Bytes(f) | Weight::Samples(f) => c.field(f),
     };
-    Some((
-        class,
-        Plan {
-            event,
-            time: c.field("startTime"),
-            thread: c.field("sampledThread").or_else(|| c.field("eventThread")),
-            stack: c.field("stackTrace"),
-            weight,
-            context: c.field("contextId"),
-        },
-    ))
+    Plan {
+        event,
+        time: c.field("startTime"),
+        thread: c.field("sampledThread").or_else(|| c.field("eventThread")),
+        stack: c.field("stackTrace"),
+        weight,
+        context: c.field("contextId"),
+        period,
+        unit,
+        series: None,
+    }
 }
 
 /// A JVM class name with dots (`java/lang/Object` → `java.lang.Object`). A hidden class's
