@@ -135,4 +135,6 @@ fn decode_chunk(
 }
 
 #[cfg(test)]
+mod synthetic_tests;
+#[cfg(test)]
 mod tests;
