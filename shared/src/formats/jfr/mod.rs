@@ -10,12 +10,17 @@
 
 mod chunk;
 mod constant_pool;
+mod context_labels;
 mod events;
 mod metadata;
 mod reader;
 mod values;
 
 use std::io::Read;
+
+pub(crate) use self::context_labels::{
+    apply as apply_context_labels, read_snapshot, ContextLabels,
+};
 
 use self::chunk::{Header, HEADER_BYTES, MAGIC};
 use self::constant_pool::Pools;

@@ -469,3 +469,36 @@ fn broken_chunks_are_malformed_with_what_is_wrong() {
     bad[8..16].copy_from_slice(&size.to_be_bytes());
     assert!(malformed(&bad).contains("undeclared class id 99"));
 }
+
+#[test]
+fn context_labels_go_to_the_samples_of_their_context() {
+    let mut p = read(&chunk(true)).unwrap();
+    let contexts: ContextLabels = [(
+        "7".to_owned(),
+        [("span_name".to_owned(), "checkout".to_owned())].into(),
+    )]
+    .into();
+    apply_context_labels(&mut p, &contexts);
+    let labelled: Vec<Vec<(String, String)>> = p
+        .samples()
+        .iter()
+        .filter_map(|s| s.labels)
+        .map(|set| {
+            p.label_set(set)
+                .iter()
+                .map(|l| {
+                    let value = match l.value {
+                        LabelValue::Str(s) => p.str(s).to_owned(),
+                        LabelValue::Num { value, .. } => value.to_string(),
+                    };
+                    (p.str(l.key).to_owned(), value)
+                })
+                .collect()
+        })
+        .collect();
+    let want = [
+        ("contextId".to_owned(), "7".to_owned()),
+        ("span_name".to_owned(), "checkout".to_owned()),
+    ];
+    assert_eq!(labelled, [want.to_vec()], "one sample has context 7");
+}
