@@ -185,6 +185,9 @@ impl<'l> Importer<'l> {
         let mut pid = None;
         let mut fields = Vec::new();
         for_each_event(&chunk.reader, metadata, |class, r| {
+            let Some(class) = class else {
+                return Ok(());
+            };
             if Some(class) == setting {
                 self.setting(&chunk, class, r, &mut fields)?;
             } else if Some(class) == jvm && pid.is_none() {
@@ -222,8 +225,8 @@ impl<'l> Importer<'l> {
         }
         let mut caches = Caches::default();
         for_each_event(&chunk.reader, metadata, |class, r| {
-            match plans.get_mut(&class) {
-                Some(plan) => {
+            match class.and_then(|c| Some((c, plans.get_mut(&c)?))) {
+                Some((class, plan)) => {
                     read_struct(metadata, class, r, &mut fields)?;
                     // Made at the first sample: the metadata declares every event type.
                     if plan.series.is_none() {
@@ -233,7 +236,7 @@ impl<'l> Importer<'l> {
                     self.sample(&chunk, &mut caches, process, plan, &fields)
                 }
                 None => {
-                    if Some(class) != setting {
+                    if class.is_none() || class != setting {
                         self.profile.count("jfr_skipped_events");
                     }
                     Ok(())
@@ -667,13 +670,13 @@ impl<'a> Chunk<'a, '_> {
     }
 }
 
-/// Calls `f` with the class index of every event of the chunk and a reader of its fields.
-/// Metadata and constant pool events are passed over; so are events of undeclared types,
-/// which are counted by the caller's own rules.
+/// Calls `f` with the class index of every event of the chunk (`None` for a type the metadata
+/// does not declare) and a reader of its fields. Metadata and constant pool events are passed
+/// over.
 fn for_each_event<'a>(
     chunk: &Reader<'a>,
     metadata: &Metadata,
-    mut f: impl FnMut(usize, &mut Reader<'a>) -> Result<()>,
+    mut f: impl FnMut(Option<usize>, &mut Reader<'a>) -> Result<()>,
 ) -> Result<()> {
     let mut at = super::chunk::HEADER_BYTES;
     while at < chunk.len() {
@@ -686,9 +689,7 @@ fn for_each_event<'a>(
         let mut r = chunk.window(r.pos(), end);
         let ty = r.varint()?;
         if ty > super::constant_pool::POOL_EVENT {
-            if let Some(class) = metadata.class_index(ty) {
-                f(class, &mut r)?;
-            }
+            f(metadata.class_index(ty), &mut r)?;
         }
         at = end;
     }

@@ -70,6 +70,12 @@ pub(crate) fn decode(
             importer.profile.count("jfr_truncated_chunk");
             break;
         }
+        // The JVM writes a chunk's size when it closes the chunk: 0 is one still being
+        // written, as the last chunk of a recording copied while it runs.
+        if bytes[8..16] == [0; 8] {
+            importer.profile.count("jfr_truncated_chunk");
+            break;
+        }
         let header = Header::read(&bytes, offset)?;
         if header.size > limits.max_event_bytes {
             return Err(exceeded("max_event_bytes", limits.max_event_bytes));

@@ -299,6 +299,12 @@ fn a_last_chunk_cut_short_is_left_out() {
     assert_eq!(profile.stats.get("jfr_truncated_chunk"), Some(&1));
     let want = from_json(&printed("jdk17.json.gz"));
     assert_eq!(from_profile(&profile).per_type, want.per_type);
+    // A chunk the JVM is still writing: its size is 0 until it is closed.
+    let mut open = whole.clone();
+    open.extend_from_slice(&cut[..HEADER_BYTES]);
+    let at = whole.len() + 8;
+    open[at..at + 8].fill(0);
+    assert_eq!(decoded(&open).stats.get("jfr_truncated_chunk"), Some(&1));
     // Cut within the header of the next chunk.
     let mut bytes = whole.clone();
     bytes.extend_from_slice(&cut[..30]);
