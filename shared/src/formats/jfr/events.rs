@@ -209,13 +209,11 @@ impl<'l> Importer<'l> {
             let (name, _, weight) = EVENTS[event];
             let (period, unit) = match weight {
                 Weight::Period => {
-                    let p = self
-                        .period(name, "period")
-                        .or_else(|| self.period(name, "interval"));
+                    let p = self.period(name).or_else(|| self.interval("interval"));
                     (p, if p.is_some() { "nanoseconds" } else { "count" })
                 }
                 Weight::Samples(_) => {
-                    let p = self.period(name, "wall");
+                    let p = self.interval("wall");
                     (p, if p.is_some() { "nanoseconds" } else { "count" })
                 }
                 Weight::Nanos(_) | Weight::Ticks(_) => (None, "nanoseconds"),
@@ -276,19 +274,22 @@ impl<'l> Importer<'l> {
         Ok(())
     }
 
-    /// The period in ns of an event type, as the recording set it.
-    fn period(&self, event: &str, setting: &str) -> Option<i64> {
+    /// The period in ns an event type's `period` setting gives it.
+    fn period(&self, event: &str) -> Option<i64> {
         let found = self
             .settings
-            .get(&(event.to_owned(), setting.to_owned()))
-            .or_else(|| {
-                // async-profiler gives its intervals to its recording, not to an event type.
-                self.settings
-                    .iter()
-                    .find(|((_, name), _)| name == setting)
-                    .map(|(_, v)| v)
-            })?;
+            .get(&(event.to_owned(), "period".to_owned()))?;
         parse_period(found)
+    }
+
+    /// One of async-profiler's intervals in ns (`interval`, `wall`): it gives them to its
+    /// recording, not to an event type.
+    fn interval(&self, setting: &str) -> Option<i64> {
+        let mut found = self
+            .settings
+            .iter()
+            .filter(|((_, name), _)| name == setting);
+        parse_period(found.next()?.1)
     }
 
     fn sample(
