@@ -502,3 +502,29 @@ fn context_labels_go_to_the_samples_of_their_context() {
     ];
     assert_eq!(labelled, [want.to_vec()], "one sample has context 7");
 }
+
+/// The conversion applies the upload's `context_labels` (the receiver's sidecar field).
+#[test]
+fn a_conversion_applies_the_uploads_context_labels() {
+    let mut options = crate::ConvertOptions::default();
+    options.metadata.context_labels = [(
+        "7".to_owned(),
+        [("span_name".to_owned(), "checkout".to_owned())].into(),
+    )]
+    .into();
+    let converted =
+        crate::convert_upload("uploads/app.jfr", "etag", &chunk(true), &options).unwrap();
+    let p = &converted.decoded.profile;
+    let span_name = p.strings().position(|s| s == "span_name");
+    let labelled = p
+        .samples()
+        .iter()
+        .filter_map(|s| s.labels)
+        .filter(|&set| {
+            p.label_set(set)
+                .iter()
+                .any(|l| Some(l.key.index()) == span_name)
+        })
+        .count();
+    assert_eq!(labelled, 1);
+}
