@@ -78,6 +78,9 @@ pub(crate) struct Class {
     pub name: String,
     pub kind: Kind,
     pub fields: Vec<Field>,
+    /// A struct whose values take no bytes: every field is such a struct. Its values are
+    /// not walked, so that nesting such classes in one another costs nothing.
+    pub empty: bool,
 }
 
 impl Class {
@@ -102,6 +105,46 @@ impl Metadata {
     /// The class named `name`.
     pub(crate) fn class_named(&self, name: &str) -> Option<usize> {
         self.classes.iter().position(|c| c.name == name)
+    }
+
+    /// Marks the struct classes whose values take no bytes. Every value that is walked then
+    /// takes at least a byte, so walking the values of a record costs at most its bytes
+    /// times the fields of a class, whatever the metadata nests.
+    fn mark_empty(&mut self) {
+        // Which structs hold each struct inline, and the ones that take bytes of their own.
+        let mut holders: Vec<Vec<usize>> = vec![Vec::new(); self.classes.len()];
+        let mut taking = Vec::new();
+        for (c, class) in self.classes.iter().enumerate() {
+            if class.kind != Kind::Struct {
+                continue;
+            }
+            let mut takes_bytes = false;
+            for f in &class.fields {
+                if f.array || f.constant_pool || self.classes[f.class].kind != Kind::Struct {
+                    takes_bytes = true;
+                } else {
+                    holders[f.class].push(c);
+                }
+            }
+            if takes_bytes {
+                taking.push(c);
+            }
+        }
+        for class in &mut self.classes {
+            class.empty = class.kind == Kind::Struct;
+        }
+        for &c in &taking {
+            self.classes[c].empty = false;
+        }
+        // A struct holding one that takes bytes takes bytes too.
+        while let Some(c) = taking.pop() {
+            for &holder in &holders[c] {
+                if self.classes[holder].empty {
+                    self.classes[holder].empty = false;
+                    taking.push(holder);
+                }
+            }
+        }
     }
 
     /// Reads the metadata event `r` is at (its size and type already read).
@@ -153,6 +196,7 @@ impl Metadata {
                 kind: Kind::of(&name),
                 name,
                 fields,
+                empty: false,
             });
             field_ids.push(ids);
         }
@@ -168,6 +212,7 @@ impl Metadata {
                 metadata.classes[c].fields[f].class = class;
             }
         }
+        metadata.mark_empty();
         Ok(metadata)
     }
 }

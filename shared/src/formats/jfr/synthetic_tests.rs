@@ -528,3 +528,33 @@ fn a_conversion_applies_the_uploads_context_labels() {
         .count();
     assert_eq!(labelled, 1);
 }
+
+/// Classes nested in one another 30 deep (within the depth bound), two fields each, none
+/// taking a byte: walking their values would take 2^30 steps, so values of such classes are
+/// not walked.
+#[test]
+fn structs_of_nothing_nested_deep_cost_nothing() {
+    let mut classes = classes();
+    for level in 0..30u64 {
+        let inner = 100 + level + 1;
+        let fields = if level == 29 {
+            vec![]
+        } else {
+            vec![("a", inner, false, false), ("b", inner, false, false)]
+        };
+        classes.push((100 + level, "nested", fields));
+    }
+    // The wall-clock samples hold the outermost inline, in no bytes, before their start time.
+    let wall = classes.iter_mut().find(|c| c.0 == WALL).unwrap();
+    wall.2.insert(0, ("nested", 100, false, false));
+    let good = chunk(true);
+    let metadata_at = u64::from_be_bytes(good[24..32].try_into().unwrap()) as usize;
+    let mut bytes = good[..metadata_at].to_vec();
+    bytes.extend_from_slice(&metadata(&classes));
+    let size = bytes.len() as u64;
+    bytes[8..16].copy_from_slice(&size.to_be_bytes());
+    let p = read(&bytes).unwrap();
+    assert_eq!(p.samples().len(), 3);
+    let weights: Vec<_> = p.samples().iter().map(|s| s.weight).collect();
+    assert_eq!(weights, [4096, 50_000_000, 150_000_000]);
+}

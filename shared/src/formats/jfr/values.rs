@@ -96,7 +96,9 @@ pub(crate) fn element<'a>(
         Kind::String => Value::String(r.raw_string()?),
         Kind::Struct => {
             let at = r.pos();
-            skip_struct(metadata, class, r, depth + 1)?;
+            if !metadata.classes[class].empty {
+                skip_struct(metadata, class, r, depth + 1)?;
+            }
             Value::Struct { class, at }
         }
     })
