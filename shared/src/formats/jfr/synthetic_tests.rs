@@ -558,3 +558,19 @@ fn structs_of_nothing_nested_deep_cost_nothing() {
     let weights: Vec<_> = p.samples().iter().map(|s| s.weight).collect();
     assert_eq!(weights, [4096, 50_000_000, 150_000_000]);
 }
+
+/// Every byte of a small chunk changed, one at a time, to a few values: an error or a profile,
+/// never a panic or a hang.
+#[test]
+fn every_byte_of_a_chunk_damaged_fails_cleanly() {
+    for compressed in [true, false] {
+        let good = chunk(compressed);
+        for at in 0..good.len() {
+            for value in [0x00, 0x01, 0x7f, 0x80, 0xff] {
+                let mut damaged = good.clone();
+                damaged[at] = value;
+                let _ = read(&damaged);
+            }
+        }
+    }
+}
