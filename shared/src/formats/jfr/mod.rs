@@ -87,6 +87,10 @@ pub(crate) fn decode(
             break;
         }
         decode_chunk(&mut importer, &header, &bytes, offset, limits)?;
+        if whole == 0 {
+            let version = format!("{}.{}", header.major, header.minor);
+            importer.profile.attributes.insert("jfr.version".into(), version);
+        }
         offset += header.size;
         whole += 1;
     }
@@ -97,7 +101,10 @@ pub(crate) fn decode(
         }
         .into());
     }
-    Ok(importer.finish())
+    // What `inspect` and the tables' attributes show of the recording itself.
+    let mut profile = importer.finish();
+    profile.attributes.insert("jfr.chunks".into(), whole.to_string());
+    Ok(profile)
 }
 
 /// What a recording says of itself: its chunks are Java's (Sentry's `java` platform, not the

@@ -285,7 +285,10 @@ fn every_chunk_of_a_recording_is_read() {
         at += size;
     }
     assert_eq!(sizes.len(), 3, "the workload rotates the chunk twice");
-    assert_same("jdk17-chunks.jfr.gz", "jdk17-chunks.json.gz");
+    let profile = assert_same("jdk17-chunks.jfr.gz", "jdk17-chunks.json.gz");
+    assert_eq!(profile.attributes["jfr.chunks"], "3");
+    // JDK 17 writes chunk format 2.1.
+    assert_eq!(profile.attributes["jfr.version"], "2.1");
 }
 
 #[test]
