@@ -89,7 +89,10 @@ pub(crate) fn decode(
         decode_chunk(&mut importer, &header, &bytes, offset, limits)?;
         if whole == 0 {
             let version = format!("{}.{}", header.major, header.minor);
-            importer.profile.attributes.insert("jfr.version".into(), version);
+            importer
+                .profile
+                .attributes
+                .insert("jfr.version".into(), version);
         }
         offset += header.size;
         whole += 1;
@@ -103,7 +106,9 @@ pub(crate) fn decode(
     }
     // What `inspect` and the tables' attributes show of the recording itself.
     let mut profile = importer.finish();
-    profile.attributes.insert("jfr.chunks".into(), whole.to_string());
+    profile
+        .attributes
+        .insert("jfr.chunks".into(), whole.to_string());
     Ok(profile)
 }
 

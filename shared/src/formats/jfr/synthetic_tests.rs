@@ -101,6 +101,7 @@ const ACTIVE_SETTING: u64 = 40;
 const WALL: u64 = 41;
 const MALLOC: u64 = 42;
 const OTHER: u64 = 43;
+const JVM: u64 = 44;
 
 /// (id, name, fields (name, class, in a pool, array)).
 type ClassDef = (u64, &'static str, Vec<(&'static str, u64, bool, bool)>);
@@ -192,6 +193,14 @@ fn classes() -> Vec<ClassDef> {
             OTHER,
             "profiler.Unread",
             vec![("startTime", LONG, false, false)],
+        ),
+        (
+            JVM,
+            "jdk.JVMInformation",
+            vec![
+                ("startTime", LONG, false, false),
+                ("pid", LONG, false, false),
+            ],
         ),
     ]
 }
@@ -321,6 +330,10 @@ fn events(compressed: bool) -> Vec<Vec<u8>> {
         event(OTHER, &|v| {
             v.long(START_TICKS);
         }),
+        // After the samples, as the JVM may write it.
+        event(JVM, &|v| {
+            v.long(START_TICKS + 3_000).long(4242);
+        }),
     ]
 }
 
@@ -423,7 +436,10 @@ fn async_profiler_events_read_the_same_with_integers_compressed_or_not() {
         let native = p.frame(p.stack_frames(malloc.stack.unwrap()).next().unwrap());
         assert_eq!((native.kind, native.line), (FrameKind::Native, Some(3)));
         assert_eq!(malloc.unwind_error, None);
-        assert_eq!(p.stats.get("jfr_skipped_events"), Some(&1));
+        // The unread event and the JVM's information.
+        assert_eq!(p.stats.get("jfr_skipped_events"), Some(&2));
+        let pids: Vec<_> = p.processes().map(|(_, process)| process.pid).collect();
+        assert_eq!(pids, [Some(4242)], "the JVM");
         assert_eq!(p.start_time, Some(START_NANOS));
         assert_eq!(p.duration, Some(5_000_000));
     }
