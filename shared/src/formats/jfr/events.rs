@@ -323,11 +323,14 @@ impl<'l> Importer<'l> {
             return Ok(());
         };
         let thread = match field(plan.thread) {
-            Some(Value::Ref { class, key }) => self.thread(chunk, caches, process, class, key)?,
+            // Key 0 is null: the event has none.
+            Some(Value::Ref { class, key }) if key != 0 => {
+                self.thread(chunk, caches, process, class, key)?
+            }
             _ => self.profile.add_thread(process, None),
         };
         let (stack, truncated) = match field(plan.stack) {
-            Some(Value::Ref { class, key }) => self.stack(chunk, caches, class, key)?,
+            Some(Value::Ref { class, key }) if key != 0 => self.stack(chunk, caches, class, key)?,
             _ => (None, false),
         };
         if self.profile.samples().len() as u64 >= self.limits.max_samples {
