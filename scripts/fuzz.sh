@@ -26,7 +26,7 @@ fi
 export PATH="$PWD/.tools/bin:$PATH"
 
 all_targets=(decode decode_perfetto decode_otlp decode_otlp_json decode_pprof decode_folded
-  cpuprofile decode_perf_script decode_perf_data pprof_legacy firefox speedscope chrome_json decode_sentry_envelope sample_v2 convert notification debug_file receive)
+  cpuprofile decode_perf_script decode_perf_data decode_jfr pprof_legacy firefox speedscope chrome_json decode_sentry_envelope sample_v2 convert notification debug_file receive)
 if [ $# -gt 0 ]; then targets=("$@"); else targets=("${all_targets[@]}"); fi
 
 mkdir -p "$work/logs"
@@ -85,6 +85,7 @@ firefox=(samples/firefox/*.json* tests/fixtures/firefox/*.json)
 pprof_legacy=(samples/pprof-legacy/*.prof tests/fixtures/pprof-legacy/*.cpu)
 perf_script=(samples/perf-script/*.txt tests/fixtures/perf_script/*.txt tests/fixtures/perf_script/*.gz)
 perf_data=(samples/perf-data/*.data tests/fixtures/perf_data/*.data)
+jfr=(samples/jfr/*.jfr tests/fixtures/jfr/*.jfr tests/fixtures/jfr/*.jfr.gz)
 envelope=(samples/sentry/*.envelope tests/fixtures/sentry/*.jsonl)
 chunks=(tests/fixtures/sentry/*.json samples/*/*.expected/[0-9a-f]*.json)
 add_seed decode_perfetto "${perfetto[@]}"
@@ -99,12 +100,13 @@ add_seed firefox "${firefox[@]}"
 add_seed pprof_legacy "${pprof_legacy[@]}"
 add_seed decode_perf_script "${perf_script[@]}"
 add_seed decode_perf_data "${perf_data[@]}"
+add_seed decode_jfr "${jfr[@]}"
 add_seed decode_sentry_envelope "${envelope[@]}"
 add_seed sample_v2 "${chunks[@]}"
 add_seed receive "${otlp[@]}" "${otlp_json[@]}" "${pprof[@]}" "${folded[@]}"
 for t in decode convert; do
   add_seed "$t" "${perfetto[@]}" "${otlp[@]}" "${otlp_json[@]}" "${pprof[@]}" "${folded[@]}" \
-    "${cpuprofile[@]}" "${perf_script[@]}" "${perf_data[@]}" "${pprof_legacy[@]}" "${speedscope[@]}" "${chrome[@]}" "${firefox[@]}" "${envelope[@]}" "${chunks[@]}"
+    "${cpuprofile[@]}" "${perf_script[@]}" "${perf_data[@]}" "${jfr[@]}" "${pprof_legacy[@]}" "${speedscope[@]}" "${chrome[@]}" "${firefox[@]}" "${envelope[@]}" "${chunks[@]}"
 done
 # Debug files: a small gcc-built library with inlined calls (DWARF with inlinees), the same
 # without DWARF (symbols only), and its Breakpad file when dump_syms is installed.

@@ -134,7 +134,8 @@ limits! {
     /// array), counted as they are read.
     max_events: "PROFLAKE_LIMIT_MAX_EVENTS" = 50_000_000, 1..=u64::MAX;
     /// Largest single JSON value a streamed document holds at once: one trace event, or its
-    /// `metadata` object. The read buffer grows to the largest one.
+    /// `metadata` object. The read buffer grows to the largest one. Also the largest chunk of a
+    /// JFR recording, which is read whole.
     max_event_bytes: "PROFLAKE_LIMIT_MAX_EVENT_BYTES" = 64 * MIB, 1..=u64::MAX;
     /// Most args of one span kept as labels; the rest are dropped and counted
     /// (`span_args_dropped`).

@@ -184,6 +184,12 @@ fn cases() -> Vec<Case> {
             )
         },
         case(
+            "uploads/jvm/workload-jdk25.jfr.gz",
+            "samples/jfr/workload-jdk25.jfr.gz",
+            "jfr",
+            "gzip",
+        ),
+        case(
             "uploads/sentry/vroomrs_sample_v2_valid_android.json",
             "tests/fixtures/sentry/vroomrs_sample_v2_valid_android.json",
             "sample-v2",

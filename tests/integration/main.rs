@@ -8,6 +8,7 @@ mod doc_links;
 mod firefox;
 mod folded;
 mod gen_inputs;
+mod jfr;
 mod otlp;
 mod perf_data;
 mod perf_script;

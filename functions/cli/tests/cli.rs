@@ -164,6 +164,7 @@ fn every_sample_converts_to_its_expected_output() {
         "pprof-legacy",
         "perf-script",
         "perf-data",
+        "jfr",
     ] {
         assert!(
             checked

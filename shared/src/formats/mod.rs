@@ -9,6 +9,7 @@ mod container;
 mod demangle;
 mod firefox;
 mod folded;
+mod jfr;
 mod json_document;
 mod json_scan;
 mod otlp;
@@ -31,6 +32,7 @@ use std::io::{self, Read};
 
 pub use container::Container;
 pub(crate) use container::{CappedReader, LimitHit};
+pub(crate) use jfr::{apply_context_labels, read_snapshot as read_labels_snapshot, ContextLabels};
 pub(crate) use otlp::{read_request as read_otlp_request, RequestSummary as OtlpRequest};
 pub use sample_v2::PassThrough;
 pub use two_readings::Reopen;
@@ -79,13 +81,17 @@ pub enum InputFormat {
     PerfScript,
     /// Linux `perf.data`, as `perf record` writes it (file or pipe mode).
     PerfData,
+    /// A Java Flight Recorder recording (`.jfr`), the JDK's or async-profiler's.
+    Jfr,
 }
 
 impl InputFormat {
     /// Every format, in the order the sniffer tries them.
     pub const ALL: &'static [InputFormat] = &[
-        // Its magic, `PERFILE2`, is no protobuf, JSON or text another sniffer would take.
+        // Binary magics (`PERFILE2`, `FLR\0`) that no protobuf, JSON or text another sniffer
+        // would take.
         InputFormat::PerfData,
+        InputFormat::Jfr,
         // OTLP's sniffer is the strictest of the protobuf ones; Perfetto's would also claim a
         // request whose first resource has no `resource` field.
         InputFormat::Otlp,
@@ -123,6 +129,7 @@ impl InputFormat {
             InputFormat::PprofLegacy => "pprof-legacy",
             InputFormat::PerfScript => "perf-script",
             InputFormat::PerfData => "perf-data",
+            InputFormat::Jfr => "jfr",
         }
     }
 
@@ -144,6 +151,7 @@ impl InputFormat {
             InputFormat::PprofLegacy => pprof_legacy::test(prefix),
             InputFormat::PerfScript => perf_script::test(prefix),
             InputFormat::PerfData => perf_data::test(prefix),
+            InputFormat::Jfr => jfr::test(prefix),
         }
     }
 
@@ -282,6 +290,10 @@ pub(crate) fn decode_opened(
             Some(perf_script::decode(&mut stream, container.name(), limits)?)
         }
         InputFormat::PerfData => Some(perf_data::decode(&mut stream, container.name(), limits)?),
+        InputFormat::Jfr => {
+            let profile = jfr::decode(&mut stream, container.name(), limits)?;
+            return accepted(profile, format, container, jfr::extras(), limits);
+        }
         _ => None,
     };
     let (profile, extras) = match streamed {
@@ -314,7 +326,8 @@ fn read_whole(
         | InputFormat::Folded
         | InputFormat::ChromeJson
         | InputFormat::PerfScript
-        | InputFormat::PerfData => unreachable!("streamed"),
+        | InputFormat::PerfData
+        | InputFormat::Jfr => unreachable!("streamed"),
         InputFormat::Otlp => (otlp::decode(&whole, limits)?, Extras::default()),
         InputFormat::OtlpJson => (otlp::decode_json(&whole, limits)?, Extras::default()),
         InputFormat::Pprof => (pprof::decode(&whole, limits)?, Extras::default()),

@@ -77,6 +77,10 @@ pub struct UploadMetadata {
     /// Labels the producer attached to the whole upload (a Pyroscope series' labels, say): kept
     /// in the `profiles` table's `attributes`, over what the input itself says.
     pub labels: BTreeMap<String, String>,
+    /// Labels of async-profiler's contexts, by context id (decimal): Pyroscope's
+    /// `LabelsSnapshot` sent beside a JFR recording. A sample with a `contextId` label that
+    /// names one gets that context's labels too.
+    pub context_labels: BTreeMap<String, BTreeMap<String, String>>,
     /// The rate, in Hz, at which the profile's counted samples were taken when the profile does
     /// not say (Pyroscope's `sampleRate`): each sample of a series of counts with no period and
     /// no frequency of its own then weighs 1/rate s.
@@ -177,6 +181,7 @@ impl UploadMetadata {
         self.service = over.service.or(self.service);
         self.span_interval_ms = over.span_interval_ms.or(self.span_interval_ms);
         self.labels.extend(over.labels);
+        self.context_labels.extend(over.context_labels);
         self.sample_rate_hz = over.sample_rate_hz.or(self.sample_rate_hz);
         self
     }

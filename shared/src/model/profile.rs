@@ -225,6 +225,11 @@ impl Profile {
         }
     }
 
+    /// Gives a series another kind.
+    pub(crate) fn set_series_kind(&mut self, series: SeriesHandle, kind: super::SeriesKind) {
+        self.series[series.index()].kind = kind;
+    }
+
     pub(crate) fn set_series_unit(&mut self, series: SeriesHandle, unit: &str) {
         let unit = self.intern(unit);
         self.series[series.index()].unit = unit;

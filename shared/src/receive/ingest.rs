@@ -72,6 +72,7 @@ pub(super) fn read(head: &Parts, body: &[u8], limits: &Limits) -> Result<Read, R
             Some(content.to_vec())
         }
     };
+    let mut context_labels = Default::default();
     let (bytes, extension) = match format.as_str() {
         "pprof" => {
             let bytes = part("profile")
@@ -92,13 +93,18 @@ pub(super) fn read(head: &Parts, body: &[u8], limits: &Limits) -> Result<Read, R
             check_profile(&bytes, InputFormat::Folded, limits, "the profile")?;
             (bytes, "folded")
         }
-        // Stored for the JFR reader; until there is one its conversion reports it refused.
+        // The Java agent's labels of async-profiler's contexts go into the sidecar, applied to
+        // the recording's samples when it is converted.
         "jfr" => {
             let bytes = part("jfr")
                 .or_else(whole)
                 .ok_or_else(|| Refusal::bad_request("the multipart body has no jfr part"))?;
             if bytes.is_empty() {
                 return Err(Refusal::bad_request("the JFR recording is empty"));
+            }
+            check_profile(&bytes, InputFormat::Jfr, limits, "the recording")?;
+            if let Some(snapshot) = part("labels").filter(|l| !l.is_empty()) {
+                context_labels = labels_snapshot(&snapshot, limits)?;
             }
             (bytes, "jfr")
         }
@@ -112,6 +118,7 @@ pub(super) fn read(head: &Parts, body: &[u8], limits: &Limits) -> Result<Read, R
         service: Some(service.clone()),
         timestamp,
         labels,
+        context_labels,
         sample_rate_hz,
         ..UploadMetadata::default()
     };
@@ -158,6 +165,29 @@ impl Query {
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
     }
+}
+
+/// The labels of a JFR upload's contexts from its `labels` part: a `LabelsSnapshot`, gzipped
+/// or not, inflated to at most `max_request_bytes`.
+fn labels_snapshot(part: &[u8], limits: &Limits) -> Result<crate::formats::ContextLabels, Refusal> {
+    use std::io::Read as _;
+    let refused =
+        |e: &crate::Error| super::body::refusal_of(e, InputFormat::Jfr, "the labels part");
+    let plain = if part.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::new();
+        let cap = limits.max_request_bytes;
+        flate2::read::GzDecoder::new(part)
+            .take(cap.saturating_add(1))
+            .read_to_end(&mut out)
+            .map_err(|e| Refusal::bad_request(format!("the labels part is not gzip: {e}")))?;
+        if out.len() as u64 > cap {
+            return Err(refused(&crate::limits::exceeded("max_request_bytes", cap)));
+        }
+        out
+    } else {
+        part.to_vec()
+    };
+    crate::formats::read_labels_snapshot(&plain, limits).map_err(|e| refused(&e))
 }
 
 /// `APP{k=v,k2=v2}` (the braces optional) as the service and its labels.

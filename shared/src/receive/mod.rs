@@ -336,5 +336,9 @@ fn sidecar_json(metadata: &UploadMetadata) -> Option<Vec<u8>> {
             .collect();
         object.insert("labels".into(), serde_json::Value::Object(labels));
     }
+    if !metadata.context_labels.is_empty() {
+        let contexts = serde_json::to_value(&metadata.context_labels).expect("JSON of strings");
+        object.insert("context_labels".into(), contexts);
+    }
     (!object.is_empty()).then(|| serde_json::to_vec(&object).expect("JSON of strings"))
 }

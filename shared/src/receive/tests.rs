@@ -563,7 +563,7 @@ fn the_ingest_api_takes_folded_lines_pprof_and_jfr() {
         String::from_utf8_lossy(response.body())
     );
     assert_eq!(store.get(&keys[0]).unwrap().unwrap(), PPROF_GZ);
-    let jfr = b"FLR\0\x00\x02\x00\x01 not checked until there is a JFR reader";
+    let jfr = include_bytes!("../../../tests/fixtures/jfr/jdk17.jfr");
     let (response, keys) = post(
         &store,
         &head("/ingest?name=shop&format=jfr", &form),
@@ -571,6 +571,13 @@ fn the_ingest_api_takes_folded_lines_pprof_and_jfr() {
     );
     assert_eq!(response.status(), StatusCode::OK);
     assert!(keys[0].ends_with(".jfr"));
+    assert_eq!(store.get(&keys[0]).unwrap().unwrap(), jfr);
+    let (response, _) = post(
+        &store,
+        &head("/ingest?name=shop&format=jfr", &form),
+        &multipart("jfr", b"FLR\0\x00\x02\x00\x01 cut short"),
+    );
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
 
     for (path, body, status) in [
         (
@@ -655,4 +662,51 @@ fn an_upload_request_names_a_key_and_metadata_for_a_presigned_put() {
         assert!(json["error"].as_str().is_some());
     }
     assert!(store.list("").unwrap().is_empty());
+}
+
+/// The Java agent's `labels` part beside a JFR recording: a `LabelsSnapshot` (here gzipped)
+/// whose contexts land in the sidecar by context id.
+#[test]
+fn a_jfr_uploads_labels_snapshot_goes_into_its_sidecar() {
+    let (_dir, store) = local();
+    let auth = bearer();
+    // LabelsSnapshot{contexts: {7: {labels: {1: 2}}}, strings: {1: "span", 2: "checkout"}},
+    // written field by field.
+    let context = [0x0a, 0x04, 0x08, 0x01, 0x10, 0x02]; // labels entry {1: 2}
+    let mut contexts_entry = vec![0x08, 0x07, 0x12, context.len() as u8];
+    contexts_entry.extend_from_slice(&context);
+    let mut snapshot = vec![0x0a, contexts_entry.len() as u8];
+    snapshot.extend_from_slice(&contexts_entry);
+    for (id, text) in [(1u8, "span"), (2, "checkout")] {
+        snapshot.extend_from_slice(&[0x12, 4 + text.len() as u8, 0x08, id, 0x12, text.len() as u8]);
+        snapshot.extend_from_slice(text.as_bytes());
+    }
+    let labels = crate::formats::read_labels_snapshot(&snapshot, &Limits::default()).unwrap();
+    assert_eq!(labels["7"]["span"], "checkout");
+    let jfr = include_bytes!("../../../tests/fixtures/jfr/jdk17.jfr");
+    let mut body = Vec::new();
+    for (name, content) in [("jfr", jfr.to_vec()), ("labels", gzip(&snapshot))] {
+        body.extend_from_slice(b"--XyZ\r\nContent-Disposition: form-data; name=\"");
+        body.extend_from_slice(name.as_bytes());
+        body.extend_from_slice(b"\"\r\nContent-Type: application/octet-stream\r\n\r\n");
+        body.extend_from_slice(&content);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(b"--XyZ--\r\n");
+    let form = [
+        ("content-type", "multipart/form-data; boundary=XyZ"),
+        ("authorization", auth.as_str()),
+    ];
+    let (response, keys) = post(&store, &head("/ingest?name=shop&format=jfr", &form), &body);
+    assert_eq!(
+        response.status(),
+        StatusCode::OK,
+        "{:?}",
+        String::from_utf8_lossy(response.body())
+    );
+    let meta = sidecar(&store, &keys[0]);
+    assert_eq!(
+        meta["context_labels"],
+        serde_json::json!({"7": {"span": "checkout"}})
+    );
 }

@@ -1,0 +1,163 @@
+//! Java Flight Recorder recordings (`.jfr`): the JDK's and async-profiler's. A file is chunks
+//! back to back, each self-contained: a 68-byte header, then events, among them the chunk's
+//! metadata (the classes of every value, by name) and its constant pools, which sit near the
+//! chunk's end. So a chunk is read whole, decoded, and dropped before the next is read; only
+//! the model and one chunk are held.
+//!
+//! Values are decoded by their fields' names from each chunk's metadata, so the reader follows
+//! the JDK's versions. The events that become samples and their series are listed in
+//! `events::EVENTS`; every other event is counted and passed over by its size.
+
+mod chunk;
+mod constant_pool;
+mod context_labels;
+mod events;
+mod metadata;
+mod reader;
+mod values;
+
+use std::io::Read;
+
+pub(crate) use self::context_labels::{
+    apply as apply_context_labels, read_snapshot, ContextLabels,
+};
+
+use self::chunk::{Header, HEADER_BYTES, MAGIC};
+use self::constant_pool::Pools;
+use self::events::Importer;
+use self::metadata::Metadata;
+use self::reader::Reader;
+use crate::error::{ErrorKind, Result};
+use crate::formats::Extras;
+use crate::limits::{exceeded, Limits};
+use crate::metadata::UploadMetadata;
+use crate::model::Profile;
+
+const FORMAT: &str = "jfr";
+
+/// Event type of the metadata.
+const METADATA_EVENT: u64 = 0;
+
+/// Whether `prefix` starts a JFR chunk: its magic and a major version of 2.
+pub(crate) fn test(prefix: &[u8]) -> bool {
+    prefix.starts_with(MAGIC) && prefix.get(4..6) == Some(&[0, 2])
+}
+
+/// Decodes a (decompressed) recording a chunk at a time. A last chunk cut short is left out
+/// and counted (`jfr_truncated_chunk`); a recording without one whole chunk is refused.
+/// `codec` names the whole-file compression, for error messages.
+pub(crate) fn decode(
+    mut input: impl Read,
+    codec: &'static str,
+    limits: &Limits,
+) -> Result<Profile> {
+    let mut importer = Importer::new(limits);
+    let mut bytes = Vec::new();
+    let mut offset = 0u64;
+    let mut whole = 0u64;
+    loop {
+        bytes.clear();
+        let read = |input: &mut dyn Read, bytes: &mut Vec<u8>, n: u64| {
+            input
+                .take(n)
+                .read_to_end(bytes)
+                .map_err(|e| super::io_error(e, codec, offset, "JFR chunk"))
+        };
+        if read(&mut input, &mut bytes, HEADER_BYTES as u64)? == 0 {
+            break;
+        }
+        if bytes.len() < HEADER_BYTES {
+            importer.profile.count("jfr_truncated_chunk");
+            break;
+        }
+        // The JVM writes a chunk's size when it closes the chunk: 0 is one still being
+        // written, as the last chunk of a recording copied while it runs.
+        if bytes[8..16] == [0; 8] {
+            importer.profile.count("jfr_truncated_chunk");
+            break;
+        }
+        let header = Header::read(&bytes, offset)?;
+        if header.size > limits.max_event_bytes {
+            return Err(exceeded("max_event_bytes", limits.max_event_bytes));
+        }
+        // Grown as the bytes arrive: a header that lies about the size allocates nothing.
+        read(&mut input, &mut bytes, header.size - HEADER_BYTES as u64)?;
+        if (bytes.len() as u64) < header.size {
+            importer.profile.count("jfr_truncated_chunk");
+            break;
+        }
+        decode_chunk(&mut importer, &header, &bytes, offset, limits)?;
+        if whole == 0 {
+            let version = format!("{}.{}", header.major, header.minor);
+            importer
+                .profile
+                .attributes
+                .insert("jfr.version".into(), version);
+        }
+        offset += header.size;
+        whole += 1;
+    }
+    if whole == 0 {
+        return Err(ErrorKind::Truncated {
+            offset: 0,
+            what: "the first JFR chunk",
+        }
+        .into());
+    }
+    // What `inspect` and the tables' attributes show of the recording itself.
+    let mut profile = importer.finish();
+    profile
+        .attributes
+        .insert("jfr.chunks".into(), whole.to_string());
+    Ok(profile)
+}
+
+/// What a recording says of itself: its chunks are Java's (Sentry's `java` platform, not the
+/// `android` that JVM frames alone would make of them).
+pub(crate) fn extras() -> Extras {
+    Extras {
+        metadata: Some(UploadMetadata {
+            platform: Some("java".to_owned()),
+            ..UploadMetadata::default()
+        }),
+        sample_v2: Vec::new(),
+    }
+}
+
+fn decode_chunk(
+    importer: &mut Importer<'_>,
+    header: &Header,
+    bytes: &[u8],
+    offset: u64,
+    limits: &Limits,
+) -> Result<()> {
+    let chunk = Reader::new(bytes, 0, offset, header.compressed_integers);
+    let at = header.metadata_offset as usize;
+    let size = chunk.at(at).varint()?;
+    if size < 2 || at as u64 + size > bytes.len() as u64 {
+        return Err(chunk.at(at).malformed(format!(
+            "metadata of {size} bytes does not fit in its chunk"
+        )));
+    }
+    let mut r = chunk.window(at, at + size as usize);
+    r.varint()?;
+    let ty = r.varint()?;
+    if ty != METADATA_EVENT {
+        return Err(r.malformed(format!(
+            "the header's metadata offset leads to an event of type {ty}"
+        )));
+    }
+    let metadata = Metadata::read(&mut r, limits)?;
+    let pools = Pools::read(
+        &metadata,
+        &chunk,
+        header.constant_pool_offset as usize,
+        limits,
+    )?;
+    importer.chunk(header, &metadata, &pools, chunk)
+}
+
+#[cfg(test)]
+mod synthetic_tests;
+#[cfg(test)]
+mod tests;
