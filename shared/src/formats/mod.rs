@@ -5,6 +5,7 @@
 //! detected from the decompressed content, never from a file name.
 
 mod chrome;
+pub(crate) mod binaries;
 mod container;
 mod demangle;
 mod firefox;
@@ -260,7 +261,19 @@ pub(crate) fn decode_stream(
     format: Option<InputFormat>,
     limits: &Limits,
 ) -> Result<Decoded> {
-    decode_opened(open_stream(input, len, format, limits)?, len, limits)
+    decode_stream_with(input, len, format, limits, &binaries::NoBinaries)
+}
+
+/// [`decode_stream`] with the runtime binaries a decoder that unwinds may ask for.
+pub(crate) fn decode_stream_with(
+    input: impl Read,
+    len: u64,
+    format: Option<InputFormat>,
+    limits: &Limits,
+    binaries: &dyn binaries::UnwindBinaries,
+) -> Result<Decoded> {
+    let opened = open_stream(input, len, format, limits)?;
+    decode_opened(opened, len, limits, binaries)
 }
 
 /// Decodes an opened upload of `len` stored bytes.
@@ -268,6 +281,7 @@ pub(crate) fn decode_opened(
     opened: Opened<impl Read>,
     len: u64,
     limits: &Limits,
+    binaries: &dyn binaries::UnwindBinaries,
 ) -> Result<Decoded> {
     let Opened {
         format,
@@ -281,7 +295,12 @@ pub(crate) fn decode_opened(
         InputFormat::PerfScript => {
             Some(perf_script::decode(&mut stream, container.name(), limits)?)
         }
-        InputFormat::PerfData => Some(perf_data::decode(&mut stream, container.name(), limits)?),
+        InputFormat::PerfData => Some(perf_data::decode(
+            &mut stream,
+            container.name(),
+            limits,
+            binaries,
+        )?),
         _ => None,
     };
     let (profile, extras) = match streamed {
