@@ -118,6 +118,12 @@ fn a_stripped_binary_beside_a_separate_debug_file_unwinds_and_the_debug_file_nam
     dwarf_recording_unwound_with(&["spin.stripped", "spin.only-debug"]);
 }
 
+#[test]
+fn a_stripped_binary_added_after_the_debug_file_in_use_converts_the_recording_again() {
+    // The binary does not take over from the better debug file, but unwinds all the same.
+    dwarf_recording_unwound_with(&["spin.only-debug", "spin.stripped"]);
+}
+
 fn dwarf_recording_unwound_with(files: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("bucket");
@@ -139,19 +145,22 @@ fn dwarf_recording_unwound_with(files: &[&str]) {
         assert!(stack.iter().filter(|f| !f.1).count() <= 1, "{stack:?}");
     }
 
-    let paths: Vec<String> = (files.iter())
-        .map(|f| fixture(f).to_str().unwrap().to_owned())
-        .collect();
-    let mut args = vec!["symbols", "add"];
-    args.extend(paths.iter().map(String::as_str));
-    args.extend(["--store", store_arg]);
-    let out = proflake(&args);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(
-        text(&out.stdout).contains("1 reconverted"),
-        "{}",
-        text(&out.stdout)
-    );
+    // One at a time: each file converts the recording again.
+    for file in files {
+        let out = proflake(&[
+            "symbols",
+            "add",
+            fixture(file).to_str().unwrap(),
+            "--store",
+            store_arg,
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stdout).contains("1 reconverted"),
+            "{file}: {}",
+            text(&out.stdout)
+        );
+    }
     let after = chunk_stacks(&store);
     let names = |stack: &Vec<(Option<String>, bool)>| -> Vec<String> {
         stack.iter().filter_map(|f| f.0.clone()).collect()

@@ -24,7 +24,7 @@ impl UnwindBinaries for NoBinaries {
 
 /// Whether `bytes` are an ELF file whose `.eh_frame` has contents: a runtime binary, stripped
 /// or not, and not a separate debug file (which keeps the section as `NOBITS`).
-pub(crate) fn has_unwind_tables(bytes: &[u8]) -> bool {
+pub fn has_unwind_tables(bytes: &[u8]) -> bool {
     use goblin::elf::{section_header::SHT_NOBITS, Elf};
     let Ok(elf) = Elf::parse(bytes) else {
         return false;
