@@ -10,8 +10,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use proflake::store::debug_file_key;
 use proflake::symbols::{debug_file_build_id, has_unwind_tables};
 use proflake::{
-    jobs::indexed_uploads, jobs::rehydrate_keys, jobs::RehydratePage, jobs::RehydrateScope, rehydrate,
-    symbols::add_debug_file, symbols::list_debug_files, symbols::DebugFileOutcome,
+    jobs::indexed_uploads, jobs::rehydrate_keys, jobs::RehydratePage, jobs::RehydrateScope,
+    rehydrate, symbols::add_debug_file, symbols::list_debug_files, symbols::DebugFileOutcome,
     RehydrateOptions,
 };
 use proflake::{

@@ -4,8 +4,8 @@
 //! Decompression of the whole file is its own step ([`Container`]); the format is then
 //! detected from the decompressed content, never from a file name.
 
-mod chrome;
 pub(crate) mod binaries;
+mod chrome;
 mod container;
 mod demangle;
 mod firefox;

@@ -99,7 +99,11 @@ pub(crate) fn decode_in_two_readings<'a>(
     let container = opened.container;
     let first = match opened.format {
         InputFormat::Perfetto => super::perfetto::first_reading(opened.stream, container, limits)?,
-        _ => return Ok(Decoding::Whole(decode_opened(opened, len, limits, binaries)?)),
+        _ => {
+            return Ok(Decoding::Whole(decode_opened(
+                opened, len, limits, binaries,
+            )?))
+        }
     };
     let Some((profile, samples)) = first else {
         // Times the windows cannot be told from: read it again, whole.

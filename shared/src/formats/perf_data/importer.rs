@@ -11,9 +11,9 @@ use rustc_hash::FxHashMap;
 
 use super::address_space::AddressSpace;
 use super::malformed;
-use super::unwind::{UserUnwinder, Unwound, X86_64_BP, X86_64_IP, X86_64_SP};
-use crate::formats::binaries::UnwindBinaries;
+use super::unwind::{Unwound, UserUnwinder, X86_64_BP, X86_64_IP, X86_64_SP};
 use crate::error::Result;
+use crate::formats::binaries::UnwindBinaries;
 use crate::limits::{exceeded, Limits};
 use crate::model::{
     ids_from_build_id, CpuMode as ModelCpuMode, Frame, FrameAddress, FrameHandle, FrameKind, Image,

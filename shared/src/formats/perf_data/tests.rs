@@ -245,7 +245,11 @@ fn dwarf_mode_is_unwound_through_the_program_as_perf_unwinds_it() {
             let elsewhere = user && dso != program;
             // perf's DWARF unwinding prints a caller as its return address less one (in the
             // call instruction); the model keeps return addresses, as call chains give them.
-            let address = if user && users > 0 { address + 1 } else { address };
+            let address = if user && users > 0 {
+                address + 1
+            } else {
+                address
+            };
             users += usize::from(user);
             kept.push((address, dso));
             if elsewhere {
@@ -265,10 +269,8 @@ fn dwarf_mode_is_unwound_through_the_program_as_perf_unwinds_it() {
     .unwrap();
     let model = model_samples(&profile, false);
     assert_eq!(model.len(), script.len());
-    let expected: Vec<(i64, Vec<Frame>)> = script
-        .iter()
-        .map(|s| (s.0, cut(s.3.clone()).0))
-        .collect();
+    let expected: Vec<(i64, Vec<Frame>)> =
+        script.iter().map(|s| (s.0, cut(s.3.clone()).0)).collect();
     assert_eq!(
         histogram(model.iter(), |s| (s.0, s.3.clone())),
         histogram(expected.iter(), |s| s.clone()),
@@ -289,7 +291,11 @@ fn dwarf_mode_is_unwound_through_the_program_as_perf_unwinds_it() {
         script.len() as u64 - whole
     );
     assert_eq!(
-        profile.samples().iter().filter(|s| s.unwind_error.is_some()).count() as u64,
+        profile
+            .samples()
+            .iter()
+            .filter(|s| s.unwind_error.is_some())
+            .count() as u64,
         script.len() as u64 - whole
     );
 }

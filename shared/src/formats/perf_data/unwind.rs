@@ -105,8 +105,9 @@ impl ElfUnwind {
     /// The process address at which the binary's virtual address 0 lies, for a mapping of it
     /// that starts at `start` with the file at `file_offset`.
     fn base_avma(&self, start: u64, file_offset: u64) -> Option<u64> {
-        let &(offset, vaddr, _) = (self.loads.iter())
-            .find(|&&(offset, _, size)| (offset..offset.saturating_add(size)).contains(&file_offset))?;
+        let &(offset, vaddr, _) = (self.loads.iter()).find(|&&(offset, _, size)| {
+            (offset..offset.saturating_add(size)).contains(&file_offset)
+        })?;
         Some(start.wrapping_sub(vaddr.wrapping_add(file_offset - offset)))
     }
 }
@@ -224,7 +225,12 @@ fn process(
             continue;
         };
         let name = profile.opt_str(image.path).unwrap_or_default().to_owned();
-        unwinder.add_module(Module::new(name, start..end, base_avma, elf.sections.clone()));
+        unwinder.add_module(Module::new(
+            name,
+            start..end,
+            base_avma,
+            elf.sections.clone(),
+        ));
         known.push(start..end);
     }
     known.sort_by_key(|r| r.start);
