@@ -576,3 +576,41 @@ fn attrs_larger_than_this_reader_knows_are_read_by_their_own_size() {
     let b = decode(&grown[..], "plain", &Limits::default()).unwrap();
     assert_eq!(model_samples(&a, false), model_samples(&b, false));
 }
+
+/// A binary served for every build ID.
+struct AnyBinary(std::sync::Arc<[u8]>);
+
+impl crate::formats::binaries::UnwindBinaries for AnyBinary {
+    fn binary(&self, _: &crate::model::BuildId) -> Option<std::sync::Arc<[u8]>> {
+        Some(self.0.clone())
+    }
+}
+
+#[test]
+fn damaged_binaries_and_stacks_never_fail_what_decodes_without_unwinding() {
+    let recording = fixture("dwarf.data");
+    // The program's binary with every 31st byte set to 0xff or 0 in turn, served for every
+    // image (libc and the kernel too): the recording decodes, whatever is unwound.
+    let binary = fixture("spin.debug");
+    for (i, at) in (0..binary.len()).step_by(31).enumerate() {
+        let mut bytes = binary.clone();
+        bytes[at] = if i % 2 == 0 { 0xff } else { 0 };
+        let served = AnyBinary(bytes.into());
+        let profile = super::decode(&recording[..], "plain", &Limits::default(), &served);
+        assert!(profile.is_ok(), "byte {at}: {:?}", profile.err());
+    }
+    // Damaged recordings (registers, stack bytes, mappings among them) with the good binary:
+    // an error exactly where decoding without it errs too.
+    let served = AnyBinary(binary.into());
+    for (i, at) in (0..recording.len()).step_by(53).enumerate() {
+        let mut bytes = recording.clone();
+        bytes[at] = if i % 2 == 0 { 0xff } else { 0 };
+        let with = super::decode(&bytes[..], "plain", &Limits::default(), &served);
+        let without = decode(&bytes[..], "plain", &Limits::default());
+        assert_eq!(
+            with.as_ref().err().map(|e| e.to_string()),
+            without.as_ref().err().map(|e| e.to_string()),
+            "byte {at}"
+        );
+    }
+}
