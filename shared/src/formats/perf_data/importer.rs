@@ -404,15 +404,15 @@ impl<'b> Importer<'b> {
             }
         }
         let mut unwind_error = None;
-        let unwound = if no_user_callchain && s.callchain.is_some() {
-            self.unwind_user(pid, s, stack.len())
-        } else {
-            Unwound::NoBinary
+        let dwarf = no_user_callchain && s.callchain.is_some();
+        let unwound = match dwarf.then(|| self.unwind_user(pid, s, stack.len())) {
+            Some(Unwound::NoBinary) | None => None,
+            // The unwound frames, leaf first, borrowed from the unwinder's buffer.
+            Some(unwound) => {
+                (self.unwinder.as_mut()).map(|u| (unwound, std::mem::take(&mut u.frames)))
+            }
         };
-        if unwound != Unwound::NoBinary {
-            // The unwound frames, leaf first; the unwinder keeps its buffer.
-            let unwinder = self.unwinder.as_mut().expect("unwound by it");
-            let frames = std::mem::take(&mut unwinder.frames);
+        if let Some((unwound, frames)) = unwound {
             for &address in &frames {
                 push(self, &mut stack, address, false);
             }
@@ -430,7 +430,7 @@ impl<'b> Importer<'b> {
                         .get_or_insert_with(|| profile.intern(UNWOUND_IN_PART)),
                 );
             }
-        } else if no_user_callchain && s.callchain.is_some() {
+        } else if dwarf {
             // The user leaf: the sampled instruction when the sample hit user code, else
             // the user registers' instruction pointer.
             let user_ip = match s.cpu_mode {
