@@ -95,4 +95,8 @@ for f in $names; do
     cp "$work/$f.perf-script.txt.gz" "$out/"
 done
 cp "$work/spin" "$out/spin.debug"
+# The stripped program (its `.eh_frame` kept, as strip keeps it) and a separate debug file
+# (`.eh_frame` as NOBITS): names from one, unwinding of dwarf.data from the other.
+cp "$work/spin-stripped" "$out/spin.stripped"
+objcopy --only-keep-debug "$work/spin" "$out/spin.only-debug"
 ls -l "$out"

@@ -68,7 +68,7 @@ pub mod jobs {
     pub use crate::limits::LimitsError;
     pub use crate::pipeline::{
         convert_into, convert_upload, convert_upload_with, decode, decode_stream_with_limits,
-        decode_with_limits, process_upload, publish, rehydrate, rehydrate_keys,
+        decode_with_limits, indexed_uploads, process_upload, publish, rehydrate, rehydrate_keys,
         stream_above_bytes_from, ConvertOptions, ConvertReport, Converted, ConvertedUpload,
         Decoded, ErrorReport, MemoryOutputs, Outcome, OutputSink, ProcessOptions, Quarantine,
         RehydrateOptions, RehydratePage, RehydrateScope, Reopen, SkipReason, StoreOutputs,
@@ -79,6 +79,7 @@ pub mod jobs {
 /// Debug files and build IDs: storing a debug file under its build ID, the index of the
 /// conversions that reference one, and the sans-IO symbolizer the jobs run.
 pub mod symbols {
+    pub use crate::formats::binaries::has_unwind_tables;
     pub use crate::model::BuildId;
     pub use crate::pipeline::{
         add_debug_file, build_id_index, current_debug_meta, list_debug_files, BuildIdIndexEntry,

@@ -1,5 +1,6 @@
 //! perf.data inputs through the public API: detection both ways, the manifest of a DWARF-mode
-//! recording (its truncated stacks counted), a CLOCK_DATA recording converting without a start
+//! recording (its truncated stacks counted, and unwound with the binary a `SymbolSource` hands
+//! over), a CLOCK_DATA recording converting without a start
 //! time, and a zstd-compressed upload of a recording. What each recording holds is checked in
 //! the decoder's own tests against perf script's text. Fixture provenance:
 //! tests/fixtures/perf_data/SOURCES.md.
@@ -112,4 +113,86 @@ fn a_clock_data_recording_needs_no_start_time_and_a_zstd_upload_converts_the_sam
         plain.manifest.profile.samples
     );
     assert_eq!(zstd.manifest.series.len(), plain.manifest.series.len());
+}
+
+/// The program's binary (`spin.debug` is the unstripped program) by its build ID, through the
+/// public `SymbolSource`; no symbols, so the frames stay addresses.
+struct ProgramBinary;
+
+const PROGRAM_BUILD_ID: &str = "04195005c872b988189f86ee21f2b8fd80eb27c0";
+
+impl proflake::symbols::SymbolSource for ProgramBinary {
+    fn symbols(
+        &self,
+        _: &proflake::symbols::BuildId,
+    ) -> proflake::Result<Option<proflake::symbols::Symbols>> {
+        Ok(None)
+    }
+
+    fn binary(
+        &self,
+        build_id: &proflake::symbols::BuildId,
+        has_unwind_tables: &dyn Fn(&[u8]) -> bool,
+    ) -> proflake::Result<Option<Vec<u8>>> {
+        let bytes = fixture("perf_data/spin.debug");
+        assert!(has_unwind_tables(&bytes));
+        Ok((build_id.as_str() == PROGRAM_BUILD_ID).then_some(bytes))
+    }
+}
+
+/// A source whose store fails.
+struct FailingStore;
+
+impl proflake::symbols::SymbolSource for FailingStore {
+    fn symbols(
+        &self,
+        _: &proflake::symbols::BuildId,
+    ) -> proflake::Result<Option<proflake::symbols::Symbols>> {
+        Ok(None)
+    }
+
+    fn binary(
+        &self,
+        _: &proflake::symbols::BuildId,
+        _: &dyn Fn(&[u8]) -> bool,
+    ) -> proflake::Result<Option<Vec<u8>>> {
+        Err(proflake::ErrorKind::Storage {
+            key: "debuginfo/".into(),
+        }
+        .into())
+    }
+}
+
+#[test]
+fn dwarf_mode_stacks_unwind_with_the_binary_a_symbol_source_hands_over() {
+    let bytes = fixture("perf_data/dwarf.data");
+    let options = ConvertOptions {
+        metadata: proflake::UploadMetadata {
+            timestamp: Some(1_700_000_000.0),
+            ..Default::default()
+        },
+        ..ConvertOptions::default()
+    };
+    let convert = |symbols: &dyn proflake::symbols::SymbolSource| {
+        proflake::jobs::convert_upload_with("uploads/dwarf.data", "etag", &bytes, &options, symbols)
+    };
+    let samples = perf_script_samples("dwarf");
+    let without = convert(&proflake::symbols::NoSymbols).unwrap();
+    let with = convert(&ProgramBinary).unwrap();
+    let frames = |c: &proflake::Converted| c.decoded.profile.frames().len();
+    // The callers are new frames: every stack reaches libc through the program's callers.
+    assert!(
+        frames(&with) > frames(&without) + 4,
+        "{} vs {}",
+        frames(&with),
+        frames(&without)
+    );
+    // Each stack leaves the program for libc (`__libc_start_call_main`, `start_thread`), whose
+    // binary is not at hand: unwound in part, and counted so.
+    let stats = &with.manifest.profile.stats;
+    assert_eq!(stats.get("perf_truncated_user_stacks"), Some(&samples));
+    assert_eq!(stats.get("perf_unwound_user_stacks"), None);
+    // A store that fails fails the conversion (to be retried), not the stacks silently.
+    let err = convert(&FailingStore).unwrap_err();
+    assert!(err.kind().is_transient(), "{err}");
 }

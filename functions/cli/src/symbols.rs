@@ -8,10 +8,10 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use proflake::store::debug_file_key;
-use proflake::symbols::debug_file_build_id;
+use proflake::symbols::{debug_file_build_id, has_unwind_tables};
 use proflake::{
-    jobs::rehydrate_keys, jobs::RehydratePage, jobs::RehydrateScope, rehydrate,
-    symbols::add_debug_file, symbols::list_debug_files, symbols::DebugFileOutcome,
+    jobs::indexed_uploads, jobs::rehydrate_keys, jobs::RehydratePage, jobs::RehydrateScope,
+    rehydrate, symbols::add_debug_file, symbols::list_debug_files, symbols::DebugFileOutcome,
     RehydrateOptions,
 };
 use proflake::{
@@ -76,6 +76,9 @@ fn add(args: AddArgs) -> anyhow::Result<ExitCode> {
     let store = LocalDirStore::new(&args.store);
     let mut stdout = Stdout::default();
     let (mut refused, mut stored_ids) = (0usize, Vec::new());
+    // Runtime binaries kept beside a better debug file: they unwind DWARF-mode recordings all
+    // the same, so the uploads of their build IDs are converted again.
+    let mut unwinding_ids = Vec::new();
     for file in &args.files {
         let bytes =
             std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
@@ -113,12 +116,17 @@ fn add(args: AddArgs) -> anyhow::Result<ExitCode> {
                     meta.symcache_bytes
                 )
             }
-            DebugFileOutcome::Kept { in_use, .. } => format!(
-                "{}: stored; {} ({:?}) stays in use for {build_id}",
-                file.display(),
-                in_use.debug_file_key,
-                in_use.quality
-            ),
+            DebugFileOutcome::Kept { in_use, .. } => {
+                if in_use.debug_file_key != key && has_unwind_tables(&bytes) {
+                    unwinding_ids.push(build_id.clone());
+                }
+                format!(
+                    "{}: stored; {} ({:?}) stays in use for {build_id}",
+                    file.display(),
+                    in_use.debug_file_key,
+                    in_use.quality
+                )
+            }
             DebugFileOutcome::Refused {
                 message,
                 report_key,
@@ -136,6 +144,20 @@ fn add(args: AddArgs) -> anyhow::Result<ExitCode> {
         let mut total = RehydratePage::default();
         for id in &stored_ids {
             total.absorb(pages(&store, RehydrateScope::BuildId(id.as_str()))?);
+        }
+        let mut keys = Vec::new();
+        for id in unwinding_ids.iter().filter(|id| !stored_ids.contains(id)) {
+            keys.extend(indexed_uploads(&store, id)?);
+        }
+        if !keys.is_empty() {
+            keys.sort();
+            keys.dedup();
+            total.absorb(rehydrate_keys(
+                &store,
+                &store,
+                &keys,
+                &rehydrate_options()?,
+            )?);
         }
         print_summary(&mut stdout, &total)?;
         if failed(&total) > 0 {

@@ -4,6 +4,7 @@
 //! Decompression of the whole file is its own step ([`Container`]); the format is then
 //! detected from the decompressed content, never from a file name.
 
+pub(crate) mod binaries;
 mod chrome;
 mod container;
 mod demangle;
@@ -268,7 +269,19 @@ pub(crate) fn decode_stream(
     format: Option<InputFormat>,
     limits: &Limits,
 ) -> Result<Decoded> {
-    decode_opened(open_stream(input, len, format, limits)?, len, limits)
+    decode_stream_with(input, len, format, limits, &binaries::NoBinaries)
+}
+
+/// [`decode_stream`] with the runtime binaries a decoder that unwinds may ask for.
+pub(crate) fn decode_stream_with(
+    input: impl Read,
+    len: u64,
+    format: Option<InputFormat>,
+    limits: &Limits,
+    binaries: &dyn binaries::UnwindBinaries,
+) -> Result<Decoded> {
+    let opened = open_stream(input, len, format, limits)?;
+    decode_opened(opened, len, limits, binaries)
 }
 
 /// Decodes an opened upload of `len` stored bytes.
@@ -276,6 +289,7 @@ pub(crate) fn decode_opened(
     opened: Opened<impl Read>,
     len: u64,
     limits: &Limits,
+    binaries: &dyn binaries::UnwindBinaries,
 ) -> Result<Decoded> {
     let Opened {
         format,
@@ -289,7 +303,12 @@ pub(crate) fn decode_opened(
         InputFormat::PerfScript => {
             Some(perf_script::decode(&mut stream, container.name(), limits)?)
         }
-        InputFormat::PerfData => Some(perf_data::decode(&mut stream, container.name(), limits)?),
+        InputFormat::PerfData => Some(perf_data::decode(
+            &mut stream,
+            container.name(),
+            limits,
+            binaries,
+        )?),
         InputFormat::Jfr => {
             let profile = jfr::decode(&mut stream, container.name(), limits)?;
             return accepted(profile, format, container, jfr::extras(), limits);

@@ -10,6 +10,7 @@
 
 use std::io::Read;
 
+use super::binaries::UnwindBinaries;
 use super::{decode_opened, decode_stream, open_stream, Container, Decoded, InputFormat};
 use crate::error::Result;
 use crate::limits::Limits;
@@ -92,12 +93,17 @@ pub(crate) fn decode_in_two_readings<'a>(
     format: Option<InputFormat>,
     limits: &Limits,
     mut reopen: Box<Reopen<'a>>,
+    binaries: &dyn UnwindBinaries,
 ) -> Result<Decoding<'a>> {
     let opened = open_stream(input, len, format, limits)?;
     let container = opened.container;
     let first = match opened.format {
         InputFormat::Perfetto => super::perfetto::first_reading(opened.stream, container, limits)?,
-        _ => return Ok(Decoding::Whole(decode_opened(opened, len, limits)?)),
+        _ => {
+            return Ok(Decoding::Whole(decode_opened(
+                opened, len, limits, binaries,
+            )?))
+        }
     };
     let Some((profile, samples)) = first else {
         // Times the windows cannot be told from: read it again, whole.

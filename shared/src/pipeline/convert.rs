@@ -165,7 +165,13 @@ fn convert_inner(
     // window is written (see `streamable`).
     let read_twice_above = streamable(&options.metadata)
         .then(|| options.stream_above_bytes.unwrap_or(STREAM_ABOVE_BYTES));
-    let upload = decode_upload(bytes, options.format, &options.limits, read_twice_above)?;
+    let upload = decode_upload(
+        bytes,
+        options.format,
+        &options.limits,
+        read_twice_above,
+        symbols,
+    )?;
     let (mut decoded, mut pieces) = (upload.decoded, upload.pieces);
     // The caller's metadata takes precedence over what the input carries itself.
     let metadata = match decoded.metadata.take() {

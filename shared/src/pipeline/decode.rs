@@ -2,15 +2,19 @@
 //! already holds are passed through, each with a model of its own). A long recording whose
 //! format allows it is decoded in two readings, its samples left for the second.
 
+use std::cell::RefCell;
 use std::io::Read;
+use std::sync::Arc;
 
 use super::pieces::Pieces;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::formats::binaries::{has_unwind_tables, UnwindBinaries};
 pub use crate::formats::Decoded;
 use crate::formats::{self, Decoding, InputFormat, Reopen};
 use crate::limits::Limits;
-use crate::model::Profile;
+use crate::model::{BuildId, Profile};
 use crate::sample_v2::{pass_through, SampleV2Chunk};
+use crate::symbolize::SymbolSource;
 
 /// Decodes `bytes` (compressed or not) into a profile within the default [`Limits`].
 /// `format` overrides detection.
@@ -64,19 +68,59 @@ pub(crate) struct DecodedUpload<'a> {
     pub pieces: Pieces<'a>,
 }
 
+/// The runtime binaries a decoder asks for, fetched from the symbols' source (the decoder asks
+/// once per build ID). A store failure is kept, to fail the decode with it once done.
+struct BinariesFrom<'s> {
+    symbols: &'s dyn SymbolSource,
+    failure: RefCell<Option<Error>>,
+}
+
+impl UnwindBinaries for BinariesFrom<'_> {
+    fn binary(&self, build_id: &BuildId) -> Option<Arc<[u8]>> {
+        match self.symbols.binary(build_id, &has_unwind_tables) {
+            Ok(binary) => binary.map(Arc::from),
+            Err(e) => {
+                self.failure.borrow_mut().get_or_insert(e);
+                None
+            }
+        }
+    }
+}
+
 /// Decodes an upload for conversion: in two readings when it is a stream that can be read
 /// again, longer than `read_twice_above` bytes (`None`: never), and of a format that allows
-/// it; otherwise whole.
+/// it; otherwise whole. Stacks recorded as bytes are unwound with the runtime binaries
+/// `symbols` holds.
 pub(crate) fn decode_upload<'a>(
     input: UploadInput<'a>,
     format: Option<InputFormat>,
     limits: &Limits,
     read_twice_above: Option<u64>,
+    symbols: &dyn SymbolSource,
+) -> Result<DecodedUpload<'a>> {
+    let binaries = BinariesFrom {
+        symbols,
+        failure: RefCell::new(None),
+    };
+    let decoded = decode_with_binaries(input, format, limits, read_twice_above, &binaries);
+    if let Some(failure) = binaries.failure.into_inner() {
+        return Err(failure);
+    }
+    decoded
+}
+
+fn decode_with_binaries<'a>(
+    input: UploadInput<'a>,
+    format: Option<InputFormat>,
+    limits: &Limits,
+    read_twice_above: Option<u64>,
+    binaries: &dyn UnwindBinaries,
 ) -> Result<DecodedUpload<'a>> {
     let (input_bytes, decoding) = match input {
         UploadInput::Bytes(bytes) => {
-            let whole = formats::decode(bytes, format, limits)?;
-            (bytes.len() as u64, Decoding::Whole(whole))
+            let len = bytes.len() as u64;
+            let whole = formats::decode_stream_with(bytes, len, format, limits, binaries)?;
+            (len, Decoding::Whole(whole))
         }
         UploadInput::Stream {
             reader,
@@ -84,10 +128,10 @@ pub(crate) fn decode_upload<'a>(
             reopen: Some(reopen),
         } if read_twice_above.is_some_and(|above| len > above) => (
             len,
-            formats::decode_in_two_readings(reader, len, format, limits, reopen)?,
+            formats::decode_in_two_readings(reader, len, format, limits, reopen, binaries)?,
         ),
         UploadInput::Stream { reader, len, .. } => {
-            let whole = formats::decode_stream(reader, len, format, limits)?;
+            let whole = formats::decode_stream_with(reader, len, format, limits, binaries)?;
             (len, Decoding::Whole(whole))
         }
     };

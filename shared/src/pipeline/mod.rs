@@ -37,7 +37,9 @@ pub use manifest::{
 pub use outcome::{ConvertedUpload, Outcome, Quarantine, SkipReason};
 pub use outputs::{MemoryOutputs, OutputSink, StoreOutputs};
 pub use process::{process_upload, ProcessOptions};
-pub use rehydrate::{rehydrate, rehydrate_keys, RehydrateOptions, RehydratePage, RehydrateScope};
+pub use rehydrate::{
+    indexed_uploads, rehydrate, rehydrate_keys, RehydrateOptions, RehydratePage, RehydrateScope,
+};
 pub use symbol_store::{
     add_debug_file, current_debug_meta, list_debug_files, DebugFileOutcome, StoreSymbols,
 };

@@ -180,7 +180,8 @@ impl Job<'_> {
     ) -> Result<std::result::Result<(ConvertReport, u64), Outcome>> {
         let (uploads, key, info) = (self.uploads, self.key, self.info);
         let max_bytes = options.limits.max_object_bytes;
-        let symbols = StoreSymbols::new(self.outputs);
+        let symbols = StoreSymbols::new(self.outputs)
+            .with_max_binary_bytes(options.limits.max_debug_file_bytes);
         let mut converted = None;
         let mut input = Some(reader);
         for _ in 0..MAX_SYMBOL_ROUNDS {

@@ -221,6 +221,25 @@ fn sweep_pending_page(
     Ok(())
 }
 
+/// The upload keys the build-ID index lists for `build_id`, sorted: the uploads to convert
+/// again when a file for it arrives that does not take over as its symbols but can still change
+/// them (a runtime binary that unwinds `--call-graph dwarf` stacks, beside a debug file in use).
+pub fn indexed_uploads(outputs: &dyn ObjectStore, build_id: &BuildId) -> Result<Vec<String>> {
+    let mut keys = Vec::new();
+    for key in outputs.list(&build_id_index_prefix(&build_id.to_ascii_lowercase()))? {
+        let Some(json) = outputs.get(&key)? else {
+            continue;
+        };
+        match serde_json::from_slice::<BuildIdIndexEntry>(&json) {
+            Ok(entry) => keys.push(entry.source_key),
+            Err(_) => tracing::warn!(key, "unreadable build-ID index entry; skipped"),
+        }
+    }
+    keys.sort();
+    keys.dedup();
+    Ok(keys)
+}
+
 /// Converts the uploads at `keys` again with the symbols stored now, whatever they used before.
 pub fn rehydrate_keys(
     uploads: &dyn ObjectStore,

@@ -15,12 +15,24 @@ use crate::symbolize::{ingest_debug_file, DebugFileKeys, DebugFileMeta, SymbolSo
 /// Symbols read from a store: the meta of a build ID, then the cache it names.
 pub struct StoreSymbols<'s> {
     store: &'s dyn ObjectStore,
+    /// Largest runtime binary read for unwinding.
+    max_binary_bytes: u64,
 }
 
 impl<'s> StoreSymbols<'s> {
     /// Symbols from `store`'s `debuginfo/`.
     pub fn new(store: &'s dyn ObjectStore) -> Self {
-        StoreSymbols { store }
+        StoreSymbols {
+            store,
+            max_binary_bytes: crate::Limits::default().max_debug_file_bytes,
+        }
+    }
+
+    /// Reads no runtime binary larger than `max_bytes`
+    /// ([`Limits::max_debug_file_bytes`](crate::Limits::max_debug_file_bytes)).
+    pub fn with_max_binary_bytes(mut self, max_bytes: u64) -> Self {
+        self.max_binary_bytes = max_bytes;
+        self
     }
 }
 
@@ -51,6 +63,37 @@ impl SymbolSource for StoreSymbols<'_> {
                 Ok(None)
             }
         }
+    }
+
+    /// The files uploaded under `debuginfo/<build-id>/`, the one in use first: a separate debug
+    /// file may be in use for names while the stripped runtime binary beside it holds the
+    /// unwind tables.
+    fn binary(
+        &self,
+        build_id: &BuildId,
+        has_unwind_tables: &dyn Fn(&[u8]) -> bool,
+    ) -> Result<Option<Vec<u8>>> {
+        let build_id = build_id.to_ascii_lowercase();
+        let in_use = current_debug_meta(self.store, &build_id)?.map(|m| m.debug_file_key);
+        let folder = format!("{DEBUGINFO_PREFIX}{build_id}/");
+        let mut keys: Vec<String> = (self.store.list(&folder)?.into_iter())
+            .filter(|key| {
+                matches!(debug_info_key(key), DebugInfoKey::DebugFile { .. })
+                    && in_use.as_ref() != Some(key)
+            })
+            .collect();
+        keys.sort();
+        for key in in_use.into_iter().chain(keys) {
+            match self.store.get_object(&key, self.max_binary_bytes) {
+                Ok(Some((bytes, _))) if has_unwind_tables(&bytes) => return Ok(Some(bytes)),
+                Ok(_) => {}
+                Err(e) if e.kind().is_transient() => return Err(e),
+                Err(e) => {
+                    tracing::warn!(key, error = %error_chain(&e), "unreadable binary; ignored");
+                }
+            }
+        }
+        Ok(None)
     }
 }
 

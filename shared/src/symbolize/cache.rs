@@ -67,6 +67,18 @@ impl Symbols {
 pub trait SymbolSource {
     /// The symbols of `build_id`.
     fn symbols(&self, build_id: &BuildId) -> Result<Option<Symbols>>;
+
+    /// The runtime binary filed under `build_id` (an ELF whose `.eh_frame` has contents), for
+    /// unwinding stacks recorded as bytes (perf `--call-graph dwarf`); `None` when none is
+    /// known. `has_unwind_tables` tells such a file from a separate debug file.
+    fn binary(
+        &self,
+        build_id: &BuildId,
+        has_unwind_tables: &dyn Fn(&[u8]) -> bool,
+    ) -> Result<Option<Vec<u8>>> {
+        let _ = (build_id, has_unwind_tables);
+        Ok(None)
+    }
 }
 
 /// No symbols at all: conversion names only what the input names.

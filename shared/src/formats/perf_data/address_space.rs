@@ -34,6 +34,11 @@ impl AddressSpace {
         self.by_start.insert(start, (end, image));
     }
 
+    /// Every mapping as (start, end, image), by start.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (u64, u64, ImageHandle)> + '_ {
+        (self.by_start.iter()).map(|(&start, &(end, image))| (start, end, image))
+    }
+
     /// The image mapped at `address`.
     pub(super) fn find(&self, address: u64) -> Option<ImageHandle> {
         let (_, &(end, image)) = self.by_start.range(..=address).next_back()?;

@@ -11,7 +11,9 @@ use rustc_hash::FxHashMap;
 
 use super::address_space::AddressSpace;
 use super::malformed;
+use super::unwind::{Unwound, UserUnwinder, X86_64_BP, X86_64_IP, X86_64_SP};
 use crate::error::Result;
+use crate::formats::binaries::UnwindBinaries;
 use crate::limits::{exceeded, Limits};
 use crate::model::{
     ids_from_build_id, CpuMode as ModelCpuMode, Frame, FrameAddress, FrameHandle, FrameKind, Image,
@@ -34,6 +36,10 @@ const PROT_EXEC: u32 = 4;
 /// bytes, and only its leaf (the sampled instruction) is kept.
 const NOT_UNWOUND: &str = "user stack not unwound (perf --call-graph dwarf)";
 
+/// What the samples of such a recording lack when their stack was unwound until a frame in a
+/// binary that was not at hand, or until the copied stack bytes ran out.
+const UNWOUND_IN_PART: &str = "user stack unwound only in part (perf --call-graph dwarf)";
+
 /// An event attr's series, made when its first sample comes.
 struct Event {
     name: String,
@@ -54,7 +60,7 @@ struct ThreadEntry {
     renamed: Option<(Box<str>, Option<LabelSetHandle>)>,
 }
 
-pub(super) struct Importer {
+pub(super) struct Importer<'b> {
     profile: Profile,
     events: Vec<Event>,
     build_ids: std::collections::HashMap<DsoKey, DsoInfo>,
@@ -72,8 +78,11 @@ pub(super) struct Importer {
     frames: FxHashMap<(u64, Option<ImageHandle>, bool), FrameHandle>,
     /// Wall-clock ns minus perf-clock ns, from `CLOCK_DATA`.
     wall_offset: Option<i128>,
-    /// [`NOT_UNWOUND`], interned once.
+    /// [`NOT_UNWOUND`] and [`UNWOUND_IN_PART`], interned once.
     not_unwound: Option<StringHandle>,
+    unwound_in_part: Option<StringHandle>,
+    /// The user stacks of `--call-graph dwarf` samples, unwound (x86_64 recordings only).
+    unwinder: Option<UserUnwinder<'b>>,
     /// The register holding the instruction pointer in the sampled user registers.
     ip_register: Option<u64>,
     stack: Vec<FrameHandle>,
@@ -85,8 +94,12 @@ pub(super) struct Importer {
     max_stack_nodes: u64,
 }
 
-impl Importer {
-    pub(super) fn new(perf_file: &PerfFile, limits: &Limits) -> Result<Self> {
+impl<'b> Importer<'b> {
+    pub(super) fn new(
+        perf_file: &PerfFile,
+        limits: &Limits,
+        binaries: &'b dyn UnwindBinaries,
+    ) -> Result<Self> {
         let mut profile = Profile::new(super::FORMAT);
         let bad = |e: linux_perf_data::Error| malformed(0, format!("feature section: {e}"));
         let wall_offset = (perf_file.clock_data().map_err(bad)?)
@@ -113,6 +126,7 @@ impl Importer {
             Some("x86" | "i386" | "i686") => Some(8),
             _ => None,
         };
+        let unwinder = (arch.as_deref() == Some("x86_64")).then(|| UserUnwinder::new(binaries));
         let events = perf_file
             .event_attributes()
             .iter()
@@ -152,6 +166,8 @@ impl Importer {
             wall_offset,
             ip_register,
             not_unwound: None,
+            unwound_in_part: None,
+            unwinder,
             stack: Vec::new(),
             samples: 0,
             last_time: i64::MIN,
@@ -198,6 +214,7 @@ impl Importer {
             if let Some(old) = self.maps.remove(&c.pid) {
                 self.mappings -= old.len() as u64;
             }
+            self.forget_unwinder(c.pid);
         }
         self.comms.insert(c.tid, name.into());
     }
@@ -213,10 +230,18 @@ impl Importer {
                 if let Some(old) = self.maps.insert(f.pid, parent) {
                     self.mappings -= old.len() as u64;
                 }
+                self.forget_unwinder(f.pid);
                 self.check_mappings()?;
             }
         }
         Ok(())
+    }
+
+    /// A process's mappings changed: its unwinder is made again at its next sample.
+    fn forget_unwinder(&mut self, pid: i32) {
+        if let Some(unwinder) = &mut self.unwinder {
+            unwinder.forget(pid);
+        }
     }
 
     fn check_mappings(&self) -> Result<()> {
@@ -294,6 +319,9 @@ impl Importer {
             (image.code_id, image.debug_id) = ids_from_build_id(&id);
         }
         let image = self.profile.add_image(image);
+        if !kernel {
+            self.forget_unwinder(pid);
+        }
         let maps = if kernel {
             &mut self.kernel_maps
         } else {
@@ -376,7 +404,33 @@ impl Importer {
             }
         }
         let mut unwind_error = None;
-        if no_user_callchain && s.callchain.is_some() {
+        let dwarf = no_user_callchain && s.callchain.is_some();
+        let unwound = match dwarf.then(|| self.unwind_user(pid, s, stack.len())) {
+            Some(Unwound::NoBinary) | None => None,
+            // The unwound frames, leaf first, borrowed from the unwinder's buffer.
+            Some(unwound) => {
+                (self.unwinder.as_mut()).map(|u| (unwound, std::mem::take(&mut u.frames)))
+            }
+        };
+        if let Some((unwound, frames)) = unwound {
+            for &address in &frames {
+                push(self, &mut stack, address, false);
+            }
+            if let Some(unwinder) = &mut self.unwinder {
+                unwinder.frames = frames;
+            }
+            if unwound == Unwound::Whole {
+                self.profile.count("perf_unwound_user_stacks");
+            } else {
+                self.profile.count("perf_truncated_user_stacks");
+                let profile = &mut self.profile;
+                unwind_error = Some(
+                    *self
+                        .unwound_in_part
+                        .get_or_insert_with(|| profile.intern(UNWOUND_IN_PART)),
+                );
+            }
+        } else if dwarf {
             // The user leaf: the sampled instruction when the sample hit user code, else
             // the user registers' instruction pointer.
             let user_ip = match s.cpu_mode {
@@ -425,6 +479,40 @@ impl Importer {
         self.profile.add_sample(sample);
         self.samples += 1;
         Ok(())
+    }
+
+    /// Unwinds the user stack of sample `s` of `pid` into the unwinder's frames, which may add
+    /// to the `depth` frames the sample has so far.
+    fn unwind_user(&mut self, pid: i32, s: &SampleRecord<'_>, depth: usize) -> Unwound {
+        let (Some(unwinder), Some(regs), Some((bytes, dyn_size))) =
+            (&mut self.unwinder, &s.user_regs, &s.user_stack)
+        else {
+            return Unwound::NoBinary;
+        };
+        let (Some(ip), Some(sp), Some(bp)) = (
+            regs.get(X86_64_IP),
+            regs.get(X86_64_SP),
+            regs.get(X86_64_BP),
+        ) else {
+            return Unwound::NoBinary;
+        };
+        // The copy is `dyn_size` valid bytes from the user stack pointer up (the rest of the
+        // recorded size is padding).
+        let bytes = bytes.as_slice();
+        let valid = usize::try_from(*dyn_size).map_or(bytes.len(), |n| n.min(bytes.len()));
+        let max_frames = usize::try_from(self.max_stack_depth)
+            .unwrap_or(usize::MAX)
+            .saturating_sub(depth)
+            // One more than fits, so that a stack too deep is still told apart.
+            .saturating_add(1);
+        unwinder.unwind(
+            pid,
+            self.maps.get(&pid),
+            &self.profile,
+            framehop::x86_64::UnwindRegsX86_64::new(ip, sp, bp),
+            &bytes[..valid],
+            max_frames,
+        )
     }
 
     /// The frame at `address`, in the mapping that holds it.

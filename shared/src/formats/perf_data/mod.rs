@@ -10,12 +10,14 @@
 //!
 //! Times are on perf's clock (since boot) unless the recording carries `CLOCK_DATA` (`perf
 //! record -k CLOCK_REALTIME` or `--clockid` with perf ≥ 5.13), which places them on the wall
-//! clock. `--call-graph dwarf` recordings keep the kernel frames and the user leaf: the user
-//! stack bytes are not unwound, and such samples are marked and counted.
+//! clock. `--call-graph dwarf` samples have their user stack bytes unwound ([`unwind`]) through
+//! the runtime binaries the caller hands over by build ID; without the binary of the sampled
+//! code they keep the kernel frames and the user leaf, and are marked and counted.
 
 mod address_space;
 mod guard;
 mod importer;
+mod unwind;
 
 use std::io::{BufReader, Read, Seek, SeekFrom};
 
@@ -23,6 +25,7 @@ use linux_perf_data::{PerfFileReader, PerfFileRecord};
 
 use self::guard::Mode;
 use self::importer::Importer;
+use super::binaries::UnwindBinaries;
 use crate::error::{Error, ErrorKind, Result};
 use crate::limits::{exceeded, Limits};
 use crate::model::Profile;
@@ -54,12 +57,13 @@ pub(crate) fn test(prefix: &[u8]) -> bool {
     }
 }
 
-/// Decodes (decompressed) perf.data within `limits`. `codec` names the whole-file
-/// compression, for error messages.
+/// Decodes (decompressed) perf.data within `limits`, unwinding DWARF-mode user stacks with the
+/// `binaries` at hand. `codec` names the whole-file compression, for error messages.
 pub(crate) fn decode(
     mut input: impl Read,
     codec: &'static str,
     limits: &Limits,
+    binaries: &dyn UnwindBinaries,
 ) -> Result<Profile> {
     let mut file = tempfile::tempfile().map_err(|e| crate::error::from_io("perf.data spool", e))?;
     let len = std::io::copy(&mut input, &mut file)
@@ -80,7 +84,7 @@ pub(crate) fn decode(
             Mode::Pipe => PerfFileReader::parse_pipe(file),
         }
         .map_err(|e| crate_error(e, "header"))?;
-        read_records(reader, limits)
+        read_records(reader, limits, binaries)
     })
 }
 
@@ -100,12 +104,16 @@ fn refuse_on_panic(read: impl FnOnce() -> Result<Profile>) -> Result<Profile> {
     })
 }
 
-fn read_records<R: Read>(reader: PerfFileReader<R>, limits: &Limits) -> Result<Profile> {
+fn read_records<R: Read>(
+    reader: PerfFileReader<R>,
+    limits: &Limits,
+    binaries: &dyn UnwindBinaries,
+) -> Result<Profile> {
     let PerfFileReader {
         mut perf_file,
         mut record_iter,
     } = reader;
-    let mut importer = Importer::new(&perf_file, limits)?;
+    let mut importer = Importer::new(&perf_file, limits, binaries)?;
     let mut index = 0u64;
     while let Some(record) = record_iter
         .next_record(&mut perf_file)

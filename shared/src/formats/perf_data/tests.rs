@@ -8,6 +8,11 @@ use std::io::Read;
 use super::*;
 use crate::model::{FrameAddress, FrameKind};
 
+/// The decoder with no binaries to unwind with.
+fn decode(input: &[u8], codec: &'static str, limits: &Limits) -> Result<Profile> {
+    super::decode(input, codec, limits, &crate::formats::binaries::NoBinaries)
+}
+
 fn fixture(name: &str) -> Vec<u8> {
     let path = format!(
         "{}/../tests/fixtures/perf_data/{name}",
@@ -213,6 +218,86 @@ fn dwarf_mode_keeps_kernel_frames_and_the_user_leaf() {
         Some(&(samples as u64))
     );
     assert!(profile.samples().iter().all(|s| s.unwind_error.is_some()));
+}
+
+/// The recorded program's binary (`spin.debug` is the unstripped program itself, with its
+/// `.eh_frame`), served by its build ID; no other binary is at hand.
+struct ProgramBinary;
+
+impl crate::formats::binaries::UnwindBinaries for ProgramBinary {
+    fn binary(&self, build_id: &crate::model::BuildId) -> Option<std::sync::Arc<[u8]>> {
+        (build_id.as_str() == program_build_id()).then(|| fixture("spin.debug").into())
+    }
+}
+
+#[test]
+fn dwarf_mode_is_unwound_through_the_program_as_perf_unwinds_it() {
+    let program = "/tmp/proflake-perf-fixtures/spin";
+    // perf unwound every user stack with all binaries at hand. With the program's alone, a
+    // stack follows perf's through the program and stops at the first frame elsewhere (libc's
+    // `__libc_start_call_main`, `start_thread`), which it keeps.
+    let cut = |frames: Vec<Frame>| -> (Vec<Frame>, bool) {
+        let mut kept = Vec::new();
+        let mut whole = true;
+        let mut users = 0;
+        for (address, dso) in frames {
+            let user = !dso.starts_with("[kernel");
+            let elsewhere = user && dso != program;
+            // perf's DWARF unwinding prints a caller as its return address less one (in the
+            // call instruction); the model keeps return addresses, as call chains give them.
+            let address = if user && users > 0 {
+                address + 1
+            } else {
+                address
+            };
+            users += usize::from(user);
+            kept.push((address, dso));
+            if elsewhere {
+                whole = false;
+                break;
+            }
+        }
+        (kept, whole)
+    };
+    let script = script_samples(&perf_script("dwarf"));
+    let profile = super::decode(
+        &fixture("dwarf.data")[..],
+        "plain",
+        &Limits::default(),
+        &ProgramBinary,
+    )
+    .unwrap();
+    let model = model_samples(&profile, false);
+    assert_eq!(model.len(), script.len());
+    let expected: Vec<(i64, Vec<Frame>)> =
+        script.iter().map(|s| (s.0, cut(s.3.clone()).0)).collect();
+    assert_eq!(
+        histogram(model.iter(), |s| (s.0, s.3.clone())),
+        histogram(expected.iter(), |s| s.clone()),
+        "samples per thread and stack path"
+    );
+    // The program's callers are there: more than the leaf of each user stack.
+    let deep = model
+        .iter()
+        .filter(|s| s.3.iter().filter(|f| f.1 == program).count() >= 3)
+        .count();
+    assert!(deep * 2 > model.len(), "{deep} of {}", model.len());
+    // Counted: unwound to the root, or not (perf's stack leaves the program).
+    let whole = script.iter().filter(|s| cut(s.3.clone()).1).count() as u64;
+    let stat = |name| profile.stats.get(name).copied().unwrap_or(0);
+    assert_eq!(stat("perf_unwound_user_stacks"), whole);
+    assert_eq!(
+        stat("perf_truncated_user_stacks"),
+        script.len() as u64 - whole
+    );
+    assert_eq!(
+        profile
+            .samples()
+            .iter()
+            .filter(|s| s.unwind_error.is_some())
+            .count() as u64,
+        script.len() as u64 - whole
+    );
 }
 
 #[test]
@@ -490,4 +575,42 @@ fn attrs_larger_than_this_reader_knows_are_read_by_their_own_size() {
     let a = decode(&whole[..], "plain", &Limits::default()).unwrap();
     let b = decode(&grown[..], "plain", &Limits::default()).unwrap();
     assert_eq!(model_samples(&a, false), model_samples(&b, false));
+}
+
+/// A binary served for every build ID.
+struct AnyBinary(std::sync::Arc<[u8]>);
+
+impl crate::formats::binaries::UnwindBinaries for AnyBinary {
+    fn binary(&self, _: &crate::model::BuildId) -> Option<std::sync::Arc<[u8]>> {
+        Some(self.0.clone())
+    }
+}
+
+#[test]
+fn damaged_binaries_and_stacks_never_fail_what_decodes_without_unwinding() {
+    let recording = fixture("dwarf.data");
+    // The program's binary with every 31st byte set to 0xff or 0 in turn, served for every
+    // image (libc and the kernel too): the recording decodes, whatever is unwound.
+    let binary = fixture("spin.debug");
+    for (i, at) in (0..binary.len()).step_by(31).enumerate() {
+        let mut bytes = binary.clone();
+        bytes[at] = if i % 2 == 0 { 0xff } else { 0 };
+        let served = AnyBinary(bytes.into());
+        let profile = super::decode(&recording[..], "plain", &Limits::default(), &served);
+        assert!(profile.is_ok(), "byte {at}: {:?}", profile.err());
+    }
+    // Damaged recordings (registers, stack bytes, mappings among them) with the good binary:
+    // an error exactly where decoding without it errs too.
+    let served = AnyBinary(binary.into());
+    for (i, at) in (0..recording.len()).step_by(53).enumerate() {
+        let mut bytes = recording.clone();
+        bytes[at] = if i % 2 == 0 { 0xff } else { 0 };
+        let with = super::decode(&bytes[..], "plain", &Limits::default(), &served);
+        let without = decode(&bytes[..], "plain", &Limits::default());
+        assert_eq!(
+            with.as_ref().err().map(|e| e.to_string()),
+            without.as_ref().err().map(|e| e.to_string()),
+            "byte {at}"
+        );
+    }
 }
