@@ -6,6 +6,10 @@
 
 use std::io::{Read, Seek, SeekFrom};
 
+use linux_perf_data::linux_perf_event_reader::{
+    Endianness, RawEventRecord, ReadFormat, RecordType, SampleFormat,
+};
+
 use super::{malformed, FORMAT};
 use crate::error::{ErrorKind, Result};
 use crate::limits::{exceeded, Limits, RATIO_FLOOR_BYTES};
@@ -157,8 +161,10 @@ fn records<F: Read + Seek>(
                     {
                         return Err(malformed(at, "MMAP2 build ID longer than 20 bytes".into()));
                     }
+                    // The crate keeps the low 32 bits of the feature's 64-bit id.
                     RECORD_HEADER_FEATURE
-                        if body.len() >= 8 && u64_at(&body, 0) == FEATURE_EVENT_DESC as u64 =>
+                        if body.len() >= 8
+                            && u64_at(&body, 0) as u32 == FEATURE_EVENT_DESC as u32 =>
                     {
                         event_desc(&body[8..], at + 16)?;
                     }
@@ -334,4 +340,58 @@ fn read_vec<F: Read + Seek>(file: &mut F, (offset, size): (u64, u64), len: u64) 
     let mut body = vec![0u8; size as usize];
     read_at(file, offset, &mut body, len, "feature section")?;
     Ok(body)
+}
+
+/// Whether the call-chain length a SAMPLE record states fits in the record. The crate
+/// multiplies it by 8 unchecked, which overflows (a panic where overflow is checked, as in
+/// fuzzing builds) for lengths past 2^61; this walks to the length as the crate's parser does
+/// (its layout of `READ` values included) and compares it with the words left. A record too
+/// short to hold the length is left to the crate, which refuses it.
+pub(super) fn callchain_fits(record: &RawEventRecord<'_>) -> bool {
+    let format = record.parse_info.sample_format;
+    if record.record_type != RecordType::SAMPLE || !format.contains(SampleFormat::CALLCHAIN) {
+        return true;
+    }
+    let data = record.data.as_slice();
+    let words = data.len() / 8;
+    let word = |i: usize| -> Option<u64> {
+        let bytes = data.get(i * 8..i * 8 + 8)?;
+        Some(match record.parse_info.endian {
+            Endianness::LittleEndian => u64::from_le_bytes(bytes.try_into().ok()?),
+            Endianness::BigEndian => u64::from_be_bytes(bytes.try_into().ok()?),
+        })
+    };
+    let before_read = [
+        SampleFormat::IDENTIFIER,
+        SampleFormat::IP,
+        SampleFormat::TID,
+        SampleFormat::TIME,
+        SampleFormat::ADDR,
+        SampleFormat::ID,
+        SampleFormat::STREAM_ID,
+        SampleFormat::CPU,
+        SampleFormat::PERIOD,
+    ];
+    let mut at = before_read.iter().filter(|f| format.contains(**f)).count();
+    if format.contains(SampleFormat::READ) {
+        let read = record.parse_info.read_format;
+        let times = usize::from(read.contains(ReadFormat::TOTAL_TIME_ENABLED))
+            + usize::from(read.contains(ReadFormat::TOTAL_TIME_RUNNING));
+        let id = usize::from(read.contains(ReadFormat::ID));
+        if read.contains(ReadFormat::GROUP) {
+            at += 1 + times + id;
+        } else {
+            let Some(nr) = word(at) else { return true };
+            let per_value = 1 + id as u64;
+            // More values than words left: the crate runs out of bytes and refuses it.
+            if nr.saturating_mul(per_value) > words as u64 {
+                return true;
+            }
+            at += 1 + times + (nr * per_value) as usize;
+        }
+    }
+    match word(at) {
+        Some(length) => length <= (words.saturating_sub(at + 1)) as u64,
+        None => true,
+    }
 }

@@ -185,6 +185,12 @@ impl<'b> Importer<'b> {
         record: &RawEventRecord<'_>,
         index: u64,
     ) -> Result<()> {
+        if !super::guard::callchain_fits(record) {
+            return Err(malformed(
+                0,
+                format!("record {index} (SAMPLE): a call chain longer than its record"),
+            ));
+        }
         let parsed = match record.parse() {
             Ok(parsed) => parsed,
             Err(e) => {

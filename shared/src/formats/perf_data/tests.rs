@@ -614,3 +614,58 @@ fn damaged_binaries_and_stacks_never_fail_what_decodes_without_unwinding() {
         );
     }
 }
+
+/// A sample whose call-chain length is past 2^61 (×8 overflows) is refused by our check,
+/// before the crate's parser multiplies it (found by fuzzing).
+#[test]
+fn a_call_chain_longer_than_its_record_is_refused_before_the_crate_reads_it() {
+    let mut file = fixture("g.data");
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let (data, end) = (
+        u64_at(&file, 40) as usize,
+        (u64_at(&file, 40) + u64_at(&file, 48)) as usize,
+    );
+    // The first SAMPLE record (type 9); g.data records IP|TID|TIME|CALLCHAIN|PERIOD, so the
+    // call chain's length is the body's fifth word.
+    let mut at = data;
+    while at < end {
+        let kind = u32::from_le_bytes(file[at..at + 4].try_into().unwrap());
+        let size = u16::from_le_bytes(file[at + 6..at + 8].try_into().unwrap()) as usize;
+        if kind == 9 {
+            break;
+        }
+        at += size;
+    }
+    assert!(at < end, "g.data has a sample");
+    file[at + 8 + 32..at + 8 + 40].copy_from_slice(&(1u64 << 62).to_le_bytes());
+    let err = decode(&file, "plain", &Limits::default()).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("a call chain longer than its record"),
+        "{err}"
+    );
+}
+
+/// A pipe-mode `EVENT_DESC` whose 64-bit feature id has high bits set is still `EVENT_DESC` to
+/// the crate (it keeps the low 32), so its counts are checked too: an event count of 2^31
+/// would otherwise be allocated at once (found by fuzzing).
+#[test]
+fn a_pipe_event_desc_is_checked_whatever_the_high_bits_of_its_id() {
+    let mut file = fixture("pipe.data");
+    let mut at = 16;
+    let mut found = false;
+    while at + 8 <= file.len() {
+        let kind = u32::from_le_bytes(file[at..at + 4].try_into().unwrap());
+        let size = u16::from_le_bytes(file[at + 6..at + 8].try_into().unwrap()) as usize;
+        if kind == 80 && file[at + 8..at + 16] == 12u64.to_le_bytes() {
+            file[at + 12..at + 16].copy_from_slice(&0x2f00_0000u32.to_le_bytes());
+            file[at + 16..at + 20].copy_from_slice(&(1u32 << 31).to_le_bytes());
+            found = true;
+            break;
+        }
+        at += size.max(8);
+    }
+    assert!(found, "pipe.data has an EVENT_DESC record");
+    let err = decode(&file, "plain", &Limits::default()).unwrap_err();
+    assert!(err.to_string().contains("EVENT_DESC"), "{err}");
+}
