@@ -19,6 +19,9 @@ target_dir="${CARGO_TARGET_DIR:-target}"
 # Python parse-only baseline (orjson for JSON; needs .venv).
 .venv/bin/python scripts/bench_formats.py --proflake "$target_dir/release/proflake" \
   --runs "${BENCH_RUNS:-5}" --work "$target_dir/bench-inputs"
+# perf.data and JFR recorded here (perf, gcc and a JDK), beside `perf script` and `jfr print --json`.
+.venv/bin/python scripts/bench_recordings.py --proflake "$target_dir/release/proflake" \
+  --runs "${BENCH_RUNS:-3}" --work "$target_dir/bench-inputs"
 # The lake at fleet scale: publish, compaction and the analysts' queries over both tiers (needs
 # .venv-lake, which the README's test command makes).
 .venv-lake/bin/python scripts/bench_lake.py --proflake "$target_dir/release/proflake" \
