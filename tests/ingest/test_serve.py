@@ -32,6 +32,7 @@ failure.
 from __future__ import annotations
 
 import base64
+import collections
 import gzip
 import http.client
 import http.server
@@ -67,6 +68,7 @@ if not BIN.is_absolute():
     BIN = REPO / BIN
 PYTHON = sys.executable
 PPROF_SAMPLE = REPO / "samples" / "pprof" / "google-pprof_report_sample.cpu.pb.gz"
+JFR_FIXTURE = REPO / "tests" / "fixtures" / "jfr" / "jdk17.jfr"
 
 TOKEN = "proflake-test-token-7f3a"
 OTLP_PATH = "/v1development/profiles"
@@ -775,8 +777,8 @@ def folded_totals(text: bytes) -> dict[str, int]:
 def test_ingest_api():
     """Pyroscope's ingest API: folded stacks with labels, a pprof in multipart/form-data and
     a JFR recording in a `jfr` part. The folded one's tables total its counts; the pprof's its
-    own values; the JFR one is stored, then refused by its conversion with an error report
-    beside the upload, which stays."""
+    own values; the JFR one's samples per event are those `jfr print --json` lists. A body that
+    is no JFR is refused as it arrives."""
     with Serve() as serve:
         h = auth()
         folded = request(serve.port, "/ingest?name=shop%7Benv%3Dstaging%7D&format=folded"
@@ -789,18 +791,23 @@ def test_ingest_api():
                                     "&from=1700000100", body, {**h, "Content-Type": ctype})
         assert pprof.status == 200, pprof
 
-        jfr_bytes = b"FLR\x00\x00\x02\x00\x01" + os.urandom(200)
-        ctype, body = multipart([("jfr", "recording.jfr", jfr_bytes)])
         # Basic auth, as the Java agent sends it.
         basic = "Basic " + base64.b64encode(f"agent:{TOKEN}".encode()).decode()
+        # A body that starts like JFR but is none is refused before anything is stored.
+        ctype, body = multipart([("jfr", "recording.jfr", b"FLR\x00\x00\x02\x00\x01" + os.urandom(200))])
+        refused = request(serve.port, "/ingest?name=java.app&format=jfr&from=1700000200&spyName=javaspy",
+                          body, {"Authorization": basic, "Content-Type": ctype})
+        assert refused.status == 400 and b"jfr" in refused.body, refused
+        FIGURES["JFR refusal"] = refused.body.decode(errors="replace").strip()
+
+        jfr_bytes = JFR_FIXTURE.read_bytes()
+        ctype, body = multipart([("jfr", "recording.jfr", jfr_bytes)])
         jfr = request(serve.port, "/ingest?name=java.app&format=jfr&from=1700000200&spyName=javaspy",
                       body, {"Authorization": basic, "Content-Type": ctype})
         assert jfr.status == 200, jfr
 
         jfr_upload = serve.wait_for("the JFR upload", lambda: serve.uploads("pyroscope/java.app"))[0]
-        report = jfr_upload.with_name(jfr_upload.name + ".error.json")
-        serve.wait_for("the JFR error report", report.exists)
-        manifests = serve.wait_for_manifests(2)
+        manifests = serve.wait_for_manifests(3)
         serve.stop()
 
         uploads = serve.uploads()
@@ -814,11 +821,8 @@ def test_ingest_api():
             "service": "shop", "timestamp": 1700000000, "sample_rate_hz": 100, "labels": {"env": "staging"}}, \
             sidecar(by_service["shop"])
         assert sidecar(by_service["pprof.app"])["labels"] == {"host": "h1", "spy_name": "gospy"}
-        error = json.loads(report.read_text())
-        FIGURES["JFR error report"] = {k: error.get(k) for k in ("reason", "error") if k in error}
-        assert error.get("key") == serve.key(jfr_upload), error
-        assert error.get("reason") == "unsupported_format", error
-        assert len(manifests) == 2 and serve.key(jfr_upload) not in [m["source"]["key"] for m in manifests]
+        assert not jfr_upload.with_name(jfr_upload.name + ".error.json").exists()
+        assert serve.key(jfr_upload) in [m["source"]["key"] for m in manifests], manifests
 
         t = serve.tables()
         shop = t.rows("""SELECT source_id, service, attributes['env'], frequency_hz, epoch(start_time),
@@ -839,7 +843,15 @@ def test_ingest_api():
             """SELECT sample_type, sample_unit, count(*), sum(value)::BIGINT FROM samples
                WHERE source_id IN (SELECT source_id FROM profiles WHERE service = 'pprof.app') GROUP BY ALL""")}
         assert got_pprof == {k: v for k, v in want_pprof.items() if v[0]}, (got_pprof, want_pprof)
-        assert serve.stopped_after == 3
+
+        # The JFR recording's samples per event, against `jfr print --json` of it.
+        with gzip.open(JFR_FIXTURE.with_suffix(".json.gz")) as f:
+            want_jfr = collections.Counter(e["type"] for e in json.load(f))
+        got_jfr = dict(t.rows("""SELECT sample_type, sum(samples)::BIGINT FROM profiles
+                                 WHERE service = 'java.app' AND source_format = 'jfr' GROUP BY ALL"""))
+        assert got_jfr == dict(want_jfr), (got_jfr, want_jfr)
+        # Four requests: the refused recording is one.
+        assert serve.stopped_after == 4
 
 
 def check_refusal(reply: Reply, status: int, protocol: str, json_body=False, contains: str = "") -> str:
