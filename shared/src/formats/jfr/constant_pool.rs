@@ -40,7 +40,7 @@ impl Pools {
                 return Err(r.at(at).malformed("the constant pools' chain loops"));
             }
             let size = r.at(at).varint()?;
-            if size < 2 || at as u64 + size > r.len() as u64 {
+            if size < 2 || (at as u64).saturating_add(size) > r.len() as u64 {
                 return Err(r.at(at).malformed(format!(
                     "constant pool of {size} bytes does not fit in its chunk"
                 )));

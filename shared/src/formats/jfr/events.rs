@@ -418,7 +418,7 @@ fn for_each_event<'a>(
     while at < chunk.len() {
         let mut r = chunk.at(at);
         let size = r.varint()?;
-        if size < 2 || at as u64 + size > chunk.len() as u64 {
+        if size < 2 || (at as u64).saturating_add(size) > chunk.len() as u64 {
             return Err(r.malformed(format!("event of {size} bytes does not fit in its chunk")));
         }
         let end = at + size as usize;
