@@ -39,14 +39,7 @@ impl Pools {
             if !seen.insert(at) {
                 return Err(r.at(at).malformed("the constant pools' chain loops"));
             }
-            let size = r.at(at).varint()?;
-            if size < 2 || (at as u64).saturating_add(size) > r.len() as u64 {
-                return Err(r.at(at).malformed(format!(
-                    "constant pool of {size} bytes does not fit in its chunk"
-                )));
-            }
-            let mut p = r.window(at, at + size as usize);
-            p.varint()?;
+            let mut p = r.record(at, "constant pool")?;
             let ty = p.varint()?;
             if ty != POOL_EVENT {
                 return Err(r.at(at).malformed(format!(

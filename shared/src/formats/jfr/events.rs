@@ -416,13 +416,8 @@ fn for_each_event<'a>(
 ) -> Result<()> {
     let mut at = super::chunk::HEADER_BYTES;
     while at < chunk.len() {
-        let mut r = chunk.at(at);
-        let size = r.varint()?;
-        if size < 2 || (at as u64).saturating_add(size) > chunk.len() as u64 {
-            return Err(r.malformed(format!("event of {size} bytes does not fit in its chunk")));
-        }
-        let end = at + size as usize;
-        let mut r = chunk.window(r.pos(), end);
+        let mut r = chunk.record(at, "event")?;
+        let end = r.len();
         let ty = r.varint()?;
         if ty > super::constant_pool::POOL_EVENT {
             f(metadata.class_index(ty), &mut r)?;

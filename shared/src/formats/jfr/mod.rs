@@ -133,14 +133,7 @@ fn decode_chunk(
 ) -> Result<()> {
     let chunk = Reader::new(bytes, 0, offset, header.compressed_integers);
     let at = header.metadata_offset as usize;
-    let size = chunk.at(at).varint()?;
-    if size < 2 || (at as u64).saturating_add(size) > bytes.len() as u64 {
-        return Err(chunk.at(at).malformed(format!(
-            "metadata of {size} bytes does not fit in its chunk"
-        )));
-    }
-    let mut r = chunk.window(at, at + size as usize);
-    r.varint()?;
+    let mut r = chunk.record(at, "metadata")?;
     let ty = r.varint()?;
     if ty != METADATA_EVENT {
         return Err(r.malformed(format!(

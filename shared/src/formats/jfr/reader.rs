@@ -70,6 +70,18 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// The record at `at`: its size (a varint counting itself) read and checked to fit in
+    /// these bytes, and a reader of the record alone, just past the size. `what` names the
+    /// record in the error.
+    pub(crate) fn record(&self, at: usize, what: &str) -> Result<Self> {
+        let mut r = self.at(at);
+        let size = r.varint()?;
+        if size < 2 || (at as u64).saturating_add(size) > self.len() as u64 {
+            return Err(r.malformed(format!("{what} of {size} bytes does not fit in its chunk")));
+        }
+        Ok(self.window(r.pos(), at + size as usize))
+    }
+
     /// How many bytes there are, read or not.
     pub(crate) fn len(&self) -> usize {
         self.bytes.len()
