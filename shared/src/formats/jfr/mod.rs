@@ -77,11 +77,14 @@ pub(crate) fn decode(
             break;
         }
         let header = Header::read(&bytes, offset)?;
-        if header.size > limits.max_event_bytes {
+        // Grown as the bytes arrive: a header that lies about the size allocates nothing.
+        // One byte past the limit is read so that a chunk the input cuts short is told
+        // apart from one really too large: the first is truncated, only the second a limit.
+        let wanted = header.size.min(limits.max_event_bytes.saturating_add(1));
+        read(&mut input, &mut bytes, wanted - HEADER_BYTES as u64)?;
+        if header.size > limits.max_event_bytes && bytes.len() as u64 == wanted {
             return Err(exceeded("max_event_bytes", limits.max_event_bytes));
         }
-        // Grown as the bytes arrive: a header that lies about the size allocates nothing.
-        read(&mut input, &mut bytes, header.size - HEADER_BYTES as u64)?;
         if (bytes.len() as u64) < header.size {
             importer.profile.count("jfr_truncated_chunk");
             break;

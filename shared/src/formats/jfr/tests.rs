@@ -347,6 +347,17 @@ fn a_chunk_larger_than_the_limit_is_refused() {
 }
 
 #[test]
+fn a_header_claiming_more_than_the_limit_over_few_bytes_is_truncated_not_a_limit() {
+    // What a client sends when its body only starts like JFR: the claimed size is past
+    // every limit, but the bytes are not there, so the input is cut short, not too large.
+    let mut bytes = fixture("jdk17.jfr")[..68].to_vec();
+    bytes[8..16].copy_from_slice(&u64::MAX.to_be_bytes());
+    bytes.extend_from_slice(&[0x5a; 200]);
+    let err = decode(bytes.as_slice(), "plain", &Limits::default()).unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Truncated { .. }), "{err}");
+}
+
+#[test]
 fn limits_on_samples_and_stacks_hold() {
     let bytes = fixture("jdk17.jfr");
     let limits = Limits {
