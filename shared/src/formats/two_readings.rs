@@ -42,7 +42,7 @@ pub(crate) struct TwoReadings<'a> {
     /// has a time.
     pub bounds: Option<(i64, i64)>,
     /// What the recording says of itself (see `Decoded::metadata`).
-    pub metadata: Option<UploadMetadata>,
+    pub metadata: Option<Box<UploadMetadata>>,
     /// The label set each sample with one of these sets gets instead (context labels, which
     /// are applied to a whole decode's samples once they are decoded).
     relabel: FxHashMap<LabelSetHandle, LabelSetHandle>,
@@ -124,7 +124,7 @@ pub(crate) fn decode_in_two_readings<'a>(
         ),
         InputFormat::Jfr => (
             super::jfr::first_reading(opened.stream, container, limits)?,
-            super::jfr::extras().metadata,
+            super::jfr::extras().metadata.map(Box::new),
         ),
         _ => {
             return Ok(Decoding::Whole(decode_opened(

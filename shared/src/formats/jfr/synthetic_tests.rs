@@ -576,8 +576,15 @@ fn converted(
     };
     let mut memory = MemoryOutputs::default();
     let symbols = crate::symbols::NoSymbols;
-    let report = convert_into("uploads/app.jfr", "etag", input, &options, &symbols, &mut memory)
-        .unwrap();
+    let report = convert_into(
+        "uploads/app.jfr",
+        "etag",
+        input,
+        &options,
+        &symbols,
+        &mut memory,
+    )
+    .unwrap();
     (memory.objects, report.pieces)
 }
 
