@@ -1,13 +1,13 @@
-//! Long Perfetto traces converted in two passes, a window at a time, give byte for byte the
-//! outputs of the same traces converted whole: every object the conversion stores, the
-//! manifest included.
+//! Long Perfetto traces and JFR recordings converted in two readings, a window at a time,
+//! give byte for byte the outputs of the same inputs converted whole: every object the
+//! conversion stores, the manifest included.
 
 use std::collections::BTreeMap;
 use std::process::Command;
 
 use proflake::{process_upload, LocalDirStore, ObjectStore, Outcome, ProcessOptions};
 
-use crate::util::{gzip, repo_file};
+use crate::util::{fixture, gzip, plain, repo_file};
 
 /// Every object `bytes` converts to at `key` (with `sidecar` as its metadata), by key:
 /// streamed when `stream` says so, whole otherwise.
@@ -115,4 +115,55 @@ fn a_long_trace_streamed_is_the_trace_converted_whole() {
     // Gzipped, the trace is decompressed once per pass.
     let gz = assert_same("uploads/long.pftrace.gz", &gzip(&trace), None, 3);
     assert_eq!(manifest(&gz)["sample_v2"], m["sample_v2"]);
+}
+
+/// The JFR recording with three chunks, each with its own metadata and pools.
+const JFR_CHUNKS: &str = "jfr/jdk17-chunks.jfr.gz";
+
+/// How many events `jfr print` found in it (every one becomes a sample).
+fn jfr_printed_events() -> u64 {
+    let printed = plain(fixture("jfr/jdk17-chunks.json.gz"), "jdk17-chunks.json.gz");
+    let events: Vec<serde_json::Value> = serde_json::from_slice(&printed).unwrap();
+    events.len() as u64
+}
+
+/// Where each chunk of a (plain) recording starts, by the sizes their headers give.
+fn jfr_chunk_starts(recording: &[u8]) -> Vec<usize> {
+    let mut starts = Vec::new();
+    let mut at = 0;
+    while at < recording.len() {
+        starts.push(at);
+        let size = u64::from_be_bytes(recording[at + 8..at + 16].try_into().unwrap());
+        at += size as usize;
+    }
+    assert_eq!(at, recording.len(), "the chunks fill the recording");
+    starts
+}
+
+#[test]
+fn a_jfr_recording_in_two_readings_is_the_recording_converted_whole() {
+    let recording = fixture(JFR_CHUNKS);
+    let out = assert_same("uploads/chunks.jfr.gz", &recording, None, 1);
+    let m = manifest(&out);
+    assert_eq!(m["profile"]["samples"], jfr_printed_events());
+    assert_eq!(m["source"]["format"], "jfr");
+}
+
+#[test]
+fn a_jfr_recording_over_minutes_is_written_a_chunk_at_a_time() {
+    // The same chunks, each started 100 s after the one before (the header's start time, in
+    // ns since the epoch at byte 32, places every event's ticks): each chunk's samples are
+    // written once the next chunk's first-reading bounds say no earlier sample is left.
+    let mut recording = plain(fixture(JFR_CHUNKS), JFR_CHUNKS);
+    let starts = jfr_chunk_starts(&recording);
+    assert_eq!(starts.len(), 3);
+    for (k, &at) in starts.iter().enumerate() {
+        let field = &mut recording[at + 32..at + 40];
+        let start = i64::from_be_bytes(field.try_into().unwrap());
+        let moved = start + k as i64 * 100_000_000_000;
+        field.copy_from_slice(&moved.to_be_bytes());
+    }
+    let out = assert_same("uploads/minutes.jfr", &recording, None, 3);
+    let m = manifest(&out);
+    assert_eq!(m["profile"]["samples"], jfr_printed_events());
 }

@@ -33,7 +33,9 @@ use std::io::{self, Read};
 
 pub use container::Container;
 pub(crate) use container::{CappedReader, LimitHit};
-pub(crate) use jfr::{apply_context_labels, read_snapshot as read_labels_snapshot, ContextLabels};
+pub(crate) use jfr::{
+    apply_context_labels, context_relabeling, read_snapshot as read_labels_snapshot, ContextLabels,
+};
 pub(crate) use otlp::{read_request as read_otlp_request, RequestSummary as OtlpRequest};
 pub use sample_v2::PassThrough;
 pub use two_readings::Reopen;

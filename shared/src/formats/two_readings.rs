@@ -1,7 +1,7 @@
 //! Decoding a long recording in two readings of its upload, so its samples are never held
 //! all at once.
 //!
-//! A format that can tell its samples from the rest of the recording (Perfetto) builds the
+//! A format that can tell its samples from the rest of the recording (Perfetto, JFR) builds the
 //! whole model but its samples in a first reading, and learns bounds on where their times
 //! lie. A second reading then hands each sample on as it is decoded, with a watermark: a time
 //! no later sample is earlier than. The pipeline gathers them into windows with that and
@@ -10,11 +10,14 @@
 
 use std::io::Read;
 
+use rustc_hash::FxHashMap;
+
 use super::binaries::UnwindBinaries;
 use super::{decode_opened, decode_stream, open_stream, Container, Decoded, InputFormat};
 use crate::error::Result;
 use crate::limits::Limits;
-use crate::model::{Profile, Sample};
+use crate::metadata::UploadMetadata;
+use crate::model::{LabelSetHandle, Profile, Sample};
 
 /// Reads an upload again from its first byte.
 pub type Reopen<'a> = dyn FnMut() -> Result<Box<dyn Read + Send + 'a>> + 'a;
@@ -38,6 +41,11 @@ pub(crate) struct TwoReadings<'a> {
     /// No sample is earlier than the first nor later than the second; `None` when no sample
     /// has a time.
     pub bounds: Option<(i64, i64)>,
+    /// What the recording says of itself (see `Decoded::metadata`).
+    pub metadata: Option<Box<UploadMetadata>>,
+    /// The label set each sample with one of these sets gets instead (context labels, which
+    /// are applied to a whole decode's samples once they are decoded).
+    relabel: FxHashMap<LabelSetHandle, LabelSetHandle>,
     samples: Box<dyn SampleReading>,
     reopen: Box<Reopen<'a>>,
     limits: Limits,
@@ -65,6 +73,11 @@ pub(crate) trait SampleReading {
 }
 
 impl TwoReadings<'_> {
+    /// Gives the samples read from here on the sets `relabel` maps their label sets to.
+    pub fn relabel(&mut self, relabel: FxHashMap<LabelSetHandle, LabelSetHandle>) {
+        self.relabel = relabel;
+    }
+
     /// Reads the upload again and hands `each(position, sample, watermark)` every sample
     /// whose time could be placed (see [`SampleReading::read`]), with the watermark after it
     /// (see [`SampleReading::watermark`]). Gives how many samples were dropped.
@@ -76,11 +89,17 @@ impl TwoReadings<'_> {
         let mut opened = open_stream(reader, self.len, Some(self.format), &self.limits)?;
         let codec = self.container.name();
         let samples = &*self.samples;
+        let relabel = &self.relabel;
         samples.read(
             &mut opened.stream,
             codec,
             &self.limits,
-            &mut |position, sample| each(position, sample, samples.watermark(position + 1)),
+            &mut |position, mut sample| {
+                if let Some(&new) = sample.labels.and_then(|set| relabel.get(&set)) {
+                    sample.labels = Some(new);
+                }
+                each(position, sample, samples.watermark(position + 1))
+            },
         )
     }
 }
@@ -97,8 +116,16 @@ pub(crate) fn decode_in_two_readings<'a>(
 ) -> Result<Decoding<'a>> {
     let opened = open_stream(input, len, format, limits)?;
     let container = opened.container;
-    let first = match opened.format {
-        InputFormat::Perfetto => super::perfetto::first_reading(opened.stream, container, limits)?,
+    let format = opened.format;
+    let (first, metadata) = match format {
+        InputFormat::Perfetto => (
+            super::perfetto::first_reading(opened.stream, container, limits)?,
+            None,
+        ),
+        InputFormat::Jfr => (
+            super::jfr::first_reading(opened.stream, container, limits)?,
+            super::jfr::extras().metadata.map(Box::new),
+        ),
         _ => {
             return Ok(Decoding::Whole(decode_opened(
                 opened, len, limits, binaries,
@@ -106,17 +133,19 @@ pub(crate) fn decode_in_two_readings<'a>(
         }
     };
     let Some((profile, samples)) = first else {
-        // Times the windows cannot be told from: read it again, whole.
-        let whole = decode_stream(reopen()?, len, Some(InputFormat::Perfetto), limits)?;
+        // Times the windows cannot be told from (or no samples): read it again, whole.
+        let whole = decode_stream(reopen()?, len, Some(format), limits)?;
         return Ok(Decoding::Whole(whole));
     };
     limits.check_profile(&profile)?;
     Ok(Decoding::TwoReadings(TwoReadings {
         profile,
-        format: InputFormat::Perfetto,
+        format,
         container,
         len,
         bounds: samples.bounds(),
+        metadata,
+        relabel: FxHashMap::default(),
         samples,
         reopen,
         limits: limits.clone(),

@@ -179,7 +179,7 @@ fn convert_inner(
         None => options.metadata.clone(),
     };
     let profile = &mut decoded.profile;
-    crate::formats::apply_context_labels(profile, &metadata.context_labels);
+    pieces.apply_context_labels(profile, &metadata.context_labels);
     if let Some(hz) = metadata.sample_rate_hz {
         profile.set_unstated_sampling_rate(hz);
     }

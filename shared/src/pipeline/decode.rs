@@ -152,7 +152,7 @@ fn decode_with_binaries<'a>(
                 profile: std::mem::take(&mut reading.profile),
                 format: reading.format,
                 container: reading.container,
-                metadata: None,
+                metadata: reading.metadata.take().map(|m| *m),
                 chunks: Vec::new(),
             };
             (decoded, Pieces::Read(Box::new(reading)))

@@ -12,7 +12,7 @@ use super::outputs::Outputs;
 use super::pending_samples::PendingSamples;
 use super::profile_writer::ProfileWriter;
 use crate::error::{ErrorKind, Result};
-use crate::formats::TwoReadings;
+use crate::formats::{apply_context_labels, context_relabeling, ContextLabels, TwoReadings};
 use crate::model::{Profile, SampleTable};
 use crate::plan::Grid;
 use crate::sample_v2::SampleV2Chunk;
@@ -59,6 +59,15 @@ impl Pieces<'_> {
             symbolization.merge(report);
         }
         Ok(symbolization)
+    }
+
+    /// Gives the samples with a context `contexts` knows that context's labels: those in
+    /// `profile`, the upload's model, now, and a second reading's as they are read.
+    pub fn apply_context_labels(&mut self, profile: &mut Profile, contexts: &ContextLabels) {
+        match self {
+            Pieces::Read(reading) => reading.relabel(context_relabeling(profile, contexts)),
+            _ => apply_context_labels(profile, contexts),
+        }
     }
 
     /// The UTC days the samples can lie on once moved by `anchor`; `profile` is the upload's

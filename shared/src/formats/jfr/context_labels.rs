@@ -121,6 +121,31 @@ pub(crate) fn apply(profile: &mut Profile, contexts: &ContextLabels) {
     }
 }
 
+/// What [`apply`] would make of each label set of `profile` that has a context `contexts`
+/// knows, for samples that are not in the model yet (a second reading's): the set it becomes,
+/// by the set it was. Empty when no set changes.
+pub(crate) fn relabeling(
+    profile: &mut Profile,
+    contexts: &ContextLabels,
+) -> FxHashMap<LabelSetHandle, LabelSetHandle> {
+    let mut relabeled = FxHashMap::default();
+    if contexts.is_empty() {
+        return relabeled;
+    }
+    let by_id: FxHashMap<i64, &BTreeMap<String, String>> = contexts
+        .iter()
+        .filter_map(|(id, labels)| Some((id.parse().ok()?, labels)))
+        .collect();
+    // The sets there are now: those made here are not looked at again.
+    let sets: Vec<LabelSetHandle> = profile.label_sets().map(|(set, _)| set).collect();
+    for set in sets {
+        if let Some(new) = with_context(profile, set, &by_id) {
+            relabeled.insert(set, new);
+        }
+    }
+    relabeled
+}
+
 /// `set` with its context's labels added, if it has a context `by_id` knows.
 fn with_context(
     profile: &mut Profile,

@@ -105,11 +105,38 @@ struct Plan {
     series: Option<SeriesHandle>,
 }
 
+/// Where the samples an importer makes go.
+pub(crate) enum Samples<'s> {
+    /// Into the profile.
+    Keep,
+    /// Nowhere: only counted, and their times bounded chunk by chunk (a first reading).
+    Count,
+    /// Handed to the function with their position among all the recording's samples, as
+    /// they are read (a second reading).
+    Forward(&'s mut dyn FnMut(u64, Sample) -> Result<()>),
+}
+
+/// The times of the samples of one chunk that has some.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ChunkTimes {
+    /// How many samples the recording has up to this chunk's end.
+    pub samples_to_end: u64,
+    pub least: i64,
+    pub greatest: i64,
+}
+
 /// What a whole recording's events have made so far: the profile, and what carries from one
 /// chunk to the next (settings, series, the process).
 pub(crate) struct Importer<'l> {
     pub(crate) profile: Profile,
     limits: &'l Limits,
+    samples: Samples<'l>,
+    /// Samples made so far, kept or not.
+    pushed: u64,
+    /// The least and greatest time of the current chunk's samples.
+    chunk_bounds: Option<(i64, i64)>,
+    /// Each chunk's, for the chunks with samples.
+    pub(crate) chunk_times: Vec<ChunkTimes>,
     process: Option<ProcessHandle>,
     /// `jdk.ActiveSetting` values by (event type name, setting name).
     settings: FxHashMap<(String, String), String>,
@@ -140,13 +167,17 @@ struct Chunk<'a, 'm> {
 }
 
 impl<'l> Importer<'l> {
-    pub(crate) fn new(limits: &'l Limits) -> Self {
+    pub(crate) fn new(limits: &'l Limits, samples: Samples<'l>) -> Self {
         let mut profile = Profile::new(super::FORMAT);
         let truncated = profile.intern("truncated");
         let context_key = profile.intern("contextId");
         Importer {
             profile,
             limits,
+            samples,
+            pushed: 0,
+            chunk_bounds: None,
+            chunk_times: Vec::new(),
             process: None,
             settings: FxHashMap::default(),
             series: Vec::new(),
@@ -222,6 +253,7 @@ impl<'l> Importer<'l> {
             plans.insert(class, plan(event, c, period, unit));
         }
         let mut caches = Caches::default();
+        self.chunk_bounds = None;
         for_each_event(&chunk.reader, metadata, |class, r| {
             match class.and_then(|c| Some((c, plans.get_mut(&c)?))) {
                 Some((class, plan)) => {
@@ -240,7 +272,20 @@ impl<'l> Importer<'l> {
                     Ok(())
                 }
             }
-        })
+        })?;
+        if let Some((least, greatest)) = self.chunk_bounds {
+            self.chunk_times.push(ChunkTimes {
+                samples_to_end: self.pushed,
+                least,
+                greatest,
+            });
+        }
+        Ok(())
+    }
+
+    /// How many samples the events made, kept or not.
+    pub(crate) fn samples_made(&self) -> u64 {
+        self.pushed
     }
 
     /// Keeps the period settings of one `jdk.ActiveSetting` event.
@@ -333,7 +378,7 @@ impl<'l> Importer<'l> {
             Some(Value::Ref { class, key }) if key != 0 => self.stack(chunk, caches, class, key)?,
             _ => (None, false),
         };
-        if self.profile.samples().len() as u64 >= self.limits.max_samples {
+        if self.pushed >= self.limits.max_samples {
             return Err(exceeded("max_samples", self.limits.max_samples));
         }
         let mut sample = Sample::new(thread, stack, weight, series);
@@ -350,7 +395,17 @@ impl<'l> Importer<'l> {
                 },
             }]);
         }
-        self.profile.add_sample(sample);
+        let position = self.pushed;
+        self.pushed += 1;
+        self.chunk_bounds = Some(match self.chunk_bounds {
+            Some((least, greatest)) => (least.min(time), greatest.max(time)),
+            None => (time, time),
+        });
+        match &mut self.samples {
+            Samples::Keep => self.profile.add_sample(sample),
+            Samples::Count => {}
+            Samples::Forward(to) => to(position, sample)?,
+        }
         Ok(())
     }
 

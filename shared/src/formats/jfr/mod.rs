@@ -14,17 +14,19 @@ mod context_labels;
 mod events;
 mod metadata;
 mod reader;
+mod two_readings;
 mod values;
 
 use std::io::Read;
 
 pub(crate) use self::context_labels::{
-    apply as apply_context_labels, read_snapshot, ContextLabels,
+    apply as apply_context_labels, read_snapshot, relabeling as context_relabeling, ContextLabels,
 };
+pub(crate) use self::two_readings::first_reading;
 
 use self::chunk::{Header, HEADER_BYTES, MAGIC};
 use self::constant_pool::Pools;
-use self::events::Importer;
+use self::events::{Importer, Samples};
 use self::metadata::Metadata;
 use self::reader::Reader;
 use crate::error::{ErrorKind, Result};
@@ -46,12 +48,29 @@ pub(crate) fn test(prefix: &[u8]) -> bool {
 /// Decodes a (decompressed) recording a chunk at a time. A last chunk cut short is left out
 /// and counted (`jfr_truncated_chunk`); a recording without one whole chunk is refused.
 /// `codec` names the whole-file compression, for error messages.
-pub(crate) fn decode(
+pub(crate) fn decode(input: impl Read, codec: &'static str, limits: &Limits) -> Result<Profile> {
+    let mut importer = Importer::new(limits, Samples::Keep);
+    let chunks = read_chunks(input, codec, limits, &mut importer)?;
+    Ok(finish(importer, chunks))
+}
+
+/// The model and what carries over it, once every chunk is read: its samples in time order.
+fn finish(importer: Importer<'_>, chunks: u64) -> Profile {
+    // What `inspect` and the tables' attributes show of the recording itself.
+    let mut profile = importer.finish();
+    profile
+        .attributes
+        .insert("jfr.chunks".into(), chunks.to_string());
+    profile
+}
+
+/// Reads the recording's chunks into `importer`, one at a time; gives how many were whole.
+fn read_chunks(
     mut input: impl Read,
     codec: &'static str,
     limits: &Limits,
-) -> Result<Profile> {
-    let mut importer = Importer::new(limits);
+    importer: &mut Importer<'_>,
+) -> Result<u64> {
     let mut bytes = Vec::new();
     let mut offset = 0u64;
     let mut whole = 0u64;
@@ -89,7 +108,7 @@ pub(crate) fn decode(
             importer.profile.count("jfr_truncated_chunk");
             break;
         }
-        decode_chunk(&mut importer, &header, &bytes, offset, limits)?;
+        decode_chunk(importer, &header, &bytes, offset, limits)?;
         if whole == 0 {
             let version = format!("{}.{}", header.major, header.minor);
             importer
@@ -107,12 +126,7 @@ pub(crate) fn decode(
         }
         .into());
     }
-    // What `inspect` and the tables' attributes show of the recording itself.
-    let mut profile = importer.finish();
-    profile
-        .attributes
-        .insert("jfr.chunks".into(), whole.to_string());
-    Ok(profile)
+    Ok(whole)
 }
 
 /// What a recording says of itself: its chunks are Java's (Sentry's `java` platform, not the
