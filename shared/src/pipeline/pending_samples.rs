@@ -15,6 +15,10 @@ use super::clock::Anchor;
 use crate::model::{Profile, Sample, SampleTable};
 use crate::plan::Grid;
 
+/// How many samples may wait before those the watermark has passed are handed out as a part
+/// of a window not complete yet: a window is held whole only when it is smaller.
+pub(crate) const PART_SAMPLES: usize = 1 << 16;
+
 /// Samples waiting for their window to be complete.
 pub(crate) struct PendingSamples {
     anchor: Anchor,
@@ -30,6 +34,9 @@ pub(crate) struct PendingSamples {
     /// with every sample, so worked out only when `next` or the grid changes.
     late_before: i64,
     ready_at: i64,
+    /// How many more samples must wait before a part is tried again: a try sorts them all.
+    part_samples: usize,
+    part_at: usize,
 }
 
 impl PendingSamples {
@@ -42,6 +49,18 @@ impl PendingSamples {
             next: i64::MIN,
             late_before: i64::MIN,
             ready_at: i64::MIN,
+            part_samples: PART_SAMPLES,
+            part_at: PART_SAMPLES,
+        }
+    }
+
+    /// Buffers that hand out parts of a window once `samples` wait.
+    #[cfg(test)]
+    pub fn with_part_samples(self, samples: usize) -> Self {
+        PendingSamples {
+            part_samples: samples,
+            part_at: samples,
+            ..self
         }
     }
 
@@ -134,7 +153,7 @@ impl PendingSamples {
             }
         }
         let kept = self.pending.split_off(lo);
-        let mut out = std::mem::replace(&mut self.pending, kept);
+        let out = std::mem::replace(&mut self.pending, kept);
         self.advance(before);
         tracing::debug!(
             windows_before = before,
@@ -142,6 +161,55 @@ impl PendingSamples {
             waiting = self.pending.len(),
             "windows complete"
         );
+        self.hand_out(out, offset, profile)
+    }
+
+    /// When many samples wait in a window not complete at `watermark`, puts into `profile`
+    /// those before the watermark, a part of the window, as [`take`](PendingSamples::take)
+    /// would (in time order, moved by the offset), and gives back the samples it held. A
+    /// sample earlier than the watermark is late from then on.
+    pub fn take_part(&mut self, watermark: i64, profile: &mut Profile) -> Option<SampleTable> {
+        if self.pending.len() < self.part_at {
+            return None;
+        }
+        let (_, offset) = self.settle(Some(watermark))?;
+        if watermark >= self.ready_at {
+            return None; // the window is complete: `take` hands it out whole
+        }
+        // Cut where the watermark's microsecond starts: the tables order rows of one
+        // microsecond by profile, so a microsecond is never split between two parts.
+        let output_us = watermark.saturating_add(offset).div_euclid(1_000);
+        let cut = output_us.saturating_mul(1_000).saturating_sub(offset);
+        self.pending.sort_by_time();
+        let time = |i: usize| self.pending.time(i).unwrap_or(i64::MIN);
+        let (mut lo, mut hi) = (0, self.pending.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if time(mid) < cut {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let kept = self.pending.split_off(lo);
+        let out = std::mem::replace(&mut self.pending, kept);
+        self.part_at = self.pending.len() + self.part_samples;
+        self.late_before = self.late_before.max(cut);
+        tracing::debug!(
+            before = cut,
+            written = out.len(),
+            waiting = self.pending.len(),
+            "part of a window"
+        );
+        self.hand_out(out, offset, profile)
+    }
+
+    fn hand_out(
+        &mut self,
+        mut out: SampleTable,
+        offset: i64,
+        profile: &mut Profile,
+    ) -> Option<SampleTable> {
         if out.is_empty() {
             return None;
         }

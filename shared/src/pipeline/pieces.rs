@@ -134,7 +134,8 @@ fn write_read(
         // The last windows wait for the reading to end, its decoder's state freed.
         match watermark {
             Some(mark) => {
-                write_complete(&mut pending, Some(mark), profile, writer, out, &mut written)
+                write_complete(&mut pending, Some(mark), profile, writer, out, &mut written)?;
+                write_part(&mut pending, mark, profile, writer, out, &mut written)
             }
             None => Ok(()),
         }
@@ -158,6 +159,23 @@ fn write_complete(
     if pending.ready(watermark) && pending.take(watermark, profile).is_some() {
         written.pieces += 1;
         writer.add(profile, pending.grid(), out)?;
+        profile.replace_samples(SampleTable::default());
+    }
+    Ok(())
+}
+
+/// Writes the samples before `watermark` of a window not complete yet, when many wait.
+fn write_part(
+    pending: &mut PendingSamples,
+    watermark: i64,
+    profile: &mut Profile,
+    writer: &mut ProfileWriter,
+    out: &mut Outputs,
+    written: &mut Written,
+) -> Result<()> {
+    if pending.take_part(watermark, profile).is_some() {
+        written.pieces += 1;
+        writer.add_part(profile, pending.grid(), out)?;
         profile.replace_samples(SampleTable::default());
     }
     Ok(())

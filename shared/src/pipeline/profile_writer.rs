@@ -17,8 +17,9 @@ use super::outputs::Outputs;
 use super::series::SeriesTally;
 use crate::error::{ErrorKind, Result};
 use crate::metadata::UploadMetadata;
-use crate::model::Profile;
-use crate::plan::{plan_sample_v2_on, plan_tables, plan_tables_on, Grid, Timing};
+use crate::model::{Profile, SampleTable};
+use crate::plan::{carried_series, left_out, plan_sample_v2_on, plan_tables, plan_tables_on};
+use crate::plan::{ChunkPlan, Grid, SampleV2Plan, SeriesCoverage, Timing};
 use crate::sample_v2::{prepare_planned_chunk, SampleV2Chunk};
 use crate::symbolize::SymbolizeReport;
 use crate::tables::{TableProfileInput, TableSource, TableWriter};
@@ -37,6 +38,9 @@ pub(crate) struct ProfileWriter<'s> {
     sample_v2: ManifestSampleV2,
     /// How the chunks' times were obtained when they were laid out from aggregated weights.
     expansion: Option<ManifestExpansion>,
+    /// The samples of the series Sample v2 carries from the parts of a window added so far:
+    /// Relay's rules are a whole chunk's, so its chunks are planned once the window is.
+    held: SampleTable,
 }
 
 impl<'s> ProfileWriter<'s> {
@@ -50,6 +54,7 @@ impl<'s> ProfileWriter<'s> {
             table_profiles: 0,
             sample_v2: ManifestSampleV2::default(),
             expansion: None,
+            held: SampleTable::default(),
         }
     }
 
@@ -67,21 +72,161 @@ impl<'s> ProfileWriter<'s> {
 
     /// Writes the outputs of the samples `profile` holds now, on `grid` (`None` when none has
     /// a time). Pieces must come in time order, each one's windows after the last one's.
-    pub fn add(&mut self, profile: &Profile, grid: Option<Grid>, out: &mut Outputs) -> Result<()> {
+    pub fn add(
+        &mut self,
+        profile: &mut Profile,
+        grid: Option<Grid>,
+        out: &mut Outputs,
+    ) -> Result<()> {
+        if !self.held.is_empty() {
+            return self.complete_window(profile, grid, out);
+        }
         let table_plans = plan_tables_on(profile, self.source_id, grid)?;
         let plan = plan_sample_v2_on(profile, self.metadata, self.source_id, grid)?;
-        if self.series.is_empty() {
-            self.series.push(SeriesTally::new(true));
-        }
-        self.series[0].add(profile, &table_plans, &plan.series);
+        self.tally().observe(profile, &table_plans);
         for p in &table_plans {
             self.reached.reach(p);
         }
         self.table_profiles += table_plans.len() as u64;
+        let mut chunks = self.chunks_of(profile, plan);
+        let mut inputs = self.inputs(&table_plans);
+        // Window by window: a window's chunks, then its tables' rows. Aggregated samples
+        // (no window) come first, as the `samples` table sorts rows without a time first.
+        inputs.sort_by_key(|i| i.plan.window);
+        chunks.sort_by_key(|c| c.window);
+        let mut chunks = chunks.into_iter().peekable();
+        let untimed = inputs.partition_point(|i| i.plan.window.is_none());
+        let (aggregated, mut timed) = inputs.split_at(untimed);
+        self.tables.add(aggregated, &mut out.tables(&[]))?;
+        while chunks.peek().is_some() || !timed.is_empty() {
+            let next_chunk = chunks.peek().map(|c| c.window);
+            let next_table = timed.first().and_then(|i| i.plan.window);
+            let Some(window) = next_chunk.into_iter().chain(next_table).min() else {
+                break;
+            };
+            // Each chunk is streamed to the sink as it is serialized; no chunk's JSON is held.
+            while let Some(chunk_plan) = chunks.next_if(|c| c.window == window) {
+                self.write_chunk(&chunk_plan, out)?;
+            }
+            let n = timed.partition_point(|i| i.plan.window == Some(window));
+            self.tables.add(&timed[..n], &mut out.tables(&[]))?;
+            timed = &timed[n..];
+        }
+        Ok(())
+    }
+
+    /// Writes the table rows of the samples `profile` holds now, all of one window before
+    /// some time, whose later samples come with the next [`add_part`](Self::add_part) or
+    /// [`add`](Self::add): a window too large to hold whole is written in parts. The samples
+    /// of the series Sample v2 carries are held until the window is complete.
+    pub fn add_part(
+        &mut self,
+        profile: &Profile,
+        grid: Option<Grid>,
+        out: &mut Outputs,
+    ) -> Result<()> {
+        let table_plans = plan_tables_on(profile, self.source_id, grid)?;
+        self.tally().observe(profile, &table_plans);
+        let carried = carried_series(profile);
+        let mut not_carried = vec![SeriesCoverage::default(); carried.len()];
+        let samples = profile.samples();
+        for i in 0..samples.len() {
+            let sample = samples.get(i);
+            let series = sample.series.index();
+            if carried[series] {
+                self.held.push(sample);
+            } else {
+                let left_out = &mut not_carried[series].left_out;
+                *left_out.entry(left_out::SERIES_NOT_CARRIED).or_default() += 1;
+            }
+        }
+        self.tally().cover(profile, &not_carried);
+        for p in &table_plans {
+            self.reached.reach(p);
+        }
+        self.table_profiles += table_plans.len() as u64;
+        let inputs = self.inputs(&table_plans);
+        self.tables.add_part(&inputs, &mut out.tables(&[]))
+    }
+
+    /// [`add`](Self::add) after parts: the tables complete the window's profiles, then its
+    /// chunks are planned from the samples held and the rest of the window (and those of any
+    /// window after it in the piece).
+    fn complete_window(
+        &mut self,
+        profile: &mut Profile,
+        grid: Option<Grid>,
+        out: &mut Outputs,
+    ) -> Result<()> {
+        {
+            let table_plans = plan_tables_on(profile, self.source_id, grid)?;
+            self.tally().observe(profile, &table_plans);
+            for p in &table_plans {
+                self.reached.reach(p);
+            }
+            self.table_profiles += table_plans.len() as u64;
+            let inputs = self.inputs(&table_plans);
+            self.tables.add(&inputs, &mut out.tables(&[]))?;
+        }
+        // The held samples are all earlier than the piece's: together they are in time order.
+        let mut window = std::mem::take(&mut self.held);
+        let piece = profile.replace_samples(SampleTable::default());
+        for i in 0..piece.len() {
+            window.push(piece.get(i));
+        }
+        drop(piece);
+        profile.replace_samples(window);
+        let plan = plan_sample_v2_on(profile, self.metadata, self.source_id, grid)?;
+        let mut chunks = self.chunks_of(profile, plan);
+        chunks.sort_by_key(|c| c.window);
+        for chunk_plan in &chunks {
+            self.write_chunk(chunk_plan, out)?;
+        }
+        Ok(())
+    }
+
+    /// The tally of the upload's model.
+    fn tally(&mut self) -> &mut SeriesTally {
+        if self.series.is_empty() {
+            self.series.push(SeriesTally::new(true));
+        }
+        &mut self.series[0]
+    }
+
+    /// The table inputs of `plans`.
+    fn inputs<'p>(
+        &self,
+        plans: &'p [crate::plan::TableProfilePlan<'p>],
+    ) -> Vec<TableProfileInput<'p, 'p>>
+    where
+        's: 'p,
+    {
+        plans
+            .iter()
+            .map(|plan| TableProfileInput {
+                plan,
+                platform: self.metadata.platform.as_deref(),
+                release: self.metadata.release.as_deref(),
+                environment: self.metadata.environment.as_deref(),
+            })
+            .collect()
+    }
+
+    /// Serializes one planned chunk into the sink.
+    fn write_chunk(&mut self, chunk_plan: &ChunkPlan<'_>, out: &mut Outputs) -> Result<()> {
+        let chunk = prepare_planned_chunk(self.metadata, chunk_plan)?;
+        self.sample_v2.chunks += 1;
+        self.sample_v2.samples += chunk.info().samples as u64;
+        out.prepared_chunk(self.source_id, &chunk)
+    }
+
+    /// Counts what `plan` carries of `profile`'s samples and gives its chunks.
+    fn chunks_of<'p>(&mut self, profile: &Profile, plan: SampleV2Plan<'p>) -> Vec<ChunkPlan<'p>> {
+        self.tally().cover(profile, &plan.series);
         if self.sample_v2.why_none.is_none() {
             self.sample_v2.why_none = plan.why_none;
         }
-        let mut chunks = plan.chunks;
+        let chunks = plan.chunks;
         self.expansion = match chunks.first().map(|c| c.timing) {
             Some(Timing::Expanded {
                 interval_ns,
@@ -101,41 +246,7 @@ impl<'s> ProfileWriter<'s> {
             }),
             _ => self.expansion.take(),
         };
-        let mut inputs: Vec<TableProfileInput> = table_plans
-            .iter()
-            .map(|plan| TableProfileInput {
-                plan,
-                platform: self.metadata.platform.as_deref(),
-                release: self.metadata.release.as_deref(),
-                environment: self.metadata.environment.as_deref(),
-            })
-            .collect();
-        // Window by window: a window's chunks, then its tables' rows. Aggregated samples
-        // (no window) come first, as the `samples` table sorts rows without a time first.
-        inputs.sort_by_key(|i| i.plan.window);
-        chunks.sort_by_key(|c| c.window);
-        let mut chunks = chunks.into_iter().peekable();
-        let untimed = inputs.partition_point(|i| i.plan.window.is_none());
-        let (aggregated, mut timed) = inputs.split_at(untimed);
-        self.tables.add(aggregated, &mut out.tables(&[]))?;
-        while chunks.peek().is_some() || !timed.is_empty() {
-            let next_chunk = chunks.peek().map(|c| c.window);
-            let next_table = timed.first().and_then(|i| i.plan.window);
-            let Some(window) = next_chunk.into_iter().chain(next_table).min() else {
-                break;
-            };
-            // Each chunk is streamed to the sink as it is serialized; no chunk's JSON is held.
-            while let Some(chunk_plan) = chunks.next_if(|c| c.window == window) {
-                let chunk = prepare_planned_chunk(self.metadata, &chunk_plan)?;
-                self.sample_v2.chunks += 1;
-                self.sample_v2.samples += chunk.info().samples as u64;
-                out.prepared_chunk(self.source_id, &chunk)?;
-            }
-            let n = timed.partition_point(|i| i.plan.window == Some(window));
-            self.tables.add(&timed[..n], &mut out.tables(&[]))?;
-            timed = &timed[n..];
-        }
-        Ok(())
+        chunks
     }
 
     /// Writes the Sample v2 chunks an input held, each as received, and tabulates each from

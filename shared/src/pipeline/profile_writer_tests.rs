@@ -92,7 +92,9 @@ fn recording() -> Profile {
     let t0 = 1_700_000_000_000_000_123;
     let mut state = 5;
     for i in 0..20_000i64 {
-        let time = t0 + i * 10_000_000;
+        // In pairs 400 ns apart, in one microsecond: rows of two profiles the tables order
+        // by profile within it.
+        let time = t0 + (i / 2) * 20_000_000 + (i % 2) * 400;
         let (pid, thread) = threads[(i % 12) as usize];
         if pid == 4 && i < 10_000 {
             continue;
@@ -166,15 +168,24 @@ fn samples_streamed_window_by_window_give_the_outputs_of_the_whole_recording() {
 
         // Each sample up to `jitter_ns` late in file order, as chunks of sequences interleave;
         // the watermark a bound `slack_ns` below the earliest sample left.
-        for (seed, jitter_ns, slack_ns) in [
-            (1, 0, 0),
-            (2, 3_000_000_000, 0),
-            (3, 59_000_000, 0),
-            (4, 2_000_000_000, 1_500_000_000),
+        // Windows (about 5,000 samples each) are held whole, or handed out in parts once
+        // a few hundred or a thousand samples wait.
+        for (seed, jitter_ns, slack_ns, part_samples) in [
+            (1, 0, 0, usize::MAX),
+            (2, 3_000_000_000, 0, usize::MAX),
+            (3, 59_000_000, 0, usize::MAX),
+            (4, 2_000_000_000, 1_500_000_000, usize::MAX),
+            (5, 0, 0, 300),
+            (6, 3_000_000_000, 0, 1_000),
+            (7, 59_000_000, 0, 700),
+            (8, 2_000_000_000, 1_500_000_000, 1_000),
         ] {
-            let streamed = streamed(anchor, seed, jitter_ns, slack_ns);
+            let streamed = streamed_in_parts(anchor, seed, jitter_ns, slack_ns, part_samples);
             let what = format!("{anchor:?}, seed {seed}");
             assert!(streamed.pieces >= 3, "{what}: {} pieces", streamed.pieces);
+            if part_samples < usize::MAX {
+                assert!(streamed.parts >= 4, "{what}: {} parts", streamed.parts);
+            }
             let streamed = streamed.written;
             assert_eq!(streamed.sample_v2, expected.sample_v2, "{what}");
             assert_eq!(streamed.series, expected.series, "{what}");
@@ -190,11 +201,19 @@ fn samples_streamed_window_by_window_give_the_outputs_of_the_whole_recording() {
 struct Streamed {
     written: Written,
     pieces: usize,
+    /// Parts of windows among the pieces.
+    parts: usize,
 }
 
 /// The recording's samples fed to a [`PendingSamples`] in a jittered file order, windows
-/// written as the watermark passes them.
-fn streamed(anchor: Anchor, seed: u64, jitter_ns: i64, slack_ns: i64) -> Streamed {
+/// written as the watermark passes them, in parts once `part_samples` samples wait.
+fn streamed_in_parts(
+    anchor: Anchor,
+    seed: u64,
+    jitter_ns: i64,
+    slack_ns: i64,
+    part_samples: usize,
+) -> Streamed {
     let mut skeleton = recording();
     let samples: SampleTable = skeleton.replace_samples(SampleTable::default());
     let mut state = seed;
@@ -215,8 +234,9 @@ fn streamed(anchor: Anchor, seed: u64, jitter_ns: i64, slack_ns: i64) -> Streame
         watermark[p] = Some(watermark[p + 1].map_or(times[p], |w: i64| w.min(times[p])));
     }
     let mut pieces = 0;
+    let mut parts = 0;
     let written = write(&mut skeleton, |p, windows, out| {
-        let mut buffer = PendingSamples::new(anchor);
+        let mut buffer = PendingSamples::new(anchor).with_part_samples(part_samples);
         for (position, &(_, i)) in order.iter().enumerate() {
             let sample = samples.get(i);
             assert!(!buffer.is_late(sample.time.unwrap()));
@@ -226,11 +246,21 @@ fn streamed(anchor: Anchor, seed: u64, jitter_ns: i64, slack_ns: i64) -> Streame
                 windows.add(p, buffer.grid(), out).unwrap();
                 pieces += 1;
             }
+            if let Some(mark) = mark {
+                if buffer.take_part(mark, p).is_some() {
+                    windows.add_part(p, buffer.grid(), out).unwrap();
+                    parts += 1;
+                }
+            }
         }
         if buffer.take(None, p).is_some() {
             windows.add(p, buffer.grid(), out).unwrap();
             pieces += 1;
         }
     });
-    Streamed { written, pieces }
+    Streamed {
+        written,
+        pieces,
+        parts,
+    }
 }

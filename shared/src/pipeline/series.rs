@@ -34,6 +34,12 @@ impl SeriesTally {
         plans: &[TableProfilePlan<'_>],
         coverage: &[SeriesCoverage],
     ) {
+        self.observe(profile, plans);
+        self.cover(profile, coverage);
+    }
+
+    /// Counts the samples `profile` holds now and their table plans.
+    pub fn observe(&mut self, profile: &Profile, plans: &[TableProfilePlan<'_>]) {
         let n = profile.all_series().len();
         self.observations.resize(n, 0);
         self.totals.resize(n, 0);
@@ -47,6 +53,12 @@ impl SeriesTally {
         for plan in plans {
             self.rows[plan.series.index()] += plan.samples.len() as u64;
         }
+    }
+
+    /// For a planned tally, counts what the chunks carry of some samples of `profile`'s
+    /// series (by series index).
+    pub fn cover(&mut self, profile: &Profile, coverage: &[SeriesCoverage]) {
+        let n = profile.all_series().len();
         if let Some(tally) = &mut self.coverage {
             tally.resize(n, SeriesCoverage::default());
             for (t, c) in tally.iter_mut().zip(coverage) {

@@ -45,6 +45,11 @@ fn chosen_series(profile: &Profile) -> std::result::Result<Vec<bool>, String> {
     Ok(kinds.iter().map(|&k| k == wanted).collect())
 }
 
+/// By series index, whether Sample v2 carries the series (none when it carries no series).
+pub(crate) fn carried_series(profile: &Profile) -> Vec<bool> {
+    chosen_series(profile).unwrap_or_else(|_| vec![false; profile.all_series().len()])
+}
+
 /// One chunk to be written: who it belongs to and its samples, in time order.
 #[derive(Clone, Debug)]
 pub struct ChunkPlan<'p> {

@@ -12,6 +12,7 @@ mod span_sampling;
 mod tables;
 mod timeline;
 
+pub(crate) use chunks::{carried_series, SampleV2Plan};
 pub use chunks::{
     left_out, plan_chunks, plan_sample_v2, plan_sample_v2_on, ChunkPlan, SeriesCoverage,
     MAX_CHUNK_DURATION_NS,

@@ -130,15 +130,33 @@ impl CallTree {
             ids: StackIds::new(profile),
             ..CallTree::default()
         };
-        let mut frame_ids: FxHashMap<FrameHandle, u32> = FxHashMap::default();
+        tree.extend(profile, leaves);
+        // Every upload's trees are held until its tables are written: give back what they
+        // grew into.
+        tree.stacks.shrink_to_fit();
+        tree.frames.shrink_to_fit();
+        tree.new_leaves.shrink_to_fit();
+        tree
+    }
+
+    /// Adds the stacks of more samples, in order, numbering the nodes they reach first after
+    /// those already numbered: a window added in parts gets the tree it would get whole.
+    pub fn extend(&mut self, profile: &Profile, leaves: impl Iterator<Item = Option<StackHandle>>) {
+        // The model only grows between parts: its later stacks get room.
+        if self.ids.ids.len() < profile.stacks().len() {
+            self.ids.ids.resize(profile.stacks().len(), 0);
+        }
+        let mut frame_ids: FxHashMap<FrameHandle, u32> = (self.frames.iter().enumerate())
+            .map(|(i, &f)| (f, id(i)))
+            .collect();
         let mut path = Vec::new();
         for leaf in leaves.flatten() {
-            if tree.ids.get(leaf).is_some() {
+            if self.ids.get(leaf).is_some() {
                 continue;
             }
-            tree.new_leaves.push(leaf);
-            let (stacks, frames) = (&mut tree.stacks, &mut tree.frames);
-            tree.ids.number(profile, leaf, &mut path, |h, _, parent| {
+            self.new_leaves.push(leaf);
+            let (stacks, frames) = (&mut self.stacks, &mut self.frames);
+            self.ids.number(profile, leaf, &mut path, |h, _, parent| {
                 let model_frame = profile.stack(h).frame;
                 let frame = *frame_ids.entry(model_frame).or_insert_with(|| {
                     frames.push(model_frame);
@@ -150,12 +168,6 @@ impl CallTree {
                 });
             });
         }
-        // Every upload's trees are held until its tables are written: give back what they
-        // grew into.
-        tree.stacks.shrink_to_fit();
-        tree.frames.shrink_to_fit();
-        tree.new_leaves.shrink_to_fit();
-        tree
     }
 
     /// The id of a stack the samples reach.

@@ -110,12 +110,15 @@ pub(super) fn encode(table: Table, batch: &RecordBatch) -> Result<Vec<u8>> {
 }
 
 /// One Parquet file being written: rows go in batch by batch, and the bytes are passed on as
-/// the writer closes each row group. Any batching of the same rows in multiples of
-/// [`WRITE_BATCH_ROWS`] gives the same bytes.
+/// the writer closes each row group. The writer is handed the rows [`WRITE_BATCH_ROWS`] at a
+/// time whatever batches they come in (the rest wait for the next batch), so any batching
+/// of the same rows gives the same bytes: a window written whole or in parts.
 pub(super) struct Encoder {
     table: Table,
     writer: ArrowWriter<Vec<u8>>,
     rows: u64,
+    /// Fewer than [`WRITE_BATCH_ROWS`] rows not handed to the writer yet.
+    waiting: Option<RecordBatch>,
 }
 
 impl Encoder {
@@ -127,30 +130,61 @@ impl Encoder {
             table,
             writer,
             rows: 0,
+            waiting: None,
         })
     }
 
     /// Adds the rows of `batch`; what the writer has finished goes to `out`.
     pub fn write(&mut self, batch: &RecordBatch, out: &mut dyn Write) -> Result<()> {
         let table = self.table;
-        self.rows += batch.num_rows() as u64;
-        for start in (0..batch.num_rows()).step_by(WRITE_BATCH_ROWS) {
-            let len = WRITE_BATCH_ROWS.min(batch.num_rows() - start);
-            self.writer
-                .write(&batch.slice(start, len))
+        let rows = batch.num_rows();
+        self.rows += rows as u64;
+        let mut start = 0;
+        // The rows waiting are topped up from this batch: only they are copied.
+        if let Some(waiting) = self.waiting.take() {
+            start = (WRITE_BATCH_ROWS - waiting.num_rows()).min(rows);
+            let head = batch.slice(0, start);
+            let joined = arrow_select::concat::concat_batches(&batch.schema(), [&waiting, &head])
                 .map_err(|e| encoding_error(table, e))?;
-            // The writer counts what it wrote itself, so taking the bytes it has put into
-            // its buffer leaves the file it goes on writing whole.
-            let written = std::mem::take(self.writer.inner_mut());
-            out.write_all(&written)
-                .map_err(|e| from_io(table.name(), e))?;
+            if joined.num_rows() < WRITE_BATCH_ROWS {
+                self.waiting = Some(joined);
+                return Ok(());
+            }
+            self.hand_over(&joined, out)?;
+        }
+        while rows - start >= WRITE_BATCH_ROWS {
+            self.hand_over(&batch.slice(start, WRITE_BATCH_ROWS), out)?;
+            start += WRITE_BATCH_ROWS;
+        }
+        if start < rows {
+            // Copied out, so the batch's arrays are not all kept for a few of their rows.
+            let rest = batch.slice(start, rows - start);
+            let rest = arrow_select::concat::concat_batches(&batch.schema(), [&rest])
+                .map_err(|e| encoding_error(table, e))?;
+            self.waiting = Some(rest);
         }
         Ok(())
     }
 
-    /// Ends the file into `out`; gives how many rows it holds.
-    pub fn finish(self, out: &mut dyn Write) -> Result<u64> {
+    /// Gives the writer `batch`; what it has finished goes to `out`.
+    fn hand_over(&mut self, batch: &RecordBatch, out: &mut dyn Write) -> Result<()> {
         let table = self.table;
+        self.writer
+            .write(batch)
+            .map_err(|e| encoding_error(table, e))?;
+        // The writer counts what it wrote itself, so taking the bytes it has put into its
+        // buffer leaves the file it goes on writing whole.
+        let written = std::mem::take(self.writer.inner_mut());
+        out.write_all(&written)
+            .map_err(|e| from_io(table.name(), e))
+    }
+
+    /// Ends the file into `out`; gives how many rows it holds.
+    pub fn finish(mut self, out: &mut dyn Write) -> Result<u64> {
+        let table = self.table;
+        if let Some(waiting) = self.waiting.take() {
+            self.hand_over(&waiting, out)?;
+        }
         let bytes = self
             .writer
             .into_inner()

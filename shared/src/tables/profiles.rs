@@ -43,11 +43,38 @@ pub(super) struct TableProfile<'a> {
     pub host: Option<&'a str>,
     /// Profile attributes overridden by the process's, sorted by key.
     pub attributes: Vec<(&'a str, &'a str)>,
+    /// Exact, over every part of its window added so far.
+    pub sums: Sums,
+}
+
+/// A table profile's counts, exact, over the parts of its window added so far.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Sums {
+    /// The first sample's time.
+    pub start_ns: i64,
+    pub samples: u64,
+    pub total_value: i128,
+    /// Zero when the series' unit is no time.
+    pub total_weight_ns: i128,
+}
+
+/// What the earlier parts of a table profile's window added: its tree, with every leaf
+/// that added nodes, and its sums.
+#[derive(Debug)]
+pub(super) struct Earlier {
+    pub tree: CallTree,
+    pub sums: Sums,
 }
 
 impl<'a> TableProfile<'a> {
-    /// The profile, and its tree (which the caller may use before dropping it).
-    pub fn new(source: &TableSource<'a>, input: &'a TableProfileInput<'a, 'a>) -> (Self, CallTree) {
+    /// The profile, and its tree (which the caller may use before dropping it). `earlier` is
+    /// what the earlier parts of its window added, when the window comes in parts: the profile
+    /// then stands for all of them, its tree and its ids going on from theirs.
+    pub fn new(
+        source: &TableSource<'a>,
+        input: &'a TableProfileInput<'a, 'a>,
+        earlier: Option<Earlier>,
+    ) -> (Self, CallTree) {
         let plan = input.plan;
         let profile = plan.profile;
         let sampled = Sampled::of(plan);
@@ -79,25 +106,35 @@ impl<'a> TableProfile<'a> {
         }
         let samples = profile.samples();
         let weights = || plan.samples.iter().map(|s| samples.weight(s as usize));
-        let total_value: i128 = weights().map(i128::from).sum();
-        let total_weight_ns = sampled.weight_ns(1).map(|_| {
-            clamp(
-                weights()
-                    .map(|w| i128::from(sampled.weight_ns(w).unwrap_or(0)))
-                    .sum(),
-            )
-        });
-        let samples = profile.samples();
-        let mut tree = CallTree::of_samples(
-            profile,
-            plan.samples.iter().map(|s| samples.stack(s as usize)),
-        );
+        let mut sums = Sums {
+            start_ns: plan.start_ns,
+            samples: plan.samples.len() as u64,
+            total_value: weights().map(i128::from).sum(),
+            total_weight_ns: weights()
+                .map(|w| i128::from(sampled.weight_ns(w).unwrap_or(0)))
+                .sum(),
+        };
+        let stacks = plan.samples.iter().map(|s| samples.stack(s as usize));
+        let mut tree = match earlier {
+            Some(Earlier { mut tree, sums: e }) => {
+                tree.extend(profile, stacks);
+                sums = Sums {
+                    start_ns: e.start_ns,
+                    samples: e.samples + sums.samples,
+                    total_value: e.total_value + sums.total_value,
+                    total_weight_ns: e.total_weight_ns + sums.total_weight_ns,
+                };
+                tree
+            }
+            None => CallTree::of_samples(profile, stacks),
+        };
+        let total_weight_ns = sampled.weight_ns(1).map(|_| clamp(sums.total_weight_ns));
         let leaves = std::mem::take(&mut tree.new_leaves);
         let mut runtimes = Runtimes::default();
         for &f in &tree.frames {
             runtimes.saw(profile.frame(f).kind);
         }
-        let start_us = micros(plan.start_ns);
+        let start_us = micros(sums.start_ns);
         let table_profile = TableProfile {
             input,
             plan,
@@ -109,8 +146,9 @@ impl<'a> TableProfile<'a> {
             start_us,
             end_us: micros(plan.end_ns),
             day: day_of_us(start_us),
-            total_value: clamp(total_value),
+            total_value: clamp(sums.total_value),
             total_weight_ns,
+            sums,
             service,
             host,
             attributes: attributes.into_iter().collect(),
@@ -182,7 +220,7 @@ impl TableProfile<'_> {
             spans: self.sampled.spans,
             start_us: self.start_us,
             end_us: self.end_us,
-            samples: i64::try_from(self.plan.samples.len()).unwrap_or(i64::MAX),
+            samples: i64::try_from(self.sums.samples).unwrap_or(i64::MAX),
             total_value: self.total_value,
             total_weight_ns: self.total_weight_ns,
             attributes: self

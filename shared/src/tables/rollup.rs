@@ -168,10 +168,21 @@ pub(super) fn profile_sums(p: &TableProfile<'_>, tree: &CallTree) -> ProfileSums
         .collect()
 }
 
+/// Adds the sums of a later part of a profile's window to those of its earlier parts.
+pub(super) fn add_sums(earlier: &mut ProfileSums, later: ProfileSums) {
+    for (key, sums) in later {
+        let row = earlier.entry(key).or_default();
+        row.self_value += sums.self_value;
+        row.total_value += sums.total_value;
+        row.self_rows += sums.self_rows;
+        row.total_rows += sums.total_rows;
+    }
+}
+
 /// What a rollup row says besides its hour and function: profiles alike in all of it (two
 /// processes of one service, or one process's windows) share rows.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct RollupGroup {
+pub(super) struct RollupGroup {
     service: Option<String>,
     release: Option<String>,
     environment: Option<String>,
@@ -189,17 +200,21 @@ pub(super) struct Rollup {
 }
 
 impl Rollup {
-    /// Adds the sums of profile `p`.
-    pub fn add(&mut self, p: &TableProfile<'_>, sums: ProfileSums) {
+    /// The rows profile `p` adds to.
+    pub fn group_of(p: &TableProfile<'_>) -> RollupGroup {
         let owned = |v: Option<&str>| v.map(str::to_owned);
-        let group = RollupGroup {
+        RollupGroup {
             service: owned(p.service),
             release: owned(p.input.release),
             environment: owned(p.input.environment),
             platform: p.platform.clone(),
             sample_type: p.sampled.sample_type.to_owned(),
             sample_unit: p.sampled.sample_unit.to_owned(),
-        };
+        }
+    }
+
+    /// Adds the sums of a profile of `group`.
+    pub fn add(&mut self, group: RollupGroup, sums: ProfileSums) {
         // An upload has a handful of groups.
         let g = match self.groups.iter().position(|g| *g == group) {
             Some(g) => g,

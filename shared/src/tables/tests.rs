@@ -958,8 +958,10 @@ fn sample_rows_merge_as_a_stable_sort_of_every_row() {
         .iter()
         .is_sorted_by_key(|s| p.samples().time(s as usize)));
     let inputs = inputs(&plans);
-    let (profiles, trees): (Vec<TableProfile>, Vec<_>) =
-        inputs.iter().map(|c| TableProfile::new(&SOURCE, c)).unzip();
+    let (profiles, trees): (Vec<TableProfile>, Vec<_>) = inputs
+        .iter()
+        .map(|c| TableProfile::new(&SOURCE, c, None))
+        .unzip();
     // The merge builds each profile's tree itself, and drops it after its last sample.
     let merged: Vec<SampleRow> = sample_rows(&profiles, |_| true).collect();
     let mut sorted: Vec<SampleRow> = profiles

@@ -11,11 +11,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::ops::Range;
 
+use super::call_tree::CallTree;
 use super::counters::{counter_rows, counters_batch, mark_days};
 use super::parquet_file::{Encoder, WRITE_BATCH_ROWS};
 use super::partition::{day_of_us, dt};
-use super::profiles::{micros, profiles_batch, ProfileRow, TableProfile};
-use super::rollup::{profile_sums, rollup_batch, Rollup, RollupKey, RollupSums};
+use super::profiles::{micros, profiles_batch, Earlier, ProfileRow, TableProfile};
+use super::rollup::{add_sums, profile_sums, rollup_batch, ProfileSums};
+use super::rollup::{Rollup, RollupGroup, RollupKey, RollupSums};
 use super::samples::{sample_rows, samples_batch};
 use super::{tree_slices, tree_table, FileId, SinkFile, Table, TableProfileInput, TableSink};
 use super::{TableSource, TABLES_SCHEMA_VERSION};
@@ -34,6 +36,18 @@ struct Kept {
     row: ProfileRow,
 }
 
+/// A table profile whose window is being added in parts ([`TableWriter::add_part`]): what
+/// its next part goes on from, and its `profiles` row and rollup as they stand.
+struct OpenProfile {
+    profile_id: String,
+    earlier: Earlier,
+    model: usize,
+    day: i64,
+    row: ProfileRow,
+    group: RollupGroup,
+    sums: ProfileSums,
+}
+
 /// A day's `samples` file, open while windows are added.
 struct OpenFile {
     file: FileId,
@@ -48,6 +62,8 @@ pub struct TableWriter<'s> {
     by_day: bool,
     samples: BTreeMap<i64, OpenFile>,
     kept: Vec<Kept>,
+    /// Profiles of a window being added in parts.
+    open: Vec<OpenProfile>,
     rollup: Rollup,
     /// The models seen, by address, in order of first use.
     models: Vec<usize>,
@@ -61,6 +77,7 @@ impl<'s> TableWriter<'s> {
             by_day: true,
             samples: BTreeMap::new(),
             kept: Vec::new(),
+            open: Vec::new(),
             rollup: Rollup::default(),
             models: Vec::new(),
         }
@@ -145,7 +162,8 @@ impl<'s> TableWriter<'s> {
 
     /// Tabulates `inputs`, the table profiles of one window (or of every window): their
     /// `samples` rows are encoded into `sink` now, the rest is kept for
-    /// [`finish`](TableWriter::finish). Windows must come in time order.
+    /// [`finish`](TableWriter::finish). Windows must come in time order. Profiles of a window
+    /// added in parts before are completed by this one.
     pub fn add<'a>(
         &mut self,
         inputs: &'a [TableProfileInput<'a, 'a>],
@@ -154,10 +172,57 @@ impl<'s> TableWriter<'s> {
     where
         's: 'a,
     {
+        self.add_rows(inputs, sink, false)
+    }
+
+    /// Tabulates `inputs`, the samples of one window before some time, which later calls
+    /// continue: the profiles' rows are encoded now, and each profile goes on in the next
+    /// part with the ids, sums and bounds it has so far, so the window's rows are those it
+    /// would have added whole. The window is complete with the next [`add`](Self::add).
+    pub fn add_part<'a>(
+        &mut self,
+        inputs: &'a [TableProfileInput<'a, 'a>],
+        sink: &mut dyn TableSink,
+    ) -> Result<()>
+    where
+        's: 'a,
+    {
+        self.add_rows(inputs, sink, true)
+    }
+
+    fn add_rows<'a>(
+        &mut self,
+        inputs: &'a [TableProfileInput<'a, 'a>],
+        sink: &mut dyn TableSink,
+        continued: bool,
+    ) -> Result<()>
+    where
+        's: 'a,
+    {
         let mut profiles: Vec<TableProfile<'a>> = Vec::with_capacity(inputs.len());
+        // The trees and sums of profiles whose window goes on in a later part.
+        let mut going_on: Vec<(CallTree, ProfileSums)> = Vec::new();
         for input in inputs {
-            let (profile, tree) = TableProfile::new(self.source, input);
-            self.rollup.add(&profile, profile_sums(&profile, &tree));
+            let open = self
+                .open
+                .iter()
+                .position(|o| o.profile_id == input.plan.profile_id)
+                .map(|at| self.open.swap_remove(at));
+            let (earlier, earlier_sums) = match open {
+                Some(o) => (Some(o.earlier), Some(o.sums)),
+                None => (None, None),
+            };
+            let (profile, tree) = TableProfile::new(self.source, input, earlier);
+            let mut sums = profile_sums(&profile, &tree);
+            if let Some(mut earlier) = earlier_sums {
+                add_sums(&mut earlier, sums);
+                sums = earlier;
+            }
+            if continued {
+                going_on.push((tree, sums));
+            } else {
+                self.rollup.add(Rollup::group_of(&profile), sums);
+            }
             profiles.push(profile);
         }
         let days: BTreeSet<i64> = profiles.iter().map(|p| self.partition(p.day)).collect();
@@ -182,18 +247,51 @@ impl<'s> TableWriter<'s> {
                 open.encoder.write(&batch, &mut SinkFile { sink, file })?;
             }
         }
+        let mut going_on = going_on.into_iter();
         for p in profiles {
             let model = self.model(p.profile);
             let day = self.partition(p.day);
             let row = p.row();
-            self.kept.push(Kept {
-                model,
-                leaves: p.leaves,
-                day,
-                row,
-            });
+            match going_on.next() {
+                Some((mut tree, sums)) => {
+                    let group = Rollup::group_of(&p);
+                    tree.new_leaves = p.leaves;
+                    self.open.push(OpenProfile {
+                        profile_id: row.profile_id.clone(),
+                        earlier: Earlier { tree, sums: p.sums },
+                        model,
+                        day,
+                        row,
+                        group,
+                        sums,
+                    });
+                }
+                None => self.kept.push(Kept {
+                    model,
+                    leaves: p.leaves,
+                    day,
+                    row,
+                }),
+            }
+        }
+        if !continued {
+            self.close_open();
         }
         Ok(())
+    }
+
+    /// Completes the profiles of a window added in parts that its last part had no samples
+    /// of.
+    fn close_open(&mut self) {
+        for open in std::mem::take(&mut self.open) {
+            self.rollup.add(open.group, open.sums);
+            self.kept.push(Kept {
+                model: open.model,
+                leaves: open.earlier.tree.new_leaves,
+                day: open.day,
+                row: open.row,
+            });
+        }
     }
 
     /// Writes what is left: `profiles`, the `samples` files added to, `stacks`, `frames`,
@@ -202,6 +300,7 @@ impl<'s> TableWriter<'s> {
     /// frame its samples reached and all its marks (in any order: they are told apart by
     /// address).
     pub fn finish(mut self, models: &[&Profile], sink: &mut dyn TableSink) -> Result<()> {
+        self.close_open();
         let models: Vec<&Profile> = self
             .models
             .iter()

@@ -116,10 +116,15 @@ pub(crate) enum Samples<'s> {
     Forward(&'s mut dyn FnMut(u64, Sample) -> Result<()>),
 }
 
-/// The times of the samples of one chunk that has some.
+/// Samples a run of [`ChunkTimes`] holds at most: the second reading's watermark moves on
+/// run by run, so the samples waiting for it are about a run's, not a chunk's (a chunk of a
+/// busy recording holds a million).
+const RUN_SAMPLES: u64 = 1 << 14;
+
+/// The times of a run of samples: a chunk's, or [`RUN_SAMPLES`] of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ChunkTimes {
-    /// How many samples the recording has up to this chunk's end.
+    /// How many samples the recording has up to this run's end.
     pub samples_to_end: u64,
     pub least: i64,
     pub greatest: i64,
@@ -133,9 +138,9 @@ pub(crate) struct Importer<'l> {
     samples: Samples<'l>,
     /// Samples made so far, kept or not.
     pushed: u64,
-    /// The least and greatest time of the current chunk's samples.
+    /// The least and greatest time of the current run's samples.
     chunk_bounds: Option<(i64, i64)>,
-    /// Each chunk's, for the chunks with samples.
+    /// Each run's, for the runs with samples.
     pub(crate) chunk_times: Vec<ChunkTimes>,
     process: Option<ProcessHandle>,
     /// `jdk.ActiveSetting` values by (event type name, setting name).
@@ -273,14 +278,19 @@ impl<'l> Importer<'l> {
                 }
             }
         })?;
-        if let Some((least, greatest)) = self.chunk_bounds {
+        self.end_run();
+        Ok(())
+    }
+
+    /// Notes the times of the run of samples just ended, if it has any.
+    fn end_run(&mut self) {
+        if let Some((least, greatest)) = self.chunk_bounds.take() {
             self.chunk_times.push(ChunkTimes {
                 samples_to_end: self.pushed,
                 least,
                 greatest,
             });
         }
-        Ok(())
     }
 
     /// How many samples the events made, kept or not.
@@ -401,6 +411,9 @@ impl<'l> Importer<'l> {
             Some((least, greatest)) => (least.min(time), greatest.max(time)),
             None => (time, time),
         });
+        if self.pushed.is_multiple_of(RUN_SAMPLES) {
+            self.end_run();
+        }
         match &mut self.samples {
             Samples::Keep => self.profile.add_sample(sample),
             Samples::Count => {}

@@ -76,11 +76,24 @@ fn read_chunks(
     let mut whole = 0u64;
     loop {
         bytes.clear();
+        // Read in steps that double what is there, each reserved exactly: the buffer ends the
+        // size of the chunk, where letting `read_to_end` grow it rounded it up to a power of
+        // two (a third more for a 12 MB chunk).
         let read = |input: &mut dyn Read, bytes: &mut Vec<u8>, n: u64| {
-            input
-                .take(n)
-                .read_to_end(bytes)
-                .map_err(|e| super::io_error(e, codec, offset, "JFR chunk"))
+            let mut read = 0;
+            while read < n {
+                let step = (n - read).min((bytes.len() as u64).max(1 << 16));
+                bytes.reserve_exact(step as usize);
+                let got = input
+                    .take(step)
+                    .read_to_end(bytes)
+                    .map_err(|e| super::io_error(e, codec, offset, "JFR chunk"))?;
+                read += got as u64;
+                if (got as u64) < step {
+                    break;
+                }
+            }
+            Ok::<u64, crate::Error>(read)
         };
         if read(&mut input, &mut bytes, HEADER_BYTES as u64)? == 0 {
             break;

@@ -1,5 +1,6 @@
 //! A long recording in two readings: the first builds the whole model but keeps none of its
-//! samples, only the least and greatest time of each chunk's; the second decodes the chunks
+//! samples, only the least and greatest time of each run of them (a chunk's, or 16,384 of its
+//! samples, so the watermark moves on within a chunk); the second decodes the chunks
 //! again and hands each sample on as it is read.
 //!
 //! Both readings run the same importer over the same chunks, so the second makes every
@@ -21,8 +22,8 @@ use crate::model::{Profile, Sample};
 pub(crate) struct ChunkSamples {
     /// How many samples the first reading made.
     samples: u64,
-    /// By chunk with samples, in file order: how many samples the recording has up to its
-    /// end, and a time no sample of it or of a later chunk is earlier than.
+    /// By run of samples, in file order: how many samples the recording has up to its end,
+    /// and a time no sample of it or of a later run is earlier than.
     least_from: Vec<(u64, i64)>,
     /// The least and greatest time of any sample.
     bounds: (i64, i64),
@@ -67,7 +68,7 @@ pub(crate) fn first_reading(
 
 impl SampleReading for ChunkSamples {
     fn watermark(&self, position: u64) -> Option<i64> {
-        // The first chunk that ends after `position` holds it.
+        // The first run that ends after `position` holds it.
         let at = self
             .least_from
             .partition_point(|&(to_end, _)| to_end <= position);
