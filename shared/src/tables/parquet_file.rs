@@ -92,11 +92,19 @@ pub(crate) fn encoding(table: Table) -> Result<WriterPropertiesBuilder> {
     Ok(builder)
 }
 
-/// Rows handed to the Parquet writer at once. The samples table is built this many rows at a
-/// time, so its Arrow arrays (text columns repeat their value on every row) stay a few MB;
-/// every other batch is cut into slices of this size too, because where the writer closes a
-/// page depends on the batches it is given, and the same rows must give the same bytes.
-pub(super) const WRITE_BATCH_ROWS: usize = 16 * 1024;
+/// Rows handed to the Parquet writer at once. Where the writer closes a page depends on the
+/// batches it is handed (it encodes each in runs whose length depends on the batch), so it
+/// is always handed this many rows (but for a file's last ones), whatever batches they came
+/// in, and the same rows give the same bytes however they were batched. The samples table is
+/// built this many rows at a time too, so its Arrow arrays (text columns repeat their value
+/// on every row) stay small.
+pub(super) const WRITE_BATCH_ROWS: usize = 4 * 1024;
+
+/// `batches` (of one schema) as one batch.
+fn concat(batches: &[&RecordBatch], table: Table) -> Result<RecordBatch> {
+    arrow_select::concat::concat_batches(&batches[0].schema(), batches.iter().copied())
+        .map_err(|e| encoding_error(table, e))
+}
 
 /// The Parquet bytes of `batch`, a batch of `table`. Nothing in them depends on when or
 /// where they were written, so the same rows always give the same bytes.
@@ -110,9 +118,9 @@ pub(super) fn encode(table: Table, batch: &RecordBatch) -> Result<Vec<u8>> {
 }
 
 /// One Parquet file being written: rows go in batch by batch, and the bytes are passed on as
-/// the writer closes each row group. The writer is handed the rows [`WRITE_BATCH_ROWS`] at a
-/// time whatever batches they come in (the rest wait for the next batch), so any batching
-/// of the same rows gives the same bytes: a window written whole or in parts.
+/// the writer closes each row group. The writer is handed [`WRITE_BATCH_ROWS`] rows at a time
+/// whatever batches they come in (the rest wait for the next batch), so any batching of the
+/// same rows gives the same bytes: a window written whole or in parts.
 pub(super) struct Encoder {
     table: Table,
     writer: ArrowWriter<Vec<u8>>,
@@ -140,12 +148,10 @@ impl Encoder {
         let rows = batch.num_rows();
         self.rows += rows as u64;
         let mut start = 0;
-        // The rows waiting are topped up from this batch: only they are copied.
+        // The few rows waiting are topped up from this batch: only they are copied.
         if let Some(waiting) = self.waiting.take() {
             start = (WRITE_BATCH_ROWS - waiting.num_rows()).min(rows);
-            let head = batch.slice(0, start);
-            let joined = arrow_select::concat::concat_batches(&batch.schema(), [&waiting, &head])
-                .map_err(|e| encoding_error(table, e))?;
+            let joined = concat(&[&waiting, &batch.slice(0, start)], table)?;
             if joined.num_rows() < WRITE_BATCH_ROWS {
                 self.waiting = Some(joined);
                 return Ok(());
@@ -157,11 +163,8 @@ impl Encoder {
             start += WRITE_BATCH_ROWS;
         }
         if start < rows {
-            // Copied out, so the batch's arrays are not all kept for a few of their rows.
-            let rest = batch.slice(start, rows - start);
-            let rest = arrow_select::concat::concat_batches(&batch.schema(), [&rest])
-                .map_err(|e| encoding_error(table, e))?;
-            self.waiting = Some(rest);
+            // Copied out, so the batch's arrays are not kept for a few of their rows.
+            self.waiting = Some(concat(&[&batch.slice(start, rows - start)], table)?);
         }
         Ok(())
     }

@@ -25,20 +25,29 @@ impl Pools {
         self.entries.get(&(class, key)).copied()
     }
 
-    /// Indexes the pools of the chunk `r` reads, the first at `first` (the header's offset).
+    /// Indexes the pools of a chunk whose pool records `r` reads, the first at chunk
+    /// position `first` (the header's offset); `locate` says where in `r` the record at a
+    /// chunk position starts. Entries are positions in `r`.
     pub(crate) fn read(
         metadata: &Metadata,
         r: &Reader<'_>,
-        first: usize,
+        first: u64,
+        locate: &dyn Fn(u64) -> Option<usize>,
         limits: &Limits,
     ) -> Result<Pools> {
         let mut pools = Pools::default();
-        let mut at = first;
+        let mut position = first;
         let mut seen = FxHashSet::default();
         loop {
-            if !seen.insert(at) {
-                return Err(r.at(at).malformed("the constant pools' chain loops"));
+            if !seen.insert(position) {
+                return Err(r.malformed("the constant pools' chain loops"));
             }
+            let at = locate(position).ok_or_else(|| {
+                r.malformed(format!(
+                    "the constant pool chain leads to chunk position {position}, where no \
+                     constant pool starts"
+                ))
+            })?;
             let mut p = r.record(at, "constant pool")?;
             let ty = p.varint()?;
             if ty != POOL_EVENT {
@@ -75,14 +84,9 @@ impl Pools {
             if delta == 0 {
                 return Ok(pools);
             }
-            at = (at as i64)
-                .checked_add(delta)
-                .and_then(|next| usize::try_from(next).ok())
-                .filter(|&next| next < r.len())
-                .ok_or_else(|| {
-                    r.at(at)
-                        .malformed(format!("constant pool delta {delta} leaves the chunk"))
-                })?;
+            position = position.checked_add_signed(delta).ok_or_else(|| {
+                r.malformed(format!("constant pool delta {delta} leaves the chunk"))
+            })?;
         }
     }
 }

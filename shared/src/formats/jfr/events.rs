@@ -15,6 +15,7 @@ use super::chunk::Header;
 use super::constant_pool::Pools;
 use super::metadata::Metadata;
 use super::reader::Reader;
+use super::spool::SpooledChunk;
 use super::values::{read_struct, Value};
 
 mod resolve;
@@ -171,6 +172,39 @@ struct Chunk<'a, 'm> {
     string_class: Option<usize>,
 }
 
+/// What a chunk's events are read with but their bytes.
+#[derive(Clone, Copy)]
+struct ChunkParts<'m> {
+    header: &'m Header,
+    metadata: &'m Metadata,
+    pools: &'m Pools,
+    string_class: Option<usize>,
+}
+
+impl<'m> Chunk<'_, 'm> {
+    fn forget_reader(self) -> ChunkParts<'m> {
+        ChunkParts {
+            header: self.header,
+            metadata: self.metadata,
+            pools: self.pools,
+            string_class: self.string_class,
+        }
+    }
+}
+
+impl<'m> ChunkParts<'m> {
+    /// The chunk read by `reader`: the kept records with one event after them.
+    fn with_reader<'a>(self, reader: &Reader<'a>) -> Chunk<'a, 'm> {
+        Chunk {
+            header: self.header,
+            metadata: self.metadata,
+            pools: self.pools,
+            reader: reader.clone(),
+            string_class: self.string_class,
+        }
+    }
+}
+
 impl<'l> Importer<'l> {
     pub(crate) fn new(limits: &'l Limits, samples: Samples<'l>) -> Self {
         let mut profile = Profile::new(super::FORMAT);
@@ -200,15 +234,17 @@ impl<'l> Importer<'l> {
         header: &Header,
         metadata: &Metadata,
         pools: &Pools,
-        reader: Reader<'_>,
+        spooled: &mut SpooledChunk,
     ) -> Result<()> {
+        let string_class = metadata.class_named("java.lang.String");
         let chunk = Chunk {
             header,
             metadata,
             pools,
-            reader,
-            string_class: metadata.class_named("java.lang.String"),
-        };
+            reader: spooled.kept(),
+            string_class,
+        }
+        .forget_reader();
         let end = header.start_nanos.saturating_add(header.duration_nanos);
         self.start = Some(
             self.start
@@ -219,18 +255,21 @@ impl<'l> Importer<'l> {
         let setting = metadata.class_named("jdk.ActiveSetting");
         let jvm = metadata.class_named("jdk.JVMInformation");
         let mut pid = None;
-        let mut fields = Vec::new();
-        for_each_event(&chunk.reader, metadata, |class, r| {
-            let Some(class) = class else {
+        // One vector for every event's fields, whose values borrow that event's bytes.
+        let mut spare: Vec<Value<'static>> = Vec::new();
+        spooled.for_each_event(|all, mut r| {
+            let Some(class) = metadata.class_index(r.varint()?) else {
                 return Ok(());
             };
+            let mut fields = recycle(std::mem::take(&mut spare));
             if Some(class) == setting {
-                self.setting(&chunk, class, r, &mut fields)?;
+                self.setting(&chunk.with_reader(all), class, &mut r, &mut fields)?;
             } else if Some(class) == jvm && pid.is_none() {
-                read_struct(metadata, class, r, &mut fields)?;
+                read_struct(metadata, class, &mut r, &mut fields)?;
                 let c = &metadata.classes[class];
                 pid = c.field("pid").and_then(|f| fields[f].int());
             }
+            spare = recycle(fields);
             Ok(())
         })?;
         let process = *self
@@ -259,16 +298,20 @@ impl<'l> Importer<'l> {
         }
         let mut caches = Caches::default();
         self.chunk_bounds = None;
-        for_each_event(&chunk.reader, metadata, |class, r| {
+        spooled.for_each_event(|all, mut r| {
+            let class = metadata.class_index(r.varint()?);
             match class.and_then(|c| Some((c, plans.get_mut(&c)?))) {
                 Some((class, plan)) => {
-                    read_struct(metadata, class, r, &mut fields)?;
+                    let mut fields = recycle(std::mem::take(&mut spare));
+                    read_struct(metadata, class, &mut r, &mut fields)?;
                     // Made at the first sample: the metadata declares every event type.
                     if plan.series.is_none() {
                         let kind = EVENTS[plan.event].1;
                         plan.series = Some(self.series(plan.event, kind, plan.unit, plan.period));
                     }
-                    self.sample(&chunk, &mut caches, process, plan, &fields)
+                    self.sample(&chunk.with_reader(all), &mut caches, process, plan, &fields)?;
+                    spare = recycle(fields);
+                    Ok(())
                 }
                 None => {
                     if class.is_none() || class != setting {
@@ -474,25 +517,12 @@ impl<'l> Importer<'l> {
     }
 }
 
-/// Calls `f` with the class index of every event of the chunk (`None` for a type the metadata
-/// does not declare) and a reader of its fields. Metadata and constant pool events are passed
-/// over.
-fn for_each_event<'a>(
-    chunk: &Reader<'a>,
-    metadata: &Metadata,
-    mut f: impl FnMut(Option<usize>, &mut Reader<'a>) -> Result<()>,
-) -> Result<()> {
-    let mut at = super::chunk::HEADER_BYTES;
-    while at < chunk.len() {
-        let mut r = chunk.record(at, "event")?;
-        let end = r.len();
-        let ty = r.varint()?;
-        if ty > super::constant_pool::POOL_EVENT {
-            f(metadata.class_index(ty), &mut r)?;
-        }
-        at = end;
-    }
-    Ok(())
+/// `v` emptied, its allocation kept for values that borrow other bytes.
+fn recycle<'b>(mut v: Vec<Value<'_>>) -> Vec<Value<'b>> {
+    v.clear();
+    v.into_iter()
+        .map(|_| unreachable!("the vector is empty"))
+        .collect()
 }
 
 /// Where the fields of an event type that becomes samples are.

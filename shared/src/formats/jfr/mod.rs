@@ -1,8 +1,10 @@
 //! Java Flight Recorder recordings (`.jfr`): the JDK's and async-profiler's. A file is chunks
 //! back to back, each self-contained: a 68-byte header, then events, among them the chunk's
 //! metadata (the classes of every value, by name) and its constant pools, which sit near the
-//! chunk's end. So a chunk is read whole, decoded, and dropped before the next is read; only
-//! the model and one chunk are held.
+//! chunk's end. So a chunk's records are read first, its metadata and pools kept and its
+//! events spilled aside ([`spool`]); then its events are read back and decoded, and the chunk
+//! is dropped before the next is read. Only the model, one chunk's metadata and pools and one
+//! event are held.
 //!
 //! Values are decoded by their fields' names from each chunk's metadata, so the reader follows
 //! the JDK's versions. The events that become samples and their series are listed in
@@ -14,6 +16,7 @@ mod context_labels;
 mod events;
 mod metadata;
 mod reader;
+mod spool;
 mod two_readings;
 mod values;
 
@@ -28,10 +31,10 @@ use self::chunk::{Header, HEADER_BYTES, MAGIC};
 use self::constant_pool::Pools;
 use self::events::{Importer, Samples};
 use self::metadata::Metadata;
-use self::reader::Reader;
+use self::spool::SpooledChunk;
 use crate::error::{ErrorKind, Result};
 use crate::formats::Extras;
-use crate::limits::{exceeded, Limits};
+use crate::limits::Limits;
 use crate::metadata::UploadMetadata;
 use crate::model::Profile;
 
@@ -66,36 +69,23 @@ fn finish(importer: Importer<'_>, chunks: u64) -> Profile {
 
 /// Reads the recording's chunks into `importer`, one at a time; gives how many were whole.
 fn read_chunks(
-    mut input: impl Read,
+    input: impl Read,
     codec: &'static str,
     limits: &Limits,
     importer: &mut Importer<'_>,
 ) -> Result<u64> {
-    let mut bytes = Vec::new();
+    // Records are read size first, a byte at a time.
+    let mut input = std::io::BufReader::with_capacity(1 << 16, input);
+    let mut bytes = Vec::with_capacity(HEADER_BYTES);
     let mut offset = 0u64;
     let mut whole = 0u64;
     loop {
         bytes.clear();
-        // Read in steps that double what is there, each reserved exactly: the buffer ends the
-        // size of the chunk, where letting `read_to_end` grow it rounded it up to a power of
-        // two (a third more for a 12 MB chunk).
-        let read = |input: &mut dyn Read, bytes: &mut Vec<u8>, n: u64| {
-            let mut read = 0;
-            while read < n {
-                let step = (n - read).min((bytes.len() as u64).max(1 << 16));
-                bytes.reserve_exact(step as usize);
-                let got = input
-                    .take(step)
-                    .read_to_end(bytes)
-                    .map_err(|e| super::io_error(e, codec, offset, "JFR chunk"))?;
-                read += got as u64;
-                if (got as u64) < step {
-                    break;
-                }
-            }
-            Ok::<u64, crate::Error>(read)
-        };
-        if read(&mut input, &mut bytes, HEADER_BYTES as u64)? == 0 {
+        let read = (&mut input)
+            .take(HEADER_BYTES as u64)
+            .read_to_end(&mut bytes)
+            .map_err(|e| super::io_error(e, codec, offset, "JFR chunk"))?;
+        if read == 0 {
             break;
         }
         if bytes.len() < HEADER_BYTES {
@@ -109,19 +99,12 @@ fn read_chunks(
             break;
         }
         let header = Header::read(&bytes, offset)?;
-        // Grown as the bytes arrive: a header that lies about the size allocates nothing.
-        // One byte past the limit is read so that a chunk the input cuts short is told
-        // apart from one really too large: the first is truncated, only the second a limit.
-        let wanted = header.size.min(limits.max_event_bytes.saturating_add(1));
-        read(&mut input, &mut bytes, wanted - HEADER_BYTES as u64)?;
-        if header.size > limits.max_event_bytes && bytes.len() as u64 == wanted {
-            return Err(exceeded("max_event_bytes", limits.max_event_bytes));
-        }
-        if (bytes.len() as u64) < header.size {
+        let Some(mut spooled) = SpooledChunk::read(&mut input, &header, offset, codec, limits)?
+        else {
             importer.profile.count("jfr_truncated_chunk");
             break;
-        }
-        decode_chunk(importer, &header, &bytes, offset, limits)?;
+        };
+        decode_chunk(importer, &header, &mut spooled, limits)?;
         if whole == 0 {
             let version = format!("{}.{}", header.major, header.minor);
             importer
@@ -154,16 +137,21 @@ pub(crate) fn extras() -> Extras {
     }
 }
 
+/// Decodes one chunk's events, with its metadata and its constant pools.
 fn decode_chunk(
     importer: &mut Importer<'_>,
     header: &Header,
-    bytes: &[u8],
-    offset: u64,
+    spooled: &mut SpooledChunk,
     limits: &Limits,
 ) -> Result<()> {
-    let chunk = Reader::new(bytes, 0, offset, header.compressed_integers);
-    let at = header.metadata_offset as usize;
-    let mut r = chunk.record(at, "metadata")?;
+    let kept = spooled.kept();
+    let metadata_at = spooled.locate(header.metadata_offset).ok_or_else(|| {
+        kept.malformed(format!(
+            "the header's metadata offset {} leads to no metadata record",
+            header.metadata_offset
+        ))
+    })?;
+    let mut r = kept.record(metadata_at, "metadata")?;
     let ty = r.varint()?;
     if ty != METADATA_EVENT {
         return Err(r.malformed(format!(
@@ -173,11 +161,12 @@ fn decode_chunk(
     let metadata = Metadata::read(&mut r, limits)?;
     let pools = Pools::read(
         &metadata,
-        &chunk,
-        header.constant_pool_offset as usize,
+        &kept,
+        header.constant_pool_offset,
+        &|position| spooled.locate(position),
         limits,
     )?;
-    importer.chunk(header, &metadata, &pools, chunk)
+    importer.chunk(header, &metadata, &pools, spooled)
 }
 
 #[cfg(test)]

@@ -327,6 +327,21 @@ fn a_recording_without_a_whole_chunk_is_refused() {
 }
 
 #[test]
+fn events_spilled_to_a_file_decode_as_those_kept_in_memory() {
+    let bytes = fixture("jdk17.jfr");
+    let in_memory = decode(bytes.as_slice(), "plain", &Limits::default()).unwrap();
+    super::spool::SPILL_IN_MEMORY_FOR_TEST.with(|limit| limit.set(0));
+    let through_a_file = decode(bytes.as_slice(), "plain", &Limits::default());
+    super::spool::SPILL_IN_MEMORY_FOR_TEST.with(|limit| limit.set(1 << 20));
+    let through_a_file = through_a_file.unwrap();
+    assert!(in_memory.samples().len() > 100);
+    assert!(through_a_file.samples() == in_memory.samples());
+    assert_eq!(through_a_file.stacks().len(), in_memory.stacks().len());
+    assert_eq!(through_a_file.frames().len(), in_memory.frames().len());
+    assert_eq!(through_a_file.stats, in_memory.stats);
+}
+
+#[test]
 fn a_chunk_larger_than_the_limit_is_refused() {
     let bytes = fixture("jdk17.jfr");
     let limits = Limits {
