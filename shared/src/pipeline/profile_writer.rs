@@ -41,6 +41,8 @@ pub(crate) struct ProfileWriter<'s> {
     /// The samples of the series Sample v2 carries from the parts of a window added so far:
     /// Relay's rules are a whole chunk's, so its chunks are planned once the window is.
     held: SampleTable,
+    /// Whether a window's parts have been added and its end not yet.
+    window_open: bool,
 }
 
 impl<'s> ProfileWriter<'s> {
@@ -55,6 +57,7 @@ impl<'s> ProfileWriter<'s> {
             sample_v2: ManifestSampleV2::default(),
             expansion: None,
             held: SampleTable::default(),
+            window_open: false,
         }
     }
 
@@ -78,7 +81,7 @@ impl<'s> ProfileWriter<'s> {
         grid: Option<Grid>,
         out: &mut Outputs,
     ) -> Result<()> {
-        if !self.held.is_empty() {
+        if self.window_open {
             return self.complete_window(profile, grid, out);
         }
         let table_plans = plan_tables_on(profile, self.source_id, grid)?;
@@ -146,6 +149,7 @@ impl<'s> ProfileWriter<'s> {
         }
         self.table_profiles += table_plans.len() as u64;
         let inputs = self.inputs(&table_plans);
+        self.window_open = true;
         self.tables.add_part(&inputs, &mut out.tables(&[]))
     }
 
@@ -168,6 +172,8 @@ impl<'s> ProfileWriter<'s> {
             let inputs = self.inputs(&table_plans);
             self.tables.add(&inputs, &mut out.tables(&[]))?;
         }
+        self.tables.complete_window(profile);
+        self.window_open = false;
         // The held samples are all earlier than the piece's: together they are in time order.
         let mut window = std::mem::take(&mut self.held);
         let piece = profile.replace_samples(SampleTable::default());

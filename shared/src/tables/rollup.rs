@@ -59,6 +59,7 @@ pub(super) type ProfileSums = FxHashMap<(i64, String), RollupSums>;
 
 /// One hour's sums of a table profile's samples, by the stack id of their leaf: 12 bytes a
 /// node, exact all the same.
+#[derive(Debug)]
 struct HourSums {
     hour_us: i64,
     weight: Vec<i64>,
@@ -97,85 +98,96 @@ impl HourSums {
     }
 }
 
-/// The sums of one profile's samples, read with its tree.
-pub(super) fn profile_sums(p: &TableProfile<'_>, tree: &CallTree) -> ProfileSums {
-    let samples = p.profile.samples();
-    let nodes = tree.stacks.len();
-    // Per hour, the weight and count of each leaf, by stack id. A table profile is one window
-    // of the grid (or aggregated at one instant), so it has one hour, or two when its window
-    // straddles one: a dense array per hour costs 12 bytes a node, where a map keyed by (hour,
-    // stack) cost seven times that, which for a trace of a million distinct span stacks was
-    // the conversion's largest allocation.
-    let mut hours: Vec<HourSums> = Vec::new();
-    for index in &p.plan.samples {
-        let index = index as usize;
-        let Some(stack) = samples.stack(index).and_then(|s| tree.stack_id(s)) else {
-            continue;
-        };
-        let time_us = samples.time(index).map(micros).unwrap_or(p.start_us);
-        let hour_us = time_us.div_euclid(HOUR_US) * HOUR_US;
-        let at = match hours.iter().position(|h| h.hour_us == hour_us) {
-            Some(at) => at,
-            None => {
-                hours.push(HourSums::new(hour_us, nodes));
-                hours.len() - 1
-            }
-        };
-        hours[at].add(stack, samples.weight(index));
-    }
-    // (hour, function) → sums: hashed while stacks are walked, each function of each leaf
-    // once for all its hours. The sums are exact integer additions, so the order stacks are
-    // walked in cannot show.
-    let mut per_function: FxHashMap<(i64, &str), RollupSums> = FxHashMap::default();
-    let names: Vec<String> = tree
-        .frames
-        .iter()
-        .map(|&f| p.profile.frame_name(p.profile.frame(f)))
-        .collect();
-    let name = |s: u32| -> &str { &names[tree.stacks[s as usize].frame as usize] };
-    let mut functions: Vec<&str> = Vec::new();
-    for stack in 0..nodes {
-        if hours.iter().all(|h| h.rows[stack] == 0) {
-            continue;
-        }
-        let stack_id = stack as u32;
-        // Recursion puts a function on the stack more than once; it counts once per sample.
-        functions.clear();
-        for node in tree.path(stack_id) {
-            functions.push(name(node));
-            functions.extend(inlined_callers(p.profile, tree, node));
-        }
-        functions.sort_unstable();
-        functions.dedup();
-        for h in &hours {
-            let (weight, count) = (h.weight(stack_id), i128::from(h.rows[stack]));
-            if count == 0 {
-                continue;
-            }
-            let leaf = per_function.entry((h.hour_us, name(stack_id))).or_default();
-            leaf.self_value += weight;
-            leaf.self_rows += count;
-            for &function in &functions {
-                let sums = per_function.entry((h.hour_us, function)).or_default();
-                sums.total_value += weight;
-                sums.total_rows += count;
-            }
-        }
-    }
-    per_function
-        .into_iter()
-        .map(|((hour_us, function), sums)| ((hour_us, function.to_owned()), sums))
-        .collect()
+/// A table profile's samples summed by hour and leaf. The parts of a window written in parts
+/// add up here, and the functions' sums are worked out once, from the whole window's.
+#[derive(Debug, Default)]
+pub(super) struct LeafSums {
+    hours: Vec<HourSums>,
 }
 
-/// Adds the sums of a later part of a profile's window to those of its earlier parts.
-pub(super) fn add_sums(earlier: &mut ProfileSums, later: ProfileSums) {
-    for (key, sums) in later {
-        let row = earlier.entry(key).or_default();
-        row.self_value += sums.self_value;
-        row.total_value += sums.total_value;
-        row.self_rows += sums.self_rows;
-        row.total_rows += sums.total_rows;
+impl LeafSums {
+    /// Adds the samples of `p`, read with its tree (which may have grown since the last
+    /// part).
+    pub fn add(&mut self, p: &TableProfile<'_>, tree: &CallTree) {
+        let samples = p.profile.samples();
+        let nodes = tree.stacks.len();
+        // A table profile is one window of the grid (or aggregated at one instant), so it has
+        // one hour, or two when its window straddles one: a dense array per hour costs 12
+        // bytes a node, where a map keyed by (hour, stack) cost seven times that, which for a
+        // trace of a million distinct span stacks was the conversion's largest allocation.
+        let hours = &mut self.hours;
+        for h in hours.iter_mut() {
+            h.weight.resize(nodes, 0);
+            h.rows.resize(nodes, 0);
+        }
+        for index in &p.plan.samples {
+            let index = index as usize;
+            let Some(stack) = samples.stack(index).and_then(|s| tree.stack_id(s)) else {
+                continue;
+            };
+            let time_us = samples.time(index).map(micros).unwrap_or(p.start_us);
+            let hour_us = time_us.div_euclid(HOUR_US) * HOUR_US;
+            let at = match hours.iter().position(|h| h.hour_us == hour_us) {
+                Some(at) => at,
+                None => {
+                    hours.push(HourSums::new(hour_us, nodes));
+                    hours.len() - 1
+                }
+            };
+            hours[at].add(stack, samples.weight(index));
+        }
+    }
+
+    /// The sums per (hour, function), the functions named as `tree` names them.
+    pub fn by_function(&self, profile: &Profile, tree: &CallTree) -> ProfileSums {
+        let hours = &self.hours;
+        let nodes = tree.stacks.len();
+        // (hour, function) → sums: hashed while stacks are walked, each function of each leaf
+        // once for all its hours. The sums are exact integer additions, so the order stacks are
+        // walked in cannot show.
+        let mut per_function: FxHashMap<(i64, &str), RollupSums> = FxHashMap::default();
+        let names: Vec<String> = tree
+            .frames
+            .iter()
+            .map(|&f| profile.frame_name(profile.frame(f)))
+            .collect();
+        let name = |s: u32| -> &str { &names[tree.stacks[s as usize].frame as usize] };
+        let mut functions: Vec<&str> = Vec::new();
+        for stack in 0..nodes {
+            if hours
+                .iter()
+                .all(|h| h.rows.get(stack).is_none_or(|&r| r == 0))
+            {
+                continue;
+            }
+            let stack_id = stack as u32;
+            // Recursion puts a function on the stack more than once; it counts once per sample.
+            functions.clear();
+            for node in tree.path(stack_id) {
+                functions.push(name(node));
+                functions.extend(inlined_callers(profile, tree, node));
+            }
+            functions.sort_unstable();
+            functions.dedup();
+            for h in hours {
+                let (weight, count) = (h.weight(stack_id), i128::from(h.rows[stack]));
+                if count == 0 {
+                    continue;
+                }
+                let leaf = per_function.entry((h.hour_us, name(stack_id))).or_default();
+                leaf.self_value += weight;
+                leaf.self_rows += count;
+                for &function in &functions {
+                    let sums = per_function.entry((h.hour_us, function)).or_default();
+                    sums.total_value += weight;
+                    sums.total_rows += count;
+                }
+            }
+        }
+        per_function
+            .into_iter()
+            .map(|((hour_us, function), sums)| ((hour_us, function.to_owned()), sums))
+            .collect()
     }
 }
 

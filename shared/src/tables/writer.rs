@@ -16,7 +16,7 @@ use super::counters::{counter_rows, counters_batch, mark_days};
 use super::parquet_file::{Encoder, WRITE_BATCH_ROWS};
 use super::partition::{day_of_us, dt};
 use super::profiles::{micros, profiles_batch, Earlier, ProfileRow, TableProfile};
-use super::rollup::{add_sums, profile_sums, rollup_batch, ProfileSums};
+use super::rollup::{rollup_batch, LeafSums};
 use super::rollup::{Rollup, RollupGroup, RollupKey, RollupSums};
 use super::samples::{sample_rows, samples_batch};
 use super::{tree_slices, tree_table, FileId, SinkFile, Table, TableProfileInput, TableSink};
@@ -45,7 +45,7 @@ struct OpenProfile {
     day: i64,
     row: ProfileRow,
     group: RollupGroup,
-    sums: ProfileSums,
+    sums: LeafSums,
 }
 
 /// A day's `samples` file, open while windows are added.
@@ -201,7 +201,7 @@ impl<'s> TableWriter<'s> {
     {
         let mut profiles: Vec<TableProfile<'a>> = Vec::with_capacity(inputs.len());
         // The trees and sums of profiles whose window goes on in a later part.
-        let mut going_on: Vec<(CallTree, ProfileSums)> = Vec::new();
+        let mut going_on: Vec<(CallTree, LeafSums)> = Vec::new();
         for input in inputs {
             let open = self
                 .open
@@ -213,15 +213,13 @@ impl<'s> TableWriter<'s> {
                 None => (None, None),
             };
             let (profile, tree) = TableProfile::new(self.source, input, earlier);
-            let mut sums = profile_sums(&profile, &tree);
-            if let Some(mut earlier) = earlier_sums {
-                add_sums(&mut earlier, sums);
-                sums = earlier;
-            }
+            let mut sums = earlier_sums.unwrap_or_default();
+            sums.add(&profile, &tree);
             if continued {
                 going_on.push((tree, sums));
             } else {
-                self.rollup.add(Rollup::group_of(&profile), sums);
+                let by_function = sums.by_function(profile.profile, &tree);
+                self.rollup.add(Rollup::group_of(&profile), by_function);
             }
             profiles.push(profile);
         }
@@ -274,17 +272,15 @@ impl<'s> TableWriter<'s> {
                 }),
             }
         }
-        if !continued {
-            self.close_open();
-        }
         Ok(())
     }
 
     /// Completes the profiles of a window added in parts that its last part had no samples
-    /// of.
-    fn close_open(&mut self) {
+    /// of; `profile` is their model.
+    pub fn complete_window(&mut self, profile: &Profile) {
         for open in std::mem::take(&mut self.open) {
-            self.rollup.add(open.group, open.sums);
+            let by_function = open.sums.by_function(profile, &open.earlier.tree);
+            self.rollup.add(open.group, by_function);
             self.kept.push(Kept {
                 model: open.model,
                 leaves: open.earlier.tree.new_leaves,
@@ -300,7 +296,10 @@ impl<'s> TableWriter<'s> {
     /// frame its samples reached and all its marks (in any order: they are told apart by
     /// address).
     pub fn finish(mut self, models: &[&Profile], sink: &mut dyn TableSink) -> Result<()> {
-        self.close_open();
+        // Windows added in parts are of one model, the upload's.
+        if let Some(&model) = models.first() {
+            self.complete_window(model);
+        }
         let models: Vec<&Profile> = self
             .models
             .iter()
