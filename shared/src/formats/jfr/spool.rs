@@ -58,7 +58,9 @@ enum Spill {
 
 impl Spill {
     fn push(&mut self, position: u64, record: &[u8]) -> Result<()> {
-        let length = u32::try_from(record.len()).expect("a record fits its chunk's u32 limit");
+        // A record over 4 GiB is past any chunk limit worth setting.
+        let length = u32::try_from(record.len())
+            .map_err(|_| exceeded("max_event_bytes", u64::from(u32::MAX)))?;
         if let Spill::Memory(bytes) = self {
             if bytes.len() + record.len() > spill_in_memory() {
                 let mut file = BufWriter::new(tempfile::tempfile().map_err(spill_error)?);
