@@ -30,6 +30,7 @@
 
 mod allocator;
 mod calendar;
+mod compare;
 mod error;
 mod events;
 mod formats;
