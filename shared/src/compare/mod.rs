@@ -3,4 +3,6 @@
 
 // The statistics come first; the job that reads the rollups and reports is next.
 #[allow(dead_code)]
+mod flags;
+#[allow(dead_code)]
 mod stats;
