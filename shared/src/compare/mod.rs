@@ -5,4 +5,6 @@
 #[allow(dead_code)]
 mod flags;
 #[allow(dead_code)]
+mod rollups;
+#[allow(dead_code)]
 mod stats;
