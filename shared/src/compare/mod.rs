@@ -5,6 +5,8 @@
 #[allow(dead_code)]
 mod flags;
 #[allow(dead_code)]
+mod report;
+#[allow(dead_code)]
 mod rollups;
 #[allow(dead_code)]
 mod stats;
