@@ -66,6 +66,7 @@ pub use store::{LocalDirStore, ObjectStore};
 /// processing a key did, rehydration's scopes and pages, and the settings the functions read
 /// from the environment.
 pub mod jobs {
+    pub use crate::compare::{compare_releases, CompareReport, CompareRequest};
     pub use crate::limits::LimitsError;
     pub use crate::pipeline::{
         convert_into, convert_upload, convert_upload_with, decode, decode_stream_with_limits,

@@ -1,5 +1,6 @@
 //! `proflake`: run the conversion pipeline on a local directory laid out like the bucket.
 
+mod compare;
 mod flamegraph;
 mod lake;
 mod output;
@@ -42,6 +43,9 @@ enum Command {
     Inspect(InspectArgs),
     /// Draw an SVG flame graph from a bucket directory's stack tables or one profile file.
     Flamegraph(Box<flamegraph::FlamegraphArgs>),
+    /// Compare two releases of a service: the functions whose share of a series got larger
+    /// (regressions) or smaller (improvements) beyond noise.
+    Compare(Box<compare::CompareArgs>),
     /// Debug files: store them by build ID, list them.
     #[command(subcommand)]
     Symbols(symbols::SymbolsCommand),
@@ -268,6 +272,7 @@ fn main() -> ExitCode {
         Command::Process(args) => process(*args),
         Command::Inspect(args) => inspect(args),
         Command::Flamegraph(args) => flamegraph::flamegraph(*args),
+        Command::Compare(args) => compare::compare(*args),
         Command::Symbols(command) => symbols::symbols(command),
         Command::Rehydrate(args) => symbols::rehydrate_command(args),
         Command::Publish(args) => lake::publish(args),

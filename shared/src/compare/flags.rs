@@ -109,9 +109,13 @@ struct Upload<'a> {
 }
 
 /// Compares the base release's uploads with the head's, from their rollup rows (one series).
+/// `values_count_samples` when the series' values are sample counts (unit `count`): an
+/// aggregated input's row then stands for as many samples as its value, where a timed input's
+/// row is one sample.
 pub(crate) fn compare<'a>(
     rows: impl IntoIterator<Item = RollupRow<'a>>,
     thresholds: &Thresholds,
+    values_count_samples: bool,
 ) -> Comparison {
     let mut uploads: FxHashMap<&str, Upload> = FxHashMap::default();
     let mut function_rows: FxHashMap<&str, u64> = FxHashMap::default();
@@ -119,11 +123,17 @@ pub(crate) fn compare<'a>(
         let upload = uploads.entry(row.upload).or_default();
         upload.side = Some(row.side);
         upload.whole += i128::from(row.self_value);
-        upload.rows += row.self_rows.max(0) as u64;
+        let samples = if values_count_samples {
+            row.self_value.max(row.self_rows)
+        } else {
+            row.self_rows
+        };
+        let samples = samples.max(0) as u64;
+        upload.rows += samples;
         let sums = upload.functions.entry(row.function).or_default();
         sums.0 += i128::from(row.self_value);
         sums.1 += i128::from(row.total_value);
-        *function_rows.entry(row.function).or_default() += row.self_rows.max(0) as u64;
+        *function_rows.entry(row.function).or_default() += samples;
     }
     // Uploads in a fixed order, so the observations (and the floating-point sums) are too.
     let mut order: Vec<(&str, &Upload)> = uploads
@@ -302,6 +312,7 @@ mod tests {
                     self_rows: *count,
                 }),
             thresholds,
+            false,
         )
     }
 
