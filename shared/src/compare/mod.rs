@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::store::ObjectStore;
 use crate::tables::{read_tables, Table};
 
-/// What to compare, and the thresholds of a flag (see [`CompareRequest::default`]).
+/// What to compare, and the thresholds of a flag ([`CompareRequest::new`] sets the defaults).
 #[derive(Clone, Debug)]
 pub struct CompareRequest {
     /// The uploads' service (`service` in the tables).
