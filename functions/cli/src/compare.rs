@@ -32,12 +32,12 @@ pub(crate) struct CompareArgs {
     /// Print the report as JSON instead of Markdown.
     #[arg(long)]
     json: bool,
-    /// Fewest uploads of each release to flag anything.
-    #[arg(long, default_value_t = CompareRequest::new("", "", "").min_uploads)]
-    min_uploads: usize,
-    /// Fewest samples of each release to flag anything.
-    #[arg(long, default_value_t = CompareRequest::new("", "", "").min_samples)]
-    min_samples: u64,
+    /// Fewest uploads of each release to flag anything (default 20).
+    #[arg(long)]
+    min_uploads: Option<usize>,
+    /// Fewest samples of each release to flag anything (default 10,000).
+    #[arg(long)]
+    min_samples: Option<u64>,
     /// Least change of a share to flag, in percent of the base share.
     #[arg(long, default_value_t = 10.0)]
     min_change_percent: f64,
@@ -51,15 +51,16 @@ pub(crate) struct CompareArgs {
 
 pub(crate) fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let store = LocalDirStore::new(&args.store);
+    let defaults = CompareRequest::new(&args.service, &args.base, &args.head);
     let request = CompareRequest {
         environment: args.environment,
         series: args.series,
-        min_uploads: args.min_uploads,
-        min_samples: args.min_samples,
+        min_uploads: args.min_uploads.unwrap_or(defaults.min_uploads),
+        min_samples: args.min_samples.unwrap_or(defaults.min_samples),
         min_relative: args.min_change_percent / 100.0,
         min_absolute: args.min_change_points / 100.0,
         max_q: args.fdr,
-        ..CompareRequest::new(&args.service, &args.base, &args.head)
+        ..defaults
     };
     let report = compare_releases(&store, &request)
         .with_context(|| format!("comparing the releases in {}", args.store.display()))?;

@@ -68,20 +68,15 @@ fn compare_flags_what_was_planted_in_a_generated_fleet() {
         let out = proflake(&args);
         assert!(out.status.success(), "{}", text(&out.stderr));
     }
-    let out = proflake(&[
-        "compare",
-        "--store",
-        store.to_str().unwrap(),
-        "--service",
-        "shop",
-        "--base",
-        "1.0",
-        "--head",
-        "1.1",
-        "--json",
-    ]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let compare = |extra: &[&str]| {
+        let mut args = vec!["compare", "--store", store.to_str().unwrap()];
+        args.extend(["--service", "shop", "--base", "1.0", "--head", "1.1"]);
+        args.extend(extra);
+        let out = proflake(&args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        out.stdout
+    };
+    let report: serde_json::Value = serde_json::from_slice(&compare(&["--json"])).unwrap();
     let names = |list: &str| -> Vec<String> {
         let mut names: Vec<String> = report[list]
             .as_array()
@@ -109,18 +104,7 @@ fn compare_flags_what_was_planted_in_a_generated_fleet() {
     );
 
     // Markdown by default, naming the regression.
-    let out = proflake(&[
-        "compare",
-        "--store",
-        store.to_str().unwrap(),
-        "--service",
-        "shop",
-        "--base",
-        "1.0",
-        "--head",
-        "1.1",
-    ]);
-    let markdown = text(&out.stdout);
+    let markdown = text(&compare(&[]));
     assert!(
         markdown.starts_with("# shop: release 1.1 against 1.0\n"),
         "{markdown}"
@@ -128,21 +112,8 @@ fn compare_flags_what_was_planted_in_a_generated_fleet() {
     assert!(markdown.contains("| `work_00` | self |"), "{markdown}");
 
     // Too few uploads: nothing flagged, and the report says why.
-    let out = proflake(&[
-        "compare",
-        "--store",
-        store.to_str().unwrap(),
-        "--service",
-        "shop",
-        "--base",
-        "1.0",
-        "--head",
-        "1.1",
-        "--min-uploads",
-        "30",
-        "--json",
-    ]);
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report: serde_json::Value =
+        serde_json::from_slice(&compare(&["--min-uploads", "30", "--json"])).unwrap();
     assert_eq!(report["regressions"].as_array().unwrap().len(), 0);
     assert_eq!(
         report["series"][0]["too_little"],

@@ -80,10 +80,7 @@ impl PendingSamples {
     }
 
     fn window(&self, time: i64) -> i64 {
-        match self.grid {
-            Some((grid, offset)) => grid.window(time.saturating_add(offset)),
-            None => i64::MIN,
-        }
+        window_of(self.grid, time)
     }
 
     /// Adds a sample with a time, as the decoder gives it.
@@ -141,18 +138,9 @@ impl PendingSamples {
         let before = watermark.map_or(i64::MAX, |t| self.window(t));
         // Sorted in place, the samples to hand out are a prefix, and only the few after it
         // are copied: the buffer is never held twice.
-        self.pending.sort_by_time();
-        let window = |i: usize| self.window(self.pending.time(i).unwrap_or(i64::MIN));
-        let (mut lo, mut hi) = (0, self.pending.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if window(mid) < before {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        let kept = self.pending.split_off(lo);
+        let grid = self.grid;
+        let at = self.sorted_split(|time| window_of(grid, time) < before);
+        let kept = self.pending.split_off(at);
         let out = std::mem::replace(&mut self.pending, kept);
         self.advance(before);
         tracing::debug!(
@@ -180,18 +168,8 @@ impl PendingSamples {
         // microsecond by profile, so a microsecond is never split between two parts.
         let output_us = watermark.saturating_add(offset).div_euclid(1_000);
         let cut = output_us.saturating_mul(1_000).saturating_sub(offset);
-        self.pending.sort_by_time();
-        let time = |i: usize| self.pending.time(i).unwrap_or(i64::MIN);
-        let (mut lo, mut hi) = (0, self.pending.len());
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if time(mid) < cut {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        let kept = self.pending.split_off(lo);
+        let at = self.sorted_split(|time| time < cut);
+        let kept = self.pending.split_off(at);
         let out = std::mem::replace(&mut self.pending, kept);
         self.part_at = self.pending.len() + self.part_samples;
         self.late_before = self.late_before.max(cut);
@@ -202,6 +180,24 @@ impl PendingSamples {
             "part of a window"
         );
         self.hand_out(out, offset, profile)
+    }
+
+    /// Sorts the samples waiting by time (stably) and gives how many come first for which
+    /// `before` holds of their time (a sample without one counts as the earliest): `before`
+    /// must hold of a prefix of the times.
+    fn sorted_split(&mut self, before: impl Fn(i64) -> bool) -> usize {
+        self.pending.sort_by_time();
+        let time = |i: usize| self.pending.time(i).unwrap_or(i64::MIN);
+        let (mut lo, mut hi) = (0, self.pending.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if before(time(mid)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
     }
 
     fn hand_out(
@@ -218,5 +214,14 @@ impl PendingSamples {
         }
         out.shrink_to_fit();
         Some(profile.replace_samples(out))
+    }
+}
+
+/// The window of the grid (with the offset from the decoder's times) a decoder's time is in;
+/// before any window while the grid is not settled.
+fn window_of(grid: Option<(Grid, i64)>, time: i64) -> i64 {
+    match grid {
+        Some((grid, offset)) => grid.window(time.saturating_add(offset)),
+        None => i64::MIN,
     }
 }

@@ -19,7 +19,7 @@ use crate::error::{ErrorKind, Result};
 use crate::metadata::UploadMetadata;
 use crate::model::{Profile, SampleTable};
 use crate::plan::{carried_series, left_out, plan_sample_v2_on, plan_tables, plan_tables_on};
-use crate::plan::{ChunkPlan, Grid, SampleV2Plan, SeriesCoverage, Timing};
+use crate::plan::{ChunkPlan, Grid, SampleV2Plan, SeriesCoverage, TableProfilePlan, Timing};
 use crate::sample_v2::{prepare_planned_chunk, SampleV2Chunk};
 use crate::symbolize::SymbolizeReport;
 use crate::tables::{TableProfileInput, TableSource, TableWriter};
@@ -84,13 +84,8 @@ impl<'s> ProfileWriter<'s> {
         if self.window_open {
             return self.complete_window(profile, grid, out);
         }
-        let table_plans = plan_tables_on(profile, self.source_id, grid)?;
+        let table_plans = self.plan_tables(profile, grid)?;
         let plan = plan_sample_v2_on(profile, self.metadata, self.source_id, grid)?;
-        self.tally().observe(profile, &table_plans);
-        for p in &table_plans {
-            self.reached.reach(p);
-        }
-        self.table_profiles += table_plans.len() as u64;
         let mut chunks = self.chunks_of(profile, plan);
         let mut inputs = self.inputs(&table_plans);
         // Window by window: a window's chunks, then its tables' rows. Aggregated samples
@@ -128,8 +123,7 @@ impl<'s> ProfileWriter<'s> {
         grid: Option<Grid>,
         out: &mut Outputs,
     ) -> Result<()> {
-        let table_plans = plan_tables_on(profile, self.source_id, grid)?;
-        self.tally().observe(profile, &table_plans);
+        let table_plans = self.plan_tables(profile, grid)?;
         let carried = carried_series(profile);
         let mut not_carried = vec![SeriesCoverage::default(); carried.len()];
         let samples = profile.samples();
@@ -144,10 +138,6 @@ impl<'s> ProfileWriter<'s> {
             }
         }
         self.tally().cover(profile, &not_carried);
-        for p in &table_plans {
-            self.reached.reach(p);
-        }
-        self.table_profiles += table_plans.len() as u64;
         let inputs = self.inputs(&table_plans);
         self.window_open = true;
         self.tables.add_part(&inputs, &mut out.tables(&[]))
@@ -163,12 +153,7 @@ impl<'s> ProfileWriter<'s> {
         out: &mut Outputs,
     ) -> Result<()> {
         {
-            let table_plans = plan_tables_on(profile, self.source_id, grid)?;
-            self.tally().observe(profile, &table_plans);
-            for p in &table_plans {
-                self.reached.reach(p);
-            }
-            self.table_profiles += table_plans.len() as u64;
+            let table_plans = self.plan_tables(profile, grid)?;
             let inputs = self.inputs(&table_plans);
             self.tables.add(&inputs, &mut out.tables(&[]))?;
         }
@@ -191,6 +176,22 @@ impl<'s> ProfileWriter<'s> {
         Ok(())
     }
 
+    /// The table profiles of the samples `profile` holds now, counted in the tally, the
+    /// build IDs they reach and the profiles written.
+    fn plan_tables<'p>(
+        &mut self,
+        profile: &'p Profile,
+        grid: Option<Grid>,
+    ) -> Result<Vec<TableProfilePlan<'p>>> {
+        let table_plans = plan_tables_on(profile, self.source_id, grid)?;
+        self.tally().observe(profile, &table_plans);
+        for p in &table_plans {
+            self.reached.reach(p);
+        }
+        self.table_profiles += table_plans.len() as u64;
+        Ok(table_plans)
+    }
+
     /// The tally of the upload's model.
     fn tally(&mut self) -> &mut SeriesTally {
         if self.series.is_empty() {
@@ -200,10 +201,7 @@ impl<'s> ProfileWriter<'s> {
     }
 
     /// The table inputs of `plans`.
-    fn inputs<'p>(
-        &self,
-        plans: &'p [crate::plan::TableProfilePlan<'p>],
-    ) -> Vec<TableProfileInput<'p, 'p>>
+    fn inputs<'p>(&self, plans: &'p [TableProfilePlan<'p>]) -> Vec<TableProfileInput<'p, 'p>>
     where
         's: 'p,
     {

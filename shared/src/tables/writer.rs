@@ -162,8 +162,9 @@ impl<'s> TableWriter<'s> {
 
     /// Tabulates `inputs`, the table profiles of one window (or of every window): their
     /// `samples` rows are encoded into `sink` now, the rest is kept for
-    /// [`finish`](TableWriter::finish). Windows must come in time order. Profiles of a window
-    /// added in parts before are completed by this one.
+    /// [`finish`](TableWriter::finish). Windows must come in time order. A profile of a window
+    /// added in parts before goes on from its parts and is complete; the window's other
+    /// profiles wait for [`complete_window`](Self::complete_window).
     pub fn add<'a>(
         &mut self,
         inputs: &'a [TableProfileInput<'a, 'a>],

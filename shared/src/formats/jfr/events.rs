@@ -181,17 +181,6 @@ struct ChunkParts<'m> {
     string_class: Option<usize>,
 }
 
-impl<'m> Chunk<'_, 'm> {
-    fn forget_reader(self) -> ChunkParts<'m> {
-        ChunkParts {
-            header: self.header,
-            metadata: self.metadata,
-            pools: self.pools,
-            string_class: self.string_class,
-        }
-    }
-}
-
 impl<'m> ChunkParts<'m> {
     /// The chunk read by `reader`: the kept records with one event after them.
     fn with_reader<'a>(self, reader: &Reader<'a>) -> Chunk<'a, 'm> {
@@ -237,14 +226,12 @@ impl<'l> Importer<'l> {
         spooled: &mut SpooledChunk,
     ) -> Result<()> {
         let string_class = metadata.class_named("java.lang.String");
-        let chunk = Chunk {
+        let chunk = ChunkParts {
             header,
             metadata,
             pools,
-            reader: spooled.kept(),
             string_class,
-        }
-        .forget_reader();
+        };
         let end = header.start_nanos.saturating_add(header.duration_nanos);
         self.start = Some(
             self.start
