@@ -160,6 +160,14 @@ pub enum ErrorKind {
         /// What is wrong.
         what: String,
     },
+    /// An export could not be written in its format.
+    #[error("cannot write the {format} export: {what}")]
+    Export {
+        /// The export format.
+        format: &'static str,
+        /// What failed.
+        what: String,
+    },
     /// Reading or writing storage failed.
     #[error("storage I/O failed on {key}")]
     Storage {
@@ -198,6 +206,7 @@ impl ErrorKind {
             ErrorKind::Lake { .. } => "lake",
             ErrorKind::LakeSchema { .. } => "lake_schema",
             ErrorKind::Unpublishable { .. } => "unpublishable",
+            ErrorKind::Export { .. } => "export",
             ErrorKind::Storage { .. } => "storage",
         }
     }

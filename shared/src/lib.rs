@@ -33,6 +33,7 @@ mod calendar;
 mod compare;
 mod error;
 mod events;
+mod export;
 mod formats;
 mod ids;
 #[cfg(feature = "lake")]
@@ -67,6 +68,10 @@ pub use store::{LocalDirStore, ObjectStore};
 /// from the environment.
 pub mod jobs {
     pub use crate::compare::{compare_releases, CompareReport, CompareRequest};
+    pub use crate::export::{
+        export_profiles, export_tables, flame_frame_name, ExportFormat, ExportRequest, Exported,
+        ExportedSeries, IdOrName, Selection, NO_STACK,
+    };
     pub use crate::limits::LimitsError;
     pub use crate::pipeline::{
         convert_into, convert_upload, convert_upload_with, decode, decode_stream_with_limits,

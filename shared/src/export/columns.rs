@@ -1,0 +1,142 @@
+//! Typed access to the tables' columns by name. The tables may come from files of another
+//! writer (an older version, the lake), so a missing or mistyped column is a typed error
+//! naming it, never a panic.
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int32Type, Int64Type, TimestampMicrosecondType};
+use arrow_array::{Array, ListArray, MapArray, PrimitiveArray, RecordBatch, StringArray};
+
+use crate::error::{Error, ErrorKind, Result};
+
+pub(super) fn malformed(what: String) -> Error {
+    ErrorKind::Malformed {
+        format: "stack tables",
+        offset: 0,
+        what,
+    }
+    .into()
+}
+
+fn missing(table: &str, name: &str, expected: &str) -> Error {
+    malformed(format!("{table} has no column {name} of type {expected}"))
+}
+
+pub(super) fn text<'b>(b: &'b RecordBatch, table: &str, name: &str) -> Result<&'b StringArray> {
+    b.column_by_name(name)
+        .and_then(|c| c.as_string_opt::<i32>())
+        .ok_or_else(|| missing(table, name, "Utf8"))
+}
+
+pub(super) fn int32<'b>(
+    b: &'b RecordBatch,
+    table: &str,
+    name: &str,
+) -> Result<&'b PrimitiveArray<Int32Type>> {
+    b.column_by_name(name)
+        .and_then(|c| c.as_primitive_opt::<Int32Type>())
+        .ok_or_else(|| missing(table, name, "Int32"))
+}
+
+pub(super) fn int64<'b>(
+    b: &'b RecordBatch,
+    table: &str,
+    name: &str,
+) -> Result<&'b PrimitiveArray<Int64Type>> {
+    b.column_by_name(name)
+        .and_then(|c| c.as_primitive_opt::<Int64Type>())
+        .ok_or_else(|| missing(table, name, "Int64"))
+}
+
+pub(super) fn micros<'b>(
+    b: &'b RecordBatch,
+    table: &str,
+    name: &str,
+) -> Result<&'b PrimitiveArray<TimestampMicrosecondType>> {
+    b.column_by_name(name)
+        .and_then(|c| c.as_primitive_opt::<TimestampMicrosecondType>())
+        .ok_or_else(|| missing(table, name, "Timestamp(Microsecond)"))
+}
+
+pub(super) fn map<'b>(b: &'b RecordBatch, table: &str, name: &str) -> Result<&'b MapArray> {
+    b.column_by_name(name)
+        .and_then(|c| c.as_map_opt())
+        .ok_or_else(|| missing(table, name, "Map(Utf8, Utf8)"))
+}
+
+pub(super) fn list<'b>(b: &'b RecordBatch, table: &str, name: &str) -> Result<&'b ListArray> {
+    b.column_by_name(name)
+        .and_then(|c| c.as_list_opt::<i32>())
+        .ok_or_else(|| missing(table, name, "List"))
+}
+
+/// Row `i`, `None` when null.
+pub(super) fn get<A: ValueAt>(a: &A, i: usize) -> Option<A::Value<'_>> {
+    a.is_valid(i).then(|| a.value_at(i))
+}
+
+/// Row `i` of a column the contract says is never null.
+pub(super) fn required<'a, A: ValueAt>(
+    a: &'a A,
+    table: &str,
+    name: &str,
+    i: usize,
+) -> Result<A::Value<'a>> {
+    get(a, i).ok_or_else(|| malformed(format!("{table}.{name} is null in row {i}")))
+}
+
+/// The entries of a `MAP(VARCHAR, VARCHAR)` row, in their stored order; null values read as
+/// empty text.
+pub(super) fn map_entries(m: &MapArray, i: usize) -> Result<impl Iterator<Item = (&str, &str)>> {
+    let (keys, values) = (
+        m.keys().as_string_opt::<i32>(),
+        m.values().as_string_opt::<i32>(),
+    );
+    let (Some(keys), Some(values)) = (keys, values) else {
+        return Err(malformed(
+            "a map column's keys or values are not text".into(),
+        ));
+    };
+    let offsets = m.value_offsets();
+    let range = if m.is_valid(i) {
+        offsets[i] as usize..offsets[i + 1] as usize
+    } else {
+        0..0
+    };
+    Ok(range.map(move |j| (keys.value(j), get(values, j).unwrap_or(""))))
+}
+
+/// What a column holds at a row.
+pub(super) trait ValueAt: Array {
+    type Value<'a>
+    where
+        Self: 'a;
+    fn value_at(&self, i: usize) -> Self::Value<'_>;
+}
+
+impl ValueAt for StringArray {
+    type Value<'a> = &'a str;
+    fn value_at(&self, i: usize) -> &str {
+        self.value(i)
+    }
+}
+
+impl ValueAt for PrimitiveArray<Int32Type> {
+    type Value<'a> = i32;
+    fn value_at(&self, i: usize) -> i32 {
+        self.value(i)
+    }
+}
+
+impl ValueAt for PrimitiveArray<Int64Type> {
+    type Value<'a> = i64;
+    fn value_at(&self, i: usize) -> i64 {
+        self.value(i)
+    }
+}
+
+impl ValueAt for PrimitiveArray<TimestampMicrosecondType> {
+    type Value<'a> = i64;
+    fn value_at(&self, i: usize) -> i64 {
+        self.value(i)
+    }
+}

@@ -1,0 +1,199 @@
+//! Exports: any profile or slice of the fleet, read back from the stack tables, in the
+//! formats people's tools open: pprof, speedscope, folded stacks, the Firefox Profiler's
+//! processed format and OTLP (`docs/export.md`).
+//!
+//! A [`Selection`] picks the profiles and samples; [`slice`] merges them into one table of
+//! frames, one call tree and one list of threads and series; each format writes from that
+//! slice, aggregating as the format does.
+
+mod columns;
+mod firefox;
+mod folded;
+mod otlp;
+mod pprof;
+mod select;
+mod slice;
+mod speedscope;
+
+#[cfg(test)]
+mod firefox_tests;
+#[cfg(test)]
+mod otlp_tests;
+#[cfg(test)]
+mod tests;
+
+pub use folded::{flame_frame_name, NO_STACK};
+pub use select::{IdOrName, Selection};
+
+use crate::error::{ErrorKind, Result};
+use crate::store::ObjectStore;
+use crate::tables::{read_tables, Table, TableBatches};
+
+/// The formats an export writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// pprof `profile.proto`, gzipped.
+    Pprof,
+    /// speedscope's JSON file format.
+    Speedscope,
+    /// Folded stacks, `root;…;leaf weight`, one series.
+    Folded,
+    /// The Firefox Profiler's processed profile format (JSON).
+    Firefox,
+    /// OTLP v1.10 `ExportProfilesServiceRequest`, binary protobuf or JSON.
+    Otlp,
+}
+
+impl ExportFormat {
+    /// Every format, by name.
+    pub const ALL: [(&'static str, ExportFormat); 5] = [
+        ("pprof", ExportFormat::Pprof),
+        ("speedscope", ExportFormat::Speedscope),
+        ("folded", ExportFormat::Folded),
+        ("firefox", ExportFormat::Firefox),
+        ("otlp", ExportFormat::Otlp),
+    ];
+
+    /// The format's name, as the command line spells it.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, f)| *f == self)
+            .map_or("?", |(n, _)| n)
+    }
+}
+
+/// What to export, and how.
+#[derive(Clone, Debug)]
+pub struct ExportRequest {
+    /// Which profiles and samples.
+    pub selection: Selection,
+    /// The format written.
+    pub format: ExportFormat,
+    /// pprof: only what Go's profile-guided optimisation reads (CPU samples as
+    /// `samples/count` and `cpu/nanoseconds`, functions and lines, no labels).
+    pub pgo: bool,
+    /// OTLP: protobuf's JSON encoding, as OTLP/HTTP sends it, instead of binary.
+    pub json: bool,
+    /// A name for the export (document and profile names, titles).
+    pub name: String,
+}
+
+impl ExportRequest {
+    /// An export of `selection` in `format`, binary where there is a choice.
+    pub fn new(selection: Selection, format: ExportFormat) -> Self {
+        ExportRequest {
+            selection,
+            format,
+            pgo: false,
+            json: false,
+            name: "proflake export".to_owned(),
+        }
+    }
+}
+
+/// One series of an export.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExportedSeries {
+    /// `sample_type`.
+    pub sample_type: String,
+    /// `sample_unit`.
+    pub unit: String,
+    /// The sum of the exported samples' values.
+    pub total: i64,
+    /// The exported `samples` rows.
+    pub samples: u64,
+}
+
+/// An export's bytes and what went into them.
+#[derive(Clone, Debug)]
+pub struct Exported {
+    /// The file.
+    pub bytes: Vec<u8>,
+    /// The series the file holds, with their totals.
+    pub series: Vec<ExportedSeries>,
+    /// Profiles and uploads the samples come from.
+    pub profiles: usize,
+    /// Uploads the samples come from.
+    pub uploads: usize,
+}
+
+/// Reads what `request` selects from the landing tables in `store` and writes it in its
+/// format. Only the days the selection's time range reaches are read.
+pub fn export_profiles(store: &dyn ObjectStore, request: &ExportRequest) -> Result<Exported> {
+    let needed = [
+        Table::Profiles,
+        Table::Samples,
+        Table::Stacks,
+        Table::Frames,
+    ];
+    let tables = read_tables(
+        store,
+        &needed,
+        request.selection.from_ns,
+        request.selection.to_ns,
+    )?;
+    export_tables(&tables, request)
+}
+
+/// Writes what `request` selects from `tables` in its format.
+pub fn export_tables(tables: &TableBatches, request: &ExportRequest) -> Result<Exported> {
+    let slice = slice::build(tables, &request.selection)?;
+    let mut exported_series: Vec<usize> = (0..slice.series.len()).collect();
+    let bytes = match request.format {
+        ExportFormat::Pprof => pprof::write(&slice, request.pgo, &request.name)?,
+        ExportFormat::Speedscope => speedscope::write(&slice, &request.name),
+        ExportFormat::Folded => {
+            let series = one_series(&slice)?;
+            exported_series = vec![series];
+            folded::write(&folded::fold(&slice, series))
+        }
+        ExportFormat::Firefox => firefox::write(&slice, &request.name)?,
+        ExportFormat::Otlp => otlp::write(&slice, request.json)?,
+    };
+    let mut series: Vec<ExportedSeries> = slice
+        .series
+        .iter()
+        .map(|s| ExportedSeries {
+            sample_type: s.sample_type.clone(),
+            unit: s.unit.clone(),
+            total: 0,
+            samples: 0,
+        })
+        .collect();
+    let s = &slice.samples;
+    for i in 0..s.len() {
+        let e = &mut series[s.series[i] as usize];
+        e.total = e.total.saturating_add(s.value[i]);
+        e.samples += 1;
+    }
+    let series = exported_series
+        .into_iter()
+        .map(|i| series[i].clone())
+        .collect();
+    Ok(Exported {
+        bytes,
+        series,
+        profiles: slice.profiles,
+        uploads: slice.uploads,
+    })
+}
+
+/// The one series a single-series format (folded stacks) writes.
+fn one_series(slice: &slice::Slice) -> Result<usize> {
+    slice.main_series().ok_or_else(|| {
+        ErrorKind::NoSamples {
+            why: format!(
+                "folded stacks hold one series, and the selection holds {}: choose one with \
+                 --series",
+                slice
+                    .series
+                    .iter()
+                    .map(|s| format!("{:?}", s.sample_type))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+        .into()
+    })
+}
