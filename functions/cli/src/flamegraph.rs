@@ -11,7 +11,9 @@ use proflake::{
     outputs::TableBatches, store::content_etag, store::upload_key, ConvertOptions, InputFormat,
     LocalDirStore,
 };
-use proflake_cli::flame::{fold, parse_time_ns, render_svg, FlameFilter, IdOrName};
+use proflake_cli::flame::{fold, parse_time_ns, render_svg, FlameFilter};
+
+use crate::export::SelectionArgs;
 
 use super::{modified_ns, parse_format, MetadataArgs};
 
@@ -27,24 +29,11 @@ pub(crate) struct FlamegraphArgs {
     /// Where to write the SVG.
     #[arg(long, short)]
     out: PathBuf,
-    /// Only profiles of this service.
-    #[arg(long)]
-    service: Option<String>,
-    /// Only samples at or after this time: RFC 3339 (2026-11-22T10:00:00Z) or Unix seconds.
-    #[arg(long, value_parser = parse_time)]
-    from: Option<i64>,
-    /// Only samples at or before this time: RFC 3339 or Unix seconds.
-    #[arg(long, value_parser = parse_time)]
-    to: Option<i64>,
-    /// Only samples of this thread: a thread id, or a thread name.
-    #[arg(long)]
-    thread: Option<String>,
-    /// Only profiles of this process: a pid, or a process name.
-    #[arg(long)]
-    process: Option<String>,
+    #[command(flatten)]
+    selection: SelectionArgs,
     /// The series to draw (`profiles.sample_type`: cpu, wall, alloc_space, cpu-clock, …).
     /// Default: the CPU-time series, else the wall-time one, else the first by name.
-    #[arg(long)]
+    #[arg(long, visible_alias = "series")]
     sample_type: Option<String>,
     /// Count samples rows instead of summing their values (time, for CPU profiles).
     #[arg(long)]
@@ -64,22 +53,24 @@ pub(crate) struct FlamegraphArgs {
     start_time: Option<f64>,
 }
 
-fn parse_time(text: &str) -> Result<i64, String> {
+/// A time given on the command line, as ns since the Unix epoch.
+pub(crate) fn parse_time(text: &str) -> Result<i64, String> {
     parse_time_ns(text).ok_or_else(|| {
         format!("{text:?} is not a time: give RFC 3339 (2026-11-22T10:00:00Z) or Unix seconds")
     })
 }
 
 pub(crate) fn flamegraph(args: FlamegraphArgs) -> anyhow::Result<ExitCode> {
-    if let (Some(from), Some(to)) = (args.from, args.to) {
-        anyhow::ensure!(from <= to, "--from is after --to");
-    }
+    let selection = args.selection.selection(Vec::new())?;
     let filter = FlameFilter {
-        service: args.service.clone(),
-        from_ns: args.from,
-        to_ns: args.to,
-        thread: args.thread.as_deref().map(IdOrName::parse),
-        process: args.process.as_deref().map(IdOrName::parse),
+        source_id: selection.source_id,
+        service: selection.service,
+        release: selection.release,
+        environment: selection.environment,
+        from_ns: selection.from_ns,
+        to_ns: selection.to_ns,
+        thread: selection.thread,
+        process: selection.process,
         sample_type: args.sample_type.clone(),
         count_samples: args.samples,
     };
@@ -102,7 +93,7 @@ pub(crate) fn flamegraph(args: FlamegraphArgs) -> anyhow::Result<ExitCode> {
             Table::Frames,
         ];
         let store = LocalDirStore::new(&input);
-        read_tables(&store, &needed, args.from, args.to)
+        read_tables(&store, &needed, filter.from_ns, filter.to_ns)
             .with_context(|| format!("cannot read the stack tables in {}", input.display()))?
     } else {
         // Only the flags that change what a graph shows: `--service` here is a filter.

@@ -1,6 +1,7 @@
 //! `proflake`: run the conversion pipeline on a local directory laid out like the bucket.
 
 mod compare;
+mod export;
 mod flamegraph;
 mod lake;
 mod output;
@@ -43,6 +44,9 @@ enum Command {
     Inspect(InspectArgs),
     /// Draw an SVG flame graph from a bucket directory's stack tables or one profile file.
     Flamegraph(Box<flamegraph::FlamegraphArgs>),
+    /// Export one upload or a slice of the fleet from the stack tables as pprof, speedscope,
+    /// folded stacks, a Firefox Profiler profile or OTLP.
+    Export(Box<export::ExportArgs>),
     /// Compare two releases of a service: the functions whose share of a series got larger
     /// (regressions) or smaller (improvements) beyond noise.
     Compare(Box<compare::CompareArgs>),
@@ -273,6 +277,7 @@ fn main() -> ExitCode {
         Command::Inspect(args) => inspect(args),
         Command::Flamegraph(args) => flamegraph::flamegraph(*args),
         Command::Compare(args) => compare::compare(*args),
+        Command::Export(args) => export::export(*args),
         Command::Symbols(command) => symbols::symbols(command),
         Command::Rehydrate(args) => symbols::rehydrate_command(args),
         Command::Publish(args) => lake::publish(args),

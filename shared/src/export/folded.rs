@@ -102,3 +102,24 @@ pub(crate) fn write(lines: &[(String, u64)]) -> Vec<u8> {
     }
     out.into_bytes()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_names_cannot_break_a_folded_line() {
+        assert_eq!(flame_frame_name("fib"), "fib");
+        assert_eq!(flame_frame_name("drop<[u8; 8]>"), "drop<[u8, 8]>");
+        assert_eq!(flame_frame_name("a\nb\t"), "a b");
+        assert_eq!(flame_frame_name("  "), "<unknown>");
+        assert_eq!(flame_frame_name("retry 3"), "retry\u{a0}3");
+        assert_eq!(flame_frame_name("v 1.5"), "v\u{a0}1.5");
+        assert_eq!(flame_frame_name("frame 3x"), "frame 3x");
+        assert_eq!(flame_frame_name("# note"), "#\u{a0}note");
+        assert_eq!(
+            flame_frame_name("<module> (workload.py:48)"),
+            "<module> (workload.py:48)"
+        );
+    }
+}

@@ -22,7 +22,8 @@ impl IdOrName {
         }
     }
 
-    pub(crate) fn matches(&self, id: Option<i64>, name: Option<&str>) -> bool {
+    /// Whether a thread or process with this id and name is the one meant.
+    pub fn matches(&self, id: Option<i64>, name: Option<&str>) -> bool {
         match self {
             IdOrName::Id(want) => id == Some(*want) || name.is_some_and(|n| n.parse() == Ok(*want)),
             IdOrName::Name(want) => name == Some(want.as_str()),

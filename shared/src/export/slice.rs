@@ -157,8 +157,8 @@ impl Slice {
         .map(|n| self.nodes[n as usize].frame)
     }
 
-    /// The series a format that draws one takes: the only one, else the CPU-time series, else
-    /// the wall-time one; `None` when that does not decide.
+    /// The series a format that draws one takes: the only one, else the one CPU-time series,
+    /// else the one wall-time series; `None` when that does not decide.
     pub fn main_series(&self) -> Option<usize> {
         if self.series.len() == 1 {
             return Some(0);
@@ -169,8 +169,12 @@ impl Slice {
                 .iter()
                 .enumerate()
                 .filter(|(_, s)| s.kind == kind);
-            if let (Some((i, _)), None) = (of_kind.next(), of_kind.next()) {
-                return Some(i);
+            // Two CPU-time series (a Go profile's and a perf recording's) are a choice to
+            // make, not a reason to fall back to wall time.
+            match (of_kind.next(), of_kind.next()) {
+                (Some((i, _)), None) => return Some(i),
+                (Some(_), Some(_)) => return None,
+                (None, _) => {}
             }
         }
         None

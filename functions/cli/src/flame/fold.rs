@@ -3,7 +3,6 @@
 //! bytes allocated, events) do not add up.
 
 use std::collections::BTreeSet;
-use std::fmt;
 
 use arrow_array::{
     Array, Int32Array, Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray,
@@ -13,49 +12,21 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::columns::{self, opt_i32, opt_i64, opt_str, opt_time, required};
 use super::paths::Paths;
 use super::time::format_time_ns;
+use proflake::jobs::IdOrName;
 use proflake::outputs::TableBatches;
 use proflake::{ErrorKind, Result};
-
-/// A thread or process, by number (tid, pid) or by name.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum IdOrName {
-    /// A thread or process id. Also matches a thread or process *named* like the number.
-    Id(i64),
-    /// A thread or process name, exactly.
-    Name(String),
-}
-
-impl IdOrName {
-    /// A number when the text is one, else a name.
-    pub fn parse(text: &str) -> Self {
-        match text.parse() {
-            Ok(id) => IdOrName::Id(id),
-            Err(_) => IdOrName::Name(text.to_owned()),
-        }
-    }
-
-    fn matches(&self, id: Option<i64>, name: Option<&str>) -> bool {
-        match self {
-            IdOrName::Id(want) => id == Some(*want) || name == Some(want.to_string().as_str()),
-            IdOrName::Name(want) => name == Some(want.as_str()),
-        }
-    }
-}
-
-impl fmt::Display for IdOrName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            IdOrName::Id(id) => write!(f, "{id}"),
-            IdOrName::Name(name) => write!(f, "{name:?}"),
-        }
-    }
-}
 
 /// Which samples go into a flame graph, and how they are weighed.
 #[derive(Clone, Debug, Default)]
 pub struct FlameFilter {
+    /// Only this upload (`profiles.source_id`).
+    pub source_id: Option<String>,
     /// Only profiles of this service (`profiles.service`).
     pub service: Option<String>,
+    /// Only profiles of this release (`profiles.release`).
+    pub release: Option<String>,
+    /// Only profiles of this environment (`profiles.environment`).
+    pub environment: Option<String>,
     /// Only samples at or after this time, ns since the Unix epoch.
     pub from_ns: Option<i64>,
     /// Only samples at or before this time, ns since the Unix epoch.
@@ -76,8 +47,15 @@ impl FlameFilter {
     /// What the filter selects, for messages and titles; empty when it selects everything.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
-        if let Some(s) = &self.service {
-            parts.push(format!("service {s:?}"));
+        for (what, value) in [
+            ("upload", &self.source_id),
+            ("service", &self.service),
+            ("release", &self.release),
+            ("environment", &self.environment),
+        ] {
+            if let Some(v) = value {
+                parts.push(format!("{what} {v:?}"));
+            }
         }
         if let Some(p) = &self.process {
             parts.push(format!("process {p}"));
@@ -161,6 +139,18 @@ fn select_profiles<'a>(tables: &'a TableBatches, filter: &FlameFilter) -> Result
         columns::i64s(p, "profiles", "pid")?,
         columns::strings(p, "profiles", "process_name")?,
     );
+    // Read only when the filter needs them.
+    let column = |name: &str, wanted: &Option<String>| {
+        wanted
+            .as_ref()
+            .map(|_| columns::strings(p, "profiles", name))
+            .transpose()
+    };
+    let (source, release, environment) = (
+        column("source_id", &filter.source_id)?,
+        column("release", &filter.release)?,
+        column("environment", &filter.environment)?,
+    );
     let (sample_type, unit, kind, start) = (
         columns::strings(p, "profiles", "sample_type")?,
         columns::strings(p, "profiles", "sample_unit")?,
@@ -191,15 +181,35 @@ fn select_profiles<'a>(tables: &'a TableBatches, filter: &FlameFilter) -> Result
             "start_time",
             row,
         )?);
-        let by_service = filter
-            .service
-            .as_deref()
-            .is_none_or(|s| opt_str(service, row) == Some(s));
-        out.selected.push(by_service);
+        let matches = |column: Option<&StringArray>, wanted: &Option<String>| match (
+            column,
+            wanted.as_deref(),
+        ) {
+            (Some(column), Some(w)) => opt_str(column, row) == Some(w),
+            _ => true,
+        };
+        out.selected.push(
+            matches(Some(service), &filter.service)
+                && matches(source, &filter.source_id)
+                && matches(release, &filter.release)
+                && matches(environment, &filter.environment),
+        );
     }
-    if let Some(wanted) = &filter.service {
-        if !out.selected.contains(&true) {
+    if !out.selected.contains(&true) {
+        if let Some(wanted) = &filter.service {
             return Err(no_such_service(wanted, service));
+        }
+        if filter.source_id.is_some() || filter.release.is_some() || filter.environment.is_some() {
+            let releases = release.map_or_else(BTreeSet::new, |release| {
+                (0..release.len())
+                    .filter_map(|r| opt_str(release, r).map(str::to_owned))
+                    .collect()
+            });
+            return Err(no_samples(format!(
+                "no profile matches {}; releases in the tables: {}",
+                filter.describe(),
+                listing(releases)
+            )));
         }
     }
     if let Some(wanted) = &filter.process {

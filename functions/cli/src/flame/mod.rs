@@ -14,7 +14,7 @@ mod time;
 #[cfg(test)]
 mod tests;
 
-pub use fold::{fold, FlameFilter, Folded, IdOrName};
-pub use paths::flame_frame_name;
+pub use fold::{fold, FlameFilter, Folded};
+pub use proflake::jobs::{flame_frame_name, IdOrName};
 pub use render::render_svg;
 pub use time::parse_time_ns;

@@ -4,46 +4,9 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::columns::{self, opt_i32, required};
+use proflake::jobs::{flame_frame_name, NO_STACK};
 use proflake::outputs::TableBatches;
 use proflake::Result;
-
-/// A frame name as one folded-stack field. Folded lines are `a;b;c <count>`, and inferno
-/// reads them back with a few rules a name must not trip:
-/// - `;` separates frames, so it becomes `,` (`[u8; 8]` reads `[u8, 8]`);
-/// - a line is one line and is trimmed, so control characters become spaces and the name is
-///   trimmed, or the root and leaf would differ from the same frame elsewhere;
-/// - the count is the last space-separated field, and a second numeric field before it makes
-///   the line differential, so a name ending in ` <digits>` gets a no-break space instead;
-/// - a line starting `# ` is a comment, so a leading `# ` also gets a no-break space;
-/// - an empty name would merge into the graph's root: it reads `<unknown>`, as `frames.name`
-///   does for a frame nothing is known of.
-pub fn flame_frame_name(name: &str) -> String {
-    let mut out: String = name
-        .chars()
-        .map(|c| match c {
-            ';' => ',',
-            c if c.is_control() => ' ',
-            c => c,
-        })
-        .collect();
-    out = out.trim().to_owned();
-    if out.is_empty() {
-        return "<unknown>".into();
-    }
-    if let Some(space) = out.rfind(' ') {
-        let last = &out[space + 1..];
-        if last.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
-            out.replace_range(space..=space, "\u{a0}");
-        }
-    }
-    if out.starts_with("# ") {
-        out.replace_range(1..2, "\u{a0}");
-    }
-    out
-}
-
-/// The one frame of samples without a stack.
-pub const NO_STACK: &str = "<no stack>";
 
 /// One profile's call tree: node → (parent, frame), frame → display name.
 #[derive(Default)]
@@ -158,26 +121,5 @@ impl<'a> Paths<'a> {
         self.paths.push(path.clone());
         self.index.insert(path, self.paths.len() - 1);
         self.paths.len() - 1
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn frame_names_cannot_break_a_folded_line() {
-        assert_eq!(flame_frame_name("fib"), "fib");
-        assert_eq!(flame_frame_name("drop<[u8; 8]>"), "drop<[u8, 8]>");
-        assert_eq!(flame_frame_name("a\nb\t"), "a b");
-        assert_eq!(flame_frame_name("  "), "<unknown>");
-        assert_eq!(flame_frame_name("retry 3"), "retry\u{a0}3");
-        assert_eq!(flame_frame_name("v 1.5"), "v\u{a0}1.5");
-        assert_eq!(flame_frame_name("frame 3x"), "frame 3x");
-        assert_eq!(flame_frame_name("# note"), "#\u{a0}note");
-        assert_eq!(
-            flame_frame_name("<module> (workload.py:48)"),
-            "<module> (workload.py:48)"
-        );
     }
 }
