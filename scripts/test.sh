@@ -89,6 +89,15 @@ cargo build -q --locked -p proflake-cli
 PROFLAKE_BIN="${CARGO_TARGET_DIR:-target}/debug/proflake" \
   .venv/bin/python tests/duckdb/test_queries.py 2>&1 | tee "$tmp/duckdb.log"
 
+step "export: every format read by an independent reader, against DuckDB's totals"
+# pprof through protobuf's Python runtime, OTLP through OpenTelemetry's own Python bindings,
+# speedscope's documented fields, folded lines, the Firefox processed format's tables; then
+# each export converted again. Reuses the debug CLI built above.
+cargo build -q --locked -p proflake-tests --bin proflake-gen-inputs
+PROFLAKE_BIN="${CARGO_TARGET_DIR:-target}/debug/proflake" \
+  PROFLAKE_GEN_INPUTS="${CARGO_TARGET_DIR:-target}/debug/proflake-gen-inputs" \
+  .venv/bin/python tests/export/test_export.py 2>&1 | tee "$tmp/export.log"
+
 step "ingest: proflake serve against real clients (opentelemetry-proto, pyroscope-io)"
 # OTLP/HTTP requests built with OpenTelemetry's own Python bindings, a live pyroscope-io program,
 # Pyroscope's ingest API, every refusal, retries, 200 concurrent requests and a graceful stop,
