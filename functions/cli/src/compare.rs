@@ -6,7 +6,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use proflake::jobs::{compare_releases, CompareRequest};
+use proflake::jobs::{
+    compare_releases, export_tables, CompareRequest, ExportFormat, ExportRequest, Selection,
+};
+use proflake::outputs::{read_tables, Table};
 use proflake::LocalDirStore;
 
 #[derive(Args)]
@@ -32,6 +35,11 @@ pub(crate) struct CompareArgs {
     /// Print the report as JSON instead of Markdown.
     #[arg(long)]
     json: bool,
+    /// Also draw a differential flame graph of the two releases into this SVG: the head
+    /// release's stacks, red where they grew and blue where they shrank against the base
+    /// (inferno's diff-folded colouring, the base scaled to the head's total).
+    #[arg(long)]
+    svg: Option<PathBuf>,
     /// Fewest uploads of each release to flag anything (default 20).
     #[arg(long)]
     min_uploads: Option<usize>,
@@ -73,5 +81,66 @@ pub(crate) fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         "{} regressions, {} improvements",
         report.regressions, report.improvements
     );
+    if let Some(path) = &args.svg {
+        let svg = differential_svg(&store, &request)?;
+        std::fs::write(path, svg).with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("differential flame graph -> {}", path.display());
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The two releases' stacks of one series folded, then drawn as inferno's differential flame
+/// graph: widths are the head release's, colours the change from the base, normalised so
+/// that a release with more uploads does not turn everything red.
+fn differential_svg(store: &LocalDirStore, request: &CompareRequest) -> anyhow::Result<Vec<u8>> {
+    let needed = [
+        Table::Profiles,
+        Table::Samples,
+        Table::Stacks,
+        Table::Frames,
+    ];
+    let tables = read_tables(store, &needed, None, None)?;
+    let fold = |release: &str| {
+        let selection = Selection {
+            service: Some(request.service.clone()),
+            environment: request.environment.clone(),
+            release: Some(release.to_owned()),
+            series: request.series.iter().cloned().collect(),
+            ..Selection::default()
+        };
+        export_tables(
+            &tables,
+            &ExportRequest::new(selection, ExportFormat::Folded),
+        )
+        .with_context(|| format!("folding release {release}"))
+    };
+    let (base, head) = (fold(&request.base)?, fold(&request.head)?);
+    let (b, h) = (&base.series[0], &head.series[0]);
+    anyhow::ensure!(
+        (&b.sample_type, &b.unit) == (&h.sample_type, &h.unit),
+        "the releases' default series differ ({} in {}, {} in {}): choose one with --series",
+        b.sample_type,
+        request.base,
+        h.sample_type,
+        request.head
+    );
+    let mut diff = Vec::new();
+    let options = inferno::differential::Options {
+        normalize: true,
+        strip_hex: false,
+    };
+    inferno::differential::from_readers(options, &base.bytes[..], &head.bytes[..], &mut diff)
+        .context("folding the differential")?;
+    let diff = String::from_utf8(diff).context("the differential is not text")?;
+    let mut options = inferno::flamegraph::Options::default();
+    options.title = format!(
+        "{}: {} against {} ({}): red grew, blue shrank",
+        request.service, request.head, request.base, h.sample_type
+    );
+    options.count_name = h.unit.clone();
+    options.deterministic = true;
+    let mut svg = Vec::new();
+    inferno::flamegraph::from_lines(&mut options, diff.lines(), &mut svg)
+        .context("drawing the differential flame graph")?;
+    Ok(svg)
 }

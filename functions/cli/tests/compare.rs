@@ -39,18 +39,22 @@ fn upload(state: &mut u64, planted: &[(usize, f64)]) -> String {
     out
 }
 
-#[test]
-fn compare_flags_what_was_planted_in_a_generated_fleet() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("bucket");
-    let mut state = 7;
-    for (release, planted) in [("1.0", vec![]), ("1.1", vec![(0, 1.25), (3, 0.7)])] {
-        let inputs = dir.path().join(release);
+/// Converts a fleet of 25 uploads per release of service `shop` into `store`: release 1.0 as
+/// drawn, release 1.1 with `planted` factors.
+fn convert_fleet(
+    dir: &std::path::Path,
+    store: &std::path::Path,
+    seed: u64,
+    planted: &[(usize, f64)],
+) {
+    let mut state = seed;
+    for (release, planted) in [("1.0", &[][..]), ("1.1", planted)] {
+        let inputs = dir.join(release);
         fs::create_dir(&inputs).unwrap();
         let mut paths = Vec::new();
         for u in 0..25 {
             let path = inputs.join(format!("shop-{release}-{u:02}.folded"));
-            fs::write(&path, upload(&mut state, &planted)).unwrap();
+            fs::write(&path, upload(&mut state, planted)).unwrap();
             paths.push(path.to_str().unwrap().to_owned());
         }
         let mut args = vec!["convert"];
@@ -68,6 +72,51 @@ fn compare_flags_what_was_planted_in_a_generated_fleet() {
         let out = proflake(&args);
         assert!(out.status.success(), "{}", text(&out.stderr));
     }
+}
+
+fn compare_json(store: &std::path::Path) -> serde_json::Value {
+    let out = proflake(&[
+        "compare",
+        "--store",
+        store.to_str().unwrap(),
+        "--service",
+        "shop",
+        "--base",
+        "1.0",
+        "--head",
+        "1.1",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn compare_flags_nothing_in_a_fleet_of_pure_noise() {
+    for seed in [11, 12] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = dir.path().join("bucket");
+        convert_fleet(dir.path(), &store, seed, &[]);
+        let report = compare_json(&store);
+        assert_eq!(
+            report["regressions"].as_array().unwrap().len(),
+            0,
+            "{report:#}"
+        );
+        assert_eq!(
+            report["improvements"].as_array().unwrap().len(),
+            0,
+            "{report:#}"
+        );
+        assert_eq!(report["series"][0]["uploads"]["head"], 25);
+    }
+}
+
+#[test]
+fn compare_flags_what_was_planted_in_a_generated_fleet() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("bucket");
+    convert_fleet(dir.path(), &store, 7, &[(0, 1.25), (3, 0.7)]);
     let compare = |extra: &[&str]| {
         let mut args = vec!["compare", "--store", store.to_str().unwrap()];
         args.extend(["--service", "shop", "--base", "1.0", "--head", "1.1"]);
@@ -110,6 +159,34 @@ fn compare_flags_what_was_planted_in_a_generated_fleet() {
         "{markdown}"
     );
     assert!(markdown.contains("| `work_00` | self |"), "{markdown}");
+
+    // The differential flame graph: the planted regression red, the improvement blue, the
+    // noise in between.
+    let svg_path = dir.path().join("diff.svg");
+    compare(&["--svg", svg_path.to_str().unwrap()]);
+    let svg = fs::read_to_string(&svg_path).unwrap();
+    let fill = |function: &str| -> (u8, u8, u8) {
+        let at = svg
+            .find(&format!("<title>{function} "))
+            .unwrap_or_else(|| panic!("{function} is not drawn"));
+        let rest = &svg[at..];
+        let rgb = &rest[rest.find("fill=\"rgb(").unwrap() + 10..];
+        let parts: Vec<u8> = rgb[..rgb.find(')').unwrap()]
+            .split(',')
+            .map(|p| p.trim().parse().unwrap())
+            .collect();
+        (parts[0], parts[1], parts[2])
+    };
+    let (r, g, b) = fill("work_00");
+    assert!(
+        r == 255 && g < 230 && b < 230,
+        "work_00 grew: red, not {r},{g},{b}"
+    );
+    let (r, g, b) = fill("work_03");
+    assert!(
+        b == 255 && r < 230 && g < 230,
+        "work_03 shrank: blue, not {r},{g},{b}"
+    );
 
     // Too few uploads: nothing flagged, and the report says why.
     let report: serde_json::Value =
