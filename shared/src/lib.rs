@@ -67,7 +67,10 @@ pub use store::{LocalDirStore, ObjectStore};
 /// processing a key did, rehydration's scopes and pages, and the settings the functions read
 /// from the environment.
 pub mod jobs {
-    pub use crate::compare::{compare_releases, CompareReport, CompareRequest};
+    pub use crate::compare::{
+        compare_releases, report_releases, CompareReport, CompareRequest, ReleaseReport,
+        REPORTS_PREFIX,
+    };
     pub use crate::export::{
         export_profiles, export_tables, flame_frame_name, ExportFormat, ExportRequest, Exported,
         ExportedSeries, IdOrName, Selection, NO_STACK,

@@ -160,6 +160,26 @@ fn compare_flags_what_was_planted_in_a_generated_fleet() {
     );
     assert!(markdown.contains("| `work_00` | self |"), "{markdown}");
 
+    // The release report the publish function writes: 1.1 against the release first seen
+    // before it, once, and again only when the uploads change.
+    let bucket = proflake::LocalDirStore::new(&store);
+    let defaults = proflake::jobs::CompareRequest::new("", "", "");
+    let reports = proflake::jobs::report_releases(&bucket, &defaults).unwrap();
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    let r = &reports[0];
+    assert_eq!((r.base.as_str(), r.head.as_str(), r.written), ("1.0", "1.1", true));
+    assert_eq!(r.json_key, "reports/shop/1.1.json");
+    assert!(r.regressions >= 1 && r.improvements >= 1, "{r:?}");
+    assert!(r.max_share_increase > 0.5, "{r:?}");
+    let written: serde_json::Value =
+        serde_json::from_slice(&fs::read(store.join(&r.json_key)).unwrap()).unwrap();
+    assert_eq!(written["regressions"][0]["function"], "work_00");
+    assert!(fs::read_to_string(store.join(&r.markdown_key))
+        .unwrap()
+        .contains("work_00"));
+    let again = proflake::jobs::report_releases(&bucket, &defaults).unwrap();
+    assert_eq!((again[0].written, again[0].regressions), (false, r.regressions));
+
     // The differential flame graph: the planted regression red, the improvement blue, the
     // noise in between.
     let svg_path = dir.path().join("diff.svg");

@@ -12,7 +12,7 @@ use proflake_lambda::{AsAWhole, Function, WholeBatch};
 use tracing::info;
 
 use crate::app::App;
-use crate::lake_work::{compact, publish};
+use crate::lake_work::{compact, publish, report_releases};
 use crate::message::Request;
 use crate::tally::BatchTally;
 
@@ -69,8 +69,12 @@ impl WholeBatch for App {
                 Err(()) => failed.extend(work.manifests.into_values().flatten()),
             }
         }
-        if !work.sweeps.is_empty() && publish(self, PublishScope::All, tally).await.is_err() {
-            failed.extend(work.sweeps);
+        if !work.sweeps.is_empty() {
+            match publish(self, PublishScope::All, tally).await {
+                // The scheduled sweep also writes the release reports that are due.
+                Ok(_) => report_releases(self).await,
+                Err(()) => failed.extend(work.sweeps),
+            }
         }
         if !work.compactions.is_empty() && compact(self, tally).await.is_err() {
             failed.extend(work.compactions);

@@ -2,9 +2,12 @@
 //! noise, from the uploads' `function_rollup` rows (`docs/compare.md`).
 
 mod flags;
+mod releases;
 mod report;
 mod rollups;
 mod stats;
+
+pub use releases::{report_releases, ReleaseReport, REPORTS_PREFIX};
 
 use crate::error::Result;
 use crate::store::ObjectStore;
@@ -73,6 +76,14 @@ pub fn compare_releases(
     request: &CompareRequest,
 ) -> Result<CompareReport> {
     let tables = read_tables(store, &[Table::FunctionRollup], None, None)?;
+    compare_batch(&tables.function_rollup, request)
+}
+
+/// Compares two releases from a `function_rollup` batch already read.
+fn compare_batch(
+    batch: &arrow_array::RecordBatch,
+    request: &CompareRequest,
+) -> Result<CompareReport> {
     let selection = rollups::Selection {
         service: &request.service,
         environment: request.environment.as_deref(),
@@ -88,8 +99,7 @@ pub fn compare_releases(
         ..flags::Thresholds::default()
     };
     let mut series = Vec::new();
-    for ((sample_type, sample_unit), rows) in rollups::select(&tables.function_rollup, &selection)?
-    {
+    for ((sample_type, sample_unit), rows) in rollups::select(batch, &selection)? {
         if request.series.as_ref().is_some_and(|s| *s != sample_type) {
             continue;
         }

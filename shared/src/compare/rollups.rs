@@ -108,7 +108,7 @@ pub(crate) fn select(
     Ok(series)
 }
 
-fn column_error(name: &str) -> crate::Error {
+pub(super) fn column_error(name: &str) -> crate::Error {
     ErrorKind::Malformed {
         format: "function_rollup",
         offset: 0,

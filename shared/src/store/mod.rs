@@ -1,6 +1,6 @@
 //! A small object-store abstraction: the bucket, or a local directory laid out like it.
 
-mod keys;
+pub(crate) mod keys;
 mod local;
 mod prefixed;
 #[cfg(feature = "s3")]
