@@ -312,12 +312,23 @@ class Exports(unittest.TestCase):
         for series in ("cpu-clock", "samples"):
             with self.subTest(series=series):
                 path = self.export("firefox", "--series", series, name=f"{series}.firefox.json")
+                # A frame known only by its address is an address in its library in the
+                # Firefox format (relative to the library, which the Firefox Profiler
+                # symbolicates), where the tables name it `<image>!0x<absolute address>`: such
+                # frames are compared as "an address", everything else by name.
+                def plain(stack: tuple) -> tuple:
+                    return tuple("<address>" if n.startswith("0x") or "!0x" in n else n
+                                 for n in stack)
+
                 read: dict = collections.defaultdict(int)
                 for (_thread, stack), weight in read_firefox.totals(path).items():
-                    read[stack] += weight
+                    read[plain(stack)] += weight
                 ((_, stacks),) = stack_totals(
                     self.store, f"s.sample_type = '{series}'").items()
-                self.assertEqual(dict(read), {p: v for p, v in stacks.items() if v})
+                expected: dict = collections.defaultdict(int)
+                for stack, v in stacks.items():
+                    expected[plain(stack)] += v
+                self.assertEqual(dict(read), {p: v for p, v in expected.items() if v})
 
     # --- OTLP ---
 
