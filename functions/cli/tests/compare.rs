@@ -167,7 +167,10 @@ fn compare_flags_what_was_planted_in_a_generated_fleet() {
     let reports = proflake::jobs::report_releases(&bucket, &defaults).unwrap();
     assert_eq!(reports.len(), 1, "{reports:?}");
     let r = &reports[0];
-    assert_eq!((r.base.as_str(), r.head.as_str(), r.written), ("1.0", "1.1", true));
+    assert_eq!(
+        (r.base.as_str(), r.head.as_str(), r.written),
+        ("1.0", "1.1", true)
+    );
     assert_eq!(r.json_key, "reports/shop/1.1.json");
     assert!(r.regressions >= 1 && r.improvements >= 1, "{r:?}");
     assert!(r.max_share_increase > 0.5, "{r:?}");
@@ -178,7 +181,10 @@ fn compare_flags_what_was_planted_in_a_generated_fleet() {
         .unwrap()
         .contains("work_00"));
     let again = proflake::jobs::report_releases(&bucket, &defaults).unwrap();
-    assert_eq!((again[0].written, again[0].regressions), (false, r.regressions));
+    assert_eq!(
+        (again[0].written, again[0].regressions),
+        (false, r.regressions)
+    );
 
     // The differential flame graph: the planted regression red, the improvement blue, the
     // noise in between.
