@@ -39,6 +39,21 @@ pub fn utc_seconds(seconds: i64) -> String {
     )
 }
 
+/// RFC 3339 UTC of ns since the epoch, with a fraction only when there is one, to the last
+/// digit that is not zero (`2026-11-22T10:00:00Z`, `2026-11-22T10:00:00.5Z`): how messages and
+/// titles show a time the user gave.
+pub fn utc_time(ns: i64) -> String {
+    let (seconds, frac) = (ns.div_euclid(1_000_000_000), ns.rem_euclid(1_000_000_000));
+    let mut out = utc_seconds(seconds);
+    if frac != 0 {
+        let digits = format!("{frac:09}");
+        out.push('.');
+        out.push_str(digits.trim_end_matches('0'));
+    }
+    out.push('Z');
+    out
+}
+
 /// RFC 3339 UTC with milliseconds (`2026-11-22T10:00:00.000Z`) of ns since the epoch.
 pub fn utc_millis(ns: i64) -> String {
     let millis = ns.rem_euclid(1_000_000_000) / 1_000_000;

@@ -118,7 +118,7 @@ pub mod inputs {
 /// What a conversion writes: the manifest, the stack tables (and reading them back), and
 /// Sample v2 chunks (and checking them by Relay's rules).
 pub mod outputs {
-    pub use crate::calendar::{days_from_civil, utc_millis, utc_seconds};
+    pub use crate::calendar::{days_from_civil, utc_millis, utc_seconds, utc_time};
     pub use crate::pipeline::{
         Manifest, ManifestExpansion, ManifestOutput, ManifestProfile, ManifestSampleV2,
         ManifestSeries, ManifestSource, MANIFEST_VERSION,

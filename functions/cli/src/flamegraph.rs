@@ -61,16 +61,8 @@ pub(crate) fn parse_time(text: &str) -> Result<i64, String> {
 }
 
 pub(crate) fn flamegraph(args: FlamegraphArgs) -> anyhow::Result<ExitCode> {
-    let selection = args.selection.selection(Vec::new())?;
     let filter = FlameFilter {
-        source_id: selection.source_id,
-        service: selection.service,
-        release: selection.release,
-        environment: selection.environment,
-        from_ns: selection.from_ns,
-        to_ns: selection.to_ns,
-        thread: selection.thread,
-        process: selection.process,
+        selection: args.selection.selection(Vec::new())?,
         sample_type: args.sample_type.clone(),
         count_samples: args.samples,
     };
@@ -93,8 +85,13 @@ pub(crate) fn flamegraph(args: FlamegraphArgs) -> anyhow::Result<ExitCode> {
             Table::Frames,
         ];
         let store = LocalDirStore::new(&input);
-        read_tables(&store, &needed, filter.from_ns, filter.to_ns)
-            .with_context(|| format!("cannot read the stack tables in {}", input.display()))?
+        read_tables(
+            &store,
+            &needed,
+            filter.selection.from_ns,
+            filter.selection.to_ns,
+        )
+        .with_context(|| format!("cannot read the stack tables in {}", input.display()))?
     } else {
         // Only the flags that change what a graph shows: `--service` here is a filter.
         let metadata = MetadataArgs {

@@ -22,11 +22,7 @@ fn thread_totals(slice: &Slice) -> BTreeMap<(String, String, String), Stacks> {
             .clone()
             .unwrap_or_default();
         let series = &slice.series[s.series[i] as usize];
-        let mut path: Vec<String> = slice
-            .stack(s.node[i])
-            .map(|f| slice.frames[f as usize].name.clone())
-            .collect();
-        path.reverse();
+        let path = slice.path(s.node[i]);
         *out.entry((thread, series.sample_type.clone(), series.unit.clone()))
             .or_default()
             .entry(path)
@@ -84,11 +80,7 @@ fn cpu_micros(slice: &Slice) -> Totals {
         if !series.is_cpu() || series.unit != "nanoseconds" || s.value[i] < 1000 {
             continue;
         }
-        let mut path: Vec<String> = slice
-            .stack(s.node[i])
-            .map(|f| slice.frames[f as usize].name.clone())
-            .collect();
-        path.reverse();
+        let path = slice.path(s.node[i]);
         *out.entry((series.sample_type.clone(), series.unit.clone()))
             .or_default()
             .entry(path)

@@ -14,6 +14,7 @@ mod pprof;
 mod select;
 mod slice;
 mod speedscope;
+mod strings;
 
 #[cfg(test)]
 mod firefox_tests;

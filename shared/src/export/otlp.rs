@@ -35,6 +35,7 @@ use prost::Message;
 use rustc_hash::FxHashMap;
 
 use super::slice::{Frame, Process, Slice, NONE};
+use super::strings::StringTable;
 use crate::error::{ErrorKind, Result};
 
 const THREAD_ID: &str = "thread.id";
@@ -87,7 +88,7 @@ type MappingKey = (
 /// The request's dictionary, under construction, with an index of each table.
 struct Dictionary {
     tables: ProfilesDictionary,
-    strings: FxHashMap<String, i32>,
+    strings: StringTable,
     attributes: FxHashMap<(i32, AttrValue), i32>,
     functions: FxHashMap<(i32, i32, i32), i32>,
     mappings: FxHashMap<MappingKey, i32>,
@@ -121,7 +122,7 @@ impl Dictionary {
                 attribute_table: vec![KeyValueAndUnit::default()],
                 stack_table: vec![Stack::default()],
             },
-            strings: FxHashMap::default(),
+            strings: StringTable::new(),
             attributes: FxHashMap::default(),
             functions: FxHashMap::default(),
             mappings: FxHashMap::default(),
@@ -137,7 +138,6 @@ impl Dictionary {
             frame_type: 0,
             build_id: 0,
         };
-        d.string("")?;
         d.thread_id = d.string(THREAD_ID)?;
         d.thread_name = d.string(THREAD_NAME)?;
         d.frame_type = d.string(FRAME_TYPE)?;
@@ -146,13 +146,7 @@ impl Dictionary {
     }
 
     fn string(&mut self, text: &str) -> Result<i32> {
-        if let Some(&i) = self.strings.get(text) {
-            return Ok(i);
-        }
-        let i = next_index(self.tables.string_table.len(), "string table")?;
-        self.tables.string_table.push(text.as_bytes().to_vec());
-        self.strings.insert(text.to_owned(), i);
-        Ok(i)
+        next_index(self.strings.add(text), "string table")
     }
 
     fn opt_string(&mut self, text: Option<&str>) -> Result<i32> {
@@ -167,7 +161,7 @@ impl Dictionary {
         let any = match value {
             AttrValue::Int(n) => any_value::Value::IntValue(n),
             AttrValue::Str(s) => any_value::Value::StringValue(
-                String::from_utf8_lossy(&self.tables.string_table[s as usize]).into_owned(),
+                String::from_utf8_lossy(&self.strings.table[s as usize]).into_owned(),
             ),
         };
         self.tables.attribute_table.push(KeyValueAndUnit {
@@ -516,9 +510,11 @@ fn build(slice: &Slice) -> Result<ExportProfilesServiceRequest> {
             schema_url: String::new(),
         });
     }
+    let mut dictionary = d.tables;
+    dictionary.string_table = d.strings.table;
     Ok(ExportProfilesServiceRequest {
         resource_profiles,
-        dictionary: Some(d.tables),
+        dictionary: Some(dictionary),
     })
 }
 

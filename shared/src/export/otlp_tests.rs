@@ -35,11 +35,7 @@ fn rows_of(slice: &Slice) -> BTreeMap<RowKey, i64> {
     let mut out = BTreeMap::new();
     for i in 0..s.len() {
         let series = &slice.series[s.series[i] as usize];
-        let mut path: Vec<String> = slice
-            .stack(s.node[i])
-            .map(|f| slice.frames[f as usize].name.clone())
-            .collect();
-        path.reverse();
+        let path = slice.path(s.node[i]);
         let thread = &slice.threads[s.thread[i] as usize];
         let process = &slice.processes[thread.process as usize];
         let mut labels = match s.labels[i] {

@@ -20,32 +20,19 @@ use prost::Message;
 use rustc_hash::FxHashMap;
 
 use super::slice::{Frame, Slice, NONE};
+use super::strings::StringTable;
 use crate::error::{Error, ErrorKind, Result};
 
-/// The string table: every text once, `""` first as pprof requires.
-struct Strings {
-    table: Vec<Vec<u8>>,
-    index: FxHashMap<String, i64>,
-}
+/// The string table, indexed as pprof indexes it.
+struct Strings(StringTable);
 
 impl Strings {
     fn new() -> Self {
-        let mut s = Strings {
-            table: Vec::new(),
-            index: FxHashMap::default(),
-        };
-        s.add("");
-        s
+        Strings(StringTable::new())
     }
 
     fn add(&mut self, text: &str) -> i64 {
-        if let Some(&i) = self.index.get(text) {
-            return i;
-        }
-        let i = self.table.len() as i64;
-        self.table.push(text.as_bytes().to_vec());
-        self.index.insert(text.to_owned(), i);
-        i
+        self.0.add(text) as i64
     }
 
     fn opt(&mut self, text: Option<&str>) -> i64 {
@@ -294,19 +281,41 @@ fn build(slice: &Slice, comment: &str) -> pprof::Profile {
         r#type: b.strings.add(&period_series.sample_type),
         unit: b.strings.add(&period_series.unit),
     });
+    let period = period_series.period.unwrap_or(0);
     let comment = vec![b.strings.add(comment)];
+    let mut profile = assemble(
+        b,
+        slice,
+        sample_type,
+        samples,
+        location,
+        (period_type, period),
+    );
+    profile.comment = comment;
+    profile
+}
+
+/// The profile of what a builder holds: its tables, the samples and their locations, the
+/// slice's time span and the period.
+fn assemble(
+    b: Builder,
+    slice: &Slice,
+    sample_type: Vec<pprof::ValueType>,
+    samples: Vec<pprof::Sample>,
+    location: Vec<pprof::Location>,
+    (period_type, period): (Option<pprof::ValueType>, i64),
+) -> pprof::Profile {
     pprof::Profile {
         sample_type,
         sample: samples,
         mapping: b.mappings,
         location,
         function: b.functions,
-        string_table: b.strings.table,
+        string_table: b.strings.0.table,
         time_nanos: slice.start_ns,
         duration_nanos: slice.end_ns.saturating_sub(slice.start_ns),
         period_type,
-        period: period_series.period.unwrap_or(0),
-        comment,
+        period,
         default_sample_type: 0,
         ..Default::default()
     }
@@ -424,18 +433,12 @@ fn build_pgo(slice: &Slice) -> Result<pprof::Profile> {
         r#type: b.strings.add("cpu"),
         unit: b.strings.add("nanoseconds"),
     });
-    Ok(pprof::Profile {
+    Ok(assemble(
+        b,
+        slice,
         sample_type,
-        sample: samples,
-        mapping: b.mappings,
+        samples,
         location,
-        function: b.functions,
-        string_table: b.strings.table,
-        time_nanos: slice.start_ns,
-        duration_nanos: slice.end_ns.saturating_sub(slice.start_ns),
-        period_type,
-        period,
-        default_sample_type: 0,
-        ..Default::default()
-    })
+        (period_type, period),
+    ))
 }

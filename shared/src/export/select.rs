@@ -84,9 +84,10 @@ impl Selection {
             parts.push(format!("thread {t}"));
         }
         if !self.series.is_empty() {
-            parts.push(format!("series {}", self.series.join(", ")));
+            let names: Vec<String> = self.series.iter().map(|s| format!("{s:?}")).collect();
+            parts.push(format!("series {}", names.join(", ")));
         }
-        let time = crate::calendar::utc_millis;
+        let time = crate::calendar::utc_time;
         match (self.from_ns, self.to_ns) {
             (Some(f), Some(t)) => parts.push(format!("from {} to {}", time(f), time(t))),
             (Some(f), None) => parts.push(format!("from {}", time(f))),

@@ -181,6 +181,19 @@ impl Slice {
     }
 }
 
+#[cfg(test)]
+impl Slice {
+    /// The frame names of a node's stack, root first.
+    pub fn path(&self, node: u32) -> Vec<String> {
+        let mut path: Vec<String> = self
+            .stack(node)
+            .map(|f| self.frames[f as usize].name.clone())
+            .collect();
+        path.reverse();
+        path
+    }
+}
+
 /// The `profiles` row of each selected profile, by `profile_id`.
 struct Selected<'b> {
     by_id: FxHashMap<&'b str, SelectedProfile>,

@@ -11,30 +11,16 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::columns::{self, opt_i32, opt_i64, opt_str, opt_time, required};
 use super::paths::Paths;
-use super::time::format_time_ns;
-use proflake::jobs::IdOrName;
+use proflake::jobs::{IdOrName, Selection};
 use proflake::outputs::TableBatches;
 use proflake::{ErrorKind, Result};
 
 /// Which samples go into a flame graph, and how they are weighed.
 #[derive(Clone, Debug, Default)]
 pub struct FlameFilter {
-    /// Only this upload (`profiles.source_id`).
-    pub source_id: Option<String>,
-    /// Only profiles of this service (`profiles.service`).
-    pub service: Option<String>,
-    /// Only profiles of this release (`profiles.release`).
-    pub release: Option<String>,
-    /// Only profiles of this environment (`profiles.environment`).
-    pub environment: Option<String>,
-    /// Only samples at or after this time, ns since the Unix epoch.
-    pub from_ns: Option<i64>,
-    /// Only samples at or before this time, ns since the Unix epoch.
-    pub to_ns: Option<i64>,
-    /// Only samples of this thread (`samples.thread_id` or `thread_name`).
-    pub thread: Option<IdOrName>,
-    /// Only profiles of this process (`profiles.pid` or `process_name`).
-    pub process: Option<IdOrName>,
+    /// Which profiles and samples, as an export selects them. Its `series` is not used: a graph
+    /// draws the one series `sample_type` chooses.
+    pub selection: Selection,
     /// Only this series (`profiles.sample_type`). `None`: the CPU-time series of the selected
     /// profiles (`series_kind` `cpu_time`), else their wall-time series, else their first
     /// series by name and unit.
@@ -46,36 +32,11 @@ pub struct FlameFilter {
 impl FlameFilter {
     /// What the filter selects, for messages and titles; empty when it selects everything.
     pub fn describe(&self) -> String {
-        let mut parts = Vec::new();
-        for (what, value) in [
-            ("upload", &self.source_id),
-            ("service", &self.service),
-            ("release", &self.release),
-            ("environment", &self.environment),
-        ] {
-            if let Some(v) = value {
-                parts.push(format!("{what} {v:?}"));
-            }
+        Selection {
+            series: self.sample_type.iter().cloned().collect(),
+            ..self.selection.clone()
         }
-        if let Some(p) = &self.process {
-            parts.push(format!("process {p}"));
-        }
-        if let Some(t) = &self.thread {
-            parts.push(format!("thread {t}"));
-        }
-        if let Some(t) = &self.sample_type {
-            parts.push(format!("series {t:?}"));
-        }
-        match (
-            self.from_ns.map(format_time_ns),
-            self.to_ns.map(format_time_ns),
-        ) {
-            (Some(f), Some(t)) => parts.push(format!("from {f} to {t}")),
-            (Some(f), None) => parts.push(format!("from {f}")),
-            (None, Some(t)) => parts.push(format!("to {t}")),
-            (None, None) => {}
-        }
-        parts.join(", ")
+        .describe()
     }
 }
 
@@ -147,9 +108,9 @@ fn select_profiles<'a>(tables: &'a TableBatches, filter: &FlameFilter) -> Result
             .transpose()
     };
     let (source, release, environment) = (
-        column("source_id", &filter.source_id)?,
-        column("release", &filter.release)?,
-        column("environment", &filter.environment)?,
+        column("source_id", &filter.selection.source_id)?,
+        column("release", &filter.selection.release)?,
+        column("environment", &filter.selection.environment)?,
     );
     let (sample_type, unit, kind, start) = (
         columns::strings(p, "profiles", "sample_type")?,
@@ -189,17 +150,20 @@ fn select_profiles<'a>(tables: &'a TableBatches, filter: &FlameFilter) -> Result
             _ => true,
         };
         out.selected.push(
-            matches(Some(service), &filter.service)
-                && matches(source, &filter.source_id)
-                && matches(release, &filter.release)
-                && matches(environment, &filter.environment),
+            matches(Some(service), &filter.selection.service)
+                && matches(source, &filter.selection.source_id)
+                && matches(release, &filter.selection.release)
+                && matches(environment, &filter.selection.environment),
         );
     }
     if !out.selected.contains(&true) {
-        if let Some(wanted) = &filter.service {
+        if let Some(wanted) = &filter.selection.service {
             return Err(no_such_service(wanted, service));
         }
-        if filter.source_id.is_some() || filter.release.is_some() || filter.environment.is_some() {
+        if filter.selection.source_id.is_some()
+            || filter.selection.release.is_some()
+            || filter.selection.environment.is_some()
+        {
             let releases = release.map_or_else(BTreeSet::new, |release| {
                 (0..release.len())
                     .filter_map(|r| opt_str(release, r).map(str::to_owned))
@@ -212,7 +176,7 @@ fn select_profiles<'a>(tables: &'a TableBatches, filter: &FlameFilter) -> Result
             )));
         }
     }
-    if let Some(wanted) = &filter.process {
+    if let Some(wanted) = &filter.selection.process {
         select_process(&mut out.selected, wanted, pid, process)?;
     }
     choose_series(&mut out, &kinds, filter)?;
@@ -377,8 +341,8 @@ fn matching_rows(
     filter: &FlameFilter,
 ) -> Result<Vec<Matched>> {
     // Compare in i128 ns: µs × 1000 cannot overflow there.
-    let from = filter.from_ns.map_or(i128::MIN, i128::from);
-    let to = filter.to_ns.map_or(i128::MAX, i128::from);
+    let from = filter.selection.from_ns.map_or(i128::MIN, i128::from);
+    let to = filter.selection.to_ns.map_or(i128::MAX, i128::from);
     // The threads of rows that pass the other filters, to name them when none is the
     // wanted one; then the rows of the wanted thread.
     let mut threads: BTreeSet<(Option<i64>, Option<&str>)> = BTreeSet::new();
@@ -399,7 +363,7 @@ fn matching_rows(
             continue;
         }
         let thread = (opt_i64(c.tid, row), opt_str(c.thread_name, row));
-        let thread_ok = match &filter.thread {
+        let thread_ok = match &filter.selection.thread {
             None => true,
             Some(wanted) => {
                 threads.insert(thread);

@@ -9,6 +9,7 @@ use arrow_array::{
 };
 
 use super::*;
+use proflake::jobs::Selection;
 use proflake::ErrorKind;
 use proflake::{outputs::Table, outputs::TableBatches};
 
@@ -260,7 +261,10 @@ fn lines(folded: &Folded) -> Vec<(&str, u64)> {
 
 fn service(name: &str) -> FlameFilter {
     FlameFilter {
-        service: Some(name.into()),
+        selection: Selection {
+            service: Some(name.into()),
+            ..Selection::default()
+        },
         ..FlameFilter::default()
     }
 }
@@ -389,7 +393,10 @@ fn counting_can_be_forced() {
 #[test]
 fn thread_filter_by_id_or_name() {
     let by_id = FlameFilter {
-        thread: Some(IdOrName::parse("2")),
+        selection: Selection {
+            thread: Some(IdOrName::parse("2")),
+            ..service("api").selection
+        },
         ..service("api")
     };
     let f = fold(&tables(), &by_id).unwrap();
@@ -400,7 +407,10 @@ fn thread_filter_by_id_or_name() {
 
     // `main` names threads of both CPU profiles, whose units differ.
     let by_name = FlameFilter {
-        thread: Some(IdOrName::parse("main")),
+        selection: Selection {
+            thread: Some(IdOrName::parse("main")),
+            ..Selection::default()
+        },
         ..FlameFilter::default()
     };
     let f = fold(&tables(), &by_name).unwrap();
@@ -418,8 +428,11 @@ fn thread_filter_by_id_or_name() {
 #[test]
 fn time_range_is_inclusive() {
     let filter = FlameFilter {
-        from_ns: Some(2_000_000),
-        to_ns: Some(3_000_000),
+        selection: Selection {
+            from_ns: Some(2_000_000),
+            to_ns: Some(3_000_000),
+            ..Selection::default()
+        },
         ..FlameFilter::default()
     };
     let f = fold(&tables(), &filter).unwrap();
@@ -431,8 +444,11 @@ fn time_range_is_inclusive() {
 fn aggregated_samples_are_at_their_profiles_start() {
     // `c`'s samples have no time; its profile starts at 1000 µs.
     let at = |from_ns, to_ns| FlameFilter {
-        from_ns: Some(from_ns),
-        to_ns: Some(to_ns),
+        selection: Selection {
+            from_ns: Some(from_ns),
+            to_ns: Some(to_ns),
+            ..service("api").selection
+        },
         sample_type: Some("alloc_space".into()),
         ..service("api")
     };
@@ -445,12 +461,18 @@ fn aggregated_samples_are_at_their_profiles_start() {
 #[test]
 fn process_filter_by_pid_or_name() {
     let by_pid = FlameFilter {
-        process: Some(IdOrName::Id(20)),
+        selection: Selection {
+            process: Some(IdOrName::Id(20)),
+            ..Selection::default()
+        },
         ..FlameFilter::default()
     };
     assert_eq!(fold(&tables(), &by_pid).unwrap().total(), 3);
     let by_name = FlameFilter {
-        process: Some(IdOrName::Name("api-server".into())),
+        selection: Selection {
+            process: Some(IdOrName::Name("api-server".into())),
+            ..Selection::default()
+        },
         ..FlameFilter::default()
     };
     assert_eq!(fold(&tables(), &by_name).unwrap().total(), 27);
@@ -471,7 +493,10 @@ fn unknown_service_names_the_services_there_are() {
 #[test]
 fn a_filter_selecting_nothing_says_which_threads_exist() {
     let filter = FlameFilter {
-        thread: Some(IdOrName::parse("99")),
+        selection: Selection {
+            thread: Some(IdOrName::parse("99")),
+            ..service("api").selection
+        },
         ..service("api")
     };
     let err = fold(&tables(), &filter).unwrap_err();
@@ -481,7 +506,10 @@ fn a_filter_selecting_nothing_says_which_threads_exist() {
     assert!(text.contains("threads: 1 (main), 2 (worker)"), "{text}");
 
     let late = FlameFilter {
-        from_ns: Some(8_000_001),
+        selection: Selection {
+            from_ns: Some(8_000_001),
+            ..Selection::default()
+        },
         ..FlameFilter::default()
     };
     let err = fold(&tables(), &late).unwrap_err();

@@ -2,7 +2,7 @@
 //! Unix seconds (`1763800000`, `1763800000.25`). Exact integer arithmetic, no calendar crate:
 //! only the proleptic Gregorian calendar in UTC is needed.
 
-use proflake::{outputs::days_from_civil, outputs::utc_seconds};
+use proflake::outputs::days_from_civil;
 
 const NS_PER_SECOND: i64 = 1_000_000_000;
 
@@ -15,20 +15,6 @@ pub fn parse_time_ns(text: &str) -> Option<i64> {
     } else {
         parse_unix_seconds(text)
     }
-}
-
-/// RFC 3339 in UTC (`2026-11-22T10:00:00Z`, with a fraction only when there is one): how
-/// messages and titles show a time the user gave.
-pub(super) fn format_time_ns(ns: i64) -> String {
-    let (seconds, frac) = (ns.div_euclid(NS_PER_SECOND), ns.rem_euclid(NS_PER_SECOND));
-    let mut out = utc_seconds(seconds);
-    if frac != 0 {
-        let digits = format!("{frac:09}");
-        out.push('.');
-        out.push_str(digits.trim_end_matches('0'));
-    }
-    out.push('Z');
-    out
 }
 
 fn days_in_month(year: i64, month: i64) -> i64 {
@@ -185,7 +171,7 @@ mod tests {
             "2000-03-01T00:00:00Z",
         ] {
             let ns = parse_time_ns(text).unwrap();
-            assert_eq!(format_time_ns(ns), text);
+            assert_eq!(proflake::outputs::utc_time(ns), text);
         }
     }
 }
