@@ -142,7 +142,13 @@ pub fn export_tables(tables: &TableBatches, request: &ExportRequest) -> Result<E
     let slice = slice::build(tables, &request.selection)?;
     let mut exported_series: Vec<usize> = (0..slice.series.len()).collect();
     let bytes = match request.format {
-        ExportFormat::Pprof => pprof::write(&slice, request.pgo, &request.name)?,
+        ExportFormat::Pprof => {
+            if request.pgo {
+                // Only the CPU-time series go into a PGO profile.
+                exported_series.retain(|&i| slice.series[i].is_cpu());
+            }
+            pprof::write(&slice, request.pgo, &request.name)?
+        }
         ExportFormat::Speedscope => speedscope::write(&slice, &request.name),
         ExportFormat::Folded => {
             let series = one_series(&slice)?;

@@ -188,3 +188,36 @@ fn selection_narrows_and_names_what_exists() {
     assert_eq!(exported.series.len(), 1);
     assert_eq!(exported.series[0].sample_type, "samples");
 }
+
+#[test]
+fn a_pgo_export_says_it_holds_only_cpu_series() {
+    let tables = convert(
+        &repo_file("samples/perf-script/simple-with-header.perf.txt"),
+        "app/perf.txt",
+        r#"{"service":"app","timestamp":1534348884.0}"#,
+    );
+    let mut tables_and_trace = tables.clone();
+    // A trace of spans: wall time, not CPU.
+    let trace = convert(
+        &repo_file("samples/chrome/claude_code.json"),
+        "agent/trace.json",
+        r#"{"service":"agent"}"#,
+    );
+    for (into, from) in [
+        (&mut tables_and_trace.profiles, &trace.profiles),
+        (&mut tables_and_trace.samples, &trace.samples),
+        (&mut tables_and_trace.stacks, &trace.stacks),
+        (&mut tables_and_trace.frames, &trace.frames),
+    ] {
+        *into = arrow_select::concat::concat_batches(&into.schema(), [&*into, from]).unwrap();
+    }
+    let mut request = ExportRequest::new(Selection::default(), ExportFormat::Pprof);
+    request.pgo = true;
+    let exported = export_tables(&tables_and_trace, &request).expect("export");
+    let names: Vec<&str> = exported
+        .series
+        .iter()
+        .map(|s| s.sample_type.as_str())
+        .collect();
+    assert_eq!(names, ["cpu-clock"]);
+}
