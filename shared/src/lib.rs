@@ -73,7 +73,7 @@ pub mod jobs {
     };
     pub use crate::export::{
         export_profiles, export_tables, flame_frame_name, ExportFormat, ExportRequest, Exported,
-        ExportedSeries, IdOrName, Selection, NO_STACK,
+        ExportedSeries, IdOrName, Selection, EXPORT_TABLES, NO_STACK,
     };
     pub use crate::limits::LimitsError;
     pub use crate::pipeline::{
@@ -128,7 +128,8 @@ pub mod outputs {
         write_chunk, write_sample_v2, Rule, SampleV2Chunk, Violation,
     };
     pub use crate::tables::{
-        read_table_objects, read_tables, table_prefix, Table, TableBatches, TABLES_SCHEMA_VERSION,
+        read_table_objects, read_tables, table_prefix, Table, TableBatches, TablesFrom,
+        TABLES_SCHEMA_VERSION,
     };
 }
 

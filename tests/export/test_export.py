@@ -277,6 +277,16 @@ class Exports(unittest.TestCase):
         read = pprof_totals(profile)
         self.assertEqual(read[("cpu", "nanoseconds")], stacks)
 
+    def test_lake_and_landing_tiers_agree(self) -> None:
+        # `convert` publishes each upload into the lake, which an export reads by default.
+        self.assertTrue((self.store / "lake" / "samples" / "_delta_log").is_dir())
+        read = {}
+        for tier in ("lake", "landing"):
+            path = self.export("pprof", "--tier", tier, "--service", "shop", name=f"{tier}.pb.gz")
+            read[tier] = pprof_totals(pprof_read(path))
+        self.assertEqual(read["lake"], read["landing"])
+        self.assertEqual(read["lake"], drop_zero(stack_totals(self.store, "pr.service = 'shop'")))
+
     # --- speedscope ---
 
     def test_speedscope_each_series(self) -> None:

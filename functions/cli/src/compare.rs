@@ -8,9 +8,11 @@ use anyhow::Context;
 use clap::Args;
 use proflake::jobs::{
     compare_releases, export_tables, CompareRequest, ExportFormat, ExportRequest, Selection,
+    EXPORT_TABLES,
 };
-use proflake::outputs::{read_tables, Table};
-use proflake::LocalDirStore;
+use proflake::outputs::{Table, TablesFrom};
+
+use crate::tiers::{with_tables, Tier};
 
 #[derive(Args)]
 pub(crate) struct CompareArgs {
@@ -40,6 +42,9 @@ pub(crate) struct CompareArgs {
     /// (inferno's diff-folded colouring, the base scaled to the head's total).
     #[arg(long)]
     svg: Option<PathBuf>,
+    /// The tables read: the lake when the directory has one, else the landing tables.
+    #[arg(long, value_enum, default_value_t)]
+    tier: Tier,
     /// Fewest uploads of each release to flag anything (default 20).
     #[arg(long)]
     min_uploads: Option<usize>,
@@ -58,7 +63,6 @@ pub(crate) struct CompareArgs {
 }
 
 pub(crate) fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    let store = LocalDirStore::new(&args.store);
     let defaults = CompareRequest::new(&args.service, &args.base, &args.head);
     let request = CompareRequest {
         environment: args.environment,
@@ -70,8 +74,10 @@ pub(crate) fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         max_q: args.fdr,
         ..defaults
     };
-    let report = compare_releases(&store, &request)
-        .with_context(|| format!("comparing the releases in {}", args.store.display()))?;
+    let report = with_tables(&args.store, args.tier, Table::FunctionRollup, |tables| {
+        Ok(compare_releases(tables, &request)?)
+    })
+    .with_context(|| format!("comparing the releases in {}", args.store.display()))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.json)?);
     } else {
@@ -82,7 +88,9 @@ pub(crate) fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
         report.regressions, report.improvements
     );
     if let Some(path) = &args.svg {
-        let svg = differential_svg(&store, &request)?;
+        let svg = with_tables(&args.store, args.tier, Table::Samples, |tables| {
+            differential_svg(tables, &request)
+        })?;
         std::fs::write(path, svg).with_context(|| format!("cannot write {}", path.display()))?;
         eprintln!("differential flame graph -> {}", path.display());
     }
@@ -92,14 +100,8 @@ pub(crate) fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
 /// The two releases' stacks of one series folded, then drawn as inferno's differential flame
 /// graph: widths are the head release's, colours the change from the base, normalised so
 /// that a release with more uploads does not turn everything red.
-fn differential_svg(store: &LocalDirStore, request: &CompareRequest) -> anyhow::Result<Vec<u8>> {
-    let needed = [
-        Table::Profiles,
-        Table::Samples,
-        Table::Stacks,
-        Table::Frames,
-    ];
-    let tables = read_tables(store, &needed, None, None)?;
+fn differential_svg(tables: TablesFrom<'_>, request: &CompareRequest) -> anyhow::Result<Vec<u8>> {
+    let tables = tables.read(&EXPORT_TABLES, None, None)?;
     let fold = |release: &str| {
         let selection = Selection {
             service: Some(request.service.clone()),

@@ -7,7 +7,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use proflake::jobs::{export_profiles, ExportFormat, ExportRequest, IdOrName, Selection};
-use proflake::LocalDirStore;
+use proflake::outputs::Table;
+
+use crate::tiers::{with_tables, Tier};
 
 /// Which profiles and samples: shared by `export` and `flamegraph`.
 #[derive(Args, Clone, Default)]
@@ -84,6 +86,9 @@ pub(crate) struct ExportArgs {
     /// A name for the export (document and profile names; default: the selection).
     #[arg(long)]
     name: Option<String>,
+    /// The tables read: the lake when the directory has one, else the landing tables.
+    #[arg(long, value_enum, default_value_t)]
+    tier: Tier,
 }
 
 fn parse_export_format(text: &str) -> Result<ExportFormat, String> {
@@ -117,9 +122,10 @@ pub(crate) fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
             d if d.is_empty() => "proflake export".to_owned(),
             d => format!("proflake export: {d}"),
         });
-    let store = LocalDirStore::new(&args.store);
-    let exported = export_profiles(&store, &request)
-        .with_context(|| format!("exporting from {}", args.store.display()))?;
+    let exported = with_tables(&args.store, args.tier, Table::Samples, |tables| {
+        Ok(export_profiles(tables, &request)?)
+    })
+    .with_context(|| format!("exporting from {}", args.store.display()))?;
     std::fs::write(&args.out, &exported.bytes)
         .with_context(|| format!("cannot write {}", args.out.display()))?;
     let series: Vec<String> = exported

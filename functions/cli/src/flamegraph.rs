@@ -6,14 +6,15 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
+use proflake::jobs::EXPORT_TABLES;
 use proflake::{
-    convert_upload, outputs::read_table_objects, outputs::read_tables, outputs::Table,
-    outputs::TableBatches, store::content_etag, store::upload_key, ConvertOptions, InputFormat,
-    LocalDirStore,
+    convert_upload, outputs::read_table_objects, outputs::Table, outputs::TableBatches,
+    store::content_etag, store::upload_key, ConvertOptions, InputFormat,
 };
 use proflake_cli::flame::{fold, parse_time_ns, render_svg, FlameFilter};
 
 use crate::export::SelectionArgs;
+use crate::tiers::{with_tables, Tier};
 
 use super::{modified_ns, parse_format, MetadataArgs};
 
@@ -35,6 +36,9 @@ pub(crate) struct FlamegraphArgs {
     /// Default: the CPU-time series, else the wall-time one, else the first by name.
     #[arg(long, visible_alias = "series")]
     sample_type: Option<String>,
+    /// For a directory: the tables read, the lake when it has one, else the landing tables.
+    #[arg(long, value_enum, default_value_t)]
+    tier: Tier,
     /// Count samples rows instead of summing their values (time, for CPU profiles).
     #[arg(long)]
     samples: bool,
@@ -78,19 +82,10 @@ pub(crate) fn flamegraph(args: FlamegraphArgs) -> anyhow::Result<ExitCode> {
              of converted tables"
         );
         // Only the tables a graph reads, and only the days the range can reach.
-        let needed = [
-            Table::Profiles,
-            Table::Samples,
-            Table::Stacks,
-            Table::Frames,
-        ];
-        let store = LocalDirStore::new(&input);
-        read_tables(
-            &store,
-            &needed,
-            filter.selection.from_ns,
-            filter.selection.to_ns,
-        )
+        let (from, to) = (filter.selection.from_ns, filter.selection.to_ns);
+        with_tables(&input, args.tier, Table::Samples, |tables| {
+            Ok(tables.read(&EXPORT_TABLES, from, to)?)
+        })
         .with_context(|| format!("cannot read the stack tables in {}", input.display()))?
     } else {
         // Only the flags that change what a graph shows: `--service` here is a filter.

@@ -76,7 +76,7 @@ impl SettingsArgs {
 }
 
 /// The runtime delta-rs's I/O runs on; the lake blocks on it from this thread.
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

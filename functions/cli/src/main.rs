@@ -8,6 +8,7 @@ mod output;
 mod report;
 mod serve;
 mod symbols;
+mod tiers;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -10,8 +10,7 @@ mod stats;
 pub use releases::{report_releases, ReleaseReport, REPORTS_PREFIX};
 
 use crate::error::Result;
-use crate::store::ObjectStore;
-use crate::tables::{read_tables, Table};
+use crate::tables::{Table, TablesFrom};
 
 /// What to compare, and the thresholds of a flag ([`CompareRequest::new`] sets the defaults).
 #[derive(Clone, Debug)]
@@ -70,12 +69,10 @@ pub struct CompareReport {
     pub improvements: usize,
 }
 
-/// Compares two releases from the `function_rollup` tables in `store`.
-pub fn compare_releases(
-    store: &dyn ObjectStore,
-    request: &CompareRequest,
-) -> Result<CompareReport> {
-    let tables = read_tables(store, &[Table::FunctionRollup], None, None)?;
+/// Compares two releases from the `function_rollup` table of `source` (the landing tables of
+/// a store, or the lake).
+pub fn compare_releases(source: TablesFrom<'_>, request: &CompareRequest) -> Result<CompareReport> {
+    let tables = source.read(&[Table::FunctionRollup], None, None)?;
     compare_batch(&tables.function_rollup, request)
 }
 

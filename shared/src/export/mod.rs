@@ -27,8 +27,7 @@ pub use folded::{flame_frame_name, NO_STACK};
 pub use select::{IdOrName, Selection};
 
 use crate::error::{ErrorKind, Result};
-use crate::store::ObjectStore;
-use crate::tables::{read_tables, Table, TableBatches};
+use crate::tables::{Table, TableBatches, TablesFrom};
 
 /// The formats an export writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -119,22 +118,19 @@ pub struct Exported {
     pub uploads: usize,
 }
 
-/// Reads what `request` selects from the landing tables in `store` and writes it in its
-/// format. Only the days the selection's time range reaches are read.
-pub fn export_profiles(store: &dyn ObjectStore, request: &ExportRequest) -> Result<Exported> {
-    let needed = [
-        Table::Profiles,
-        Table::Samples,
-        Table::Stacks,
-        Table::Frames,
-    ];
-    let tables = read_tables(
-        store,
-        &needed,
-        request.selection.from_ns,
-        request.selection.to_ns,
-    )?;
-    export_tables(&tables, request)
+/// The tables an export reads.
+pub const EXPORT_TABLES: [Table; 4] = [
+    Table::Profiles,
+    Table::Samples,
+    Table::Stacks,
+    Table::Frames,
+];
+
+/// Reads what `request` selects from `tables` (the landing tables of a store, or the lake)
+/// and writes it in its format. Only the days the selection's time range reaches are read.
+pub fn export_profiles(tables: TablesFrom<'_>, request: &ExportRequest) -> Result<Exported> {
+    let (from, to) = (request.selection.from_ns, request.selection.to_ns);
+    export_tables(&tables.read(&EXPORT_TABLES, from, to)?, request)
 }
 
 /// Writes what `request` selects from `tables` in its format.

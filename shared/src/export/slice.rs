@@ -370,6 +370,15 @@ fn select_profiles<'b>(
         }
         uploads.insert(required(source, T, "source_id", row)?);
     }
+    if p.num_rows() == 0 {
+        return Err(ErrorKind::NoSamples {
+            why: format!(
+                "the tables hold no profile in the days the selection ({}) can reach",
+                selection.describe()
+            ),
+        }
+        .into());
+    }
     if selected.by_id.is_empty() {
         return Err(ErrorKind::NoSamples {
             why: format!(

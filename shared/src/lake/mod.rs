@@ -25,6 +25,7 @@ mod landing;
 mod ledger;
 mod parallel;
 mod publish;
+mod read;
 mod schema;
 #[cfg(test)]
 mod tests;

@@ -20,6 +20,7 @@ mod rollup;
 mod samples;
 mod schema;
 mod series;
+mod source;
 #[cfg(test)]
 mod tests;
 mod writer;
@@ -33,9 +34,10 @@ use arrow_array::RecordBatch;
 #[cfg(feature = "lake")]
 pub(crate) use parquet_file::encoding;
 #[cfg(feature = "lake")]
-pub(crate) use read::conform;
+pub(crate) use read::{concat as concat_tables, conform};
 pub use read::{read_table_objects, read_tables, table_prefix};
 pub use schema::{Table, TABLES_SCHEMA_VERSION};
+pub use source::TablesFrom;
 pub use writer::TableWriter;
 
 use crate::error::{to_io, Result};

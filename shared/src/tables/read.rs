@@ -151,7 +151,8 @@ fn read_parquet(table: Table, bytes: Bytes) -> Result<Vec<RecordBatch>> {
         .collect()
 }
 
-fn concat(table: Table, batches: &[RecordBatch]) -> Result<RecordBatch> {
+/// `batches` of `table`, as one.
+pub(crate) fn concat(table: Table, batches: &[RecordBatch]) -> Result<RecordBatch> {
     arrow_select::concat::concat_batches(&table.schema(), batches)
         .map_err(|e| malformed(format!("{}: {e}", table.name())))
 }

@@ -1,0 +1,98 @@
+//! Reading the lake's tables back, for the jobs that read tables (export, compare): each
+//! table's active data files at its latest version, in the landing tables' columns.
+
+use deltalake::{DeltaTable, DeltaTableError};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use super::schema::lake_error;
+use super::Lake;
+use crate::error::{ErrorKind, Result};
+use crate::tables::{concat_tables, conform, Table, TableBatches};
+
+const NS_PER_DAY: i64 = 86_400_000_000_000;
+
+impl Lake {
+    /// Reads `tables` from the lake (every other table comes back empty), keeping only the
+    /// `dt` partitions that can hold samples between `from_ns` and `to_ns` (as
+    /// [`read_tables`](crate::outputs::read_tables) does for the landing tier). Nothing is
+    /// created: a lake without one of the stack tables is [`ErrorKind::NoTables`] (nothing was
+    /// published into it), one without `function_rollup` or `counters` reads them empty.
+    pub fn read_tables(
+        &self,
+        tables: &[Table],
+        from_ns: Option<i64>,
+        to_ns: Option<i64>,
+    ) -> Result<TableBatches> {
+        // A profile that starts the day before `from` may reach into it (see read_tables).
+        let day = |ns: i64, back: i64| {
+            crate::calendar::utc_seconds((ns.div_euclid(NS_PER_DAY) - back) * 86_400)[..10]
+                .to_owned()
+        };
+        let (first, last) = (from_ns.map(|f| day(f, 1)), to_ns.map(|t| day(t, 0)));
+        let read = |table: Table| -> Result<arrow_array::RecordBatch> {
+            if !tables.contains(&table) {
+                return Ok(arrow_array::RecordBatch::new_empty(table.schema()));
+            }
+            let Some(delta) = self.open_existing(table)? else {
+                if matches!(table, Table::FunctionRollup | Table::Counters) {
+                    return Ok(arrow_array::RecordBatch::new_empty(table.schema()));
+                }
+                return Err(ErrorKind::NoTables {
+                    path: self.table_url(table).to_string(),
+                }
+                .into());
+            };
+            let mut batches = Vec::new();
+            for file in self.active_files(&delta, None)? {
+                let dt = file.dt.as_str();
+                if first.as_deref().is_some_and(|f| dt < f)
+                    || last.as_deref().is_some_and(|l| dt > l)
+                {
+                    continue;
+                }
+                let reader =
+                    ParquetRecordBatchReaderBuilder::try_new(self.lake_file(&delta, &file)?)
+                        .and_then(|b| b.with_batch_size(16 * 1024).build())
+                        .map_err(|e| lake_error(table.name(), format!("{}: {e}", file.path)))?;
+                for batch in reader {
+                    let batch = batch
+                        .map_err(|e| lake_error(table.name(), format!("{}: {e}", file.path)))?;
+                    batches.push(conform(table, &batch)?);
+                }
+            }
+            concat_tables(table, &batches)
+        };
+        Ok(TableBatches {
+            profiles: read(Table::Profiles)?,
+            samples: read(Table::Samples)?,
+            stacks: read(Table::Stacks)?,
+            frames: read(Table::Frames)?,
+            function_rollup: read(Table::FunctionRollup)?,
+            counters: read(Table::Counters)?,
+        })
+    }
+
+    /// `table`'s Delta table at its latest version; `None` when it was never created.
+    fn open_existing(&self, table: Table) -> Result<Option<DeltaTable>> {
+        let url = self.table_url(table);
+        let err = |e: DeltaTableError| lake_error(url.as_str(), e.to_string());
+        if let Ok(dir) = url.to_file_path() {
+            if !dir.join("_delta_log").is_dir() {
+                return Ok(None);
+            }
+        }
+        self.runtime.block_on(async {
+            let mut delta = DeltaTable::try_from_url_with_storage_options(
+                url.clone(),
+                self.storage_options.clone(),
+            )
+            .await
+            .map_err(err)?;
+            match delta.load().await {
+                Ok(()) => Ok(Some(delta)),
+                Err(DeltaTableError::NotATable(_)) => Ok(None),
+                Err(e) => Err(err(e)),
+            }
+        })
+    }
+}
