@@ -278,7 +278,7 @@ class Exports(unittest.TestCase):
         self.assertEqual(read[("cpu", "nanoseconds")], stacks)
 
     def test_lake_and_landing_tiers_agree(self) -> None:
-        # `convert` publishes each upload into the lake, which an export reads by default.
+        # `convert` publishes each upload into the lake too.
         self.assertTrue((self.store / "lake" / "samples" / "_delta_log").is_dir())
         read = {}
         for tier in ("lake", "landing"):

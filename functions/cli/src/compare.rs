@@ -42,7 +42,8 @@ pub(crate) struct CompareArgs {
     /// (inferno's diff-folded colouring, the base scaled to the head's total).
     #[arg(long)]
     svg: Option<PathBuf>,
-    /// The tables read: the lake when the directory has one, else the landing tables.
+    /// The tables read: the landing tables, or the lake (`publish`'s compacted tables, for a
+    /// fleet; it lags the landing tables by what is not published yet).
     #[arg(long, value_enum, default_value_t)]
     tier: Tier,
     /// Fewest uploads of each release to flag anything (default 20).

@@ -86,7 +86,8 @@ pub(crate) struct ExportArgs {
     /// A name for the export (document and profile names; default: the selection).
     #[arg(long)]
     name: Option<String>,
-    /// The tables read: the lake when the directory has one, else the landing tables.
+    /// The tables read: the landing tables, or the lake (`publish`'s compacted tables, for a
+    /// fleet; it lags the landing tables by what is not published yet).
     #[arg(long, value_enum, default_value_t)]
     tier: Tier,
 }

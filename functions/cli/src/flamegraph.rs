@@ -36,7 +36,7 @@ pub(crate) struct FlamegraphArgs {
     /// Default: the CPU-time series, else the wall-time one, else the first by name.
     #[arg(long, visible_alias = "series")]
     sample_type: Option<String>,
-    /// For a directory: the tables read, the lake when it has one, else the landing tables.
+    /// For a directory: the tables read, the landing tables or the lake.
     #[arg(long, value_enum, default_value_t)]
     tier: Tier,
     /// Count samples rows instead of summing their values (time, for CPU profiles).

@@ -12,17 +12,14 @@ use proflake::LocalDirStore;
 /// The tier read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Tier {
-    /// The lake when the directory has one (its table was published), else the landing tables.
+    /// The landing tables: every conversion as it stands, the source of truth.
     #[default]
-    Auto,
-    /// The landing tables.
     Landing,
     /// The lake's Delta tables.
     Lake,
 }
 
-/// Runs `read` on the tables of `dir` in `tier`; `table` is the one whose lake table decides
-/// `auto`. Says on standard error which tier was read.
+/// Runs `read` on the tables of `dir` in `tier`; `table` is the one the lake must have.
 pub(crate) fn with_tables<T>(
     dir: &Path,
     tier: Tier,
@@ -31,7 +28,6 @@ pub(crate) fn with_tables<T>(
 ) -> anyhow::Result<T> {
     let log = dir.join("lake").join(table.name()).join("_delta_log");
     let lake = match tier {
-        Tier::Auto => log.is_dir(),
         Tier::Landing => false,
         Tier::Lake => {
             anyhow::ensure!(
@@ -48,7 +44,6 @@ pub(crate) fn with_tables<T>(
     if lake {
         let runtime = crate::lake::runtime()?;
         let lake = Lake::local(dir, runtime.handle().clone(), LakeSettings::default())?;
-        eprintln!("reading the lake of {}", dir.display());
         read(TablesFrom::Lake(&lake))
     } else {
         let store = LocalDirStore::new(dir);

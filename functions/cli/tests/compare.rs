@@ -126,12 +126,12 @@ fn compare_flags_what_was_planted_in_a_generated_fleet() {
         out.stdout
     };
     let report: serde_json::Value = serde_json::from_slice(&compare(&["--json"])).unwrap();
-    // `convert` published the fleet into the lake, which compare reads by default; the landing
-    // tables hold the same rows.
+    // `convert` published the fleet into the lake, which holds the same rows as the landing
+    // tables compare reads by default.
     assert!(store.join("lake/function_rollup/_delta_log").is_dir());
-    let landing: serde_json::Value =
-        serde_json::from_slice(&compare(&["--json", "--tier", "landing"])).unwrap();
-    assert_eq!(report, landing);
+    let lake: serde_json::Value =
+        serde_json::from_slice(&compare(&["--json", "--tier", "lake"])).unwrap();
+    assert_eq!(report, lake);
     let names = |list: &str| -> Vec<String> {
         let mut names: Vec<String> = report[list]
             .as_array()

@@ -43,6 +43,20 @@ impl Row {
     }
 }
 
+/// The columns of `function_rollup` a comparison reads.
+pub(crate) const COLUMNS: [&str; 10] = [
+    "source_id",
+    "service",
+    "release",
+    "environment",
+    "sample_type",
+    "sample_unit",
+    "function",
+    "self_value",
+    "total_value",
+    "self_rows",
+];
+
 /// Row `i` of a text column, `None` when null.
 fn get(column: &arrow_array::StringArray, i: usize) -> Option<&str> {
     (!column.is_null(i)).then(|| column.value(i))

@@ -84,25 +84,36 @@ pub(super) fn required<'a, A: ValueAt>(
     get(a, i).ok_or_else(|| malformed(format!("{table}.{name} is null in row {i}")))
 }
 
-/// The entries of a `MAP(VARCHAR, VARCHAR)` row, in their stored order; null values read as
-/// empty text.
-pub(super) fn map_entries(m: &MapArray, i: usize) -> Result<impl Iterator<Item = (&str, &str)>> {
-    let (keys, values) = (
-        m.keys().as_string_opt::<i32>(),
-        m.values().as_string_opt::<i32>(),
-    );
-    let (Some(keys), Some(values)) = (keys, values) else {
-        return Err(malformed(
-            "a map column's keys or values are not text".into(),
-        ));
-    };
-    let offsets = m.value_offsets();
-    let range = if m.is_valid(i) {
-        offsets[i] as usize..offsets[i + 1] as usize
-    } else {
-        0..0
-    };
-    Ok(range.map(move |j| (keys.value(j), get(values, j).unwrap_or(""))))
+/// A `MAP(VARCHAR, VARCHAR)` column, its entries read row by row.
+pub(super) struct MapRows<'a> {
+    map: &'a MapArray,
+    keys: &'a StringArray,
+    values: &'a StringArray,
+}
+
+impl<'a> MapRows<'a> {
+    pub fn new(map: &'a MapArray) -> Result<Self> {
+        match (
+            map.keys().as_string_opt::<i32>(),
+            map.values().as_string_opt::<i32>(),
+        ) {
+            (Some(keys), Some(values)) => Ok(MapRows { map, keys, values }),
+            _ => Err(malformed(
+                "a map column's keys or values are not text".into(),
+            )),
+        }
+    }
+
+    /// Row `i`'s entries, in their stored order; null values read as empty text.
+    pub fn entries(&self, i: usize) -> impl Iterator<Item = (&'a str, &'a str)> + '_ {
+        let offsets = self.map.value_offsets();
+        let range = if self.map.is_valid(i) {
+            offsets[i] as usize..offsets[i + 1] as usize
+        } else {
+            0..0
+        };
+        range.map(move |j| (self.keys.value(j), get(self.values, j).unwrap_or("")))
+    }
 }
 
 /// What a column holds at a row.

@@ -27,6 +27,8 @@ pub use folded::{flame_frame_name, NO_STACK};
 pub use select::{IdOrName, Selection};
 
 use crate::error::{ErrorKind, Result};
+use arrow_array::RecordBatch;
+
 use crate::tables::{Table, TableBatches, TablesFrom};
 
 /// The formats an export writes.
@@ -130,12 +132,64 @@ pub const EXPORT_TABLES: [Table; 4] = [
 /// and writes it in its format. Only the days the selection's time range reaches are read.
 pub fn export_profiles(tables: TablesFrom<'_>, request: &ExportRequest) -> Result<Exported> {
     let (from, to) = (request.selection.from_ns, request.selection.to_ns);
-    export_tables(&tables.read(&EXPORT_TABLES, from, to)?, request)
+    // The samples, by far the largest table, are decoded on a thread of their own, a batch at
+    // a time and only the columns a slice takes, while this one reads the other tables and
+    // then takes the samples' batches as they come: the two overlap, and at most a few
+    // batches wait in between.
+    let slice = std::thread::scope(|scope| {
+        let (send, batches) = std::sync::mpsc::sync_channel::<RecordBatch>(16);
+        let reader = scope.spawn(move || {
+            let mut stopped = false;
+            let read =
+                tables.for_each_batch(Table::Samples, from, to, &slice::SAMPLE_COLUMNS, &mut |b| {
+                    send.send(b).map_err(|_| {
+                        // The taker stopped on an error of its own, which it reports.
+                        stopped = true;
+                        crate::Error::from(ErrorKind::NoSamples {
+                            why: "the export stopped".into(),
+                        })
+                    })
+                });
+            if stopped {
+                Ok(())
+            } else {
+                read
+            }
+        });
+        let built = small_tables(tables, from, to).and_then(|small| {
+            slice::build_streamed(&small, &request.selection, &mut |take| {
+                batches.iter().try_for_each(&mut *take)
+            })
+        });
+        drop(batches);
+        // A reader's failure first: the taker, short of batches, fails for want of them.
+        reader
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?;
+        built
+    })?;
+    write(slice, request)
+}
+
+/// The profiles, stacks and frames an export reads, only the columns it reads.
+fn small_tables(
+    tables: TablesFrom<'_>,
+    from: Option<i64>,
+    to: Option<i64>,
+) -> Result<TableBatches> {
+    let mut small = tables.read(&[Table::Profiles], from, to)?;
+    small.stacks = tables.read_columns(Table::Stacks, from, to, &slice::STACK_COLUMNS)?;
+    small.frames = tables.read_columns(Table::Frames, from, to, &slice::FRAME_COLUMNS)?;
+    Ok(small)
 }
 
 /// Writes what `request` selects from `tables` in its format.
 pub fn export_tables(tables: &TableBatches, request: &ExportRequest) -> Result<Exported> {
-    let slice = slice::build(tables, &request.selection)?;
+    write(slice::build(tables, &request.selection)?, request)
+}
+
+/// Writes `slice` as `request` says.
+fn write(slice: slice::Slice, request: &ExportRequest) -> Result<Exported> {
     let mut exported_series: Vec<usize> = (0..slice.series.len()).collect();
     let bytes = match request.format {
         ExportFormat::Pprof => {

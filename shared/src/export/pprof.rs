@@ -170,11 +170,14 @@ pub(crate) fn write(slice: &Slice, pgo: bool, comment: &str) -> Result<Vec<u8>> 
     } else {
         build(slice, comment)
     };
+    // Go's runtime/pprof compresses at the fastest level too: a profile is written once and
+    // read a few times.
+    let encoded = profile.encode_to_vec();
     let mut gz = GzEncoder::new(
-        Vec::with_capacity(profile.encoded_len() / 4),
-        flate2::Compression::default(),
+        Vec::with_capacity(encoded.len() / 4),
+        flate2::Compression::fast(),
     );
-    gz.write_all(&profile.encode_to_vec())
+    gz.write_all(&encoded)
         .and_then(|()| gz.flush())
         .map_err(write_error)?;
     gz.finish().map_err(write_error)

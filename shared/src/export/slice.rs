@@ -10,7 +10,10 @@
 use std::collections::BTreeSet;
 
 use arrow_array::cast::AsArray;
-use rustc_hash::FxHashMap;
+use arrow_array::RecordBatch;
+use hashbrown::HashTable;
+use rustc_hash::{FxBuildHasher, FxHashMap};
+use std::hash::BuildHasher;
 
 use super::columns::{self as col, get, malformed, required};
 use super::select::{listing, Selection};
@@ -125,6 +128,17 @@ impl Samples {
     pub fn len(&self) -> usize {
         self.value.len()
     }
+
+    fn reserve(&mut self, rows: usize) {
+        self.series.reserve(rows);
+        self.node.reserve(rows);
+        self.time_ns.reserve(rows);
+        self.thread.reserve(rows);
+        self.value.reserve(rows);
+        self.weight_ns.reserve(rows);
+        self.labels.reserve(rows);
+        self.link.reserve(rows);
+    }
 }
 
 /// A selected, merged slice of the tables.
@@ -197,9 +211,12 @@ impl Slice {
 /// The `profiles` row of each selected profile, by `profile_id`.
 struct Selected<'b> {
     by_id: FxHashMap<&'b str, SelectedProfile>,
+    /// `samples` rows of the selected profiles (`profiles.samples`): room for every sample
+    /// is made once, not by doubling a million-row column many times.
+    rows: usize,
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct SelectedProfile {
     series: u32,
     process: u32,
@@ -215,13 +232,36 @@ struct SelectedProfile {
 /// No selected sample is [`ErrorKind::NoSamples`], with what the tables do hold (services,
 /// releases, series) so the caller can correct the selection.
 pub(crate) fn build(tables: &TableBatches, selection: &Selection) -> Result<Slice> {
+    build_streamed(tables, selection, &mut |take| take(tables.samples.clone()))
+}
+
+/// A source of `samples` batches: hands each to its argument.
+pub(crate) type SampleBatches<'f> =
+    dyn FnMut(&mut dyn FnMut(RecordBatch) -> Result<()>) -> Result<()> + 'f;
+
+/// [`build`] from `tables`' profiles, stacks and frames and the `samples` batches `samples`
+/// hands out (at least the [`SAMPLE_COLUMNS`]), one at a time: a slice of a large table
+/// never needs the table whole.
+pub(crate) fn build_streamed(
+    tables: &TableBatches,
+    selection: &Selection,
+    samples: &mut SampleBatches<'_>,
+) -> Result<Slice> {
     let mut slice = Slice::default();
     let selected = select_profiles(tables, selection, &mut slice)?;
     let mut frame_maps = vec![Vec::new(); selected.by_id.len()];
     merge_frames(tables, &selected, &mut slice, &mut frame_maps)?;
     let mut node_maps = vec![Vec::new(); selected.by_id.len()];
     merge_stacks(tables, &selected, &frame_maps, &mut slice, &mut node_maps)?;
-    take_samples(tables, selection, &selected, &node_maps, &mut slice)?;
+    // At most what the profiles rows say (a bad count only costs memory within the limits
+    // the rows themselves are bounded by).
+    slice.samples.reserve(selected.rows.min(1 << 26));
+    let mut taker = SampleTaker::new();
+    samples(&mut |batch| taker.take(&batch, selection, &selected, &node_maps, &mut slice))?;
+    if taker.first <= taker.last {
+        slice.start_ns = taker.first;
+        slice.end_ns = taker.last;
+    }
     if slice.samples.len() == 0 {
         return Err(ErrorKind::NoSamples {
             why: format!(
@@ -261,16 +301,18 @@ fn select_profiles<'b>(
         col::int64(p, T, "frequency_hz")?,
         col::text(p, T, "timestamps")?,
     );
+    let sample_rows = col::int64(p, T, "samples")?;
     let (start, end, attributes) = (
         col::micros(p, T, "start_time")?,
         col::micros(p, T, "end_time")?,
-        col::map(p, T, "attributes")?,
+        col::MapRows::new(col::map(p, T, "attributes")?)?,
     );
     let matches = |column: &arrow_array::StringArray, want: &Option<String>, row| {
         want.as_deref().is_none_or(|w| get(column, row) == Some(w))
     };
     let mut selected = Selected {
         by_id: FxHashMap::default(),
+        rows: 0,
     };
     let mut series_index: FxHashMap<(&str, &str), u32> = FxHashMap::default();
     let mut process_index: FxHashMap<Process, u32> = FxHashMap::default();
@@ -326,7 +368,8 @@ fn select_profiles<'b>(
             s.spans &= timestamps_text == "spans";
             s.timed &= timestamps_text != "aggregated";
         }
-        let mut attrs: Vec<(String, String)> = col::map_entries(attributes, row)?
+        let mut attrs: Vec<(String, String)> = attributes
+            .entries(row)
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect();
         attrs.sort();
@@ -369,6 +412,10 @@ fn select_profiles<'b>(
             )));
         }
         uploads.insert(required(source, T, "source_id", row)?);
+        let rows = get(sample_rows, row).unwrap_or(0);
+        selected.rows = selected
+            .rows
+            .saturating_add(usize::try_from(rows).unwrap_or(0));
     }
     if p.num_rows() == 0 {
         return Err(ErrorKind::NoSamples {
@@ -397,22 +444,35 @@ fn select_profiles<'b>(
     Ok(selected)
 }
 
-/// The profile a table row belongs to, with the last one remembered: a profile's rows are
-/// stored together, so most rows cost a string comparison and no hash.
+/// The profile a table row belongs to, with the last few remembered: a profile's rows are
+/// stored together, and the series of one upload interleave in time, so most rows cost a
+/// string comparison or a few and no hash.
 struct ProfileLookup<'b> {
-    last: Option<(&'b str, Option<SelectedProfile>)>,
+    recent: [Option<(&'b str, Option<SelectedProfile>)>; RECENT_PROFILES],
+    next: usize,
 }
 
+/// Profiles [`ProfileLookup`] remembers.
+const RECENT_PROFILES: usize = 8;
+
 impl<'b> ProfileLookup<'b> {
+    fn new() -> Self {
+        ProfileLookup {
+            recent: [None; RECENT_PROFILES],
+            next: 0,
+        }
+    }
+
     fn find(&mut self, selected: &Selected<'b>, id: &'b str) -> Option<SelectedProfile> {
-        match self.last {
-            Some((last, found)) if last == id => found,
-            _ => {
-                let found = selected.by_id.get(id).copied();
-                self.last = Some((id, found));
-                found
+        for (known, found) in self.recent.iter().flatten() {
+            if *known == id {
+                return *found;
             }
         }
+        let found = selected.by_id.get(id).copied();
+        self.recent[self.next] = Some((id, found));
+        self.next = (self.next + 1) % RECENT_PROFILES;
+        found
     }
 }
 
@@ -478,7 +538,7 @@ fn merge_frames(
     // Added later within the schema version: older files have no such field.
     let in_system_name = field_text("system_name").ok();
     let mut index: FxHashMap<Frame, u32> = FxHashMap::default();
-    let mut lookup = ProfileLookup { last: None };
+    let mut lookup = ProfileLookup::new();
     for row in 0..f.num_rows() {
         let Some(p) = lookup.find(selected, required(profile, T, "profile_id", row)?) else {
             continue;
@@ -559,9 +619,8 @@ fn merge_stacks(
         col::int32(s, T, "frame_id")?,
         col::int32(s, T, "depth")?,
     );
-    // Parents before children, whatever order the rows are stored in.
     let mut rows: Vec<(u32, usize)> = Vec::with_capacity(s.num_rows());
-    let mut lookup = ProfileLookup { last: None };
+    let mut lookup = ProfileLookup::new();
     for row in 0..s.num_rows() {
         if lookup
             .find(selected, required(profile, T, "profile_id", row)?)
@@ -571,10 +630,11 @@ fn merge_stacks(
             rows.push((u32::try_from(d).unwrap_or(u32::MAX), row));
         }
     }
-    rows.sort_unstable();
     let mut index: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+    index.reserve(rows.len());
     let bad = |row: usize, what: &str| malformed(format!("stacks row {row}: {what}"));
-    for (depth, row) in rows {
+    // Merges one row; `Ok(false)` when its parent is not merged yet.
+    let mut merge = |depth: u32, row: usize, slice: &mut Slice| -> Result<bool> {
         let p = lookup
             .find(selected, required(profile, T, "profile_id", row)?)
             .expect("selected above");
@@ -587,11 +647,14 @@ fn merge_stacks(
             .ok_or_else(|| bad(row, "its frame_id is not in frames"))?;
         let parent = match get(parent_id, row) {
             None => NONE,
-            Some(parent) => usize::try_from(parent)
+            Some(parent) => match usize::try_from(parent)
                 .ok()
                 .and_then(|p_id| node_maps[p.index].get(p_id).copied())
                 .filter(|&n| n != NONE)
-                .ok_or_else(|| bad(row, "its parent_id is not a shallower node"))?,
+            {
+                Some(node) => node,
+                None => return Ok(false),
+            },
         };
         let next = slice.nodes.len() as u32;
         let node = *index.entry((parent, frame)).or_insert(next);
@@ -610,118 +673,229 @@ fn merge_stacks(
             map.resize(id + 1, NONE);
         }
         map[id] = node;
+        Ok(true)
+    };
+    // Writers store parents before children, so the stored order usually serves; when it
+    // does not, the rows go again parents first (by depth): merging is idempotent.
+    let mut in_order = true;
+    for &(depth, row) in &rows {
+        if !merge(depth, row, slice)? {
+            in_order = false;
+            break;
+        }
+    }
+    if !in_order {
+        rows.sort_unstable();
+        for (depth, row) in rows {
+            if !merge(depth, row, slice)? {
+                return Err(bad(row, "its parent_id is not a shallower node"));
+            }
+        }
     }
     Ok(())
 }
 
-fn take_samples(
-    tables: &TableBatches,
-    selection: &Selection,
-    selected: &Selected<'_>,
-    node_maps: &[Vec<u32>],
-    slice: &mut Slice,
-) -> Result<()> {
-    const T: &str = "samples";
-    let s = &tables.samples;
-    let (profile, timestamp, thread_id, thread_name, stack_id) = (
-        col::text(s, T, "profile_id")?,
-        col::micros(s, T, "timestamp")?,
-        col::int64(s, T, "thread_id")?,
-        col::text(s, T, "thread_name")?,
-        col::int32(s, T, "stack_id")?,
-    );
-    let (value, weight_ns, trace_id, span_id, labels) = (
-        col::int64(s, T, "value")?,
-        col::int64(s, T, "weight_ns")?,
-        col::text(s, T, "trace_id")?,
-        col::text(s, T, "span_id")?,
-        col::map(s, T, "labels")?,
-    );
-    let mut lookup = ProfileLookup { last: None };
-    let mut threads: FxHashMap<(u32, Option<i64>, Option<&str>), u32> = FxHashMap::default();
-    let mut label_index: FxHashMap<Vec<(&str, &str)>, u32> = FxHashMap::default();
-    let mut link_index: FxHashMap<(&str, &str), u32> = FxHashMap::default();
-    let mut scratch: Vec<(&str, &str)> = Vec::new();
-    let (mut first, mut last) = (i64::MAX, i64::MIN);
-    let out = &mut slice.samples;
-    for row in 0..s.num_rows() {
-        let Some(p) = lookup.find(selected, required(profile, T, "profile_id", row)?) else {
-            continue;
-        };
-        let time_ns = get(timestamp, row).map(|us| us.saturating_mul(1000));
-        if !selection.in_time(time_ns.unwrap_or(p.start_ns)) {
-            continue;
+/// Takes the selected samples of `samples` batches one after another, interning threads,
+/// label sets and trace links across batches by content (a batch's text is gone when the
+/// next arrives, so the tables are keyed by index and compared with the slice's own copies).
+struct SampleTaker {
+    threads: HashTable<u32>,
+    label_sets: HashTable<u32>,
+    links: HashTable<u32>,
+    first: i64,
+    last: i64,
+}
+
+/// The columns of `stacks` a slice reads.
+pub(crate) const STACK_COLUMNS: [&str; 5] =
+    ["profile_id", "stack_id", "parent_id", "frame_id", "depth"];
+
+/// The columns of `frames` a slice reads.
+pub(crate) const FRAME_COLUMNS: [&str; 19] = [
+    "profile_id",
+    "frame_id",
+    "name",
+    "kind",
+    "function",
+    "system_name",
+    "module",
+    "file",
+    "line",
+    "column",
+    "address",
+    "address_space",
+    "image_path",
+    "build_id",
+    "debug_id",
+    "image_start",
+    "image_end",
+    "image_file_offset",
+    "inlined_into",
+];
+
+/// The columns of `samples` a slice reads.
+pub(crate) const SAMPLE_COLUMNS: [&str; 10] = [
+    "profile_id",
+    "timestamp",
+    "thread_id",
+    "thread_name",
+    "stack_id",
+    "value",
+    "weight_ns",
+    "trace_id",
+    "span_id",
+    "labels",
+];
+
+impl SampleTaker {
+    fn new() -> Self {
+        SampleTaker {
+            threads: HashTable::new(),
+            label_sets: HashTable::new(),
+            links: HashTable::new(),
+            first: i64::MAX,
+            last: i64::MIN,
         }
-        let (tid, tname) = (get(thread_id, row), get(thread_name, row));
-        if selection
-            .thread
-            .as_ref()
-            .is_some_and(|want| !want.matches(tid, tname))
-        {
-            continue;
-        }
-        let node = match get(stack_id, row) {
-            None => NONE,
-            Some(id) => usize::try_from(id)
-                .ok()
-                .and_then(|id| node_maps[p.index].get(id).copied())
-                .filter(|&n| n != NONE)
-                .ok_or_else(|| {
-                    malformed(format!("samples row {row}: stack_id {id} is not in stacks"))
-                })?,
-        };
-        let next = slice.threads.len() as u32;
-        let thread = *threads.entry((p.process, tid, tname)).or_insert(next);
-        if thread == next {
-            slice.threads.push(Thread {
-                process: p.process,
-                tid,
-                name: tname.map(str::to_owned),
-            });
-        }
-        scratch.clear();
-        scratch.extend(col::map_entries(labels, row)?);
-        let label_set = if scratch.is_empty() {
-            NONE
-        } else if let Some(&i) = label_index.get(scratch.as_slice()) {
-            i
-        } else {
-            let i = slice.label_sets.len() as u32;
-            slice.label_sets.push(
-                scratch
-                    .iter()
-                    .map(|&(k, v)| (k.to_owned(), v.to_owned()))
-                    .collect(),
-            );
-            label_index.insert(scratch.clone(), i);
-            i
-        };
-        let link = match (get(trace_id, row), get(span_id, row)) {
-            (Some(t), Some(sp)) => {
-                let next = slice.links.len() as u32;
-                let i = *link_index.entry((t, sp)).or_insert(next);
-                if i == next {
-                    slice.links.push((t.to_owned(), sp.to_owned()));
-                }
-                i
+    }
+
+    fn take(
+        &mut self,
+        s: &RecordBatch,
+        selection: &Selection,
+        selected: &Selected<'_>,
+        node_maps: &[Vec<u32>],
+        slice: &mut Slice,
+    ) -> Result<()> {
+        const T: &str = "samples";
+        let (profile, timestamp, thread_id, thread_name, stack_id) = (
+            col::text(s, T, "profile_id")?,
+            col::micros(s, T, "timestamp")?,
+            col::int64(s, T, "thread_id")?,
+            col::text(s, T, "thread_name")?,
+            col::int32(s, T, "stack_id")?,
+        );
+        let (value, weight_ns, trace_id, span_id) = (
+            col::int64(s, T, "value")?,
+            col::int64(s, T, "weight_ns")?,
+            col::text(s, T, "trace_id")?,
+            col::text(s, T, "span_id")?,
+        );
+        let labels = col::MapRows::new(col::map(s, T, "labels")?)?;
+        let hasher = FxBuildHasher;
+        let mut lookup = ProfileLookup::new();
+        let mut scratch: Vec<(&str, &str)> = Vec::new();
+        for row in 0..s.num_rows() {
+            let Some(p) = lookup.find(selected, required(profile, T, "profile_id", row)?) else {
+                continue;
+            };
+            let time_ns = get(timestamp, row).map(|us| us.saturating_mul(1000));
+            if !selection.in_time(time_ns.unwrap_or(p.start_ns)) {
+                continue;
             }
-            _ => NONE,
-        };
-        let at = time_ns.unwrap_or(p.start_ns);
-        first = first.min(at);
-        last = last.max(time_ns.unwrap_or(p.end_ns));
-        out.series.push(p.series);
-        out.node.push(node);
-        out.time_ns.push(time_ns);
-        out.thread.push(thread);
-        out.value.push(required(value, T, "value", row)?);
-        out.weight_ns.push(get(weight_ns, row));
-        out.labels.push(label_set);
-        out.link.push(link);
+            let (tid, tname) = (get(thread_id, row), get(thread_name, row));
+            if selection
+                .thread
+                .as_ref()
+                .is_some_and(|want| !want.matches(tid, tname))
+            {
+                continue;
+            }
+            let node = match get(stack_id, row) {
+                None => NONE,
+                Some(id) => usize::try_from(id)
+                    .ok()
+                    .and_then(|id| node_maps[p.index].get(id).copied())
+                    .filter(|&n| n != NONE)
+                    .ok_or_else(|| {
+                        malformed(format!("samples row {row}: stack_id {id} is not in stacks"))
+                    })?,
+            };
+            let hash = hasher.hash_one((p.process, tid, tname));
+            let threads = &mut slice.threads;
+            let thread = match self.threads.find(hash, |&i| {
+                let t = &threads[i as usize];
+                (t.process, t.tid, t.name.as_deref()) == (p.process, tid, tname)
+            }) {
+                Some(&i) => i,
+                None => {
+                    let i = threads.len() as u32;
+                    threads.push(Thread {
+                        process: p.process,
+                        tid,
+                        name: tname.map(str::to_owned),
+                    });
+                    self.threads.insert_unique(hash, i, |&i| {
+                        let t = &threads[i as usize];
+                        hasher.hash_one((t.process, t.tid, t.name.as_deref()))
+                    });
+                    i
+                }
+            };
+            scratch.clear();
+            scratch.extend(labels.entries(row));
+            let label_set = if scratch.is_empty() {
+                NONE
+            } else {
+                let hash = hasher.hash_one(scratch.as_slice());
+                let sets = &mut slice.label_sets;
+                let same = |set: &Vec<(String, String)>| {
+                    set.len() == scratch.len()
+                        && set
+                            .iter()
+                            .zip(&scratch)
+                            .all(|((k, v), (sk, sv))| k == sk && v == sv)
+                };
+                match self.label_sets.find(hash, |&i| same(&sets[i as usize])) {
+                    Some(&i) => i,
+                    None => {
+                        let i = sets.len() as u32;
+                        sets.push(
+                            scratch
+                                .iter()
+                                .map(|&(k, v)| (k.to_owned(), v.to_owned()))
+                                .collect(),
+                        );
+                        self.label_sets.insert_unique(hash, i, |&i| {
+                            hasher.hash_one(sets[i as usize].as_slice())
+                        });
+                        i
+                    }
+                }
+            };
+            let link = match (get(trace_id, row), get(span_id, row)) {
+                (Some(t), Some(sp)) => {
+                    let hash = hasher.hash_one((t, sp));
+                    let links = &mut slice.links;
+                    match self.links.find(hash, |&i| {
+                        let (lt, ls) = &links[i as usize];
+                        (lt.as_str(), ls.as_str()) == (t, sp)
+                    }) {
+                        Some(&i) => i,
+                        None => {
+                            let i = links.len() as u32;
+                            links.push((t.to_owned(), sp.to_owned()));
+                            self.links.insert_unique(hash, i, |&i| {
+                                let (lt, ls) = &links[i as usize];
+                                hasher.hash_one((lt.as_str(), ls.as_str()))
+                            });
+                            i
+                        }
+                    }
+                }
+                _ => NONE,
+            };
+            self.first = self.first.min(time_ns.unwrap_or(p.start_ns));
+            self.last = self.last.max(time_ns.unwrap_or(p.end_ns));
+            let out = &mut slice.samples;
+            out.series.push(p.series);
+            out.node.push(node);
+            out.time_ns.push(time_ns);
+            out.thread.push(thread);
+            out.value.push(required(value, T, "value", row)?);
+            out.weight_ns.push(get(weight_ns, row));
+            out.labels.push(label_set);
+            out.link.push(link);
+        }
+        Ok(())
     }
-    if first <= last {
-        slice.start_ns = first;
-        slice.end_ns = last;
-    }
-    Ok(())
 }

@@ -1,13 +1,13 @@
 //! Reading the lake's tables back, for the jobs that read tables (export, compare): each
 //! table's active data files at its latest version, in the landing tables' columns.
 
+use arrow_array::RecordBatch;
 use deltalake::{DeltaTable, DeltaTableError};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use super::schema::lake_error;
 use super::Lake;
 use crate::error::{ErrorKind, Result};
-use crate::tables::{concat_tables, conform, Table, TableBatches};
+use crate::tables::{concat_tables, parquet_batches, Table, TableBatches};
 
 const NS_PER_DAY: i64 = 86_400_000_000_000;
 
@@ -23,43 +23,15 @@ impl Lake {
         from_ns: Option<i64>,
         to_ns: Option<i64>,
     ) -> Result<TableBatches> {
-        // A profile that starts the day before `from` may reach into it (see read_tables).
-        let day = |ns: i64, back: i64| {
-            crate::calendar::utc_seconds((ns.div_euclid(NS_PER_DAY) - back) * 86_400)[..10]
-                .to_owned()
-        };
-        let (first, last) = (from_ns.map(|f| day(f, 1)), to_ns.map(|t| day(t, 0)));
-        let read = |table: Table| -> Result<arrow_array::RecordBatch> {
+        let read = |table: Table| -> Result<RecordBatch> {
             if !tables.contains(&table) {
-                return Ok(arrow_array::RecordBatch::new_empty(table.schema()));
+                return Ok(RecordBatch::new_empty(table.schema()));
             }
-            let Some(delta) = self.open_existing(table)? else {
-                if matches!(table, Table::FunctionRollup | Table::Counters) {
-                    return Ok(arrow_array::RecordBatch::new_empty(table.schema()));
-                }
-                return Err(ErrorKind::NoTables {
-                    path: self.table_url(table).to_string(),
-                }
-                .into());
-            };
             let mut batches = Vec::new();
-            for file in self.active_files(&delta, None)? {
-                let dt = file.dt.as_str();
-                if first.as_deref().is_some_and(|f| dt < f)
-                    || last.as_deref().is_some_and(|l| dt > l)
-                {
-                    continue;
-                }
-                let reader =
-                    ParquetRecordBatchReaderBuilder::try_new(self.lake_file(&delta, &file)?)
-                        .and_then(|b| b.with_batch_size(16 * 1024).build())
-                        .map_err(|e| lake_error(table.name(), format!("{}: {e}", file.path)))?;
-                for batch in reader {
-                    let batch = batch
-                        .map_err(|e| lake_error(table.name(), format!("{}: {e}", file.path)))?;
-                    batches.push(conform(table, &batch)?);
-                }
-            }
+            self.for_each_batch(table, from_ns, to_ns, None, &mut |batch| {
+                batches.push(batch);
+                Ok(())
+            })?;
             concat_tables(table, &batches)
         };
         Ok(TableBatches {
@@ -70,6 +42,43 @@ impl Lake {
             function_rollup: read(Table::FunctionRollup)?,
             counters: read(Table::Counters)?,
         })
+    }
+
+    /// Hands `f` every batch of `table`'s active files in the `dt` partitions `from_ns` and
+    /// `to_ns` can reach, file by file: with `columns`, only those columns as stored, else
+    /// every column in the landing tables' schema (see [`crate::outputs::read_tables`]).
+    pub(crate) fn for_each_batch(
+        &self,
+        table: Table,
+        from_ns: Option<i64>,
+        to_ns: Option<i64>,
+        columns: Option<&[&str]>,
+        f: &mut dyn FnMut(RecordBatch) -> Result<()>,
+    ) -> Result<()> {
+        // A profile that starts the day before `from` may reach into it (see read_tables).
+        let day = |ns: i64, back: i64| {
+            crate::calendar::utc_seconds((ns.div_euclid(NS_PER_DAY) - back) * 86_400)[..10]
+                .to_owned()
+        };
+        let (first, last) = (from_ns.map(|f| day(f, 1)), to_ns.map(|t| day(t, 0)));
+        let Some(delta) = self.open_existing(table)? else {
+            if matches!(table, Table::FunctionRollup | Table::Counters) {
+                return Ok(());
+            }
+            return Err(ErrorKind::NoTables {
+                path: self.table_url(table).to_string(),
+            }
+            .into());
+        };
+        for file in self.active_files(&delta, None)? {
+            let dt = file.dt.as_str();
+            if first.as_deref().is_some_and(|f| dt < f) || last.as_deref().is_some_and(|l| dt > l) {
+                continue;
+            }
+            let error = |e: String| lake_error(table.name(), format!("{}: {e}", file.path));
+            parquet_batches(table, self.lake_file(&delta, &file)?, columns, &error, f)?;
+        }
+        Ok(())
     }
 
     /// `table`'s Delta table at its latest version; `None` when it was never created.

@@ -11,12 +11,17 @@ use arrow_array::{
 use arrow_schema::{DataType, TimeUnit};
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ProjectionMask;
+use parquet::file::reader::ChunkReader;
 
 use super::{Table, TableBatches, TABLES_SCHEMA_VERSION};
 use crate::error::{Error, ErrorKind, Result};
 use crate::store::ObjectStore;
 
 const NS_PER_DAY: i64 = 86_400_000_000_000;
+
+/// Rows per batch read back.
+const READ_BATCH_ROWS: usize = 16 * 1024;
 
 /// The key prefix of one table's files: `tables/v2/<table>/`.
 pub fn table_prefix(table: Table) -> String {
@@ -42,37 +47,15 @@ pub fn read_tables(
     from_ns: Option<i64>,
     to_ns: Option<i64>,
 ) -> Result<TableBatches> {
-    let first_day = from_ns.map(|t| t.div_euclid(NS_PER_DAY) - 1);
-    let last_day = to_ns.map(|t| t.div_euclid(NS_PER_DAY));
     let read = |table: Table| -> Result<RecordBatch> {
         if !tables.contains(&table) {
             return Ok(RecordBatch::new_empty(table.schema()));
         }
-        let prefix = table_prefix(table);
-        let keys: Vec<String> = store
-            .list(&prefix)?
-            .into_iter()
-            .filter(|k| k.ends_with(".parquet"))
-            .collect();
-        if keys.is_empty() && !matches!(table, Table::FunctionRollup | Table::Counters) {
-            return Err(ErrorKind::NoTables { path: prefix }.into());
-        }
         let mut batches = Vec::new();
-        for key in keys {
-            // Only `dt=YYYY-MM-DD/<file>` is a partition's file; anything else is not ours.
-            let Some(day) = partition_day(&key[prefix.len()..]) else {
-                continue;
-            };
-            if first_day.is_some_and(|f| day < f) || last_day.is_some_and(|l| day > l) {
-                continue;
-            }
-            // Listed then gone: replaced between the two calls by a reconversion, which
-            // writes the same rows under the same key; the next read sees it again.
-            let Some(bytes) = store.get(&key)? else {
-                continue;
-            };
-            batches.extend(read_parquet(table, Bytes::from(bytes)).map_err(|e| e.for_input(&key))?);
-        }
+        for_each_batch(store, table, from_ns, to_ns, None, &mut |batch| {
+            batches.push(batch);
+            Ok(())
+        })?;
         concat(table, &batches)
     };
     Ok(TableBatches {
@@ -83,6 +66,75 @@ pub fn read_tables(
         function_rollup: read(Table::FunctionRollup)?,
         counters: read(Table::Counters)?,
     })
+}
+
+/// Hands `f` every batch of `table` in `store` (every `dt=` partition `from_ns`..`to_ns` can
+/// reach, as [`read_tables`] reads them), file by file in key order: with `columns`, only
+/// those columns as stored; else every column, conformed to the current schema. Nothing is
+/// concatenated, so a large table is never held whole.
+pub(crate) fn for_each_batch(
+    store: &dyn ObjectStore,
+    table: Table,
+    from_ns: Option<i64>,
+    to_ns: Option<i64>,
+    columns: Option<&[&str]>,
+    f: &mut dyn FnMut(RecordBatch) -> Result<()>,
+) -> Result<()> {
+    let first_day = from_ns.map(|t| t.div_euclid(NS_PER_DAY) - 1);
+    let last_day = to_ns.map(|t| t.div_euclid(NS_PER_DAY));
+    let prefix = table_prefix(table);
+    let keys: Vec<String> = store
+        .list(&prefix)?
+        .into_iter()
+        .filter(|k| k.ends_with(".parquet"))
+        .collect();
+    if keys.is_empty() && !matches!(table, Table::FunctionRollup | Table::Counters) {
+        return Err(ErrorKind::NoTables { path: prefix }.into());
+    }
+    for key in keys {
+        // Only `dt=YYYY-MM-DD/<file>` is a partition's file; anything else is not ours.
+        let Some(day) = partition_day(&key[prefix.len()..]) else {
+            continue;
+        };
+        if first_day.is_some_and(|f| day < f) || last_day.is_some_and(|l| day > l) {
+            continue;
+        }
+        // Listed then gone: replaced between the two calls by a reconversion, which
+        // writes the same rows under the same key; the next read sees it again.
+        let Some(bytes) = store.get(&key)? else {
+            continue;
+        };
+        parquet_batches(table, Bytes::from(bytes), columns, &|e| malformed(e), f)
+            .map_err(|e| e.for_input(&key))?;
+    }
+    Ok(())
+}
+
+/// Hands `f` every batch of one Parquet file of `table`: with `columns`, only those as
+/// stored, else every column conformed to the current schema. `error` makes a reader's
+/// message an error.
+pub(crate) fn parquet_batches<R: ChunkReader + 'static>(
+    table: Table,
+    file: R,
+    columns: Option<&[&str]>,
+    error: &dyn Fn(String) -> crate::Error,
+    f: &mut dyn FnMut(RecordBatch) -> Result<()>,
+) -> Result<()> {
+    let mut builder = ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| error(e.to_string()))?
+        .with_batch_size(READ_BATCH_ROWS);
+    if let Some(columns) = columns {
+        let mask = ProjectionMask::columns(builder.parquet_schema(), columns.iter().copied());
+        builder = builder.with_projection(mask);
+    }
+    for batch in builder.build().map_err(|e| error(e.to_string()))? {
+        let batch = batch.map_err(|e| error(e.to_string()))?;
+        f(match columns {
+            Some(_) => batch,
+            None => conform(table, &batch)?,
+        })?;
+    }
+    Ok(())
 }
 
 /// Reads every table from stored objects, `(key, Parquet bytes)` as a conversion produces
@@ -140,15 +192,12 @@ fn partition_day(rest: &str) -> Option<i64> {
 
 /// Every record batch of one Parquet file, conformed to `table`'s schema.
 fn read_parquet(table: Table, bytes: Bytes) -> Result<Vec<RecordBatch>> {
-    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)
-        .and_then(|b| b.build())
-        .map_err(|e| malformed(e.to_string()))?;
-    reader
-        .map(|batch| {
-            let batch = batch.map_err(|e| malformed(e.to_string()))?;
-            conform(table, &batch)
-        })
-        .collect()
+    let mut batches = Vec::new();
+    parquet_batches(table, bytes, None, &|e| malformed(e), &mut |batch| {
+        batches.push(batch);
+        Ok(())
+    })?;
+    Ok(batches)
 }
 
 /// `batches` of `table`, as one.

@@ -31,6 +31,52 @@ impl TablesFrom<'_> {
         }
     }
 
+    /// Hands `f` every batch of `table` the days between `from_ns` and `to_ns` can reach, as
+    /// stored: only `columns`, nothing concatenated (for a table too large to hold whole).
+    pub(crate) fn for_each_batch(
+        self,
+        table: Table,
+        from_ns: Option<i64>,
+        to_ns: Option<i64>,
+        columns: &[&str],
+        f: &mut dyn FnMut(arrow_array::RecordBatch) -> Result<()>,
+    ) -> Result<()> {
+        match self {
+            TablesFrom::Landing(store) => {
+                super::for_each_batch(store, table, from_ns, to_ns, Some(columns), f)
+            }
+            #[cfg(feature = "lake")]
+            TablesFrom::Lake(lake) => lake.for_each_batch(table, from_ns, to_ns, Some(columns), f),
+        }
+    }
+
+    /// `table`'s `columns`, as stored, in one batch (see [`Self::for_each_batch`]).
+    pub(crate) fn read_columns(
+        self,
+        table: Table,
+        from_ns: Option<i64>,
+        to_ns: Option<i64>,
+        columns: &[&str],
+    ) -> Result<arrow_array::RecordBatch> {
+        let mut batches = Vec::new();
+        self.for_each_batch(table, from_ns, to_ns, columns, &mut |batch| {
+            batches.push(batch);
+            Ok(())
+        })?;
+        let schema = match batches.first() {
+            Some(batch) => batch.schema(),
+            None => {
+                let all = table.schema();
+                let indices: Vec<usize> = columns
+                    .iter()
+                    .filter_map(|c| all.index_of(c).ok())
+                    .collect();
+                std::sync::Arc::new(all.project(&indices).map_err(|e| table_error(table, e))?)
+            }
+        };
+        arrow_select::concat::concat_batches(&schema, &batches).map_err(|e| table_error(table, e))
+    }
+
     /// `landing` or `lake`, for messages.
     pub fn tier(self) -> &'static str {
         match self {
@@ -39,4 +85,13 @@ impl TablesFrom<'_> {
             TablesFrom::Lake(_) => "lake",
         }
     }
+}
+
+fn table_error(table: Table, e: arrow_schema::ArrowError) -> crate::Error {
+    crate::error::ErrorKind::Malformed {
+        format: "parquet",
+        offset: 0,
+        what: format!("{}: {e}", table.name()),
+    }
+    .into()
 }
