@@ -84,6 +84,63 @@ pub(super) fn required<'a, A: ValueAt>(
     get(a, i).ok_or_else(|| malformed(format!("{table}.{name} is null in row {i}")))
 }
 
+/// A row without a text in [`TextKeys::keys`].
+pub(super) const NO_TEXT: u32 = u32::MAX;
+
+/// A text column as keys into its distinct texts: a dictionary column as Parquet stores it
+/// (profile ids, thread names: a few values over many rows), or a plain column keyed here.
+pub(super) struct TextKeys<'a> {
+    /// Per row, the index of its text in `texts`, [`NO_TEXT`] when null.
+    pub keys: Vec<u32>,
+    pub texts: Vec<&'a str>,
+}
+
+impl<'a> TextKeys<'a> {
+    pub fn new(b: &'a RecordBatch, table: &str, name: &str) -> Result<Self> {
+        let column = b
+            .column_by_name(name)
+            .ok_or_else(|| missing(table, name, "Utf8"))?;
+        if let Some(dictionary) = column.as_dictionary_opt::<Int32Type>() {
+            let values = dictionary
+                .values()
+                .as_string_opt::<i32>()
+                .ok_or_else(|| missing(table, name, "Dictionary(Int32, Utf8)"))?;
+            let texts = (0..values.len())
+                .map(|i| get(values, i).unwrap_or(""))
+                .collect();
+            let keys = dictionary
+                .keys()
+                .iter()
+                .map(|k| k.and_then(|k| u32::try_from(k).ok()).unwrap_or(NO_TEXT))
+                .collect();
+            return Ok(TextKeys { keys, texts });
+        }
+        let plain = column
+            .as_string_opt::<i32>()
+            .ok_or_else(|| missing(table, name, "Utf8"))?;
+        let mut index: rustc_hash::FxHashMap<&str, u32> = Default::default();
+        let mut texts = Vec::new();
+        let keys = (0..plain.len())
+            .map(|i| match get(plain, i) {
+                None => NO_TEXT,
+                Some(text) => *index.entry(text).or_insert_with(|| {
+                    texts.push(text);
+                    texts.len() as u32 - 1
+                }),
+            })
+            .collect();
+        Ok(TextKeys { keys, texts })
+    }
+
+    /// Row `i`'s text.
+    pub fn get(&self, i: usize) -> Option<&'a str> {
+        match self.keys[i] {
+            NO_TEXT => None,
+            k => Some(self.texts[k as usize]),
+        }
+    }
+}
+
 /// A `MAP(VARCHAR, VARCHAR)` column, its entries read row by row.
 pub(super) struct MapRows<'a> {
     map: &'a MapArray,

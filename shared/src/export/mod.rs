@@ -140,8 +140,12 @@ pub fn export_profiles(tables: TablesFrom<'_>, request: &ExportRequest) -> Resul
         let (send, batches) = std::sync::mpsc::sync_channel::<RecordBatch>(16);
         let reader = scope.spawn(move || {
             let mut stopped = false;
-            let read =
-                tables.for_each_batch(Table::Samples, from, to, &slice::SAMPLE_COLUMNS, &mut |b| {
+            let read = tables.for_each_batch(
+                Table::Samples,
+                from,
+                to,
+                slice::SAMPLE_PROJECTION,
+                &mut |b| {
                     send.send(b).map_err(|_| {
                         // The taker stopped on an error of its own, which it reports.
                         stopped = true;
@@ -149,7 +153,8 @@ pub fn export_profiles(tables: TablesFrom<'_>, request: &ExportRequest) -> Resul
                             why: "the export stopped".into(),
                         })
                     })
-                });
+                },
+            );
             if stopped {
                 Ok(())
             } else {

@@ -18,7 +18,7 @@ use std::hash::BuildHasher;
 use super::columns::{self as col, get, malformed, required};
 use super::select::{listing, Selection};
 use crate::error::{ErrorKind, Result};
-use crate::tables::TableBatches;
+use crate::tables::{Projection, TableBatches};
 
 /// No node, thread, label set or link.
 pub(crate) const NONE: u32 = u32::MAX;
@@ -733,6 +733,13 @@ pub(crate) const FRAME_COLUMNS: [&str; 19] = [
     "inlined_into",
 ];
 
+/// What a streamed slice reads of `samples`: [`SAMPLE_COLUMNS`], profile ids and thread names
+/// as dictionaries.
+pub(crate) const SAMPLE_PROJECTION: Projection<'static> = Projection {
+    columns: &SAMPLE_COLUMNS,
+    dictionary: &["profile_id", "thread_name"],
+};
+
 /// The columns of `samples` a slice reads.
 pub(crate) const SAMPLE_COLUMNS: [&str; 10] = [
     "profile_id",
@@ -758,6 +765,36 @@ impl SampleTaker {
         }
     }
 
+    /// The slice's thread of this process, id and name, added when new.
+    fn thread(
+        &mut self,
+        slice: &mut Slice,
+        process: u32,
+        tid: Option<i64>,
+        name: Option<&str>,
+    ) -> u32 {
+        let hasher = FxBuildHasher;
+        let hash = hasher.hash_one((process, tid, name));
+        let threads = &mut slice.threads;
+        if let Some(&i) = self.threads.find(hash, |&i| {
+            let t = &threads[i as usize];
+            (t.process, t.tid, t.name.as_deref()) == (process, tid, name)
+        }) {
+            return i;
+        }
+        let i = threads.len() as u32;
+        threads.push(Thread {
+            process,
+            tid,
+            name: name.map(str::to_owned),
+        });
+        self.threads.insert_unique(hash, i, |&i| {
+            let t = &threads[i as usize];
+            hasher.hash_one((t.process, t.tid, t.name.as_deref()))
+        });
+        i
+    }
+
     fn take(
         &mut self,
         s: &RecordBatch,
@@ -768,12 +805,19 @@ impl SampleTaker {
     ) -> Result<()> {
         const T: &str = "samples";
         let (profile, timestamp, thread_id, thread_name, stack_id) = (
-            col::text(s, T, "profile_id")?,
+            col::TextKeys::new(s, T, "profile_id")?,
             col::micros(s, T, "timestamp")?,
             col::int64(s, T, "thread_id")?,
-            col::text(s, T, "thread_name")?,
+            col::TextKeys::new(s, T, "thread_name")?,
             col::int32(s, T, "stack_id")?,
         );
+        // Each profile id and thread once per batch, not once per row.
+        let profile_of: Vec<Option<SelectedProfile>> = profile
+            .texts
+            .iter()
+            .map(|id| selected.by_id.get(id).copied())
+            .collect();
+        let mut thread_of: FxHashMap<(u32, Option<i64>, u32), u32> = FxHashMap::default();
         let (value, weight_ns, trace_id, span_id) = (
             col::int64(s, T, "value")?,
             col::int64(s, T, "weight_ns")?,
@@ -782,17 +826,24 @@ impl SampleTaker {
         );
         let labels = col::MapRows::new(col::map(s, T, "labels")?)?;
         let hasher = FxBuildHasher;
-        let mut lookup = ProfileLookup::new();
         let mut scratch: Vec<(&str, &str)> = Vec::new();
         for row in 0..s.num_rows() {
-            let Some(p) = lookup.find(selected, required(profile, T, "profile_id", row)?) else {
+            let p = match profile.keys[row] {
+                col::NO_TEXT => {
+                    return Err(malformed(format!(
+                        "samples.profile_id is null in row {row}"
+                    )))
+                }
+                key => profile_of[key as usize],
+            };
+            let Some(p) = p else {
                 continue;
             };
             let time_ns = get(timestamp, row).map(|us| us.saturating_mul(1000));
             if !selection.in_time(time_ns.unwrap_or(p.start_ns)) {
                 continue;
             }
-            let (tid, tname) = (get(thread_id, row), get(thread_name, row));
+            let (tid, tname) = (get(thread_id, row), thread_name.get(row));
             if selection
                 .thread
                 .as_ref()
@@ -810,24 +861,11 @@ impl SampleTaker {
                         malformed(format!("samples row {row}: stack_id {id} is not in stacks"))
                     })?,
             };
-            let hash = hasher.hash_one((p.process, tid, tname));
-            let threads = &mut slice.threads;
-            let thread = match self.threads.find(hash, |&i| {
-                let t = &threads[i as usize];
-                (t.process, t.tid, t.name.as_deref()) == (p.process, tid, tname)
-            }) {
+            let thread = match thread_of.get(&(p.process, tid, thread_name.keys[row])) {
                 Some(&i) => i,
                 None => {
-                    let i = threads.len() as u32;
-                    threads.push(Thread {
-                        process: p.process,
-                        tid,
-                        name: tname.map(str::to_owned),
-                    });
-                    self.threads.insert_unique(hash, i, |&i| {
-                        let t = &threads[i as usize];
-                        hasher.hash_one((t.process, t.tid, t.name.as_deref()))
-                    });
+                    let i = self.thread(slice, p.process, tid, tname);
+                    thread_of.insert((p.process, tid, thread_name.keys[row]), i);
                     i
                 }
             };

@@ -52,7 +52,7 @@ impl Lake {
         table: Table,
         from_ns: Option<i64>,
         to_ns: Option<i64>,
-        columns: Option<&[&str]>,
+        columns: Option<crate::tables::Projection<'_>>,
         f: &mut dyn FnMut(RecordBatch) -> Result<()>,
     ) -> Result<()> {
         // A profile that starts the day before `from` may reach into it (see read_tables).

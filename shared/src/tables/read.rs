@@ -8,9 +8,11 @@ use arrow_array::{
     cast::AsArray, new_null_array, types::TimestampMicrosecondType, Array, ArrayRef, ListArray,
     RecordBatch, StructArray,
 };
-use arrow_schema::{DataType, TimeUnit};
+use arrow_schema::{DataType, Field, FieldRef, Schema, TimeUnit};
 use bytes::Bytes;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
 use parquet::arrow::ProjectionMask;
 use parquet::file::reader::ChunkReader;
 
@@ -68,6 +70,14 @@ pub fn read_tables(
     })
 }
 
+/// Which columns of a table to read, as stored, and which of those text columns to read as
+/// dictionaries (keys into their distinct values).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Projection<'c> {
+    pub columns: &'c [&'c str],
+    pub dictionary: &'c [&'c str],
+}
+
 /// Hands `f` every batch of `table` in `store` (every `dt=` partition `from_ns`..`to_ns` can
 /// reach, as [`read_tables`] reads them), file by file in key order: with `columns`, only
 /// those columns as stored; else every column, conformed to the current schema. Nothing is
@@ -77,7 +87,7 @@ pub(crate) fn for_each_batch(
     table: Table,
     from_ns: Option<i64>,
     to_ns: Option<i64>,
-    columns: Option<&[&str]>,
+    columns: Option<Projection<'_>>,
     f: &mut dyn FnMut(RecordBatch) -> Result<()>,
 ) -> Result<()> {
     let first_day = from_ns.map(|t| t.div_euclid(NS_PER_DAY) - 1);
@@ -116,14 +126,43 @@ pub(crate) fn for_each_batch(
 pub(crate) fn parquet_batches<R: ChunkReader + 'static>(
     table: Table,
     file: R,
-    columns: Option<&[&str]>,
+    columns: Option<Projection<'_>>,
     error: &dyn Fn(String) -> crate::Error,
     f: &mut dyn FnMut(RecordBatch) -> Result<()>,
 ) -> Result<()> {
-    let mut builder = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|e| error(e.to_string()))?
+    let mut metadata = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
+        .map_err(|e| error(e.to_string()))?;
+    if let Some(Projection { dictionary, .. }) = columns.filter(|p| !p.dictionary.is_empty()) {
+        // Text columns of few distinct values (a file's profile ids, thread names) come as
+        // keys into their distinct values, as Parquet stores them, not a copy per row.
+        let fields: Vec<FieldRef> = metadata
+            .schema()
+            .fields()
+            .iter()
+            .map(|field| match field.data_type() {
+                DataType::Utf8 if dictionary.contains(&field.name().as_str()) => {
+                    Arc::new(Field::new(
+                        field.name(),
+                        DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)),
+                        field.is_nullable(),
+                    ))
+                }
+                _ => field.clone(),
+            })
+            .collect();
+        let schema = Arc::new(Schema::new_with_metadata(
+            fields,
+            metadata.schema().metadata().clone(),
+        ));
+        metadata = ArrowReaderMetadata::try_new(
+            metadata.metadata().clone(),
+            ArrowReaderOptions::new().with_schema(schema),
+        )
+        .map_err(|e| error(e.to_string()))?;
+    }
+    let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata)
         .with_batch_size(READ_BATCH_ROWS);
-    if let Some(columns) = columns {
+    if let Some(Projection { columns, .. }) = columns {
         let mask = ProjectionMask::columns(builder.parquet_schema(), columns.iter().copied());
         builder = builder.with_projection(mask);
     }

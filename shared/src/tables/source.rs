@@ -1,7 +1,7 @@
 //! Where a job reads the tables from: the landing tier of a store (one file per upload, as
 //! converted), or the lake (the same rows, compacted into Delta tables).
 
-use super::{read_tables, Table, TableBatches};
+use super::{read_tables, Projection, Table, TableBatches};
 use crate::error::Result;
 use crate::store::ObjectStore;
 
@@ -38,7 +38,7 @@ impl TablesFrom<'_> {
         table: Table,
         from_ns: Option<i64>,
         to_ns: Option<i64>,
-        columns: &[&str],
+        columns: Projection<'_>,
         f: &mut dyn FnMut(arrow_array::RecordBatch) -> Result<()>,
     ) -> Result<()> {
         match self {
@@ -59,7 +59,11 @@ impl TablesFrom<'_> {
         columns: &[&str],
     ) -> Result<arrow_array::RecordBatch> {
         let mut batches = Vec::new();
-        self.for_each_batch(table, from_ns, to_ns, columns, &mut |batch| {
+        let projection = Projection {
+            columns,
+            dictionary: &[],
+        };
+        self.for_each_batch(table, from_ns, to_ns, projection, &mut |batch| {
             batches.push(batch);
             Ok(())
         })?;
