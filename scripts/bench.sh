@@ -22,6 +22,12 @@ target_dir="${CARGO_TARGET_DIR:-target}"
 # perf.data and JFR recorded here (perf, gcc and a JDK), beside `perf script` and `jfr print --json`.
 .venv/bin/python scripts/bench_recordings.py --proflake "$target_dir/release/proflake" \
   --runs "${BENCH_RUNS:-3}" --work "$target_dir/bench-inputs"
+# Exports and release comparison beside DuckDB reading the same tables: a 1 M-sample slice as
+# pprof against DuckDB's GROUP BY of it; two releases of 1,000 uploads each compared, landing and
+# lake, against DuckDB's scan of their rollups.
+.venv/bin/python scripts/bench_export.py --proflake "$target_dir/release/proflake" \
+  --gen "$target_dir/release/proflake-gen-inputs" --runs "${BENCH_RUNS:-3}" \
+  --work "$target_dir/bench-inputs/export"
 # The lake at fleet scale: publish, compaction and the analysts' queries over both tiers (needs
 # .venv-lake, which the README's test command makes).
 .venv-lake/bin/python scripts/bench_lake.py --proflake "$target_dir/release/proflake" \
