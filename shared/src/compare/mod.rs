@@ -73,7 +73,7 @@ pub struct CompareReport {
 /// a store, or the lake).
 pub fn compare_releases(source: TablesFrom<'_>, request: &CompareRequest) -> Result<CompareReport> {
     // Only the columns compared: each column of each file costs a decompressor.
-    let rollups = source.read_columns(Table::FunctionRollup, None, None, &rollups::COLUMNS)?;
+    let rollups = source.read_columns(Table::FunctionRollup, None, None, rollups::PROJECTION)?;
     compare_batch(&rollups, request)
 }
 

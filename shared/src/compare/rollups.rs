@@ -9,6 +9,7 @@ use arrow_array::{Array, RecordBatch};
 
 use super::flags::{RollupRow, Side};
 use crate::error::{ErrorKind, Result};
+use crate::tables::Projection;
 
 /// Which uploads are compared: one service (in one environment, or all), two releases.
 #[derive(Clone, Copy, Debug)]
@@ -44,7 +45,12 @@ impl Row {
 }
 
 /// The columns of `function_rollup` a comparison reads.
-pub(crate) const COLUMNS: [&str; 10] = [
+pub(crate) const PROJECTION: Projection<'static> = Projection {
+    columns: &COLUMNS,
+    dictionary: &[],
+};
+
+const COLUMNS: [&str; 10] = [
     "source_id",
     "service",
     "release",

@@ -183,8 +183,8 @@ fn small_tables(
     to: Option<i64>,
 ) -> Result<TableBatches> {
     let mut small = tables.read(&[Table::Profiles], from, to)?;
-    small.stacks = tables.read_columns(Table::Stacks, from, to, &slice::STACK_COLUMNS)?;
-    small.frames = tables.read_columns(Table::Frames, from, to, &slice::FRAME_COLUMNS)?;
+    small.stacks = tables.read_columns(Table::Stacks, from, to, slice::STACK_PROJECTION)?;
+    small.frames = tables.read_columns(Table::Frames, from, to, slice::FRAME_PROJECTION)?;
     Ok(small)
 }
 

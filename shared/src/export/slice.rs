@@ -444,35 +444,31 @@ fn select_profiles<'b>(
     Ok(selected)
 }
 
-/// The profile a table row belongs to, with the last few remembered: a profile's rows are
-/// stored together, and the series of one upload interleave in time, so most rows cost a
-/// string comparison or a few and no hash.
-struct ProfileLookup<'b> {
-    recent: [Option<(&'b str, Option<SelectedProfile>)>; RECENT_PROFILES],
-    next: usize,
+/// Each row's selected profile (`None`: not selected), through the keys of its
+/// `profile_id`: every distinct id is looked up once.
+struct RowProfiles<'a> {
+    keys: col::TextKeys<'a>,
+    of_key: Vec<Option<SelectedProfile>>,
 }
 
-/// Profiles [`ProfileLookup`] remembers.
-const RECENT_PROFILES: usize = 8;
-
-impl<'b> ProfileLookup<'b> {
-    fn new() -> Self {
-        ProfileLookup {
-            recent: [None; RECENT_PROFILES],
-            next: 0,
-        }
+impl<'a> RowProfiles<'a> {
+    fn new(batch: &'a RecordBatch, table: &str, selected: &Selected<'_>) -> Result<Self> {
+        let keys = col::TextKeys::new(batch, table, "profile_id")?;
+        let of_key = keys
+            .texts
+            .iter()
+            .map(|id| selected.by_id.get(id).copied())
+            .collect();
+        Ok(RowProfiles { keys, of_key })
     }
 
-    fn find(&mut self, selected: &Selected<'b>, id: &'b str) -> Option<SelectedProfile> {
-        for (known, found) in self.recent.iter().flatten() {
-            if *known == id {
-                return *found;
-            }
+    fn get(&self, table: &str, row: usize) -> Result<Option<SelectedProfile>> {
+        match self.keys.keys[row] {
+            col::NO_TEXT => Err(malformed(format!(
+                "{table}.profile_id is null in row {row}"
+            ))),
+            key => Ok(self.of_key[key as usize]),
         }
-        let found = selected.by_id.get(id).copied();
-        self.recent[self.next] = Some((id, found));
-        self.next = (self.next + 1) % RECENT_PROFILES;
-        found
     }
 }
 
@@ -489,7 +485,7 @@ fn merge_frames(
     const T: &str = "frames";
     let f = &tables.frames;
     let (profile, frame_id, name, kind, function, system_name, module, file) = (
-        col::text(f, T, "profile_id")?,
+        RowProfiles::new(f, T, selected)?,
         col::int32(f, T, "frame_id")?,
         col::text(f, T, "name")?,
         col::text(f, T, "kind")?,
@@ -538,9 +534,8 @@ fn merge_frames(
     // Added later within the schema version: older files have no such field.
     let in_system_name = field_text("system_name").ok();
     let mut index: FxHashMap<Frame, u32> = FxHashMap::default();
-    let mut lookup = ProfileLookup::new();
     for row in 0..f.num_rows() {
-        let Some(p) = lookup.find(selected, required(profile, T, "profile_id", row)?) else {
+        let Some(p) = profile.get(T, row)? else {
             continue;
         };
         let id = required(frame_id, T, "frame_id", row)?;
@@ -613,19 +608,15 @@ fn merge_stacks(
     const T: &str = "stacks";
     let s = &tables.stacks;
     let (profile, stack_id, parent_id, frame_id, depth) = (
-        col::text(s, T, "profile_id")?,
+        RowProfiles::new(s, T, selected)?,
         col::int32(s, T, "stack_id")?,
         col::int32(s, T, "parent_id")?,
         col::int32(s, T, "frame_id")?,
         col::int32(s, T, "depth")?,
     );
     let mut rows: Vec<(u32, usize)> = Vec::with_capacity(s.num_rows());
-    let mut lookup = ProfileLookup::new();
     for row in 0..s.num_rows() {
-        if lookup
-            .find(selected, required(profile, T, "profile_id", row)?)
-            .is_some()
-        {
+        if profile.get(T, row)?.is_some() {
             let d = required(depth, T, "depth", row)?;
             rows.push((u32::try_from(d).unwrap_or(u32::MAX), row));
         }
@@ -635,9 +626,7 @@ fn merge_stacks(
     let bad = |row: usize, what: &str| malformed(format!("stacks row {row}: {what}"));
     // Merges one row; `Ok(false)` when its parent is not merged yet.
     let mut merge = |depth: u32, row: usize, slice: &mut Slice| -> Result<bool> {
-        let p = lookup
-            .find(selected, required(profile, T, "profile_id", row)?)
-            .expect("selected above");
+        let p = profile.get(T, row)?.expect("selected above");
         let id = usize::try_from(required(stack_id, T, "stack_id", row)?)
             .map_err(|_| bad(row, "negative stack_id"))?;
         let frame = usize::try_from(required(frame_id, T, "frame_id", row)?)
@@ -706,12 +695,20 @@ struct SampleTaker {
     last: i64,
 }
 
-/// The columns of `stacks` a slice reads.
-pub(crate) const STACK_COLUMNS: [&str; 5] =
-    ["profile_id", "stack_id", "parent_id", "frame_id", "depth"];
+/// What a streamed slice reads of `stacks`, profile ids as dictionaries.
+pub(crate) const STACK_PROJECTION: Projection<'static> = Projection {
+    columns: &["profile_id", "stack_id", "parent_id", "frame_id", "depth"],
+    dictionary: &["profile_id"],
+};
+
+/// What a streamed slice reads of `frames`, profile ids as dictionaries.
+pub(crate) const FRAME_PROJECTION: Projection<'static> = Projection {
+    columns: &FRAME_COLUMNS,
+    dictionary: &["profile_id"],
+};
 
 /// The columns of `frames` a slice reads.
-pub(crate) const FRAME_COLUMNS: [&str; 19] = [
+const FRAME_COLUMNS: [&str; 19] = [
     "profile_id",
     "frame_id",
     "name",
@@ -805,18 +802,13 @@ impl SampleTaker {
     ) -> Result<()> {
         const T: &str = "samples";
         let (profile, timestamp, thread_id, thread_name, stack_id) = (
-            col::TextKeys::new(s, T, "profile_id")?,
+            RowProfiles::new(s, T, selected)?,
             col::micros(s, T, "timestamp")?,
             col::int64(s, T, "thread_id")?,
             col::TextKeys::new(s, T, "thread_name")?,
             col::int32(s, T, "stack_id")?,
         );
         // Each profile id and thread once per batch, not once per row.
-        let profile_of: Vec<Option<SelectedProfile>> = profile
-            .texts
-            .iter()
-            .map(|id| selected.by_id.get(id).copied())
-            .collect();
         let mut thread_of: FxHashMap<(u32, Option<i64>, u32), u32> = FxHashMap::default();
         let (value, weight_ns, trace_id, span_id) = (
             col::int64(s, T, "value")?,
@@ -828,15 +820,7 @@ impl SampleTaker {
         let hasher = FxBuildHasher;
         let mut scratch: Vec<(&str, &str)> = Vec::new();
         for row in 0..s.num_rows() {
-            let p = match profile.keys[row] {
-                col::NO_TEXT => {
-                    return Err(malformed(format!(
-                        "samples.profile_id is null in row {row}"
-                    )))
-                }
-                key => profile_of[key as usize],
-            };
-            let Some(p) = p else {
+            let Some(p) = profile.get(T, row)? else {
                 continue;
             };
             let time_ns = get(timestamp, row).map(|us| us.saturating_mul(1000));

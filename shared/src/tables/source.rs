@@ -50,19 +50,17 @@ impl TablesFrom<'_> {
         }
     }
 
-    /// `table`'s `columns`, as stored, in one batch (see [`Self::for_each_batch`]).
+    /// `table`'s columns `projection` names, as stored, in one batch (see
+    /// [`Self::for_each_batch`]).
     pub(crate) fn read_columns(
         self,
         table: Table,
         from_ns: Option<i64>,
         to_ns: Option<i64>,
-        columns: &[&str],
+        projection: Projection<'_>,
     ) -> Result<arrow_array::RecordBatch> {
+        let columns = projection.columns;
         let mut batches = Vec::new();
-        let projection = Projection {
-            columns,
-            dictionary: &[],
-        };
         self.for_each_batch(table, from_ns, to_ns, projection, &mut |batch| {
             batches.push(batch);
             Ok(())
