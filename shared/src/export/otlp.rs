@@ -34,7 +34,7 @@ use proflake_proto::otlp::opentelemetry::proto::resource::v1::Resource;
 use prost::Message;
 use rustc_hash::FxHashMap;
 
-use super::slice::{Frame, Process, Slice, NONE};
+use super::slice::{Frame, MappingKey, Process, Slice, NONE};
 use super::strings::StringTable;
 use crate::error::{ErrorKind, Result};
 
@@ -76,14 +76,6 @@ enum AttrValue {
 
 /// What identifies a location: mapping, address, lines (function, line, column), attributes.
 type LocationKey = (i32, u64, Vec<(i32, i64, i64)>, Vec<i32>);
-/// What identifies a mapping: path, build ID, start, limit, file offset.
-type MappingKey = (
-    Option<String>,
-    Option<String>,
-    Option<i64>,
-    Option<i64>,
-    Option<i64>,
-);
 
 /// The request's dictionary, under construction, with an index of each table.
 struct Dictionary {
@@ -204,16 +196,9 @@ impl Dictionary {
     }
 
     fn mapping(&mut self, f: &Frame) -> Result<i32> {
-        if f.image_path.is_none() && f.build_id.is_none() && f.image_start.is_none() {
+        let Some(key) = f.mapping_key() else {
             return Ok(0);
-        }
-        let key = (
-            f.image_path.clone(),
-            f.build_id.clone(),
-            f.image_start,
-            f.image_end,
-            f.image_file_offset,
-        );
+        };
         if let Some(&i) = self.mappings.get(&key) {
             return Ok(i);
         }

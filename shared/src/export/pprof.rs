@@ -19,7 +19,7 @@ use proflake_proto::pprof;
 use prost::Message;
 use rustc_hash::FxHashMap;
 
-use super::slice::{Frame, Slice, NONE};
+use super::slice::{Frame, MappingKey, Slice, NONE};
 use super::strings::StringTable;
 use crate::error::{Error, ErrorKind, Result};
 
@@ -40,14 +40,6 @@ impl Strings {
     }
 }
 
-/// A mapping's identity.
-type MappingKey = (
-    Option<String>,
-    Option<String>,
-    Option<i64>,
-    Option<i64>,
-    Option<i64>,
-);
 /// A function's identity: name, system name, file.
 type FunctionKey = (String, Option<String>, Option<String>);
 
@@ -61,16 +53,9 @@ struct Builder {
 
 impl Builder {
     fn mapping(&mut self, f: &Frame) -> u64 {
-        if f.image_path.is_none() && f.build_id.is_none() && f.image_start.is_none() {
+        let Some(key) = f.mapping_key() else {
             return 0;
-        }
-        let key = (
-            f.image_path.clone(),
-            f.build_id.clone(),
-            f.image_start,
-            f.image_end,
-            f.image_file_offset,
-        );
+        };
         if let Some(&id) = self.mapping_index.get(&key) {
             return id;
         }

@@ -77,6 +77,31 @@ pub(crate) struct Frame {
     pub inlined_into: Vec<Inlined>,
 }
 
+/// What identifies a frame's image mapping: path, build ID, start, end, file offset.
+pub(crate) type MappingKey = (
+    Option<String>,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+);
+
+impl Frame {
+    /// The frame's image mapping, `None` when the tables say nothing of one.
+    pub fn mapping_key(&self) -> Option<MappingKey> {
+        if self.image_path.is_none() && self.build_id.is_none() && self.image_start.is_none() {
+            return None;
+        }
+        Some((
+            self.image_path.clone(),
+            self.build_id.clone(),
+            self.image_start,
+            self.image_end,
+            self.image_file_offset,
+        ))
+    }
+}
+
 /// A node of the merged call tree.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Node {

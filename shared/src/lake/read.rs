@@ -7,7 +7,7 @@ use deltalake::{DeltaTable, DeltaTableError};
 use super::schema::lake_error;
 use super::Lake;
 use crate::error::{ErrorKind, Result};
-use crate::tables::{concat_tables, parquet_batches, Table, TableBatches};
+use crate::tables::{collect_tables, parquet_batches, Table, TableBatches};
 
 const NS_PER_DAY: i64 = 86_400_000_000_000;
 
@@ -23,24 +23,8 @@ impl Lake {
         from_ns: Option<i64>,
         to_ns: Option<i64>,
     ) -> Result<TableBatches> {
-        let read = |table: Table| -> Result<RecordBatch> {
-            if !tables.contains(&table) {
-                return Ok(RecordBatch::new_empty(table.schema()));
-            }
-            let mut batches = Vec::new();
-            self.for_each_batch(table, from_ns, to_ns, None, &mut |batch| {
-                batches.push(batch);
-                Ok(())
-            })?;
-            concat_tables(table, &batches)
-        };
-        Ok(TableBatches {
-            profiles: read(Table::Profiles)?,
-            samples: read(Table::Samples)?,
-            stacks: read(Table::Stacks)?,
-            frames: read(Table::Frames)?,
-            function_rollup: read(Table::FunctionRollup)?,
-            counters: read(Table::Counters)?,
+        collect_tables(tables, &mut |table, f| {
+            self.for_each_batch(table, from_ns, to_ns, None, f)
         })
     }
 

@@ -34,7 +34,7 @@ use arrow_array::RecordBatch;
 #[cfg(feature = "lake")]
 pub(crate) use parquet_file::encoding;
 #[cfg(feature = "lake")]
-pub(crate) use read::{concat as concat_tables, conform, parquet_batches};
+pub(crate) use read::{collect_tables, conform, parquet_batches};
 pub(crate) use read::{for_each_batch, Projection};
 pub use read::{read_table_objects, read_tables, table_prefix};
 pub use schema::{Table, TABLES_SCHEMA_VERSION};

@@ -49,12 +49,24 @@ pub fn read_tables(
     from_ns: Option<i64>,
     to_ns: Option<i64>,
 ) -> Result<TableBatches> {
-    let read = |table: Table| -> Result<RecordBatch> {
+    collect_tables(tables, &mut |table, f| {
+        for_each_batch(store, table, from_ns, to_ns, None, f)
+    })
+}
+
+/// Reads a table: hands each of its batches to the function it is given.
+pub(crate) type EachBatch<'e> =
+    dyn FnMut(Table, &mut dyn FnMut(RecordBatch) -> Result<()>) -> Result<()> + 'e;
+
+/// The batches `each(table, f)` hands `f` for each of `tables`, concatenated; the other
+/// tables empty, with their schema.
+pub(crate) fn collect_tables(tables: &[Table], each: &mut EachBatch<'_>) -> Result<TableBatches> {
+    let mut read = |table: Table| -> Result<RecordBatch> {
         if !tables.contains(&table) {
             return Ok(RecordBatch::new_empty(table.schema()));
         }
         let mut batches = Vec::new();
-        for_each_batch(store, table, from_ns, to_ns, None, &mut |batch| {
+        each(table, &mut |batch| {
             batches.push(batch);
             Ok(())
         })?;
