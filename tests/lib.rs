@@ -1,7 +1,10 @@
-//! Helpers both test targets (integration/ and e2e/) use: repository files, compression, and
-//! the gcc-built library with its profiles.
+//! Helpers both test targets (integration/ and e2e/) use: repository files, compression, the
+//! gcc-built library with its profiles, and a moto server (e2e/ and the command line's tests).
 //! Target-specific helpers live beside their tests.
 
+// Beside the moto_site/ and moto_server.py it goes with.
+#[path = "e2e/moto.rs"]
+pub mod moto;
 pub mod native;
 pub mod native_profiles;
 

@@ -13,7 +13,9 @@ mod fault_proxy;
 mod faults_under_load;
 mod harness;
 mod load;
-mod moto;
 mod publish;
 mod rehydrate;
 mod store;
+
+// In the library, so that the command line's tests start their moto the same way.
+use proflake_tests::moto;

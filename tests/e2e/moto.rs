@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::harness::repo_path;
+use crate::repo_path;
 
 /// How long moto may take to start (Python imports; two tests may start theirs at once on a
 /// loaded 2-core machine).

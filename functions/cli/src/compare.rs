@@ -1,5 +1,5 @@
 //! `proflake compare`: which functions of a service got slower or faster from one release to
-//! the next, from a bucket directory's `function_rollup` tables.
+//! the next, from the `function_rollup` tables of a bucket directory or a bucket.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,13 +12,16 @@ use proflake::jobs::{
 };
 use proflake::outputs::{Table, TablesFrom};
 
+use crate::location::Location;
 use crate::tiers::{with_tables, Tier};
 
 #[derive(Args)]
 pub(crate) struct CompareArgs {
-    /// A directory that mirrors the bucket (with tables/v2/).
-    #[arg(long)]
-    store: PathBuf,
+    /// A directory that mirrors the bucket (with tables/v2/), or the bucket itself as
+    /// s3://BUCKET[/PREFIX], the prefix the functions' outputs have (read with the standard
+    /// AWS environment: AWS_REGION, credentials or AWS_PROFILE, AWS_ENDPOINT_URL).
+    #[arg(long, value_parser = Location::parse)]
+    store: Location,
     /// The service whose releases are compared.
     #[arg(long)]
     service: String,
@@ -78,7 +81,7 @@ pub(crate) fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let report = with_tables(&args.store, args.tier, Table::FunctionRollup, |tables| {
         Ok(compare_releases(tables, &request)?)
     })
-    .with_context(|| format!("comparing the releases in {}", args.store.display()))?;
+    .with_context(|| format!("comparing the releases in {}", args.store))?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report.json)?);
     } else {

@@ -1,5 +1,6 @@
-//! `proflake export`: one upload or a slice of the fleet, read back from a bucket directory's
-//! stack tables, as pprof, speedscope, folded stacks, a Firefox Profiler profile or OTLP.
+//! `proflake export`: one upload or a slice of the fleet, read back from the stack tables of a
+//! bucket directory or a bucket, as pprof, speedscope, folded stacks, a Firefox Profiler
+//! profile or OTLP.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,6 +10,7 @@ use clap::Args;
 use proflake::jobs::{export_profiles, ExportFormat, ExportRequest, IdOrName, Selection};
 use proflake::outputs::Table;
 
+use crate::location::Location;
 use crate::tiers::{with_tables, Tier};
 
 /// Which profiles and samples: shared by `export` and `flamegraph`.
@@ -61,9 +63,11 @@ impl SelectionArgs {
 
 #[derive(Args)]
 pub(crate) struct ExportArgs {
-    /// A directory that mirrors the bucket (with tables/v2/).
-    #[arg(long)]
-    store: PathBuf,
+    /// A directory that mirrors the bucket (with tables/v2/), or the bucket itself as
+    /// s3://BUCKET[/PREFIX], the prefix the functions' outputs have (read with the standard
+    /// AWS environment: AWS_REGION, credentials or AWS_PROFILE, AWS_ENDPOINT_URL).
+    #[arg(long, value_parser = Location::parse)]
+    store: Location,
     /// The format written.
     #[arg(long, value_parser = parse_export_format)]
     format: ExportFormat,
@@ -126,7 +130,7 @@ pub(crate) fn export(args: ExportArgs) -> anyhow::Result<ExitCode> {
     let exported = with_tables(&args.store, args.tier, Table::Samples, |tables| {
         Ok(export_profiles(tables, &request)?)
     })
-    .with_context(|| format!("exporting from {}", args.store.display()))?;
+    .with_context(|| format!("exporting from {}", args.store))?;
     std::fs::write(&args.out, &exported.bytes)
         .with_context(|| format!("cannot write {}", args.out.display()))?;
     let series: Vec<String> = exported

@@ -1,5 +1,5 @@
-//! `proflake flamegraph`: an SVG flame graph from a bucket directory's stack tables, or from
-//! one profile file converted in memory exactly as `convert` would convert it.
+//! `proflake flamegraph`: an SVG flame graph from the stack tables of a bucket directory or a
+//! bucket, or from one profile file converted in memory exactly as `convert` would convert it.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -14,19 +14,22 @@ use proflake::{
 use proflake_cli::flame::{fold, parse_time_ns, render_svg, FlameFilter};
 
 use crate::export::SelectionArgs;
+use crate::location::Location;
 use crate::tiers::{with_tables, Tier};
 
 use super::{modified_ns, parse_format, MetadataArgs};
 
 #[derive(Args)]
 pub(crate) struct FlamegraphArgs {
-    /// A directory that mirrors the bucket (with tables/v2/), or a profile file to convert in
-    /// memory.
+    /// A directory that mirrors the bucket (with tables/v2/), a bucket as
+    /// s3://BUCKET[/PREFIX], or a profile file to convert in memory.
     #[arg(required_unless_present = "store", conflicts_with = "store")]
     input: Option<PathBuf>,
-    /// A directory that mirrors the bucket (instead of INPUT).
-    #[arg(long)]
-    store: Option<PathBuf>,
+    /// A directory that mirrors the bucket, or s3://BUCKET[/PREFIX] (instead of INPUT; read
+    /// with the standard AWS environment: AWS_REGION, credentials or AWS_PROFILE,
+    /// AWS_ENDPOINT_URL).
+    #[arg(long, value_parser = Location::parse)]
+    store: Option<Location>,
     /// Where to write the SVG.
     #[arg(long, short)]
     out: PathBuf,
@@ -36,7 +39,7 @@ pub(crate) struct FlamegraphArgs {
     /// Default: the CPU-time series, else the wall-time one, else the first by name.
     #[arg(long, visible_alias = "series")]
     sample_type: Option<String>,
-    /// For a directory: the tables read, the landing tables or the lake.
+    /// For a directory or a bucket: the tables read, the landing tables or the lake.
     #[arg(long, value_enum, default_value_t)]
     tier: Tier,
     /// Count samples rows instead of summing their values (time, for CPU profiles).
@@ -70,34 +73,41 @@ pub(crate) fn flamegraph(args: FlamegraphArgs) -> anyhow::Result<ExitCode> {
         sample_type: args.sample_type.clone(),
         count_samples: args.samples,
     };
-    let input = args
-        .store
-        .clone()
-        .or_else(|| args.input.clone())
-        .expect("clap requires INPUT or --store");
-    let tables = if input.is_dir() {
-        anyhow::ensure!(
-            args.format.is_none() && args.metadata.is_none() && args.start_time.is_none(),
-            "--format, --metadata and --start-time apply to a profile file, not to a directory \
-             of converted tables"
-        );
-        // Only the tables a graph reads, and only the days the range can reach.
-        let (from, to) = (filter.selection.from_ns, filter.selection.to_ns);
-        with_tables(&input, args.tier, Table::Samples, |tables| {
-            Ok(tables.read(&EXPORT_TABLES, from, to)?)
-        })
-        .with_context(|| format!("cannot read the stack tables in {}", input.display()))?
-    } else {
-        // Only the flags that change what a graph shows: `--service` here is a filter.
-        let metadata = MetadataArgs {
-            metadata: args.metadata,
-            start_time: args.start_time,
-            ..MetadataArgs::default()
-        };
-        convert_in_memory(&input, args.format, metadata)?
+    let input = match (&args.store, &args.input) {
+        (Some(store), _) => Input::Store(store.clone()),
+        (None, Some(input)) => Input::of(input)?,
+        (None, None) => anyhow::bail!("give INPUT or --store"),
+    };
+    let tables = match &input {
+        Input::Store(store) => {
+            anyhow::ensure!(
+                args.format.is_none() && args.metadata.is_none() && args.start_time.is_none(),
+                "--format, --metadata and --start-time apply to a profile file, not to the \
+                 converted tables of a directory or a bucket"
+            );
+            // Only the tables a graph reads, and only the days the range can reach.
+            let (from, to) = (filter.selection.from_ns, filter.selection.to_ns);
+            with_tables(store, args.tier, Table::Samples, |tables| {
+                Ok(tables.read(&EXPORT_TABLES, from, to)?)
+            })
+            .with_context(|| format!("cannot read the stack tables in {store}"))?
+        }
+        Input::File(file) => {
+            // Only the flags that change what a graph shows: `--service` here is a filter.
+            let metadata = MetadataArgs {
+                metadata: args.metadata,
+                start_time: args.start_time,
+                ..MetadataArgs::default()
+            };
+            convert_in_memory(file, args.format, metadata)?
+        }
     };
     let folded = fold(&tables, &filter)?;
-    let title = args.title.unwrap_or_else(|| default_title(&input, &filter));
+    let name = match &input {
+        Input::Store(Location::S3(bucket)) => bucket.to_string(),
+        Input::Store(Location::Dir(path)) | Input::File(path) => file_name(path),
+    };
+    let title = args.title.unwrap_or_else(|| default_title(name, &filter));
     let svg = render_svg(&folded, &title)?;
     std::fs::write(&args.out, svg)
         .with_context(|| format!("cannot write {}", args.out.display()))?;
@@ -144,11 +154,37 @@ fn convert_in_memory(
     Ok(read_table_objects(objects)?)
 }
 
-fn default_title(input: &Path, filter: &FlameFilter) -> String {
-    let name = input.file_name().map_or_else(
-        || input.display().to_string(),
+/// What a graph is drawn from.
+enum Input {
+    /// The tables of a bucket directory or a bucket.
+    Store(Location),
+    /// One profile file, converted in memory.
+    File(PathBuf),
+}
+
+impl Input {
+    /// INPUT: a directory or an `s3://` URL is a store, anything else a profile file.
+    fn of(input: &Path) -> anyhow::Result<Input> {
+        if input.is_dir() {
+            return Ok(Input::Store(Location::Dir(input.to_owned())));
+        }
+        match input.to_str().filter(|text| text.starts_with("s3://")) {
+            Some(url) => Ok(Input::Store(
+                Location::parse(url).map_err(anyhow::Error::msg)?,
+            )),
+            None => Ok(Input::File(input.to_owned())),
+        }
+    }
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
-    );
+    )
+}
+
+fn default_title(name: String, filter: &FlameFilter) -> String {
     match filter.describe() {
         d if d.is_empty() => name,
         d => format!("{name}: {d}"),

@@ -1,9 +1,11 @@
 //! `proflake`: run the conversion pipeline on a local directory laid out like the bucket.
 
+mod bucket;
 mod compare;
 mod export;
 mod flamegraph;
 mod lake;
+mod location;
 mod output;
 mod report;
 mod serve;

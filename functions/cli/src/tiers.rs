@@ -1,6 +1,6 @@
 //! Which tables a reading command (`export`, `compare`, `flamegraph`) reads from a bucket
-//! directory: its landing tables (`tables/v2/`, one file per upload) or its lake (`lake/`,
-//! the same rows compacted by `publish`).
+//! directory or a bucket: its landing tables (`tables/v2/`, one file per upload) or its lake
+//! (`lake/`, the same rows compacted by `publish`).
 
 use std::path::Path;
 
@@ -8,6 +8,8 @@ use clap::ValueEnum;
 use proflake::lake::{Lake, LakeSettings};
 use proflake::outputs::{Table, TablesFrom};
 use proflake::LocalDirStore;
+
+use crate::location::Location;
 
 /// The tier read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -19,8 +21,21 @@ pub(crate) enum Tier {
     Lake,
 }
 
-/// Runs `read` on the tables of `dir` in `tier`; `table` is the one the lake must have.
+/// Runs `read` on the tables at `location` in `tier`; `table` is the one the lake must have.
 pub(crate) fn with_tables<T>(
+    location: &Location,
+    tier: Tier,
+    table: Table,
+    read: impl FnOnce(TablesFrom<'_>) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    match location {
+        Location::Dir(dir) => with_local_tables(dir, tier, table, read),
+        Location::S3(bucket) => crate::bucket::with_tables(bucket, tier, table, read),
+    }
+}
+
+/// [`with_tables`] of a directory.
+fn with_local_tables<T>(
     dir: &Path,
     tier: Tier,
     table: Table,
