@@ -48,6 +48,7 @@ impl Row {
 pub(crate) const PROJECTION: Projection<'static> = Projection {
     columns: &COLUMNS,
     dictionary: &[],
+    skip_null_columns: false,
 };
 
 const COLUMNS: [&str; 10] = [

@@ -43,7 +43,8 @@ struct Reimported {
 }
 
 fn reimport(original: &Slice, again: &TableBatches) -> Reimported {
-    let again = slice::build(again, &Selection::default()).expect("re-imported slice");
+    let again = slice::build(again, &Selection::default(), slice::Detail::EveryRow)
+        .expect("re-imported slice");
     let several = original.series.len() > 1;
     let mut out = Reimported {
         weights: Totals::new(),
@@ -112,7 +113,8 @@ fn perf_sample() -> TableBatches {
 fn assert_round_trip(tables: &TableBatches, key: &str) -> (Exported, Reimported) {
     let before = totals(tables);
     assert!(!before.is_empty(), "{key}: nothing to compare");
-    let original = slice::build(tables, &Selection::default()).expect("slice");
+    let original =
+        slice::build(tables, &Selection::default(), slice::Detail::EveryRow).expect("slice");
     let exported = export_firefox(tables, "round trip");
     let again = convert(&exported.bytes, key, r#"{"service":"again"}"#);
     let back = reimport(&original, &again);
@@ -163,7 +165,8 @@ fn array<'v>(v: &'v Value, what: &str) -> &'v Vec<Value> {
 #[test]
 fn firefox_export_has_the_processed_format_fields() {
     let tables = pprof_sample();
-    let slice = slice::build(&tables, &Selection::default()).expect("slice");
+    let slice =
+        slice::build(&tables, &Selection::default(), slice::Detail::EveryRow).expect("slice");
     let exported = export_firefox(&tables, "fleet export");
     let json: Value = serde_json::from_slice(&exported.bytes).expect("JSON");
     let meta = &json["meta"];

@@ -63,6 +63,17 @@ impl ExportFormat {
             .find(|(_, f)| *f == self)
             .map_or("?", |(n, _)| n)
     }
+
+    /// How much of each sample the format keeps: pprof and folded stacks keep no time, so
+    /// their slice sums the rows as it reads them.
+    fn detail(self) -> slice::Detail {
+        match self {
+            ExportFormat::Pprof | ExportFormat::Folded => slice::Detail::Summed,
+            ExportFormat::Speedscope | ExportFormat::Firefox | ExportFormat::Otlp => {
+                slice::Detail::EveryRow
+            }
+        }
+    }
 }
 
 /// What to export, and how.
@@ -133,9 +144,9 @@ pub const EXPORT_TABLES: [Table; 4] = [
 pub fn export_profiles(tables: TablesFrom<'_>, request: &ExportRequest) -> Result<Exported> {
     let (from, to) = (request.selection.from_ns, request.selection.to_ns);
     // The samples, by far the largest table, are decoded on a thread of their own, a batch at
-    // a time and only the columns a slice takes, while this one reads the other tables and
-    // then takes the samples' batches as they come: the two overlap, and at most a few
-    // batches wait in between.
+    // a time and only the columns a slice takes, and taken on another as they come, while
+    // this one reads and merges the call trees: the three overlap, and at most a few batches
+    // wait in between.
     let slice = std::thread::scope(|scope| {
         let (send, batches) = std::sync::mpsc::sync_channel::<RecordBatch>(16);
         let reader = scope.spawn(move || {
@@ -161,12 +172,37 @@ pub fn export_profiles(tables: TablesFrom<'_>, request: &ExportRequest) -> Resul
                 read
             }
         });
-        let built = small_tables(tables, from, to).and_then(|small| {
-            slice::build_streamed(&small, &request.selection, &mut |take| {
-                batches.iter().try_for_each(&mut *take)
-            })
-        });
-        drop(batches);
+        // Moved in, so that dropping it below stops a reader still sending.
+        let mut take_batches = move |take: &mut dyn FnMut(RecordBatch) -> Result<()>| {
+            batches.iter().try_for_each(&mut *take)
+        };
+        let built = tables
+            .read(&[Table::Profiles], from, to)
+            .and_then(|profiles| {
+                slice::build_streamed(
+                    &profiles.profiles,
+                    &request.selection,
+                    request.format.detail(),
+                    &mut || {
+                        Ok((
+                            tables.read_columns(
+                                Table::Stacks,
+                                from,
+                                to,
+                                slice::STACK_PROJECTION,
+                            )?,
+                            tables.read_columns(
+                                Table::Frames,
+                                from,
+                                to,
+                                slice::FRAME_PROJECTION,
+                            )?,
+                        ))
+                    },
+                    &mut take_batches,
+                )
+            });
+        drop(take_batches);
         // A reader's failure first: the taker, short of batches, fails for want of them.
         reader
             .join()
@@ -176,21 +212,10 @@ pub fn export_profiles(tables: TablesFrom<'_>, request: &ExportRequest) -> Resul
     write(slice, request)
 }
 
-/// The profiles, stacks and frames an export reads, only the columns it reads.
-fn small_tables(
-    tables: TablesFrom<'_>,
-    from: Option<i64>,
-    to: Option<i64>,
-) -> Result<TableBatches> {
-    let mut small = tables.read(&[Table::Profiles], from, to)?;
-    small.stacks = tables.read_columns(Table::Stacks, from, to, slice::STACK_PROJECTION)?;
-    small.frames = tables.read_columns(Table::Frames, from, to, slice::FRAME_PROJECTION)?;
-    Ok(small)
-}
-
 /// Writes what `request` selects from `tables` in its format.
 pub fn export_tables(tables: &TableBatches, request: &ExportRequest) -> Result<Exported> {
-    write(slice::build(tables, &request.selection)?, request)
+    let slice = slice::build(tables, &request.selection, request.format.detail())?;
+    write(slice, request)
 }
 
 /// Writes `slice` as `request` says.
@@ -220,14 +245,13 @@ fn write(slice: slice::Slice, request: &ExportRequest) -> Result<Exported> {
             sample_type: s.sample_type.clone(),
             unit: s.unit.clone(),
             total: 0,
-            samples: 0,
+            samples: s.rows,
         })
         .collect();
     let s = &slice.samples;
     for i in 0..s.len() {
         let e = &mut series[s.series[i] as usize];
         e.total = e.total.saturating_add(s.value[i]);
-        e.samples += 1;
     }
     let series = exported_series
         .into_iter()

@@ -26,7 +26,8 @@ type RowKey = (
 /// The slice's rows, summed per [`RowKey`]: rows without a time that share everything else
 /// are one aggregate in OTLP, as in any aggregate format.
 fn rows(tables: &TableBatches) -> BTreeMap<RowKey, i64> {
-    let slice = slice::build(tables, &Selection::default()).expect("slice");
+    let slice =
+        slice::build(tables, &Selection::default(), slice::Detail::EveryRow).expect("slice");
     rows_of(&slice)
 }
 
@@ -181,7 +182,7 @@ fn otlp_round_trip_keeps_links_labels_and_inlined_frames() {
     assert!(back.keys().any(|k| k.2.is_none()), "an aggregated sample");
     // Frames come back with their build IDs and inlined calls.
     let frames = |t: &TableBatches| {
-        let s = slice::build(t, &Selection::default()).expect("slice");
+        let s = slice::build(t, &Selection::default(), slice::Detail::EveryRow).expect("slice");
         s.frames
             .iter()
             .map(|f| {
@@ -353,7 +354,8 @@ fn otlp_json_writes_ids_as_hex() {
         "checkout/edge.otlp",
         metadata,
     );
-    let slice = slice::build(&tables, &Selection::default()).expect("slice");
+    let slice =
+        slice::build(&tables, &Selection::default(), slice::Detail::EveryRow).expect("slice");
     let (trace, span) = slice.links.first().expect("a link").clone();
     let json: serde_json::Value =
         serde_json::from_slice(&export_otlp(&tables, true).bytes).expect("JSON");

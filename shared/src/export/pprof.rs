@@ -149,23 +149,88 @@ impl Builder {
 type SampleKey = (u32, u32, u32, u32);
 
 /// The slice as a gzipped pprof profile; `pgo` keeps only what Go's PGO reads.
+///
+/// The profile is encoded a field at a time into blocks that a second thread compresses as
+/// they come, so encoding and compressing overlap. A message's encoding is its fields'
+/// encodings one after another, and prost writes fields in tag order, so the sample types,
+/// then each sample, then everything after them, give the bytes of the whole profile.
 pub(crate) fn write(slice: &Slice, pgo: bool, comment: &str) -> Result<Vec<u8>> {
-    let profile = if pgo {
-        build_pgo(slice)?
-    } else {
-        build(slice, comment)
-    };
-    // Go's runtime/pprof compresses at the fastest level too: a profile is written once and
-    // read a few times.
-    let encoded = profile.encode_to_vec();
-    let mut gz = GzEncoder::new(
-        Vec::with_capacity(encoded.len() / 4),
-        flate2::Compression::fast(),
-    );
-    gz.write_all(&encoded)
-        .and_then(|()| gz.flush())
-        .map_err(write_error)?;
-    gz.finish().map_err(write_error)
+    std::thread::scope(|scope| {
+        let (send, blocks) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
+        let gzip = scope.spawn(move || {
+            // Go's runtime/pprof compresses at the fastest level too: a profile is written
+            // once and read a few times.
+            let mut gz = GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            for block in blocks {
+                gz.write_all(&block)?;
+            }
+            gz.finish()
+        });
+        let mut out = Blocks {
+            block: Vec::with_capacity(Blocks::SIZE),
+            send,
+        };
+        let built = if pgo {
+            build_pgo(slice).map(|profile| out.whole(&profile))
+        } else {
+            build(slice, comment, &mut out);
+            Ok(())
+        };
+        out.finish();
+        let gzipped = gzip
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        built?;
+        gzipped.map_err(write_error)
+    })
+}
+
+/// Encoded bytes, sent on to be compressed a block at a time.
+struct Blocks {
+    block: Vec<u8>,
+    send: std::sync::mpsc::SyncSender<Vec<u8>>,
+}
+
+impl Blocks {
+    const SIZE: usize = 256 * 1024;
+
+    /// Appends `message`'s encoding.
+    fn push(&mut self, message: &pprof::Profile) {
+        // Encoding into a Vec cannot run out of room.
+        let _ = message.encode(&mut self.block);
+        if self.block.len() >= Self::SIZE {
+            let full = std::mem::replace(&mut self.block, Vec::with_capacity(Self::SIZE));
+            // A closed channel means the compressor failed; its error is the one reported.
+            let _ = self.send.send(full);
+        }
+    }
+
+    /// Appends a whole profile, its samples a block at a time.
+    fn whole(&mut self, profile: &pprof::Profile) {
+        let mut one = pprof::Profile {
+            sample_type: profile.sample_type.clone(),
+            ..Default::default()
+        };
+        self.push(&one);
+        one.sample_type.clear();
+        for chunk in profile.sample.chunks(1024) {
+            one.sample.clear();
+            one.sample.extend_from_slice(chunk);
+            self.push(&one);
+        }
+        let rest = pprof::Profile {
+            sample_type: Vec::new(),
+            sample: Vec::new(),
+            ..profile.clone()
+        };
+        self.push(&rest);
+    }
+
+    fn finish(self) {
+        if !self.block.is_empty() {
+            let _ = self.send.send(self.block);
+        }
+    }
 }
 
 fn write_error(e: std::io::Error) -> Error {
@@ -198,7 +263,8 @@ fn locations(b: &mut Builder, slice: &Slice, used: &[bool]) -> Vec<pprof::Locati
         .collect()
 }
 
-fn build(slice: &Slice, comment: &str) -> pprof::Profile {
+/// Writes the profile of `slice` to `out`, each sample as it is made.
+fn build(slice: &Slice, comment: &str, out: &mut Blocks) {
     let mut b = new_builder();
     let sample_type: Vec<pprof::ValueType> = slice
         .series
@@ -208,6 +274,10 @@ fn build(slice: &Slice, comment: &str) -> pprof::Profile {
             unit: b.strings.add(&s.unit),
         })
         .collect();
+    out.push(&pprof::Profile {
+        sample_type,
+        ..Default::default()
+    });
     let n_series = slice.series.len();
     let main = slice.main_series().unwrap_or(0);
     let s = &slice.samples;
@@ -226,42 +296,61 @@ fn build(slice: &Slice, comment: &str) -> pprof::Profile {
         *v = v.saturating_add(s.value[i]);
     }
     let mut used = vec![false; slice.frames.len()];
-    let mut stack = Vec::new();
     let labels = LabelKeys::new(&mut b.strings);
-    let mut samples = Vec::with_capacity(keys.len());
+    // Each thread's labels, made once.
+    let thread_labels: Vec<Vec<pprof::Label>> = slice
+        .threads
+        .iter()
+        .map(|t| {
+            let mut label = Vec::new();
+            if let Some(tid) = t.tid {
+                label.push(labels.num(labels.thread_id, tid));
+            }
+            if let Some(name) = &t.name {
+                label.push(labels.text(labels.thread_name, b.strings.add(name)));
+            }
+            if let Some(pid) = slice.processes[t.process as usize].pid {
+                label.push(labels.num(labels.pid, pid));
+            }
+            label
+        })
+        .collect();
+    // One sample, refilled for each: no allocation per sample.
+    let mut one = pprof::Profile {
+        sample: vec![pprof::Sample::default()],
+        ..Default::default()
+    };
     for (k, &(node, thread, label_set, link)) in keys.iter().enumerate() {
-        stack.clear();
-        stack.extend(slice.stack(node).map(|f| {
+        let sample = &mut one.sample[0];
+        sample.location_id.clear();
+        sample.location_id.extend(slice.stack(node).map(|f| {
             used[f as usize] = true;
             u64::from(f) + 1
         }));
-        let mut label = Vec::new();
-        let t = &slice.threads[thread as usize];
-        if let Some(tid) = t.tid {
-            label.push(labels.num(labels.thread_id, tid));
-        }
-        if let Some(name) = &t.name {
-            label.push(labels.text(labels.thread_name, b.strings.add(name)));
-        }
-        if let Some(pid) = slice.processes[t.process as usize].pid {
-            label.push(labels.num(labels.pid, pid));
-        }
+        sample.value.clear();
+        sample
+            .value
+            .extend_from_slice(&values[k * n_series..(k + 1) * n_series]);
+        sample.label.clear();
+        sample
+            .label
+            .extend_from_slice(&thread_labels[thread as usize]);
         if link != NONE {
             let (trace, span) = &slice.links[link as usize];
-            label.push(labels.text(labels.trace_id, b.strings.add(trace)));
-            label.push(labels.text(labels.span_id, b.strings.add(span)));
+            sample
+                .label
+                .push(labels.text(labels.trace_id, b.strings.add(trace)));
+            sample
+                .label
+                .push(labels.text(labels.span_id, b.strings.add(span)));
         }
         if label_set != NONE {
             for (key, value) in &slice.label_sets[label_set as usize] {
                 let key = b.strings.add(key);
-                label.push(labels.text(key, b.strings.add(value)));
+                sample.label.push(labels.text(key, b.strings.add(value)));
             }
         }
-        samples.push(pprof::Sample {
-            location_id: stack.clone(),
-            value: values[k * n_series..(k + 1) * n_series].to_vec(),
-            label,
-        });
+        out.push(&one);
     }
     let location = locations(&mut b, slice, &used);
     let period_series = &slice.series[main];
@@ -271,16 +360,16 @@ fn build(slice: &Slice, comment: &str) -> pprof::Profile {
     });
     let period = period_series.period.unwrap_or(0);
     let comment = vec![b.strings.add(comment)];
-    let mut profile = assemble(
+    let mut rest = assemble(
         b,
         slice,
-        sample_type,
-        samples,
+        Vec::new(),
+        Vec::new(),
         location,
         (period_type, period),
     );
-    profile.comment = comment;
-    profile
+    rest.comment = comment;
+    out.push(&rest);
 }
 
 /// The profile of what a builder holds: its tables, the samples and their locations, the
@@ -385,7 +474,7 @@ fn build_pgo(slice: &Slice) -> Result<pprof::Profile> {
         }
         let count = match slice.series[series].unit.as_str() {
             "count" | "samples" => s.value[i],
-            _ => 1,
+            _ => i64::from(s.rows_of(i)),
         };
         let e = by_node.entry(s.node[i]).or_default();
         e.0 = e.0.saturating_add(count);

@@ -221,3 +221,57 @@ fn a_pgo_export_says_it_holds_only_cpu_series() {
         .collect();
     assert_eq!(names, ["cpu-clock"]);
 }
+
+#[test]
+fn a_pgo_export_counts_every_cpu_row_and_its_cpu_time() {
+    use prost::Message;
+    use std::io::Read;
+    let tables = convert(
+        &repo_file("samples/perf-script/simple-with-header.perf.txt"),
+        "app/perf.txt",
+        r#"{"service":"app","timestamp":1534348884.0}"#,
+    );
+    // What Go's PGO should read, from the tables' rows: one count per row (a counted series'
+    // value), and each row's CPU time.
+    let p = &tables.profiles;
+    let unit = p.column_by_name("sample_unit").unwrap().as_string::<i32>();
+    assert_eq!(p.num_rows(), 1, "one CPU series");
+    let counted = matches!(unit.value(0), "count" | "samples");
+    let s = &tables.samples;
+    let value = s
+        .column_by_name("value")
+        .unwrap()
+        .as_primitive::<Int64Type>();
+    let weight = s
+        .column_by_name("weight_ns")
+        .unwrap()
+        .as_primitive::<Int64Type>();
+    let rows = s.num_rows() as i64;
+    let want_count: i64 = if counted {
+        value.iter().flatten().sum()
+    } else {
+        rows
+    };
+    let want_ns: i64 = weight.iter().flatten().sum();
+    assert!(want_ns > 0 && rows > 1);
+
+    let mut request = ExportRequest::new(Selection::default(), ExportFormat::Pprof);
+    request.pgo = true;
+    let exported = export_tables(&tables, &request).expect("export");
+    let mut bytes = Vec::new();
+    flate2::read::GzDecoder::new(exported.bytes.as_slice())
+        .read_to_end(&mut bytes)
+        .expect("gzip");
+    let profile = proflake_proto::pprof::Profile::decode(bytes.as_slice()).expect("pprof");
+    let text = |i: i64| std::str::from_utf8(&profile.string_table[i as usize]).unwrap();
+    let types: Vec<(&str, &str)> = profile
+        .sample_type
+        .iter()
+        .map(|t| (text(t.r#type), text(t.unit)))
+        .collect();
+    assert_eq!(types, [("samples", "count"), ("cpu", "nanoseconds")]);
+    let sum = |k: usize| profile.sample.iter().map(|s| s.value[k]).sum::<i64>();
+    assert_eq!((sum(0), sum(1)), (want_count, want_ns));
+    // Rows of one stack are one pprof sample.
+    assert!((profile.sample.len() as i64) < rows);
+}

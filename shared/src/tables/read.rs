@@ -88,6 +88,10 @@ pub(crate) fn collect_tables(tables: &[Table], each: &mut EachBatch<'_>) -> Resu
 pub(crate) struct Projection<'c> {
     pub columns: &'c [&'c str],
     pub dictionary: &'c [&'c str],
+    /// Whether a column that a file holds no value of (its statistics count only nulls) is
+    /// handed out as nulls without being decoded. An empty list or map is then a null one,
+    /// which a reader that takes both as "none" cannot tell apart.
+    pub skip_null_columns: bool,
 }
 
 /// Hands `f` every batch of `table` in `store` (every `dt=` partition `from_ns`..`to_ns` can
@@ -174,18 +178,75 @@ pub(crate) fn parquet_batches<R: ChunkReader + 'static>(
     }
     let mut builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata)
         .with_batch_size(READ_BATCH_ROWS);
-    if let Some(Projection { columns, .. }) = columns {
-        let mask = ProjectionMask::columns(builder.parquet_schema(), columns.iter().copied());
+    // With columns left undecoded, the schema every batch is handed out in.
+    let mut with_nulls = None;
+    if let Some(projection) = columns {
+        let mut read: Vec<&str> = projection.columns.to_vec();
+        if projection.skip_null_columns {
+            // A column that may not be null is read, even when its statistics count only
+            // nulls (an empty list's slot counts as one).
+            let nullable = |c: &str| {
+                builder
+                    .schema()
+                    .field_with_name(c)
+                    .is_ok_and(|f| f.is_nullable())
+            };
+            read.retain(|c| !(nullable(c) && only_nulls(builder.metadata(), c)));
+            if read.len() < projection.columns.len() {
+                let schema = builder.schema();
+                let kept: Vec<usize> = (0..schema.fields().len())
+                    .filter(|&i| {
+                        projection
+                            .columns
+                            .contains(&schema.field(i).name().as_str())
+                    })
+                    .collect();
+                with_nulls = Some(Arc::new(
+                    schema.project(&kept).map_err(|e| error(e.to_string()))?,
+                ));
+            }
+        }
+        let mask = ProjectionMask::columns(builder.parquet_schema(), read.iter().copied());
         builder = builder.with_projection(mask);
     }
     for batch in builder.build().map_err(|e| error(e.to_string()))? {
         let batch = batch.map_err(|e| error(e.to_string()))?;
-        f(match columns {
-            Some(_) => batch,
-            None => conform(table, &batch)?,
+        f(match (columns, &with_nulls) {
+            (Some(_), None) => batch,
+            (Some(_), Some(schema)) => {
+                let arrays = schema
+                    .fields()
+                    .iter()
+                    .map(|field| match batch.column_by_name(field.name()) {
+                        Some(read) => read.clone(),
+                        None => new_null_array(field.data_type(), batch.num_rows()),
+                    })
+                    .collect();
+                RecordBatch::try_new(schema.clone(), arrays).map_err(|e| error(e.to_string()))?
+            }
+            (None, _) => conform(table, &batch)?,
         })?;
     }
     Ok(())
+}
+
+/// Whether every value the file holds of top-level column `name`, in every row group and
+/// every leaf, is null, as the statistics say; `false` when they say nothing.
+fn only_nulls(metadata: &parquet::file::metadata::ParquetMetaData, name: &str) -> bool {
+    let schema = metadata.file_metadata().schema_descr();
+    let leaves: Vec<usize> = (0..schema.num_columns())
+        .filter(|&i| schema.column(i).path().parts().first().map(String::as_str) == Some(name))
+        .collect();
+    !leaves.is_empty()
+        && metadata.row_groups().iter().all(|group| {
+            leaves.iter().all(|&i| {
+                let chunk = group.column(i);
+                chunk
+                    .statistics()
+                    .and_then(|s| s.null_count_opt())
+                    .is_some_and(|nulls| i64::try_from(nulls).ok() == Some(chunk.num_values()))
+            })
+        })
 }
 
 /// Reads every table from stored objects, `(key, Parquet bytes)` as a conversion produces
@@ -550,6 +611,111 @@ mod tests {
             err.to_string().contains("stacks.stack_id is UInt32"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_column_of_only_nulls_comes_as_nulls_without_being_read() {
+        let read = |bytes: &[u8], skip: bool| {
+            let projection = Projection {
+                columns: &["profile_id", "parent_id", "stack_id"],
+                dictionary: &[],
+                skip_null_columns: skip,
+            };
+            let mut batches = Vec::new();
+            parquet_batches(
+                Table::Stacks,
+                Bytes::from(bytes.to_vec()),
+                Some(projection),
+                &|e| malformed(e),
+                &mut |b| {
+                    batches.push(b);
+                    Ok(())
+                },
+            )
+            .unwrap();
+            batches
+        };
+        let metadata = |bytes: &[u8]| {
+            ArrowReaderMetadata::load(&Bytes::from(bytes.to_vec()), ArrowReaderOptions::new())
+                .unwrap()
+                .metadata()
+                .clone()
+        };
+        // `parent_id` is null in every row of one file, set in one row of the other.
+        let nulls = parquet(&stacks_batch("a", &[0, 1, 2]));
+        let mut one_set = stacks_batch("b", &[0, 1]);
+        let mut columns = one_set.columns().to_vec();
+        columns[3] = Arc::new(Int32Array::from(vec![None, Some(0)]));
+        one_set = RecordBatch::try_new(one_set.schema(), columns).unwrap();
+        let one_set = parquet(&one_set);
+        assert!(only_nulls(&metadata(&nulls), "parent_id"));
+        assert!(!only_nulls(&metadata(&nulls), "stack_id"));
+        assert!(!only_nulls(&metadata(&one_set), "parent_id"));
+        assert!(!only_nulls(&metadata(&nulls), "no_such_column"));
+        for bytes in [&nulls, &one_set] {
+            let (skipped, decoded) = (read(bytes, true), read(bytes, false));
+            assert_eq!(skipped, decoded);
+            assert_eq!(skipped[0].num_columns(), 3);
+        }
+        // A column that may not be null is read whatever its statistics say: a frame
+        // without inlined callers holds an empty list, which they count as a null.
+        let schema = Table::Frames.schema();
+        let frame: Vec<ArrayRef> = schema
+            .fields()
+            .iter()
+            .map(|f| match f.data_type() {
+                _ if f.is_nullable() => new_null_array(f.data_type(), 1),
+                DataType::Utf8 => Arc::new(StringArray::from(vec!["x"])) as ArrayRef,
+                DataType::Int32 => Arc::new(Int32Array::from(vec![0])),
+                DataType::Boolean => Arc::new(arrow_array::BooleanArray::from(vec![false])),
+                DataType::List(element) => Arc::new(ListArray::new(
+                    element.clone(),
+                    {
+                        let mut offsets = arrow_array::builder::OffsetBufferBuilder::new(1);
+                        offsets.push_length(0);
+                        offsets.finish()
+                    },
+                    arrow_array::new_empty_array(element.data_type()),
+                    None,
+                )),
+                other => panic!("no value for {other}"),
+            })
+            .collect();
+        let frames = parquet(&RecordBatch::try_new(schema, frame).unwrap());
+        assert!(only_nulls(&metadata(&frames), "inlined_into"));
+        let mut batches = Vec::new();
+        parquet_batches(
+            Table::Frames,
+            Bytes::from(frames),
+            Some(Projection {
+                columns: &["frame_id", "function", "inlined_into"],
+                dictionary: &[],
+                skip_null_columns: true,
+            }),
+            &|e| malformed(e),
+            &mut |b| {
+                batches.push(b);
+                Ok(())
+            },
+        )
+        .unwrap();
+        let inlined = batches[0].column_by_name("inlined_into").unwrap();
+        assert_eq!((inlined.len(), inlined.null_count()), (1, 0));
+        assert_eq!(
+            batches[0].column_by_name("function").unwrap().null_count(),
+            1
+        );
+
+        // Without statistics nothing is known, and the column is read.
+        let mut plain = Vec::new();
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_statistics_enabled(parquet::file::properties::EnabledStatistics::None)
+            .build();
+        let batch = stacks_batch("c", &[0]);
+        let mut w = ArrowWriter::try_new(&mut plain, batch.schema(), Some(props)).unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        assert!(!only_nulls(&metadata(&plain), "parent_id"));
     }
 
     #[test]

@@ -5,20 +5,28 @@
 //! Frames are merged when every field the tables hold of them is equal, call-tree nodes when
 //! their frame and caller are; so the same code seen in two uploads is one frame of the
 //! export. Samples are kept one per row, columnar, with their time, thread, labels and
-//! trace link as small indexes: the writers aggregate as their format does.
+//! trace link as small indexes, or, for a format that keeps no time, already summed
+//! ([`Detail`]): the writers aggregate further as their format does.
+//!
+//! - `profiles.rs` selects the profiles, `tree.rs` merges their frames and call trees,
+//!   `take.rs` takes their samples. Taking needs only the selected profiles, so a streamed
+//!   slice takes samples on a thread of its own while the call trees are merged.
 
-use std::collections::BTreeSet;
+mod profiles;
+mod take;
+mod tree;
 
-use arrow_array::cast::AsArray;
 use arrow_array::RecordBatch;
-use hashbrown::HashTable;
-use rustc_hash::{FxBuildHasher, FxHashMap};
-use std::hash::BuildHasher;
 
-use super::columns::{self as col, get, malformed, required};
-use super::select::{listing, Selection};
+use self::profiles::Selected;
+use self::take::{SampleTaker, Taken};
+use super::columns::malformed;
+use super::select::Selection;
 use crate::error::{ErrorKind, Result};
-use crate::tables::{Projection, TableBatches};
+use crate::tables::TableBatches;
+
+pub(crate) use self::take::SAMPLE_PROJECTION;
+pub(crate) use self::tree::{FRAME_PROJECTION, STACK_PROJECTION};
 
 /// No node, thread, label set or link.
 pub(crate) const NONE: u32 = u32::MAX;
@@ -37,6 +45,9 @@ pub(crate) struct Series {
     pub spans: bool,
     /// Whether every profile of the series has per-sample times.
     pub timed: bool,
+    /// The selected `samples` rows of the series (with [`Detail::Summed`], more than the
+    /// slice's samples of it).
+    pub rows: u64,
 }
 
 impl Series {
@@ -132,7 +143,19 @@ pub(crate) struct Thread {
     pub name: Option<String>,
 }
 
-/// The samples, one per selected `samples` row, column by column.
+/// How much of each sample a slice keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Detail {
+    /// One sample per selected `samples` row, with its time: what a timeline needs.
+    EveryRow,
+    /// The rows of one profile, stack, thread, label set and link summed into one sample
+    /// without time, as they are read: what an aggregate format (pprof, folded) needs, in a
+    /// fraction of the memory.
+    Summed,
+}
+
+/// The samples, one per selected `samples` row (or per sum of rows, [`Detail::Summed`]),
+/// column by column.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Samples {
     pub series: Vec<u32>,
@@ -147,11 +170,18 @@ pub(crate) struct Samples {
     pub labels: Vec<u32>,
     /// An index into [`Slice::links`], [`NONE`] without a trace link.
     pub link: Vec<u32>,
+    /// With [`Detail::Summed`], the rows each sample sums (empty otherwise: one each).
+    pub rows: Vec<u32>,
 }
 
 impl Samples {
     pub fn len(&self) -> usize {
         self.value.len()
+    }
+
+    /// The `samples` rows sample `i` sums.
+    pub fn rows_of(&self, i: usize) -> u32 {
+        self.rows.get(i).copied().unwrap_or(1)
     }
 
     fn reserve(&mut self, rows: usize) {
@@ -233,59 +263,92 @@ impl Slice {
     }
 }
 
-/// The `profiles` row of each selected profile, by `profile_id`.
-struct Selected<'b> {
-    by_id: FxHashMap<&'b str, SelectedProfile>,
-    /// `samples` rows of the selected profiles (`profiles.samples`): room for every sample
-    /// is made once, not by doubling a million-row column many times.
-    rows: usize,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct SelectedProfile {
-    series: u32,
-    process: u32,
-    /// `start_time`, ns: the time of aggregated samples.
-    start_ns: i64,
-    end_ns: i64,
-    /// Index among the selected profiles, for the per-profile stack and frame maps.
-    index: usize,
-}
-
 /// Selects and merges the samples of `tables` that `selection` takes.
 ///
 /// No selected sample is [`ErrorKind::NoSamples`], with what the tables do hold (services,
 /// releases, series) so the caller can correct the selection.
-pub(crate) fn build(tables: &TableBatches, selection: &Selection) -> Result<Slice> {
-    build_streamed(tables, selection, &mut |take| take(tables.samples.clone()))
+pub(crate) fn build(tables: &TableBatches, selection: &Selection, detail: Detail) -> Result<Slice> {
+    let mut slice = Slice::default();
+    let selected = profiles::select(&tables.profiles, selection, &mut slice)?;
+    let mut taker = SampleTaker::new(&selected, selection, detail);
+    taker.take(&tables.samples)?;
+    let tree = tree::merge(&tables.stacks, &tables.frames, &selected)?;
+    assemble(slice, &selected, tree, taker.finish(), selection)
 }
 
 /// A source of `samples` batches: hands each to its argument.
 pub(crate) type SampleBatches<'f> =
-    dyn FnMut(&mut dyn FnMut(RecordBatch) -> Result<()>) -> Result<()> + 'f;
+    dyn FnMut(&mut dyn FnMut(RecordBatch) -> Result<()>) -> Result<()> + Send + 'f;
 
-/// [`build`] from `tables`' profiles, stacks and frames and the `samples` batches `samples`
-/// hands out (at least the [`SAMPLE_COLUMNS`]), one at a time: a slice of a large table
-/// never needs the table whole.
+/// [`build`] from `profiles`, the `stacks` and `frames` that `read_tree` reads, and the
+/// `samples` batches `samples` hands out (at least the columns of [`SAMPLE_PROJECTION`]), one
+/// at a time: a slice of a large table never needs the table whole. The samples are taken
+/// on a thread of their own while this one reads and merges the call trees.
 pub(crate) fn build_streamed(
-    tables: &TableBatches,
+    profiles: &RecordBatch,
     selection: &Selection,
+    detail: Detail,
+    read_tree: &mut dyn FnMut() -> Result<(RecordBatch, RecordBatch)>,
     samples: &mut SampleBatches<'_>,
 ) -> Result<Slice> {
     let mut slice = Slice::default();
-    let selected = select_profiles(tables, selection, &mut slice)?;
-    let mut frame_maps = vec![Vec::new(); selected.by_id.len()];
-    merge_frames(tables, &selected, &mut slice, &mut frame_maps)?;
-    let mut node_maps = vec![Vec::new(); selected.by_id.len()];
-    merge_stacks(tables, &selected, &frame_maps, &mut slice, &mut node_maps)?;
-    // At most what the profiles rows say (a bad count only costs memory within the limits
-    // the rows themselves are bounded by).
-    slice.samples.reserve(selected.rows.min(1 << 26));
-    let mut taker = SampleTaker::new();
-    samples(&mut |batch| taker.take(&batch, selection, &selected, &node_maps, &mut slice))?;
-    if taker.first <= taker.last {
-        slice.start_ns = taker.first;
-        slice.end_ns = taker.last;
+    let selected = profiles::select(profiles, selection, &mut slice)?;
+    let (tree, taken) = std::thread::scope(|scope| {
+        let taker = scope.spawn(|| {
+            let mut taker = SampleTaker::new(&selected, selection, detail);
+            samples(&mut |batch| taker.take(&batch))?;
+            Ok::<_, crate::Error>(taker.finish())
+        });
+        let tree =
+            read_tree().and_then(|(stacks, frames)| tree::merge(&stacks, &frames, &selected));
+        let taken = taker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (tree, taken)
+    });
+    // The tree's error first: a sample's stack is checked against it.
+    let tree = tree?;
+    assemble(slice, &selected, tree, taken?, selection)
+}
+
+/// The slice of `selected`'s merged `tree` and `taken` samples, each sample's stack id
+/// turned into its node of the merged tree.
+fn assemble(
+    mut slice: Slice,
+    selected: &Selected<'_>,
+    tree: tree::Merged,
+    mut taken: Taken,
+    selection: &Selection,
+) -> Result<Slice> {
+    let node_maps = &tree.node_maps;
+    for (node, &profile) in taken.samples.node.iter_mut().zip(&taken.profile) {
+        if *node == NONE {
+            continue;
+        }
+        let stack_id = *node;
+        *node = node_maps[profile as usize]
+            .get(stack_id as usize)
+            .copied()
+            .filter(|&n| n != NONE)
+            .ok_or_else(|| {
+                malformed(format!(
+                    "samples of profile {} name stack_id {stack_id}, which is not in stacks",
+                    selected.ids[profile as usize]
+                ))
+            })?;
+    }
+    for (series, rows) in slice.series.iter_mut().zip(&taken.rows) {
+        series.rows = *rows;
+    }
+    slice.frames = tree.frames;
+    slice.nodes = tree.nodes;
+    slice.threads = taken.threads;
+    slice.label_sets = taken.label_sets;
+    slice.links = taken.links;
+    slice.samples = taken.samples;
+    if taken.first <= taken.last {
+        slice.start_ns = taken.first;
+        slice.end_ns = taken.last;
     }
     if slice.samples.len() == 0 {
         return Err(ErrorKind::NoSamples {
@@ -297,652 +360,4 @@ pub(crate) fn build_streamed(
         .into());
     }
     Ok(slice)
-}
-
-fn select_profiles<'b>(
-    tables: &'b TableBatches,
-    selection: &Selection,
-    slice: &mut Slice,
-) -> Result<Selected<'b>> {
-    const T: &str = "profiles";
-    let p = &tables.profiles;
-    let (source, id, service, release, environment) = (
-        col::text(p, T, "source_id")?,
-        col::text(p, T, "profile_id")?,
-        col::text(p, T, "service")?,
-        col::text(p, T, "release")?,
-        col::text(p, T, "environment")?,
-    );
-    let (host, pid, process_name) = (
-        col::text(p, T, "host")?,
-        col::int64(p, T, "pid")?,
-        col::text(p, T, "process_name")?,
-    );
-    let (sample_type, unit, kind, period, frequency, timestamps) = (
-        col::text(p, T, "sample_type")?,
-        col::text(p, T, "sample_unit")?,
-        col::text(p, T, "series_kind")?,
-        col::int64(p, T, "period")?,
-        col::int64(p, T, "frequency_hz")?,
-        col::text(p, T, "timestamps")?,
-    );
-    let sample_rows = col::int64(p, T, "samples")?;
-    let (start, end, attributes) = (
-        col::micros(p, T, "start_time")?,
-        col::micros(p, T, "end_time")?,
-        col::MapRows::new(col::map(p, T, "attributes")?)?,
-    );
-    let matches = |column: &arrow_array::StringArray, want: &Option<String>, row| {
-        want.as_deref().is_none_or(|w| get(column, row) == Some(w))
-    };
-    let mut selected = Selected {
-        by_id: FxHashMap::default(),
-        rows: 0,
-    };
-    let mut series_index: FxHashMap<(&str, &str), u32> = FxHashMap::default();
-    let mut process_index: FxHashMap<Process, u32> = FxHashMap::default();
-    let mut uploads = BTreeSet::new();
-    // What the tables hold, for the message when nothing matches.
-    let (mut services, mut releases, mut series_names) =
-        (BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
-    for row in 0..p.num_rows() {
-        let sample_type_text = required(sample_type, T, "sample_type", row)?;
-        services.extend(get(service, row).map(str::to_owned));
-        releases.extend(get(release, row).map(str::to_owned));
-        series_names.insert(sample_type_text.to_owned());
-        let take = matches(source, &selection.source_id, row)
-            && matches(service, &selection.service, row)
-            && matches(release, &selection.release, row)
-            && matches(environment, &selection.environment, row)
-            && (selection.series.is_empty()
-                || selection.series.iter().any(|s| s == sample_type_text))
-            && selection
-                .process
-                .as_ref()
-                .is_none_or(|want| want.matches(get(pid, row), get(process_name, row)));
-        if !take {
-            continue;
-        }
-        let start_ns = required(start, T, "start_time", row)?.saturating_mul(1000);
-        let end_ns = required(end, T, "end_time", row)?.saturating_mul(1000);
-        // A profile is kept when its span of time can reach the range; its samples are
-        // checked one by one.
-        if selection.to_ns.is_some_and(|t| start_ns > t)
-            || selection.from_ns.is_some_and(|f| end_ns < f)
-        {
-            continue;
-        }
-        let unit_text = required(unit, T, "sample_unit", row)?;
-        let timestamps_text = required(timestamps, T, "timestamps", row)?;
-        let next = slice.series.len() as u32;
-        let series = *series_index
-            .entry((sample_type_text, unit_text))
-            .or_insert(next);
-        if series == next {
-            slice.series.push(Series {
-                sample_type: sample_type_text.to_owned(),
-                unit: unit_text.to_owned(),
-                kind: required(kind, T, "series_kind", row)?.to_owned(),
-                period: get(period, row),
-                frequency_hz: get(frequency, row),
-                spans: timestamps_text == "spans",
-                timed: timestamps_text != "aggregated",
-            });
-        } else {
-            let s = &mut slice.series[series as usize];
-            s.spans &= timestamps_text == "spans";
-            s.timed &= timestamps_text != "aggregated";
-        }
-        let mut attrs: Vec<(String, String)> = attributes
-            .entries(row)
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect();
-        attrs.sort();
-        let process = Process {
-            pid: get(pid, row),
-            name: get(process_name, row).map(str::to_owned),
-            service: get(service, row).map(str::to_owned),
-            release: get(release, row).map(str::to_owned),
-            environment: get(environment, row).map(str::to_owned),
-            host: get(host, row).map(str::to_owned),
-            attributes: attrs,
-        };
-        let next = slice.processes.len() as u32;
-        let process = match process_index.get(&process) {
-            Some(&i) => i,
-            None => {
-                process_index.insert(process.clone(), next);
-                slice.processes.push(process);
-                next
-            }
-        };
-        let profile_id = required(id, T, "profile_id", row)?;
-        let index = selected.by_id.len();
-        if selected
-            .by_id
-            .insert(
-                profile_id,
-                SelectedProfile {
-                    series,
-                    process,
-                    start_ns,
-                    end_ns,
-                    index,
-                },
-            )
-            .is_some()
-        {
-            return Err(malformed(format!(
-                "profile {profile_id} has more than one profiles row"
-            )));
-        }
-        uploads.insert(required(source, T, "source_id", row)?);
-        let rows = get(sample_rows, row).unwrap_or(0);
-        selected.rows = selected
-            .rows
-            .saturating_add(usize::try_from(rows).unwrap_or(0));
-    }
-    if p.num_rows() == 0 {
-        return Err(ErrorKind::NoSamples {
-            why: format!(
-                "the tables hold no profile in the days the selection ({}) can reach",
-                selection.describe()
-            ),
-        }
-        .into());
-    }
-    if selected.by_id.is_empty() {
-        return Err(ErrorKind::NoSamples {
-            why: format!(
-                "no profile matches the selection ({}); the tables hold services {}, releases \
-                 {} and series {}",
-                selection.describe(),
-                listing(services),
-                listing(releases),
-                listing(series_names)
-            ),
-        }
-        .into());
-    }
-    slice.profiles = selected.by_id.len();
-    slice.uploads = uploads.len();
-    Ok(selected)
-}
-
-/// Each row's selected profile (`None`: not selected), through the keys of its
-/// `profile_id`: every distinct id is looked up once.
-struct RowProfiles<'a> {
-    keys: col::TextKeys<'a>,
-    of_key: Vec<Option<SelectedProfile>>,
-}
-
-impl<'a> RowProfiles<'a> {
-    fn new(batch: &'a RecordBatch, table: &str, selected: &Selected<'_>) -> Result<Self> {
-        let keys = col::TextKeys::new(batch, table, "profile_id")?;
-        let of_key = keys
-            .texts
-            .iter()
-            .map(|id| selected.by_id.get(id).copied())
-            .collect();
-        Ok(RowProfiles { keys, of_key })
-    }
-
-    fn get(&self, table: &str, row: usize) -> Result<Option<SelectedProfile>> {
-        match self.keys.keys[row] {
-            col::NO_TEXT => Err(malformed(format!(
-                "{table}.profile_id is null in row {row}"
-            ))),
-            key => Ok(self.of_key[key as usize]),
-        }
-    }
-}
-
-fn opt_owned(column: &arrow_array::StringArray, row: usize) -> Option<String> {
-    get(column, row).map(str::to_owned)
-}
-
-fn merge_frames(
-    tables: &TableBatches,
-    selected: &Selected<'_>,
-    slice: &mut Slice,
-    frame_maps: &mut [Vec<u32>],
-) -> Result<()> {
-    const T: &str = "frames";
-    let f = &tables.frames;
-    let (profile, frame_id, name, kind, function, system_name, module, file) = (
-        RowProfiles::new(f, T, selected)?,
-        col::int32(f, T, "frame_id")?,
-        col::text(f, T, "name")?,
-        col::text(f, T, "kind")?,
-        col::text(f, T, "function")?,
-        col::text(f, T, "system_name")?,
-        col::text(f, T, "module")?,
-        col::text(f, T, "file")?,
-    );
-    let (line, column, address, address_space, image_path, build_id, debug_id) = (
-        col::int32(f, T, "line")?,
-        col::int32(f, T, "column")?,
-        col::int64(f, T, "address")?,
-        col::text(f, T, "address_space")?,
-        col::text(f, T, "image_path")?,
-        col::text(f, T, "build_id")?,
-        col::text(f, T, "debug_id")?,
-    );
-    let (image_start, image_end, image_file_offset, inlined) = (
-        col::int64(f, T, "image_start")?,
-        col::int64(f, T, "image_end")?,
-        col::int64(f, T, "image_file_offset")?,
-        col::list(f, T, "inlined_into")?,
-    );
-    let inlined_fields = inlined
-        .values()
-        .as_struct_opt()
-        .ok_or_else(|| malformed("frames.inlined_into is not a list of structs".into()))?;
-    let field_text = |name: &str| {
-        inlined_fields
-            .column_by_name(name)
-            .and_then(|c| c.as_string_opt::<i32>())
-            .ok_or_else(|| malformed(format!("frames.inlined_into has no text field {name}")))
-    };
-    let field_int = |name: &str| {
-        inlined_fields
-            .column_by_name(name)
-            .and_then(|c| c.as_primitive_opt::<arrow_array::types::Int32Type>())
-            .ok_or_else(|| malformed(format!("frames.inlined_into has no Int32 field {name}")))
-    };
-    let (in_function, in_file, in_line, in_column) = (
-        field_text("function")?,
-        field_text("file")?,
-        field_int("line")?,
-        field_int("column")?,
-    );
-    // Added later within the schema version: older files have no such field.
-    let in_system_name = field_text("system_name").ok();
-    let mut index: FxHashMap<Frame, u32> = FxHashMap::default();
-    for row in 0..f.num_rows() {
-        let Some(p) = profile.get(T, row)? else {
-            continue;
-        };
-        let id = required(frame_id, T, "frame_id", row)?;
-        let Ok(id) = usize::try_from(id) else {
-            return Err(malformed(format!(
-                "frames.frame_id is negative in row {row}"
-            )));
-        };
-        let offsets = inlined.value_offsets();
-        let inlined_into = (offsets[row] as usize..offsets[row + 1] as usize)
-            .map(|j| Inlined {
-                function: opt_owned(in_function, j),
-                file: opt_owned(in_file, j),
-                line: get(in_line, j),
-                column: get(in_column, j),
-                system_name: in_system_name.and_then(|c| opt_owned(c, j)),
-            })
-            .collect();
-        let frame = Frame {
-            name: required(name, T, "name", row)?.to_owned(),
-            kind: required(kind, T, "kind", row)?.to_owned(),
-            function: opt_owned(function, row),
-            system_name: opt_owned(system_name, row),
-            module: opt_owned(module, row),
-            file: opt_owned(file, row),
-            line: get(line, row),
-            column: get(column, row),
-            address: get(address, row),
-            address_space: opt_owned(address_space, row),
-            image_path: opt_owned(image_path, row),
-            build_id: opt_owned(build_id, row),
-            debug_id: opt_owned(debug_id, row),
-            image_start: get(image_start, row),
-            image_end: get(image_end, row),
-            image_file_offset: get(image_file_offset, row),
-            inlined_into,
-        };
-        let next = slice.frames.len() as u32;
-        let merged = match index.get(&frame) {
-            Some(&i) => i,
-            None => {
-                index.insert(frame.clone(), next);
-                slice.frames.push(frame);
-                next
-            }
-        };
-        let map = &mut frame_maps[p.index];
-        if map.len() <= id {
-            // Frame ids are dense within a profile; a gap is refused below when used.
-            if id > f.num_rows() {
-                return Err(malformed(format!(
-                    "frames.frame_id {id} in row {row} is beyond the table's {} rows",
-                    f.num_rows()
-                )));
-            }
-            map.resize(id + 1, NONE);
-        }
-        map[id] = merged;
-    }
-    Ok(())
-}
-
-fn merge_stacks(
-    tables: &TableBatches,
-    selected: &Selected<'_>,
-    frame_maps: &[Vec<u32>],
-    slice: &mut Slice,
-    node_maps: &mut [Vec<u32>],
-) -> Result<()> {
-    const T: &str = "stacks";
-    let s = &tables.stacks;
-    let (profile, stack_id, parent_id, frame_id, depth) = (
-        RowProfiles::new(s, T, selected)?,
-        col::int32(s, T, "stack_id")?,
-        col::int32(s, T, "parent_id")?,
-        col::int32(s, T, "frame_id")?,
-        col::int32(s, T, "depth")?,
-    );
-    let mut rows: Vec<(u32, usize)> = Vec::with_capacity(s.num_rows());
-    for row in 0..s.num_rows() {
-        if profile.get(T, row)?.is_some() {
-            let d = required(depth, T, "depth", row)?;
-            rows.push((u32::try_from(d).unwrap_or(u32::MAX), row));
-        }
-    }
-    let mut index: FxHashMap<(u32, u32), u32> = FxHashMap::default();
-    index.reserve(rows.len());
-    let bad = |row: usize, what: &str| malformed(format!("stacks row {row}: {what}"));
-    // Merges one row; `Ok(false)` when its parent is not merged yet.
-    let mut merge = |depth: u32, row: usize, slice: &mut Slice| -> Result<bool> {
-        let p = profile.get(T, row)?.expect("selected above");
-        let id = usize::try_from(required(stack_id, T, "stack_id", row)?)
-            .map_err(|_| bad(row, "negative stack_id"))?;
-        let frame = usize::try_from(required(frame_id, T, "frame_id", row)?)
-            .ok()
-            .and_then(|f| frame_maps[p.index].get(f).copied())
-            .filter(|&f| f != NONE)
-            .ok_or_else(|| bad(row, "its frame_id is not in frames"))?;
-        let parent = match get(parent_id, row) {
-            None => NONE,
-            Some(parent) => match usize::try_from(parent)
-                .ok()
-                .and_then(|p_id| node_maps[p.index].get(p_id).copied())
-                .filter(|&n| n != NONE)
-            {
-                Some(node) => node,
-                None => return Ok(false),
-            },
-        };
-        let next = slice.nodes.len() as u32;
-        let node = *index.entry((parent, frame)).or_insert(next);
-        if node == next {
-            slice.nodes.push(Node {
-                parent,
-                frame,
-                depth,
-            });
-        }
-        let map = &mut node_maps[p.index];
-        if map.len() <= id {
-            if id > s.num_rows() {
-                return Err(bad(row, "stack_id beyond the table's rows"));
-            }
-            map.resize(id + 1, NONE);
-        }
-        map[id] = node;
-        Ok(true)
-    };
-    // Writers store parents before children, so the stored order usually serves; when it
-    // does not, the rows go again parents first (by depth): merging is idempotent.
-    let mut in_order = true;
-    for &(depth, row) in &rows {
-        if !merge(depth, row, slice)? {
-            in_order = false;
-            break;
-        }
-    }
-    if !in_order {
-        rows.sort_unstable();
-        for (depth, row) in rows {
-            if !merge(depth, row, slice)? {
-                return Err(bad(row, "its parent_id is not a shallower node"));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Takes the selected samples of `samples` batches one after another, interning threads,
-/// label sets and trace links across batches by content (a batch's text is gone when the
-/// next arrives, so the tables are keyed by index and compared with the slice's own copies).
-struct SampleTaker {
-    threads: HashTable<u32>,
-    label_sets: HashTable<u32>,
-    links: HashTable<u32>,
-    first: i64,
-    last: i64,
-}
-
-/// What a streamed slice reads of `stacks`, profile ids as dictionaries.
-pub(crate) const STACK_PROJECTION: Projection<'static> = Projection {
-    columns: &["profile_id", "stack_id", "parent_id", "frame_id", "depth"],
-    dictionary: &["profile_id"],
-};
-
-/// What a streamed slice reads of `frames`, profile ids as dictionaries.
-pub(crate) const FRAME_PROJECTION: Projection<'static> = Projection {
-    columns: &FRAME_COLUMNS,
-    dictionary: &["profile_id"],
-};
-
-/// The columns of `frames` a slice reads.
-const FRAME_COLUMNS: [&str; 19] = [
-    "profile_id",
-    "frame_id",
-    "name",
-    "kind",
-    "function",
-    "system_name",
-    "module",
-    "file",
-    "line",
-    "column",
-    "address",
-    "address_space",
-    "image_path",
-    "build_id",
-    "debug_id",
-    "image_start",
-    "image_end",
-    "image_file_offset",
-    "inlined_into",
-];
-
-/// What a streamed slice reads of `samples`: [`SAMPLE_COLUMNS`], profile ids and thread names
-/// as dictionaries.
-pub(crate) const SAMPLE_PROJECTION: Projection<'static> = Projection {
-    columns: &SAMPLE_COLUMNS,
-    dictionary: &["profile_id", "thread_name"],
-};
-
-/// The columns of `samples` a slice reads.
-pub(crate) const SAMPLE_COLUMNS: [&str; 10] = [
-    "profile_id",
-    "timestamp",
-    "thread_id",
-    "thread_name",
-    "stack_id",
-    "value",
-    "weight_ns",
-    "trace_id",
-    "span_id",
-    "labels",
-];
-
-impl SampleTaker {
-    fn new() -> Self {
-        SampleTaker {
-            threads: HashTable::new(),
-            label_sets: HashTable::new(),
-            links: HashTable::new(),
-            first: i64::MAX,
-            last: i64::MIN,
-        }
-    }
-
-    /// The slice's thread of this process, id and name, added when new.
-    fn thread(
-        &mut self,
-        slice: &mut Slice,
-        process: u32,
-        tid: Option<i64>,
-        name: Option<&str>,
-    ) -> u32 {
-        let hasher = FxBuildHasher;
-        let hash = hasher.hash_one((process, tid, name));
-        let threads = &mut slice.threads;
-        if let Some(&i) = self.threads.find(hash, |&i| {
-            let t = &threads[i as usize];
-            (t.process, t.tid, t.name.as_deref()) == (process, tid, name)
-        }) {
-            return i;
-        }
-        let i = threads.len() as u32;
-        threads.push(Thread {
-            process,
-            tid,
-            name: name.map(str::to_owned),
-        });
-        self.threads.insert_unique(hash, i, |&i| {
-            let t = &threads[i as usize];
-            hasher.hash_one((t.process, t.tid, t.name.as_deref()))
-        });
-        i
-    }
-
-    fn take(
-        &mut self,
-        s: &RecordBatch,
-        selection: &Selection,
-        selected: &Selected<'_>,
-        node_maps: &[Vec<u32>],
-        slice: &mut Slice,
-    ) -> Result<()> {
-        const T: &str = "samples";
-        let (profile, timestamp, thread_id, thread_name, stack_id) = (
-            RowProfiles::new(s, T, selected)?,
-            col::micros(s, T, "timestamp")?,
-            col::int64(s, T, "thread_id")?,
-            col::TextKeys::new(s, T, "thread_name")?,
-            col::int32(s, T, "stack_id")?,
-        );
-        // Each profile id and thread once per batch, not once per row.
-        let mut thread_of: FxHashMap<(u32, Option<i64>, u32), u32> = FxHashMap::default();
-        let (value, weight_ns, trace_id, span_id) = (
-            col::int64(s, T, "value")?,
-            col::int64(s, T, "weight_ns")?,
-            col::text(s, T, "trace_id")?,
-            col::text(s, T, "span_id")?,
-        );
-        let labels = col::MapRows::new(col::map(s, T, "labels")?)?;
-        let hasher = FxBuildHasher;
-        let mut scratch: Vec<(&str, &str)> = Vec::new();
-        for row in 0..s.num_rows() {
-            let Some(p) = profile.get(T, row)? else {
-                continue;
-            };
-            let time_ns = get(timestamp, row).map(|us| us.saturating_mul(1000));
-            if !selection.in_time(time_ns.unwrap_or(p.start_ns)) {
-                continue;
-            }
-            let (tid, tname) = (get(thread_id, row), thread_name.get(row));
-            if selection
-                .thread
-                .as_ref()
-                .is_some_and(|want| !want.matches(tid, tname))
-            {
-                continue;
-            }
-            let node = match get(stack_id, row) {
-                None => NONE,
-                Some(id) => usize::try_from(id)
-                    .ok()
-                    .and_then(|id| node_maps[p.index].get(id).copied())
-                    .filter(|&n| n != NONE)
-                    .ok_or_else(|| {
-                        malformed(format!("samples row {row}: stack_id {id} is not in stacks"))
-                    })?,
-            };
-            let thread = match thread_of.get(&(p.process, tid, thread_name.keys[row])) {
-                Some(&i) => i,
-                None => {
-                    let i = self.thread(slice, p.process, tid, tname);
-                    thread_of.insert((p.process, tid, thread_name.keys[row]), i);
-                    i
-                }
-            };
-            scratch.clear();
-            scratch.extend(labels.entries(row));
-            let label_set = if scratch.is_empty() {
-                NONE
-            } else {
-                let hash = hasher.hash_one(scratch.as_slice());
-                let sets = &mut slice.label_sets;
-                let same = |set: &Vec<(String, String)>| {
-                    set.len() == scratch.len()
-                        && set
-                            .iter()
-                            .zip(&scratch)
-                            .all(|((k, v), (sk, sv))| k == sk && v == sv)
-                };
-                match self.label_sets.find(hash, |&i| same(&sets[i as usize])) {
-                    Some(&i) => i,
-                    None => {
-                        let i = sets.len() as u32;
-                        sets.push(
-                            scratch
-                                .iter()
-                                .map(|&(k, v)| (k.to_owned(), v.to_owned()))
-                                .collect(),
-                        );
-                        self.label_sets.insert_unique(hash, i, |&i| {
-                            hasher.hash_one(sets[i as usize].as_slice())
-                        });
-                        i
-                    }
-                }
-            };
-            let link = match (get(trace_id, row), get(span_id, row)) {
-                (Some(t), Some(sp)) => {
-                    let hash = hasher.hash_one((t, sp));
-                    let links = &mut slice.links;
-                    match self.links.find(hash, |&i| {
-                        let (lt, ls) = &links[i as usize];
-                        (lt.as_str(), ls.as_str()) == (t, sp)
-                    }) {
-                        Some(&i) => i,
-                        None => {
-                            let i = links.len() as u32;
-                            links.push((t.to_owned(), sp.to_owned()));
-                            self.links.insert_unique(hash, i, |&i| {
-                                let (lt, ls) = &links[i as usize];
-                                hasher.hash_one((lt.as_str(), ls.as_str()))
-                            });
-                            i
-                        }
-                    }
-                }
-                _ => NONE,
-            };
-            self.first = self.first.min(time_ns.unwrap_or(p.start_ns));
-            self.last = self.last.max(time_ns.unwrap_or(p.end_ns));
-            let out = &mut slice.samples;
-            out.series.push(p.series);
-            out.node.push(node);
-            out.time_ns.push(time_ns);
-            out.thread.push(thread);
-            out.value.push(required(value, T, "value", row)?);
-            out.weight_ns.push(get(weight_ns, row));
-            out.labels.push(label_set);
-            out.link.push(link);
-        }
-        Ok(())
-    }
 }
