@@ -70,11 +70,13 @@ pub(super) fn list<'b>(b: &'b RecordBatch, table: &str, name: &str) -> Result<&'
 }
 
 /// Row `i`, `None` when null.
+#[inline]
 pub(super) fn get<A: ValueAt>(a: &A, i: usize) -> Option<A::Value<'_>> {
     a.is_valid(i).then(|| a.value_at(i))
 }
 
 /// Row `i` of a column the contract says is never null.
+#[inline]
 pub(super) fn required<'a, A: ValueAt>(
     a: &'a A,
     table: &str,
@@ -133,6 +135,7 @@ impl<'a> TextKeys<'a> {
     }
 
     /// Row `i`'s text.
+    #[inline]
     pub fn get(&self, i: usize) -> Option<&'a str> {
         match self.keys[i] {
             NO_TEXT => None,
@@ -162,6 +165,7 @@ impl<'a> MapRows<'a> {
     }
 
     /// Row `i`'s entries, in their stored order; null values read as empty text.
+    #[inline]
     pub fn entries(&self, i: usize) -> impl Iterator<Item = (&'a str, &'a str)> + '_ {
         let offsets = self.map.value_offsets();
         let range = if self.map.is_valid(i) {
@@ -183,6 +187,7 @@ pub(super) trait ValueAt: Array {
 
 impl ValueAt for StringArray {
     type Value<'a> = &'a str;
+    #[inline]
     fn value_at(&self, i: usize) -> &str {
         self.value(i)
     }
@@ -190,6 +195,7 @@ impl ValueAt for StringArray {
 
 impl ValueAt for PrimitiveArray<Int32Type> {
     type Value<'a> = i32;
+    #[inline]
     fn value_at(&self, i: usize) -> i32 {
         self.value(i)
     }
@@ -197,6 +203,7 @@ impl ValueAt for PrimitiveArray<Int32Type> {
 
 impl ValueAt for PrimitiveArray<Int64Type> {
     type Value<'a> = i64;
+    #[inline]
     fn value_at(&self, i: usize) -> i64 {
         self.value(i)
     }
@@ -204,6 +211,7 @@ impl ValueAt for PrimitiveArray<Int64Type> {
 
 impl ValueAt for PrimitiveArray<TimestampMicrosecondType> {
     type Value<'a> = i64;
+    #[inline]
     fn value_at(&self, i: usize) -> i64 {
         self.value(i)
     }

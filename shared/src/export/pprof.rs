@@ -320,13 +320,22 @@ fn build(slice: &Slice, comment: &str, out: &mut Blocks) {
         sample: vec![pprof::Sample::default()],
         ..Default::default()
     };
-    for (k, &(node, thread, label_set, link)) in keys.iter().enumerate() {
+    // By stack, so that the samples of one stack on several threads walk it once.
+    let mut order: Vec<u32> = (0..keys.len() as u32).collect();
+    order.sort_unstable_by_key(|&k| keys[k as usize]);
+    let mut walked = None;
+    for k in order {
+        let k = k as usize;
+        let (node, thread, label_set, link) = keys[k];
         let sample = &mut one.sample[0];
-        sample.location_id.clear();
-        sample.location_id.extend(slice.stack(node).map(|f| {
-            used[f as usize] = true;
-            u64::from(f) + 1
-        }));
+        if walked != Some(node) {
+            walked = Some(node);
+            sample.location_id.clear();
+            sample.location_id.extend(slice.stack(node).map(|f| {
+                used[f as usize] = true;
+                u64::from(f) + 1
+            }));
+        }
         sample.value.clear();
         sample
             .value

@@ -275,3 +275,33 @@ fn a_pgo_export_counts_every_cpu_row_and_its_cpu_time() {
     // Rows of one stack are one pprof sample.
     assert!((profile.sample.len() as i64) < rows);
 }
+
+#[test]
+fn stacks_stored_children_first_merge_as_stored_parents_first() {
+    let tables = pprof_sample();
+    let request = ExportRequest::new(Selection::default(), ExportFormat::Pprof);
+    let stored = export_tables(&tables, &request).expect("export");
+    // The same rows, children before their parents.
+    let mut reversed = tables.clone();
+    let n = tables.stacks.num_rows() as u32;
+    let order = arrow_array::UInt32Array::from_iter_values((0..n).rev());
+    reversed.stacks = arrow_select::take::take_record_batch(&tables.stacks, &order).unwrap();
+    let exported = export_tables(&reversed, &request).expect("export");
+    let again = |bytes: &[u8]| totals(&convert(bytes, "again.pb.gz", r#"{"service":"app"}"#));
+    assert_eq!(again(&exported.bytes), again(&stored.bytes));
+    assert_eq!(again(&exported.bytes), totals(&tables));
+
+    // A parent that is not shallower than its child is refused, naming the row.
+    let depth = reversed
+        .stacks
+        .column_by_name("depth")
+        .unwrap()
+        .as_primitive::<Int32Type>();
+    let flat = arrow_array::Int32Array::from(vec![0; depth.len()]);
+    let mut columns = reversed.stacks.columns().to_vec();
+    let at = reversed.stacks.schema().index_of("depth").unwrap();
+    columns[at] = std::sync::Arc::new(flat);
+    reversed.stacks = arrow_array::RecordBatch::try_new(reversed.stacks.schema(), columns).unwrap();
+    let err = export_tables(&reversed, &request).unwrap_err();
+    assert!(err.to_string().contains("is not a shallower node"), "{err}");
+}

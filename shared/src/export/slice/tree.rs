@@ -212,71 +212,70 @@ fn merge_stacks(
         col::int32(s, T, "frame_id")?,
         col::int32(s, T, "depth")?,
     );
-    let mut rows: Vec<(u32, usize)> = Vec::with_capacity(s.num_rows());
+    let bad = |row: usize, what: &str| malformed(format!("stacks row {row}: {what}"));
+    // The selected rows by depth. A node's parent is shallower, so when a level is merged
+    // every parent it names already is; and two nodes that merge (the same caller and
+    // frame) are at the same depth, so each level is merged on its own, by sorting its
+    // (caller, frame) keys: no table of every node, which a large tree makes slow.
+    let mut rows: Vec<(u32, u32)> = Vec::with_capacity(s.num_rows());
     for row in 0..s.num_rows() {
         if profile.get(T, row)?.is_some() {
-            let d = required(depth, T, "depth", row)?;
-            rows.push((u32::try_from(d).unwrap_or(u32::MAX), row));
+            let d = u32::try_from(required(depth, T, "depth", row)?)
+                .map_err(|_| bad(row, "negative depth"))?;
+            rows.push((d, row as u32));
         }
     }
-    let mut index: FxHashMap<(u32, u32), u32> = FxHashMap::default();
-    index.reserve(rows.len());
-    let bad = |row: usize, what: &str| malformed(format!("stacks row {row}: {what}"));
-    // Merges one row; `Ok(false)` when its parent is not merged yet.
-    let mut merge = |depth: u32, row: usize, merged: &mut Merged| -> Result<bool> {
-        let p = profile.get(T, row)?.expect("selected above");
-        let id = usize::try_from(required(stack_id, T, "stack_id", row)?)
-            .map_err(|_| bad(row, "negative stack_id"))?;
-        let frame = usize::try_from(required(frame_id, T, "frame_id", row)?)
-            .ok()
-            .and_then(|f| frame_maps[p.index].get(f).copied())
-            .filter(|&f| f != NONE)
-            .ok_or_else(|| bad(row, "its frame_id is not in frames"))?;
-        let parent = match get(parent_id, row) {
-            None => NONE,
-            Some(parent) => match usize::try_from(parent)
-                .ok()
-                .and_then(|p_id| merged.node_maps[p.index].get(p_id).copied())
-                .filter(|&n| n != NONE)
-            {
-                Some(node) => node,
-                None => return Ok(false),
-            },
-        };
-        let next = merged.nodes.len() as u32;
-        let node = *index.entry((parent, frame)).or_insert(next);
-        if node == next {
-            merged.nodes.push(Node {
-                parent,
-                frame,
-                depth,
-            });
-        }
-        let map = &mut merged.node_maps[p.index];
-        if map.len() <= id {
-            if id > s.num_rows() {
+    rows.sort_unstable();
+    // A level's rows: (caller node << 32 | frame, profile index, stack id).
+    let mut level: Vec<(u64, u32, u32)> = Vec::new();
+    for same_depth in rows.chunk_by(|a, b| a.0 == b.0) {
+        let depth = same_depth[0].0;
+        level.clear();
+        for &(_, row) in same_depth {
+            let row = row as usize;
+            let p = profile.get(T, row)?.expect("selected above");
+            let id = u32::try_from(required(stack_id, T, "stack_id", row)?)
+                .map_err(|_| bad(row, "negative stack_id"))?;
+            if id as usize > s.num_rows() {
                 return Err(bad(row, "stack_id beyond the table's rows"));
             }
-            map.resize(id + 1, NONE);
+            let frame = usize::try_from(required(frame_id, T, "frame_id", row)?)
+                .ok()
+                .and_then(|f| frame_maps[p.index].get(f).copied())
+                .filter(|&f| f != NONE)
+                .ok_or_else(|| bad(row, "its frame_id is not in frames"))?;
+            let parent = match get(parent_id, row) {
+                None => NONE,
+                Some(parent) => usize::try_from(parent)
+                    .ok()
+                    .and_then(|p_id| merged.node_maps[p.index].get(p_id).copied())
+                    .filter(|&n| n != NONE)
+                    .ok_or_else(|| bad(row, "its parent_id is not a shallower node"))?,
+            };
+            level.push((
+                (u64::from(parent) << 32) | u64::from(frame),
+                p.index as u32,
+                id,
+            ));
         }
-        map[id] = node;
-        Ok(true)
-    };
-    // Writers store parents before children, so the stored order usually serves; when it
-    // does not, the rows go again parents first (by depth): merging is idempotent.
-    let mut in_order = true;
-    for &(depth, row) in &rows {
-        if !merge(depth, row, merged)? {
-            in_order = false;
-            break;
-        }
-    }
-    if !in_order {
-        rows.sort_unstable();
-        for (depth, row) in rows {
-            if !merge(depth, row, merged)? {
-                return Err(bad(row, "its parent_id is not a shallower node"));
+        level.sort_unstable_by_key(|&(key, ..)| key);
+        let mut node = NONE;
+        let mut last_key = None;
+        for &(key, index, id) in &level {
+            if last_key != Some(key) {
+                last_key = Some(key);
+                node = merged.nodes.len() as u32;
+                merged.nodes.push(Node {
+                    parent: (key >> 32) as u32,
+                    frame: key as u32,
+                    depth,
+                });
             }
+            let map = &mut merged.node_maps[index as usize];
+            if map.len() <= id as usize {
+                map.resize(id as usize + 1, NONE);
+            }
+            map[id as usize] = node;
         }
     }
     Ok(())
