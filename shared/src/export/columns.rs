@@ -197,7 +197,8 @@ impl ValueAt for PrimitiveArray<Int32Type> {
     type Value<'a> = i32;
     #[inline]
     fn value_at(&self, i: usize) -> i32 {
-        self.value(i)
+        // The values' slice, which indexes inline; `value` is a call per row.
+        self.values()[i]
     }
 }
 
@@ -205,7 +206,7 @@ impl ValueAt for PrimitiveArray<Int64Type> {
     type Value<'a> = i64;
     #[inline]
     fn value_at(&self, i: usize) -> i64 {
-        self.value(i)
+        self.values()[i]
     }
 }
 
@@ -213,6 +214,6 @@ impl ValueAt for PrimitiveArray<TimestampMicrosecondType> {
     type Value<'a> = i64;
     #[inline]
     fn value_at(&self, i: usize) -> i64 {
-        self.value(i)
+        self.values()[i]
     }
 }

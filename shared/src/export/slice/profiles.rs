@@ -15,6 +15,8 @@ pub(super) struct Selected<'b> {
     pub by_id: FxHashMap<&'b str, SelectedProfile>,
     /// Each selected profile's id, by [`SelectedProfile::index`].
     pub ids: Vec<&'b str>,
+    /// Each selected profile's series, by [`SelectedProfile::index`].
+    pub series_of: Vec<u32>,
     /// The slice's series.
     pub series: usize,
     /// `samples` rows of the selected profiles (`profiles.samples`): room for every sample
@@ -73,6 +75,7 @@ pub(super) fn select<'b>(
     let mut selected = Selected {
         by_id: FxHashMap::default(),
         ids: Vec::new(),
+        series_of: Vec::new(),
         series: 0,
         rows: 0,
     };
@@ -175,6 +178,7 @@ pub(super) fn select<'b>(
             )));
         }
         selected.ids.push(profile_id);
+        selected.series_of.push(series);
         uploads.insert(required(source, T, "source_id", row)?);
         let rows = get(sample_rows, row).unwrap_or(0);
         selected.rows = selected

@@ -44,7 +44,20 @@ pub(super) struct SampleTaker<'a> {
     links: HashTable<u32>,
     /// With [`Detail::Summed`], the sample of each (profile, stack id, thread, label set,
     /// link).
-    sums: FxHashMap<(u32, u32, u32, u32, u32), u32>,
+    sums: FxHashMap<SumKey, Sum>,
+}
+
+/// What [`Detail::Summed`] sums rows by: profile index, stack id, thread, label set, link.
+type SumKey = (u32, u32, u32, u32, u32);
+
+/// The rows of one [`SumKey`], summed.
+#[derive(Clone, Copy, Default)]
+struct Sum {
+    /// When the key was first seen: sums come out in that order.
+    order: u32,
+    rows: u32,
+    value: i64,
+    weight_ns: Option<i64>,
 }
 
 /// What a streamed slice reads of `samples`: [`SAMPLE_COLUMNS`], profile ids and thread names
@@ -102,7 +115,24 @@ impl<'a> SampleTaker<'a> {
     }
 
     /// What was taken.
-    pub fn finish(self) -> Taken {
+    pub fn finish(mut self) -> Taken {
+        let mut sums: Vec<(SumKey, Sum)> = self.sums.into_iter().collect();
+        sums.sort_unstable_by_key(|(_, sum)| sum.order);
+        let out = &mut self.taken.samples;
+        out.reserve(sums.len());
+        for ((profile, stack, thread, labels, link), sum) in sums {
+            out.series.push(self.selected.series_of[profile as usize]);
+            out.node.push(stack);
+            // A sum has no time.
+            out.time_ns.push(None);
+            out.thread.push(thread);
+            out.value.push(sum.value);
+            out.weight_ns.push(sum.weight_ns);
+            out.labels.push(labels);
+            out.link.push(link);
+            out.rows.push(sum.rows);
+            self.taken.profile.push(profile);
+        }
         self.taken
     }
 
@@ -224,25 +254,21 @@ impl<'a> SampleTaker<'a> {
             let value = required(value, T, "value", row)?;
             let out = &mut taken.samples;
             if self.detail == Detail::Summed {
+                // The sum is kept beside its key, so a row touches one place in memory.
                 let key = (p.index as u32, stack, thread, label_set, link);
-                let next = out.len() as u32;
-                let at = *self.sums.entry(key).or_insert(next);
-                let at = at as usize;
-                if at != next as usize {
-                    out.value[at] = out.value[at].saturating_add(value);
-                    if let Some(w) = get(weight_ns, row) {
-                        let sum = out.weight_ns[at].get_or_insert(0);
-                        *sum = sum.saturating_add(w);
-                    }
-                    out.rows[at] = out.rows[at].saturating_add(1);
-                    continue;
+                let order = self.sums.len() as u32;
+                let sum = self.sums.entry(key).or_insert(Sum {
+                    order,
+                    ..Sum::default()
+                });
+                sum.value = sum.value.saturating_add(value);
+                if let Some(w) = get(weight_ns, row) {
+                    sum.weight_ns = Some(sum.weight_ns.unwrap_or(0).saturating_add(w));
                 }
-                out.rows.push(1);
-                // A sum has no time.
-                out.time_ns.push(None);
-            } else {
-                out.time_ns.push(time_ns);
+                sum.rows = sum.rows.saturating_add(1);
+                continue;
             }
+            out.time_ns.push(time_ns);
             out.series.push(p.series);
             out.node.push(stack);
             out.thread.push(thread);
