@@ -16,7 +16,8 @@ Usage: .venv/bin/python scripts/bench_export.py --proflake BIN --gen GEN --work 
 
 proflake runs as a child process, waited for with wait4() (wall, CPU user + sys, peak RSS).
 DuckDB runs in this process: a fresh connection per run, timed around the query with its result
-fetched; it uses every core (proflake uses one). Rows are medians of R runs.
+fetched; it uses every core (proflake's export uses three threads, its comparison one). Rows are medians
+of R runs; the export and its DuckDB query alternate run by run.
 """
 
 from __future__ import annotations
@@ -94,12 +95,18 @@ def main() -> None:
     profiles = f"{store}/tables/v2/profiles/*/*.parquet"
     rows = duckdb.connect().execute(f"SELECT count(*) FROM read_parquet('{samples}')").fetchone()[0]
     out = a.work / "export.pb.gz"
-    wall, cpu, rss = median_runs(a.runs, lambda: run(
-        [a.proflake, "export", "--store", store, "--format", "pprof", "--service", "bench", "-o", out]))
     group_by = (f"SELECT s.profile_id, s.stack_id, s.thread_id, sum(s.value) "
                 f"FROM read_parquet('{samples}') s JOIN read_parquet('{profiles}') p USING (profile_id) "
                 f"WHERE p.service = 'bench' GROUP BY ALL")
-    duck = median_runs(a.runs, lambda: duckdb_time(group_by))
+    # The two alternate run by run, so that a busy moment of the machine slows both.
+    ours, theirs = [], []
+    for _ in range(a.runs):
+        ours.append(run([a.proflake, "export", "--store", store, "--format", "pprof", "--service", "bench",
+                         "-o", out]))
+        theirs.append(duckdb_time(group_by))
+    wall, cpu = (statistics.median(r[i] for r in ours) for i in (0, 1))
+    rss = max(r[2] for r in ours)
+    duck = statistics.median(theirs)
     print(f"export: {rows} samples rows; proflake export --format pprof {wall:.3f} s wall, {cpu:.3f} s CPU, "
           f"{rss} MB; DuckDB GROUP BY {duck:.3f} s; ratio {wall / duck:.2f}x; file {out.stat().st_size} bytes")
 
