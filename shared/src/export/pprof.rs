@@ -171,7 +171,7 @@ pub(crate) fn write(slice: &Slice, pgo: bool, comment: &str) -> Result<Vec<u8>> 
             send,
         };
         let built = if pgo {
-            build_pgo(slice).map(|profile| out.whole(&profile))
+            build_pgo(slice).map(|profile| out.whole(profile))
         } else {
             build(slice, comment, &mut out);
             Ok(())
@@ -206,24 +206,21 @@ impl Blocks {
     }
 
     /// Appends a whole profile, its samples a block at a time.
-    fn whole(&mut self, profile: &pprof::Profile) {
+    fn whole(&mut self, mut profile: pprof::Profile) {
+        let samples = std::mem::take(&mut profile.sample);
         let mut one = pprof::Profile {
-            sample_type: profile.sample_type.clone(),
+            sample_type: std::mem::take(&mut profile.sample_type),
             ..Default::default()
         };
         self.push(&one);
         one.sample_type.clear();
-        for chunk in profile.sample.chunks(1024) {
+        for chunk in samples.chunks(1024) {
             one.sample.clear();
             one.sample.extend_from_slice(chunk);
             self.push(&one);
         }
-        let rest = pprof::Profile {
-            sample_type: Vec::new(),
-            sample: Vec::new(),
-            ..profile.clone()
-        };
-        self.push(&rest);
+        // Everything after the samples.
+        self.push(&profile);
     }
 
     fn finish(self) {
