@@ -67,6 +67,13 @@ fn the_formats_reach_nothing_downstream() {
 }
 
 #[test]
+fn relays_chunk_shape_and_rules_reach_neither_the_formats_nor_the_writers() {
+    let mut forbidden = DOWNSTREAM.to_vec();
+    forbidden.push("formats");
+    assert_reaches_none("relay", 3, &forbidden);
+}
+
+#[test]
 fn symbolization_never_sees_the_store() {
     assert_reaches_none("symbolize", 5, &["store", "pipeline"]);
 }

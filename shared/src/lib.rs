@@ -46,6 +46,7 @@ pub mod model;
 mod pipeline;
 mod plan;
 pub mod receive;
+mod relay;
 mod sample_v2;
 pub mod store;
 mod symbolize;

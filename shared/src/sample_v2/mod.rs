@@ -10,9 +10,8 @@ mod rewrite;
 mod schema_tests;
 mod write;
 
-pub use crate::formats::sample_v2::{
-    check_chunk, check_sample_v2, frame_handles, read_chunk, schema, Rule, Violation,
-};
+pub use crate::formats::sample_v2::{frame_handles, read_chunk};
+pub use crate::relay::{check_chunk, check_sample_v2, schema, Rule, Violation};
 pub(crate) use pass_through::pass_through;
 pub use rewrite::rewrite_frames;
 pub use write::{

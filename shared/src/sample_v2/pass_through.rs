@@ -2,9 +2,10 @@
 //! a model of its own.
 
 use super::write::SampleV2Chunk;
-use crate::formats::sample_v2::{import, schema::Chunk, Imported, PassThrough, FORMAT};
+use crate::formats::sample_v2::{import, Imported, PassThrough, FORMAT};
 use crate::model::Profile;
 use crate::plan::Timing;
+use crate::relay::schema::Chunk;
 
 /// The chunk on its own, for the tables: its model, and the output it is stored as.
 ///

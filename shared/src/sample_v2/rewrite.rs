@@ -15,11 +15,10 @@ use rustc_hash::FxHashMap;
 
 use super::write::{model_frame_rows, write_chunk, SampleV2Chunk};
 use crate::error::{ErrorKind, Result};
-use crate::formats::sample_v2::schema::{self, Chunk};
-use crate::formats::sample_v2::{
-    canonical_frame, frame_handles, import_frames, read_chunk, FORMAT,
-};
+use crate::formats::sample_v2::{frame_handles, import_frames, read_chunk, FORMAT};
 use crate::model::{FrameHandle, Profile};
+use crate::relay::canonical_frame;
+use crate::relay::schema::{self, Chunk};
 
 fn mismatch(what: String) -> crate::error::Error {
     ErrorKind::Malformed {

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 use serde_json::{json, Map, Number, Value};
 
-use crate::formats::sample_v2::schema::*;
+use crate::relay::schema::*;
 use crate::sample_v2::{check_chunk, check_sample_v2, read_chunk, write_chunk};
 
 /// Reads and writes back, as bytes.

@@ -17,13 +17,13 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Number};
 
 use crate::error::{ErrorKind, Result};
-use crate::formats::sample_v2::schema::{self, Chunk};
 use crate::metadata::{Measurement, UploadMetadata};
 use crate::model::{
     FrameAddress, FrameHandle, FrameKind, Image, ImageHandle, Profile, StackHandle, StringHandle,
     SymbolStatus, ThreadHandle,
 };
 use crate::plan::{plan_chunks, ChunkPlan, PlannedSamples, Runtimes, Timing};
+use crate::relay::schema::{self, Chunk};
 
 /// One written chunk.
 #[derive(Clone, Debug)]

@@ -1,16 +1,12 @@
-//! Sentry Sample v2 profile chunks as an input: the chunk's JSON shape ([`schema`]), Relay's
-//! rules for checking one ([`check_chunk`]), and the reader that takes in a chunk an input
-//! holds (alone, or as an envelope item) and reads it into the model. Relay accepts such a
-//! chunk, so it is also passed through as received: the Sample v2 writer stores it.
+//! Sentry Sample v2 profile chunks as an input: the reader that takes in a chunk an input
+//! holds (alone, or as an envelope item), checks it by Relay's rules ([`crate::relay`], which
+//! also holds the chunk's JSON shape) and reads it into the model. Relay accepts such a chunk,
+//! so it is also passed through as received: the Sample v2 writer stores it.
 
 mod read;
-mod rules;
-pub mod schema;
 
 pub use read::{frame_handles, read_chunk, PassThrough};
 pub(crate) use read::{import, import_frames, Imported, FORMAT};
-pub(crate) use rules::canonical_frame;
-pub use rules::{check_chunk, check_sample_v2, Rule, Violation};
 
 use super::{Extras, SampleV2Item};
 use crate::error::Result;

@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use debugid::{CodeId, DebugId};
 use rustc_hash::FxHashMap;
 
-use super::rules::{check_chunk, parse, Violation};
-use super::schema::Chunk;
 use crate::error::{ErrorKind, Result};
 use crate::model::{
     checked_seconds_to_ns, seconds_to_ns, Frame, FrameAddress, FrameHandle, FrameKind, Image,
     ImageHandle, Profile, Sample, Series, SeriesKind, SymbolStatus,
 };
+use crate::relay::schema::Chunk;
+use crate::relay::{check_chunk, parse, Violation};
 
 pub(crate) const FORMAT: &str = "sample-v2";
 

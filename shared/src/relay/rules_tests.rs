@@ -149,7 +149,7 @@ fn spec_minimal_example_passes() {
 #[test]
 fn vroomrs_python_fixture_is_rejected() {
     let v = check_sample_v2(
-        include_str!("../../../../tests/fixtures/sentry/vroomrs_sample_v2_valid_python.json")
+        include_str!("../../../tests/fixtures/sentry/vroomrs_sample_v2_valid_python.json")
             .as_bytes(),
     );
     // As SOURCES.md says: stack [0..6] over a single frame, and a single sample.
@@ -176,7 +176,7 @@ fn vroomrs_python_fixture_is_rejected() {
 #[test]
 fn vroomrs_android_fixture_breaks_only_strict_rules() {
     let v = check_sample_v2(
-        include_str!("../../../../tests/fixtures/sentry/vroomrs_sample_v2_valid_android.json")
+        include_str!("../../../tests/fixtures/sentry/vroomrs_sample_v2_valid_android.json")
             .as_bytes(),
     );
     // Relay would accept this chunk, but not unchanged: it carries the four server-only
@@ -197,7 +197,7 @@ fn vroomrs_android_fixture_breaks_only_strict_rules() {
 #[test]
 fn vroomrs_cocoa_fixture_breaks_only_strict_rules() {
     let v = check_sample_v2(
-        include_str!("../../../../tests/fixtures/sentry/vroomrs_sample_v2_valid_cocoa.json")
+        include_str!("../../../tests/fixtures/sentry/vroomrs_sample_v2_valid_cocoa.json")
             .as_bytes(),
     );
     // Relay would accept it after rewriting: server-only fields; an uppercase debug_id
