@@ -79,7 +79,7 @@ pub mod jobs {
     pub use crate::limits::LimitsError;
     pub use crate::pipeline::{
         convert_into, convert_upload, convert_upload_with, decode, decode_stream_with_limits,
-        decode_with_limits, indexed_uploads, process_upload, publish, rehydrate, rehydrate_keys,
+        decode_with_limits, indexed_uploads, process_upload, rehydrate, rehydrate_keys,
         stream_above_bytes_from, ConvertOptions, ConvertReport, Converted, ConvertedUpload,
         Decoded, ErrorReport, MemoryOutputs, Outcome, OutputSink, ProcessOptions, Quarantine,
         RehydrateOptions, RehydratePage, RehydrateScope, Reopen, SkipReason, StoreOutputs,

@@ -15,7 +15,7 @@ use crate::limits::{Limits, LimitsError};
 use crate::metadata::UploadMetadata;
 use crate::model::Profile;
 use crate::plan::cut_spans_at_windows;
-use crate::store::{manifest_key, source_id, ObjectStore};
+use crate::store::{manifest_key, source_id};
 use crate::symbolize::{NoSymbols, SymbolSource, SymbolizeReport};
 use crate::tables::TableSource;
 
@@ -444,14 +444,4 @@ impl<'a> Naming<'a> {
             aggregated_clock: ClockSource::Input.name(),
         }
     }
-}
-
-/// Stores a conversion: every output first, the manifest last, so a manifest is never seen
-/// before the objects it lists.
-pub fn publish(store: &dyn ObjectStore, converted: &Converted) -> Result<()> {
-    for (key, bytes) in &converted.objects {
-        store.put(key, bytes)?;
-    }
-    let manifest = serde_json::to_vec_pretty(&converted.manifest).expect("manifest serializes");
-    store.put(&converted.manifest_key, &manifest)
 }

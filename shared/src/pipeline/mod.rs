@@ -25,8 +25,8 @@ pub use build_id_index::{
     build_id_index, BuildIdIndexEntry, IndexedMapping, BUILD_ID_INDEX_VERSION,
 };
 pub use convert::{
-    convert_into, convert_upload, convert_upload_with, publish, stream_above_bytes_from,
-    ConvertOptions, ConvertReport, Converted, STREAM_ABOVE_BYTES,
+    convert_into, convert_upload, convert_upload_with, stream_above_bytes_from, ConvertOptions,
+    ConvertReport, Converted, STREAM_ABOVE_BYTES,
 };
 pub use decode::{decode, decode_stream_with_limits, decode_with_limits, Decoded, UploadInput};
 pub use error_report::{ErrorReport, ERROR_REPORT_VERSION};
