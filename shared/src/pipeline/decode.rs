@@ -6,6 +6,7 @@ use std::cell::RefCell;
 use std::io::Read;
 use std::sync::Arc;
 
+use super::pass_through::pass_through;
 use super::pieces::Pieces;
 use crate::error::{Error, Result};
 use crate::formats::binaries::{has_unwind_tables, UnwindBinaries};
@@ -13,7 +14,7 @@ pub use crate::formats::Decoded;
 use crate::formats::{self, Decoding, InputFormat, Reopen};
 use crate::limits::Limits;
 use crate::model::{BuildId, Profile};
-use crate::sample_v2::{pass_through, SampleV2Chunk};
+use crate::sample_v2::SampleV2Chunk;
 use crate::symbolize::SymbolSource;
 
 /// Decodes `bytes` (compressed or not) into a profile within the default [`Limits`].

@@ -9,6 +9,7 @@ mod error_report;
 mod manifest;
 mod outcome;
 mod outputs;
+mod pass_through;
 mod pending_samples;
 mod pieces;
 mod process;
@@ -36,6 +37,8 @@ pub use manifest::{
 };
 pub use outcome::{ConvertedUpload, Outcome, Quarantine, SkipReason};
 pub use outputs::{MemoryOutputs, OutputSink, StoreOutputs};
+#[cfg(test)]
+pub(crate) use pass_through::pass_through;
 pub use process::{process_upload, ProcessOptions};
 pub use rehydrate::{
     indexed_uploads, rehydrate, rehydrate_keys, RehydrateOptions, RehydratePage, RehydrateScope,

@@ -3,7 +3,6 @@
 //! chunk's JSON shape, Relay's rules and the reader belong to the format
 //! ([`crate::formats`]'s `sample_v2`); the names re-exported here are its public face.
 
-mod pass_through;
 mod rewrite;
 #[cfg(test)]
 #[path = "schema_tests.rs"]
@@ -12,7 +11,6 @@ mod write;
 
 pub use crate::formats::sample_v2::{frame_handles, read_chunk};
 pub use crate::relay::{check_chunk, check_sample_v2, schema, Rule, Violation};
-pub(crate) use pass_through::pass_through;
 pub use rewrite::rewrite_frames;
 pub use write::{
     prepare_planned_chunk, write_chunk, write_planned_chunk, write_sample_v2, PreparedChunk,

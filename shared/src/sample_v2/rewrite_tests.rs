@@ -224,7 +224,7 @@ fn a_pass_through_chunk_is_rewritten_with_its_symbolized_frames() {
     let json = serde_json::to_vec(&sdk_chunk()).unwrap();
     let chunk = read_chunk(&json).unwrap();
     assert!(check_chunk(&chunk).is_empty());
-    let (mut profile, mut output) = crate::sample_v2::pass_through(PassThrough {
+    let (mut profile, mut output) = crate::pipeline::pass_through(PassThrough {
         chunk: chunk.clone(),
         json: json.clone(),
     });
@@ -273,7 +273,7 @@ fn a_pass_through_chunk_is_rewritten_with_its_symbolized_frames() {
     );
 
     // Read back, the chunk is its own symbolized model: rewriting again changes nothing.
-    let (again, mut output_again) = crate::sample_v2::pass_through(PassThrough {
+    let (again, mut output_again) = crate::pipeline::pass_through(PassThrough {
         chunk: new.clone(),
         json: output.json.clone(),
     });

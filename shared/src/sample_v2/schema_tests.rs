@@ -518,7 +518,7 @@ proptest! {
     fn an_unsymbolized_model_rewrites_nothing(chunk in chunk()) {
         let json = write_chunk(&chunk);
         let pass = crate::formats::PassThrough { chunk: chunk.clone(), json: json.clone() };
-        let (profile, mut output) = crate::sample_v2::pass_through(pass);
+        let (profile, mut output) = crate::pipeline::pass_through(pass);
         let mut same = chunk.clone();
         let handles = crate::sample_v2::frame_handles(&chunk);
         prop_assert_eq!(crate::sample_v2::rewrite_frames(&mut same, &profile, &handles).unwrap(), 0);

@@ -1,11 +1,12 @@
 //! A Sample v2 chunk an input already held, as an output: stored as received, tabulated from
-//! a model of its own.
+//! a model of its own. The job joins the two sides here: the reader reads the chunk into a
+//! model, and the writer takes the chunk as one of its outputs.
 
-use super::write::SampleV2Chunk;
 use crate::formats::sample_v2::{import, Imported, PassThrough, FORMAT};
 use crate::model::Profile;
 use crate::plan::Timing;
 use crate::relay::schema::Chunk;
+use crate::sample_v2::SampleV2Chunk;
 
 /// The chunk on its own, for the tables: its model, and the output it is stored as.
 ///
