@@ -5,7 +5,7 @@
 use std::path::Path;
 
 /// Modules downstream of the decoders.
-const DOWNSTREAM: [&str; 5] = ["plan", "sample_v2", "tables", "pipeline", "store"];
+const DOWNSTREAM: [&str; 5] = ["plan", "writers", "tables", "pipeline", "store"];
 
 /// The top-level module names a source text reaches through `crate::`, including those in a
 /// `crate::{...}` group.
@@ -43,11 +43,20 @@ fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
 /// Fails when a source file under `src/<dir>` (at least `min_files` of them) reaches one of
 /// `forbidden` through `crate::`.
 fn assert_reaches_none(dir: &str, min_files: usize, forbidden: &[&str]) {
+    assert_code_reaches_none(dir, min_files, forbidden, true);
+}
+
+/// [`assert_reaches_none`], with test files (`*tests.rs`) left out unless `with_tests`: a
+/// test may build its input with any module, a decoder reading a real fixture among them.
+fn assert_code_reaches_none(dir: &str, min_files: usize, forbidden: &[&str], with_tests: bool) {
     let mut files = Vec::new();
     rust_files(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(dir),
         &mut files,
     );
+    if !with_tests {
+        files.retain(|f| !f.to_string_lossy().ends_with("tests.rs"));
+    }
     assert!(files.len() >= min_files, "{files:?}");
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
@@ -82,4 +91,11 @@ fn symbolization_never_sees_the_store() {
 fn grouped_paths_count_too() {
     let text = "use crate::{model::Profile, sample_v2::read};\nuse crate::plan::Timing;";
     assert_eq!(crate_paths(text), ["model", "sample_v2", "plan"]);
+}
+
+#[test]
+fn the_writers_reach_no_format_and_no_job() {
+    for writers in ["writers", "tables"] {
+        assert_code_reaches_none(writers, 5, &["formats", "pipeline"], false);
+    }
 }

@@ -47,10 +47,10 @@ mod pipeline;
 mod plan;
 pub mod receive;
 mod relay;
-mod sample_v2;
 pub mod store;
 mod symbolize;
 mod tables;
+mod writers;
 
 pub use allocator::return_large_blocks;
 pub use error::{error_chain, Error, ErrorKind, Result};
@@ -120,17 +120,18 @@ pub mod inputs {
 /// Sample v2 chunks (and checking them by Relay's rules).
 pub mod outputs {
     pub use crate::calendar::{days_from_civil, utc_millis, utc_seconds, utc_time};
+    pub use crate::formats::sentry::chunk::read_chunk;
     pub use crate::pipeline::{
         Manifest, ManifestExpansion, ManifestOutput, ManifestProfile, ManifestSampleV2,
         ManifestSeries, ManifestSource, MANIFEST_VERSION,
     };
-    pub use crate::sample_v2::{
-        check_chunk, check_sample_v2, frame_handles, read_chunk, rewrite_frames, schema,
-        write_chunk, write_sample_v2, Rule, SampleV2Chunk, Violation,
-    };
     pub use crate::tables::{
         read_table_objects, read_tables, table_prefix, Table, TableBatches, TablesFrom,
         TABLES_SCHEMA_VERSION,
+    };
+    pub use crate::writers::sample_v2::{
+        check_chunk, check_sample_v2, schema, write_chunk, write_sample_v2, Rule, SampleV2Chunk,
+        Violation,
     };
 }
 
@@ -143,6 +144,6 @@ pub mod internals {
         left_out, plan_chunks, plan_sample_v2, plan_tables, Timing, DEFAULT_INTERVAL_NS,
         MAX_CHUNK_DURATION_NS, MAX_EXPANDED_SAMPLES, MIN_INTERVAL_NS,
     };
-    pub use crate::sample_v2::{write_planned_chunk, PreparedChunk, StreamedChunk};
     pub use crate::tables::{write_tables, TableProfileInput, TableSource, TableWriter};
+    pub use crate::writers::sample_v2::{write_planned_chunk, PreparedChunk, StreamedChunk};
 }

@@ -20,8 +20,7 @@ mod perfetto;
 mod pprof;
 mod pprof_legacy;
 mod protowire;
-pub(crate) mod sample_v2;
-mod sentry;
+pub(crate) mod sentry;
 mod spans;
 mod speedscope;
 mod text_blocks;
@@ -37,7 +36,7 @@ pub(crate) use jfr::{
     apply_context_labels, context_relabeling, read_snapshot as read_labels_snapshot, ContextLabels,
 };
 pub(crate) use otlp::{read_request as read_otlp_request, RequestSummary as OtlpRequest};
-pub use sample_v2::PassThrough;
+pub use sentry::chunk::PassThrough;
 pub use two_readings::Reopen;
 pub(crate) use two_readings::{decode_in_two_readings, Decoding, TwoReadings};
 
@@ -145,7 +144,7 @@ impl InputFormat {
             InputFormat::OtlpJson => otlp::test_json(prefix),
             InputFormat::Pprof => pprof::test(prefix),
             InputFormat::SentryEnvelope => sentry::test_envelope(prefix),
-            InputFormat::SampleV2 => sample_v2::test_chunk(prefix),
+            InputFormat::SampleV2 => sentry::chunk::test_chunk(prefix),
             InputFormat::Folded => folded::test(prefix),
             InputFormat::V8CpuProfile => v8::test(prefix),
             InputFormat::Speedscope => speedscope::test(prefix),
@@ -353,7 +352,7 @@ fn read_whole(
         InputFormat::OtlpJson => (otlp::decode_json(&whole, limits)?, Extras::default()),
         InputFormat::Pprof => (pprof::decode(&whole, limits)?, Extras::default()),
         InputFormat::SentryEnvelope => sentry::decode_envelope(&whole, limits)?,
-        InputFormat::SampleV2 => sample_v2::decode_chunk(whole),
+        InputFormat::SampleV2 => sentry::chunk::decode_chunk(whole),
         InputFormat::V8CpuProfile => (v8::decode(&whole, limits)?, Extras::default()),
         InputFormat::Speedscope => (speedscope::decode(&whole, limits)?, Extras::default()),
         InputFormat::Firefox => (firefox::decode(&whole, limits)?, Extras::default()),
@@ -370,7 +369,7 @@ fn accepted(
     extras: Extras,
     limits: &Limits,
 ) -> Result<Decoded> {
-    let chunks = sample_v2::accept_items(&mut profile, extras.sample_v2, limits)?;
+    let chunks = sentry::chunk::accept_items(&mut profile, extras.sample_v2, limits)?;
     limits.check_profile(&profile)?;
     Ok(Decoded {
         profile,

@@ -2,13 +2,7 @@
 
 use super::clock::{anchor, place_aggregated, Anchor, ClockSource};
 use super::decode::{decode_upload, Decoded, UploadInput};
-use super::manifest::{
-    Manifest, ManifestExpansion, ManifestProfile, ManifestSampleV2, ManifestSeries, ManifestSource,
-    MANIFEST_VERSION,
-};
-use super::outputs::{MemoryOutputs, OutputSink, Outputs};
-use super::pieces::Pieces;
-use super::profile_writer::{IndexOf, ProfileWriter};
+use super::source::SampleSource;
 use crate::error::Result;
 use crate::formats::{Container, InputFormat};
 use crate::limits::{Limits, LimitsError};
@@ -18,6 +12,12 @@ use crate::plan::cut_spans_at_windows;
 use crate::store::{manifest_key, source_id};
 use crate::symbolize::{NoSymbols, SymbolSource, SymbolizeReport};
 use crate::tables::TableSource;
+use crate::writers::manifest::{
+    Manifest, ManifestExpansion, ManifestProfile, ManifestSampleV2, ManifestSeries, ManifestSource,
+    MANIFEST_VERSION,
+};
+use crate::writers::outputs::{MemoryOutputs, OutputSink, Outputs};
+use crate::writers::{IndexOf, Writers};
 
 /// How to convert.
 #[derive(Clone, Debug, Default)]
@@ -172,14 +172,14 @@ fn convert_inner(
         read_twice_above,
         symbols,
     )?;
-    let (mut decoded, mut pieces) = (upload.decoded, upload.pieces);
+    let (mut decoded, mut source) = (upload.decoded, upload.source);
     // The caller's metadata takes precedence over what the input carries itself.
     let metadata = match decoded.metadata.take() {
         Some(embedded) => embedded.merge(options.metadata.clone()),
         None => options.metadata.clone(),
     };
     let profile = &mut decoded.profile;
-    pieces.apply_context_labels(profile, &metadata.context_labels);
+    source.apply_context_labels(profile, &metadata.context_labels);
     if let Some(hz) = metadata.sample_rate_hz {
         profile.set_unstated_sampling_rate(hz);
     }
@@ -188,12 +188,12 @@ fn convert_inner(
         .flatten();
     let clock = on_the_clock(
         profile,
-        &pieces,
+        &source,
         &metadata,
         options.received_at_ns,
         trace_clock_start,
     )?;
-    let symbolization = pieces.symbolize(profile, symbols)?;
+    let symbolization = source.symbolize(profile, symbols)?;
     let naming = Naming::new(source_key, etag);
     let mut table_source = naming.table_source(decoded.format, &metadata);
     table_source.timed_clock = clock.timed.name();
@@ -206,8 +206,8 @@ fn convert_inner(
         manifest_key: &manifest_key,
         symbolization: &symbolization,
     };
-    let writer = ProfileWriter::new(&table_source, &metadata);
-    let wrote = write_pieces(profile, &mut pieces, clock.anchor, writer, index, &mut out)?;
+    let writers = Writers::new(&table_source, &metadata);
+    let wrote = write_outputs(profile, &mut source, clock.anchor, writers, index, &mut out)?;
     let timestamps = clock.timestamps(&wrote.sample_v2);
     let manifest = manifest_of(ManifestOf {
         source_key,
@@ -279,26 +279,26 @@ impl OnTheClock {
 /// when (`None`: it is refused).
 fn on_the_clock(
     profile: &mut Profile,
-    pieces: &Pieces<'_>,
+    source: &SampleSource<'_>,
     metadata: &UploadMetadata,
     received_at_ns: Option<i64>,
     trace_clock_start: Option<i64>,
 ) -> Result<OnTheClock> {
     let anchored = anchor(profile, metadata.timestamp, trace_clock_start)?;
-    let (start, aggregated) = match pieces {
-        Pieces::Chunks { .. } => ("", None),
+    let (start, aggregated) = match source {
+        SampleSource::Given { .. } => ("", None),
         _ => place_aggregated(profile, metadata, received_at_ns),
     };
     // Without a start, aggregated samples are refused when planned: none are written.
     let aggregated = aggregated.unwrap_or(anchored.source);
     let samples = profile.samples();
-    let untimed = matches!(pieces, Pieces::Whole)
+    let untimed = matches!(source, SampleSource::Whole)
         && !samples.is_empty()
         && (0..samples.len()).all(|i| samples.time(i).is_none());
     let upload = if untimed { aggregated } else { anchored.source };
     // Only now are the windows known: they are counted from the first sample on the wall
     // clock.
-    if let Pieces::Whole = pieces {
+    if let SampleSource::Whole = source {
         cut_spans_at_windows(profile);
     }
     Ok(OnTheClock {
@@ -311,7 +311,7 @@ fn on_the_clock(
     })
 }
 
-/// What writing an upload's pieces gives the manifest.
+/// What writing an upload's outputs gives the manifest.
 struct Wrote {
     samples: u64,
     pieces: u64,
@@ -319,24 +319,24 @@ struct Wrote {
     sample_v2: ManifestSampleV2,
 }
 
-/// Tells `out` the keys outside the conversion's folder it may write, then writes every piece
-/// through `writer` and finishes the tables and the build-ID index.
-fn write_pieces(
+/// Tells `out` the keys outside the conversion's folder it may write, then feeds every sample
+/// of `source` to `writers` and finishes the tables and the build-ID index.
+fn write_outputs(
     profile: &mut Profile,
-    pieces: &mut Pieces<'_>,
+    source: &mut SampleSource<'_>,
     anchor: Anchor,
-    mut writer: ProfileWriter<'_>,
+    mut writers: Writers<'_>,
     index: IndexOf<'_>,
     out: &mut Outputs,
 ) -> Result<Wrote> {
-    if let Some(days) = pieces.days(profile, anchor) {
-        out.intend(&writer.keys(days, profile))?;
+    if let Some(days) = source.days(profile, anchor) {
+        out.intend(&writers.keys(days, profile))?;
     }
-    let written = pieces.write(profile, anchor, &mut writer, out)?;
-    let (series, sample_v2) = writer.finish(&pieces.models(profile), index, out)?;
+    let fed = source.feed(profile, anchor, &mut writers, out)?;
+    let (series, sample_v2) = writers.finish(&source.models(profile), index, out)?;
     Ok(Wrote {
-        samples: written.samples,
-        pieces: written.pieces,
+        samples: fed.samples,
+        pieces: fed.pieces,
         series,
         sample_v2,
     })

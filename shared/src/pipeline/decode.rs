@@ -7,15 +7,15 @@ use std::io::Read;
 use std::sync::Arc;
 
 use super::pass_through::pass_through;
-use super::pieces::Pieces;
+use super::source::SampleSource;
 use crate::error::{Error, Result};
 use crate::formats::binaries::{has_unwind_tables, UnwindBinaries};
 pub use crate::formats::Decoded;
 use crate::formats::{self, Decoding, InputFormat, Reopen};
 use crate::limits::Limits;
 use crate::model::{BuildId, Profile};
-use crate::sample_v2::SampleV2Chunk;
 use crate::symbolize::SymbolSource;
+use crate::writers::sample_v2::SampleV2Chunk;
 
 /// Decodes `bytes` (compressed or not) into a profile within the default [`Limits`].
 /// `format` overrides detection.
@@ -66,7 +66,7 @@ pub(crate) struct DecodedUpload<'a> {
     pub decoded: Decoded,
     /// Stored bytes of the upload.
     pub input_bytes: u64,
-    pub pieces: Pieces<'a>,
+    pub source: SampleSource<'a>,
 }
 
 /// The runtime binaries a decoder asks for, fetched from the symbols' source (the decoder asks
@@ -136,17 +136,17 @@ fn decode_with_binaries<'a>(
             (len, Decoding::Whole(whole))
         }
     };
-    let (mut decoded, pieces) = match decoding {
+    let (mut decoded, source) = match decoding {
         Decoding::Whole(mut decoded) => {
-            let pieces = match std::mem::take(&mut decoded.chunks) {
-                chunks if chunks.is_empty() => Pieces::Whole,
+            let source = match std::mem::take(&mut decoded.chunks) {
+                chunks if chunks.is_empty() => SampleSource::Whole,
                 chunks => {
                     let (models, chunks): (Vec<Profile>, Vec<SampleV2Chunk>) =
                         chunks.into_iter().map(pass_through).unzip();
-                    Pieces::Chunks { models, chunks }
+                    SampleSource::Given { models, chunks }
                 }
             };
-            (decoded, pieces)
+            (decoded, source)
         }
         Decoding::TwoReadings(mut reading) => {
             let decoded = Decoded {
@@ -156,7 +156,7 @@ fn decode_with_binaries<'a>(
                 metadata: reading.metadata.take().map(|m| *m),
                 chunks: Vec::new(),
             };
-            (decoded, Pieces::Read(Box::new(reading)))
+            (decoded, SampleSource::Read(Box::new(reading)))
         }
     };
     // The model is held until every output is written.
@@ -164,6 +164,6 @@ fn decode_with_binaries<'a>(
     Ok(DecodedUpload {
         decoded,
         input_bytes,
-        pieces,
+        source,
     })
 }

@@ -1,44 +1,34 @@
 //! The jobs: compose decoding, writing and storage. Handlers and the command line only call
 //! these.
 
-mod build_id_index;
 mod clock;
 mod convert;
 mod decode;
 mod error_report;
-mod manifest;
 mod outcome;
-mod outputs;
 mod pass_through;
-mod pending_samples;
-mod pieces;
 mod process;
-mod profile_writer;
-#[cfg(test)]
-mod profile_writer_tests;
 mod rehydrate;
-mod series;
+mod source;
 mod supersede;
 mod symbol_store;
 
 pub use crate::formats::Reopen;
-pub use build_id_index::{
+pub use crate::writers::build_id_index::{
     build_id_index, BuildIdIndexEntry, IndexedMapping, BUILD_ID_INDEX_VERSION,
 };
+pub use crate::writers::manifest::{
+    Manifest, ManifestExpansion, ManifestOutput, ManifestProfile, ManifestSampleV2, ManifestSeries,
+    ManifestSource, MANIFEST_VERSION,
+};
+pub use crate::writers::outputs::{MemoryOutputs, OutputSink, StoreOutputs};
 pub use convert::{
     convert_into, convert_upload, convert_upload_with, stream_above_bytes_from, ConvertOptions,
     ConvertReport, Converted, STREAM_ABOVE_BYTES,
 };
 pub use decode::{decode, decode_stream_with_limits, decode_with_limits, Decoded, UploadInput};
 pub use error_report::{ErrorReport, ERROR_REPORT_VERSION};
-pub use manifest::{
-    Manifest, ManifestExpansion, ManifestOutput, ManifestProfile, ManifestSampleV2, ManifestSeries,
-    ManifestSource, MANIFEST_VERSION,
-};
 pub use outcome::{ConvertedUpload, Outcome, Quarantine, SkipReason};
-pub use outputs::{MemoryOutputs, OutputSink, StoreOutputs};
-#[cfg(test)]
-pub(crate) use pass_through::pass_through;
 pub use process::{process_upload, ProcessOptions};
 pub use rehydrate::{
     indexed_uploads, rehydrate, rehydrate_keys, RehydrateOptions, RehydratePage, RehydrateScope,

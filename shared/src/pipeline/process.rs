@@ -13,9 +13,7 @@ use std::collections::BTreeSet;
 use super::convert::{convert_into, ConvertOptions, ConvertReport};
 use super::decode::UploadInput;
 use super::error_report::{write_error_report, ErrorReport};
-use super::manifest::Manifest;
 use super::outcome::{skipped, ConvertedUpload, Outcome, Quarantine, SkipReason};
-use super::outputs::{PendingConversion, StoreOutputs};
 use super::supersede::{settle, Settled};
 use super::symbol_store::{current_debug_meta, StoreSymbols};
 use crate::error::{Error, ErrorKind, Result};
@@ -26,6 +24,8 @@ use crate::store::{
     error_report_key, manifest_key, profile_key_of_sidecar, sidecar_key, source_id, ObjectInfo,
     ObjectStore, ERROR_REPORT_SUFFIX, SIDECAR_ETAG_METADATA,
 };
+use crate::writers::manifest::Manifest;
+use crate::writers::outputs::{PendingConversion, StoreOutputs};
 
 /// Conversions of one upload in one job: the first, and reruns when debug files for its images
 /// arrived meanwhile.

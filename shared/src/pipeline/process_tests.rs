@@ -3,9 +3,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::*;
 use crate::error::ErrorKind;
 use crate::pipeline::error_report::ERROR_REPORT_VERSION;
-use crate::pipeline::outputs::OutputSink;
 use crate::pipeline::{rehydrate, RehydrateOptions, RehydratePage, RehydrateScope};
 use crate::store::LocalDirStore;
+use crate::writers::outputs::OutputSink;
 
 const FOLDED: &[u8] = b"main;work;spin 7\nmain;idle 3\n";
 
@@ -510,7 +510,7 @@ fn an_upload_cut_off_while_read_is_retried_not_quarantined() {
         let mut expected = vec![key.to_owned(), record.clone()];
         expected.sort();
         assert_eq!(cut.inner.list("").unwrap(), expected, "{key}");
-        let record: crate::pipeline::outputs::PendingConversion =
+        let record: crate::writers::outputs::PendingConversion =
             serde_json::from_slice(&cut.inner.get(&record).unwrap().unwrap()).unwrap();
         assert!(record.outputs.is_empty(), "{key}: {record:?}");
     }
@@ -721,7 +721,7 @@ fn a_conversion_cut_short_leaves_nothing_once_the_replacing_content_settles() {
         );
         assert!(left.iter().any(|k| k.contains("/sample-v2/")), "{left:?}");
         // The record named every table file before the first was written.
-        let record: crate::pipeline::outputs::PendingConversion = serde_json::from_slice(
+        let record: crate::writers::outputs::PendingConversion = serde_json::from_slice(
             &out.get(&crate::store::pending_conversion_key(key, &first))
                 .unwrap()
                 .unwrap(),
@@ -807,7 +807,7 @@ fn the_sweep_removes_what_a_late_job_of_replaced_content_left() {
     let table = format!("tables/v2/samples/dt=2025-01-01/{old}.parquet");
     let chunk = format!("{}sample-v2/0.json", crate::store::conversion_prefix(&old));
     let mut late = StoreOutputs::pending(&out, key, &old);
-    crate::pipeline::outputs::PendingConversion::start(&out, key, &old).unwrap();
+    crate::writers::outputs::PendingConversion::start(&out, key, &old).unwrap();
     late.put(&chunk, b"{}".to_vec()).unwrap();
     late.intend(&[&table]).unwrap();
     late.put(&table, b"PAR1".to_vec()).unwrap();
@@ -816,7 +816,7 @@ fn the_sweep_removes_what_a_late_job_of_replaced_content_left() {
     let kept_key = "uploads/failed.folded";
     uploads.put(kept_key, FOLDED).unwrap();
     let failed = source_id(kept_key, &uploads.head(kept_key).unwrap().unwrap().etag);
-    crate::pipeline::outputs::PendingConversion::start(&out, kept_key, &failed).unwrap();
+    crate::writers::outputs::PendingConversion::start(&out, kept_key, &failed).unwrap();
     let record = crate::store::pending_conversion_key(key, &old);
     let kept_record = crate::store::pending_conversion_key(kept_key, &failed);
     let left = keys_of(&out, "");

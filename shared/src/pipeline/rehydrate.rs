@@ -13,7 +13,6 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::build_id_index::BuildIdIndexEntry;
 use super::outcome::Outcome;
 use super::process::{process_upload, ProcessOptions};
 use super::supersede::{is_pending_record, sweep_pending, Swept};
@@ -21,6 +20,7 @@ use super::symbol_store::current_debug_meta;
 use crate::error::Result;
 use crate::model::BuildId;
 use crate::store::{build_id_index_prefix, by_key_prefix, ObjectStore, BUILD_ID_INDEX_PREFIX};
+use crate::writers::build_id_index::BuildIdIndexEntry;
 
 /// How much one call may do.
 #[derive(Clone, Debug)]

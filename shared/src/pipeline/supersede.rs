@@ -17,13 +17,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::manifest::Manifest;
-use super::outputs::PendingConversion;
 use crate::error::Result;
 use crate::store::{
     conversion_prefix, current_conversion_key, manifest_key, pending_conversion_key,
     pending_conversion_of, pending_conversions_prefix, pointer_key, source_id, ObjectStore,
 };
+use crate::writers::manifest::Manifest;
+use crate::writers::outputs::PendingConversion;
 
 /// The pointer's content.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

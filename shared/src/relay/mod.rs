@@ -1,6 +1,6 @@
 //! Sentry's Sample v2 profile chunk as Relay accepts it: its JSON shape ([`schema`]) and
 //! Relay's rules for checking one ([`check_chunk`]). It is neither a format nor a writer: the
-//! Sample v2 reader (`formats::sample_v2`) and the Sample v2 writer (`sample_v2`) both build on
+//! Sample v2 reader (`formats::sentry::chunk`) and the Sample v2 writer (`sample_v2`) both build on
 //! it, and it reaches neither.
 
 mod rules;

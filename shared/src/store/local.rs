@@ -277,9 +277,10 @@ impl ObjectStore for LocalDirStore {
 
     fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
         // The bytes are whole already: written straight to the file, through no buffer.
+        // No ETag is worked out here: only an upload's is ever compared (its conversion's id
+        // is made from it), and it is hashed once, when first read, and remembered. Hashing
+        // every object put would hash every output a conversion writes for no reader.
         let mut writer = self.file_writer(key, 0)?;
-        // Uploads are put and then read: knowing their ETag spares hashing the file again.
-        writer.etag = Some(super::content_etag(bytes));
         writer
             .write_all(bytes)
             .map_err(|e| super::from_io(key, e))?;
@@ -331,8 +332,6 @@ impl LocalDirStore {
             path,
             tmp: Some(tmp),
             file: Some(io::BufWriter::with_capacity(buffer, file)),
-            etag: None,
-            etags: self.etags.clone(),
         })
     }
 }
@@ -358,9 +357,6 @@ struct FileWriter {
     /// The temporary file, until renamed.
     tmp: Option<PathBuf>,
     file: Option<io::BufWriter<fs::File>>,
-    /// The bytes' ETag when known, remembered for the file once it is in place.
-    etag: Option<String>,
-    etags: Arc<Mutex<FxHashMap<PathBuf, (FileVersion, String)>>>,
 }
 
 impl Write for FileWriter {
@@ -388,18 +384,12 @@ impl ObjectWriter for FileWriter {
             .into_inner()
             .map_err(|e| storage(&key, e.into_error()))?;
         file.sync_all().map_err(|e| storage(&key, e))?;
-        // The temporary file's inode and times are the object's once renamed.
-        let version = file.metadata().map(|m| FileVersion::of(&m));
         drop(file);
         let tmp = self.tmp.take().expect("finished once");
         fs::rename(&tmp, &self.path).map_err(|e| {
             let _ = fs::remove_file(&tmp);
             storage(&key, e)
         })?;
-        if let (Some(etag), Ok(version)) = (self.etag.take(), version) {
-            let mut etags = self.etags.lock().unwrap_or_else(|e| e.into_inner());
-            etags.insert(self.path.clone(), (version, etag));
-        }
         Ok(())
     }
 }

@@ -1,12 +1,13 @@
 //! Sentry inputs: a Sample v2 profile chunk on its own, or an envelope of `profile_chunk`
 //! items as SDKs send them to Relay.
 //!
-//! A Sample v2 chunk is already the output format: the Sample v2 reader (`super::sample_v2`)
-//! checks it against Relay's rules and reads it into the model, and it is passed through as
-//! received. A Perfetto
+//! A Sample v2 chunk is already the output format: the chunk reader ([`chunk`]) checks it
+//! against Relay's rules and reads it into the model, and it is passed through as received. A
+//! Perfetto
 //! item (SDK metadata JSON followed by a raw trace) is split as Relay splits it; the trace is
 //! decoded like any Perfetto upload and the metadata becomes the upload's metadata.
 
+pub(crate) mod chunk;
 mod envelope;
 
 pub(crate) use envelope::decode_envelope;

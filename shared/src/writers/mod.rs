@@ -1,31 +1,57 @@
-//! Writing an upload's outputs piece by piece.
+//! The writers: one family that turns an upload's samples into its outputs, the Sample v2
+//! chunks ([`sample_v2`]), the stack tables ([`crate::tables`]), the build-ID index
+//! ([`build_id_index`]) and the [`manifest`] that lists them, all through [`outputs`], which
+//! hashes and lists each object on its way to the store.
 //!
-//! An upload decoded whole hands its samples over in one piece; a long recording read twice
-//! hands them over a few windows at a time, the model (frames, stacks, threads) already
-//! complete. Either way each piece is planned on the upload's grid and written window by
-//! window: the window's Sample v2 chunks, then its rows into the open `samples` files. The
-//! other tables, the build-ID index and the manifest's counts are gathered across pieces and
-//! written at the end, so both ways give the same bytes.
+//! [`Writers`] takes the samples a [`Piece`] at a time, whatever the sample source: an upload
+//! decoded whole hands its samples over in one piece; a long recording read twice hands them
+//! over a few windows at a time, the model (frames, stacks, threads) already complete. Either
+//! way each piece is planned on the upload's grid and written window by window: the window's
+//! Sample v2 chunks, then its rows into the open `samples` files. The other tables, the
+//! build-ID index and the manifest's counts are gathered across pieces and written at the end,
+//! so both ways give the same bytes.
 //!
 //! An input that already is Sample v2 gives its chunks instead: each is stored as received
 //! (rewritten only where symbols named its frames) and tabulated from its own model, under
 //! its own platform, release and environment.
 
-use super::build_id_index::{BuildIdIndexEntry, Reached};
-use super::manifest::{ManifestExpansion, ManifestSampleV2, ManifestSeries};
-use super::outputs::Outputs;
-use super::series::SeriesTally;
+pub(crate) mod build_id_index;
+pub(crate) mod manifest;
+pub(crate) mod outputs;
+pub(crate) mod sample_v2;
+mod series;
+mod tables;
+
 use crate::error::{ErrorKind, Result};
 use crate::metadata::UploadMetadata;
 use crate::model::{Profile, SampleTable};
 use crate::plan::{carried_series, left_out, plan_sample_v2_on, plan_tables, plan_tables_on};
 use crate::plan::{ChunkPlan, Grid, SampleV2Plan, SeriesCoverage, TableProfilePlan, Timing};
-use crate::sample_v2::{prepare_planned_chunk, SampleV2Chunk};
 use crate::symbolize::SymbolizeReport;
 use crate::tables::{TableProfileInput, TableSource, TableWriter};
+use build_id_index::{BuildIdIndexEntry, Reached};
+use manifest::{ManifestExpansion, ManifestSampleV2, ManifestSeries};
+use outputs::Outputs;
+use sample_v2::{prepare_planned_chunk, SampleV2Chunk};
+use series::SeriesTally;
+
+/// What a sample source hands the writers at a time.
+pub(crate) enum Piece<'p> {
+    /// The samples the upload's model holds now, on `grid` (`None` when none has a time): all
+    /// of windows no later piece adds to.
+    Windows(Option<Grid>),
+    /// The samples the upload's model holds now, all of one window before some time: the
+    /// rest of the window comes with the next pieces.
+    PartOfWindow(Option<Grid>),
+    /// The Sample v2 chunks an input held, each with its own model: stored as received.
+    Given {
+        models: &'p [Profile],
+        chunks: &'p mut [SampleV2Chunk],
+    },
+}
 
 /// The outputs of an upload's samples, written as its pieces come.
-pub(crate) struct ProfileWriter<'s> {
+pub(crate) struct Writers<'s> {
     metadata: &'s UploadMetadata,
     source_id: &'s str,
     tables: TableWriter<'s>,
@@ -45,9 +71,9 @@ pub(crate) struct ProfileWriter<'s> {
     window_open: bool,
 }
 
-impl<'s> ProfileWriter<'s> {
+impl<'s> Writers<'s> {
     pub fn new(source: &'s TableSource<'s>, metadata: &'s UploadMetadata) -> Self {
-        ProfileWriter {
+        Writers {
             metadata,
             source_id: source.source_id,
             tables: TableWriter::new(source),
@@ -73,9 +99,23 @@ impl<'s> ProfileWriter<'s> {
         keys
     }
 
-    /// Writes the outputs of the samples `profile` holds now, on `grid` (`None` when none has
-    /// a time). Pieces must come in time order, each one's windows after the last one's.
+    /// Writes the outputs of one piece; `profile` is the upload's model. Pieces must come in
+    /// time order, each one's windows after the last one's.
     pub fn add(
+        &mut self,
+        profile: &mut Profile,
+        piece: Piece<'_>,
+        out: &mut Outputs,
+    ) -> Result<()> {
+        match piece {
+            Piece::Windows(grid) => self.add_windows(profile, grid, out),
+            Piece::PartOfWindow(grid) => self.add_part(profile, grid, out),
+            Piece::Given { models, chunks } => self.add_given(models, chunks, out),
+        }
+    }
+
+    /// Writes the outputs of the samples `profile` holds now, on `grid`.
+    fn add_windows(
         &mut self,
         profile: &mut Profile,
         grid: Option<Grid>,
@@ -95,7 +135,7 @@ impl<'s> ProfileWriter<'s> {
         let mut chunks = chunks.into_iter().peekable();
         let untimed = inputs.partition_point(|i| i.plan.window.is_none());
         let (aggregated, mut timed) = inputs.split_at(untimed);
-        self.tables.add(aggregated, &mut out.tables(&[]))?;
+        self.tables.add(aggregated, &mut out.tables())?;
         while chunks.peek().is_some() || !timed.is_empty() {
             let next_chunk = chunks.peek().map(|c| c.window);
             let next_table = timed.first().and_then(|i| i.plan.window);
@@ -107,22 +147,17 @@ impl<'s> ProfileWriter<'s> {
                 self.write_chunk(&chunk_plan, out)?;
             }
             let n = timed.partition_point(|i| i.plan.window == Some(window));
-            self.tables.add(&timed[..n], &mut out.tables(&[]))?;
+            self.tables.add(&timed[..n], &mut out.tables())?;
             timed = &timed[n..];
         }
         Ok(())
     }
 
     /// Writes the table rows of the samples `profile` holds now, all of one window before
-    /// some time, whose later samples come with the next [`add_part`](Self::add_part) or
-    /// [`add`](Self::add): a window too large to hold whole is written in parts. The samples
-    /// of the series Sample v2 carries are held until the window is complete.
-    pub fn add_part(
-        &mut self,
-        profile: &Profile,
-        grid: Option<Grid>,
-        out: &mut Outputs,
-    ) -> Result<()> {
+    /// some time, whose later samples come with the next pieces: a window too large to hold
+    /// whole is written in parts. The samples of the series Sample v2 carries are held until
+    /// the window is complete.
+    fn add_part(&mut self, profile: &Profile, grid: Option<Grid>, out: &mut Outputs) -> Result<()> {
         let table_plans = self.plan_tables(profile, grid)?;
         let carried = carried_series(profile);
         let mut not_carried = vec![SeriesCoverage::default(); carried.len()];
@@ -140,10 +175,10 @@ impl<'s> ProfileWriter<'s> {
         self.tally().cover(profile, &not_carried);
         let inputs = self.inputs(&table_plans);
         self.window_open = true;
-        self.tables.add_part(&inputs, &mut out.tables(&[]))
+        self.tables.add_part(&inputs, &mut out.tables())
     }
 
-    /// [`add`](Self::add) after parts: the tables complete the window's profiles, then its
+    /// [`add_windows`](Self::add_windows) after parts: the tables complete the window's profiles, then its
     /// chunks are planned from the samples held and the rest of the window (and those of any
     /// window after it in the piece).
     fn complete_window(
@@ -155,7 +190,7 @@ impl<'s> ProfileWriter<'s> {
         {
             let table_plans = self.plan_tables(profile, grid)?;
             let inputs = self.inputs(&table_plans);
-            self.tables.add(&inputs, &mut out.tables(&[]))?;
+            self.tables.add(&inputs, &mut out.tables())?;
         }
         self.tables.complete_window(profile);
         self.window_open = false;
@@ -255,7 +290,7 @@ impl<'s> ProfileWriter<'s> {
 
     /// Writes the Sample v2 chunks an input held, each as received, and tabulates each from
     /// `models`, its own model, under its own platform, release and environment.
-    pub fn add_given(
+    fn add_given(
         &mut self,
         models: &[Profile],
         chunks: &mut [SampleV2Chunk],
@@ -287,7 +322,7 @@ impl<'s> ProfileWriter<'s> {
             }
         }
         self.table_profiles += inputs.len() as u64;
-        self.tables.add(&inputs, &mut out.tables(&[]))
+        self.tables.add(&inputs, &mut out.tables())
     }
 
     /// Writes the rest of the tables and the build-ID index; gives the manifest's series and
@@ -309,7 +344,7 @@ impl<'s> ProfileWriter<'s> {
             self.sample_v2.why_none = None;
         }
         self.sample_v2.expansion = self.expansion.take();
-        self.tables.finish(models, &mut out.tables(&[]))?;
+        self.tables.finish(models, &mut out.tables())?;
         let entries = self.reached.index(
             models,
             index.source_key,

@@ -1,19 +1,19 @@
 //! A recording converted from its samples in file order, a few windows at a time, gives the
 //! very outputs of the same recording converted whole.
 
-use super::clock::Anchor;
-use super::manifest::{ManifestSampleV2, ManifestSeries};
-use super::outputs::{MemoryOutputs, Outputs};
-use super::pending_samples::PendingSamples;
-use super::profile_writer::{IndexOf, ProfileWriter};
+use super::PendingSamples;
 use crate::metadata::UploadMetadata;
 use crate::model::{
     ids_from_build_id, Frame, FrameAddress, FrameKind, Image, Profile, Sample, SampleTable, Series,
     SeriesKind,
 };
+use crate::pipeline::clock::Anchor;
 use crate::plan::Grid;
 use crate::symbolize::SymbolizeReport;
 use crate::tables::TableSource;
+use crate::writers::manifest::{ManifestSampleV2, ManifestSeries};
+use crate::writers::outputs::{MemoryOutputs, Outputs};
+use crate::writers::{IndexOf, Piece, Writers};
 
 const SOURCE: TableSource<'static> = TableSource {
     source_id: "0123456789abcdef0123456789abcdef",
@@ -122,14 +122,14 @@ struct Written {
 
 fn write(
     profile: &mut Profile,
-    feed: impl FnOnce(&mut Profile, &mut ProfileWriter, &mut Outputs),
+    feed: impl FnOnce(&mut Profile, &mut Writers, &mut Outputs),
 ) -> Written {
     let metadata = UploadMetadata::default();
     let mut sink = MemoryOutputs::default();
     let symbolization = SymbolizeReport::default();
     let (series, sample_v2) = {
         let mut out = Outputs::new(&mut sink);
-        let mut writer = ProfileWriter::new(&SOURCE, &metadata);
+        let mut writer = Writers::new(&SOURCE, &metadata);
         feed(profile, &mut writer, &mut out);
         let index = IndexOf {
             source_key: SOURCE.source_key,
@@ -156,7 +156,7 @@ fn samples_streamed_window_by_window_give_the_outputs_of_the_whole_recording() {
         }
         let grid = Grid::of(&whole).unwrap();
         let expected = write(&mut whole, |p, windows, out| {
-            windows.add(p, Some(grid), out).unwrap();
+            windows.add(p, Piece::Windows(Some(grid)), out).unwrap();
         });
         assert!(expected.sample_v2.chunks >= 12, "{:?}", expected.sample_v2);
         assert!(expected.objects.len() > expected.sample_v2.chunks as usize + 5);
@@ -243,18 +243,20 @@ fn streamed_in_parts(
             buffer.push(sample);
             let mark = watermark[position + 1].map(|w| w - slack_ns);
             if mark.is_some() && buffer.ready(mark) && buffer.take(mark, p).is_some() {
-                windows.add(p, buffer.grid(), out).unwrap();
+                windows.add(p, Piece::Windows(buffer.grid()), out).unwrap();
                 pieces += 1;
             }
             if let Some(mark) = mark {
                 if buffer.take_part(mark, p).is_some() {
-                    windows.add_part(p, buffer.grid(), out).unwrap();
+                    windows
+                        .add(p, Piece::PartOfWindow(buffer.grid()), out)
+                        .unwrap();
                     parts += 1;
                 }
             }
         }
         if buffer.take(None, p).is_some() {
-            windows.add(p, buffer.grid(), out).unwrap();
+            windows.add(p, Piece::Windows(buffer.grid()), out).unwrap();
             pieces += 1;
         }
     });

@@ -11,8 +11,8 @@
 //! the earliest sample seen; until then samples wait. Times are kept as the decoder gives
 //! them and moved by the anchoring offset (known with the earliest sample) as they leave.
 
-use super::clock::Anchor;
 use crate::model::{Profile, Sample, SampleTable};
+use crate::pipeline::clock::Anchor;
 use crate::plan::Grid;
 
 /// How many samples may wait before those the watermark has passed are handed out as a part

@@ -63,7 +63,7 @@ const SPAN_SAMPLING_RULE: &str =
 /// become [`schema::Frame`]s. Every field is part of the key, so the inline levels of one
 /// address (same `instruction_addr`, other `function`, `lineno`, `sym_addr`) stay apart.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(super) struct FrameRow<'a> {
+pub(crate) struct FrameRow<'a> {
     pub abs_path: Option<&'a str>,
     pub colno: Option<u32>,
     pub filename: Option<&'a str>,
@@ -79,7 +79,7 @@ pub(super) struct FrameRow<'a> {
 }
 
 impl FrameRow<'_> {
-    pub(super) fn into_schema(self) -> schema::Frame {
+    pub(crate) fn into_schema(self) -> schema::Frame {
         let owned = |s: Option<&str>| s.map(str::to_owned);
         schema::Frame {
             abs_path: owned(self.abs_path),
@@ -195,7 +195,7 @@ fn row<'a>(
 /// `instruction_addr` and with the frame's `status`, each with its raw `symbol`, and
 /// `sym_addr` (the function start, absolute) only on the last, outermost one. Also the image
 /// `debug_meta` must list for them, if any.
-pub(super) fn model_frame_rows(
+pub(crate) fn model_frame_rows(
     profile: &Profile,
     handle: FrameHandle,
 ) -> (Vec<FrameRow<'_>>, Option<ImageHandle>) {

@@ -9,10 +9,10 @@ use sha2::{Digest, Sha256};
 
 use super::build_id_index::BuildIdIndexEntry;
 use super::manifest::{Manifest, ManifestOutput};
+use super::tables::TableOutputs;
 use crate::error::{to_io, Result};
-use crate::sample_v2::{PreparedChunk, SampleV2Chunk};
 use crate::store::{chunk_key, from_io, pending_conversion_key, ObjectStore, ObjectWriter};
-use crate::tables::{FileId, Table, TableSink};
+use crate::writers::sample_v2::{PreparedChunk, SampleV2Chunk};
 
 /// An object open in a sink, as the sink numbers it.
 pub type ObjectId = usize;
@@ -278,7 +278,7 @@ impl<'s> Outputs<'s> {
     }
 
     /// Opens an object at `key`, listed as `kind`, that stays open while others are written.
-    fn open(&mut self, key: &str, kind: String) -> Result<usize> {
+    pub(super) fn open(&mut self, key: &str, kind: String) -> Result<usize> {
         let object = self.sink.open(key)?;
         self.open.push(Some(OpenListing {
             object,
@@ -290,7 +290,7 @@ impl<'s> Outputs<'s> {
         Ok(self.open.len() - 1)
     }
 
-    fn write(&mut self, id: usize, bytes: &[u8]) -> Result<()> {
+    pub(super) fn write(&mut self, id: usize, bytes: &[u8]) -> Result<()> {
         let open = self.open[id].as_mut().expect("written while open");
         open.sha256.update(bytes);
         open.bytes += bytes.len() as u64;
@@ -298,7 +298,7 @@ impl<'s> Outputs<'s> {
     }
 
     /// Finishes an open object and lists it as `describe` completes its listing.
-    fn close(
+    pub(super) fn close(
         &mut self,
         id: usize,
         describe: impl FnOnce(ManifestOutput) -> ManifestOutput,
@@ -311,13 +311,9 @@ impl<'s> Outputs<'s> {
         Ok(())
     }
 
-    /// The outputs as the tables' sink; `index`'s keys are told with the tables' (the index
-    /// entries follow the tables).
-    pub fn tables<'o>(
-        &'o mut self,
-        index: &'o [(String, BuildIdIndexEntry)],
-    ) -> TableOutputs<'o, 's> {
-        TableOutputs { out: self, index }
+    /// The outputs as the tables' sink.
+    pub fn tables<'o>(&'o mut self) -> TableOutputs<'o, 's> {
+        TableOutputs { out: self }
     }
 
     /// One build-ID index entry.
@@ -334,35 +330,6 @@ impl<'s> Outputs<'s> {
         let json = serde_json::to_vec_pretty(&manifest).expect("manifest serializes");
         self.sink.put(key, json)?;
         Ok(manifest)
-    }
-}
-
-/// [`Outputs`] as where the tables go. It holds no state of its own, so one may be made for
-/// each call while files stay open in the outputs.
-pub(crate) struct TableOutputs<'o, 's> {
-    out: &'o mut Outputs<'s>,
-    index: &'o [(String, BuildIdIndexEntry)],
-}
-
-impl TableSink for TableOutputs<'_, '_> {
-    fn intend(&mut self, keys: &[String]) -> Result<()> {
-        let index = self.index.iter().map(|(key, _)| key);
-        self.out.intend(keys.iter().chain(index))
-    }
-
-    fn open(&mut self, table: Table, key: &str) -> Result<FileId> {
-        self.out.open(key, format!("table:{}", table.name()))
-    }
-
-    fn write(&mut self, file: FileId, bytes: &[u8]) -> Result<()> {
-        self.out.write(file, bytes)
-    }
-
-    fn close(&mut self, file: FileId, rows: u64) -> Result<()> {
-        self.out.close(file, |listed| ManifestOutput {
-            rows: Some(rows),
-            ..listed
-        })
     }
 }
 

@@ -8,8 +8,8 @@ mod read;
 pub use read::{frame_handles, read_chunk, PassThrough};
 pub(crate) use read::{import, import_frames, Imported, FORMAT};
 
-use super::{Extras, SampleV2Item};
 use crate::error::Result;
+use crate::formats::{Extras, SampleV2Item};
 use crate::limits::Limits;
 use crate::model::Profile;
 

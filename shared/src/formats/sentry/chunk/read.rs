@@ -319,8 +319,9 @@ mod tests {
     /// A chunk Relay accepts (finite times) whose times overflowed the conversion to ns.
     #[test]
     fn times_past_2262_are_malformed() {
-        let json =
-            include_bytes!("../../../../tests/fuzz/regressions/sample_v2/timestamp_past_2262.json");
+        let json = include_bytes!(
+            "../../../../../tests/fuzz/regressions/sample_v2/timestamp_past_2262.json"
+        );
         let err = crate::decode(json, Some(InputFormat::SampleV2)).unwrap_err();
         assert!(
             matches!(err.kind(), ErrorKind::Malformed { format: "sample-v2", what, .. }

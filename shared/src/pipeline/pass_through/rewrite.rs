@@ -1,8 +1,8 @@
 //! Writing symbolized frames into a chunk that is stored as received (a pass-through chunk),
 //! as Sentry rewrites a Sample v2 chunk once symbolicator answers (`profiles/task.py`,
 //! `get_frame_index_map`):
-//! - each frame the symbolizer changed becomes the frames [`write`](super::write_chunk)
-//!   writes for it: one per inline level, innermost first, all at the frame's
+//! - each frame the symbolizer changed becomes the frames the Sample v2 writer
+//!   ([`write_chunk`]) writes for it: one per inline level, innermost first, all at the frame's
 //!   `instruction_addr`, with `status`, the raw `symbol`, and `sym_addr` on the outermost;
 //! - every stack is rebuilt by splicing, in place of each old frame index, that frame's new
 //!   indices (callee to caller, as stacks are leaf first);
@@ -13,12 +13,12 @@ use std::mem;
 
 use rustc_hash::FxHashMap;
 
-use super::write::{model_frame_rows, write_chunk, SampleV2Chunk};
 use crate::error::{ErrorKind, Result};
-use crate::formats::sample_v2::{frame_handles, import_frames, read_chunk, FORMAT};
+use crate::formats::sentry::chunk::{frame_handles, import_frames, read_chunk, FORMAT};
 use crate::model::{FrameHandle, Profile};
 use crate::relay::canonical_frame;
 use crate::relay::schema::{self, Chunk};
+use crate::writers::sample_v2::{model_frame_rows, write_chunk, SampleV2Chunk};
 
 fn mismatch(what: String) -> crate::error::Error {
     ErrorKind::Malformed {
@@ -45,7 +45,7 @@ fn mismatch(what: String) -> crate::error::Error {
 /// Fails, changing nothing, when `frames` does not fit the chunk (a different count, a handle
 /// `profile` does not have, or a model frame of another kind or address than the chunk frame)
 /// or a stack points past the frames.
-pub fn rewrite_frames(
+pub(crate) fn rewrite_frames(
     chunk: &mut Chunk,
     profile: &Profile,
     frames: &[FrameHandle],
@@ -176,22 +176,19 @@ fn rewritten_frame(frame: &schema::Frame, row: schema::Frame, level: usize) -> s
     }
 }
 
-impl SampleV2Chunk {
-    /// Writes the symbolized model of this chunk into its JSON: `profile` is the model
-    /// the pass-through built with it, whose
-    /// frames a symbolizer has since rewritten in place (handles unchanged), and
-    /// [`frame_handles`] maps the chunk's frames to it. Rewrites the JSON through the typed
-    /// schema ([`rewrite_frames`]) when any frame changed and returns how many did; with none,
-    /// the JSON is left as received.
-    pub fn rewrite_frames(&mut self, profile: &Profile) -> Result<usize> {
-        let mut chunk = read_chunk(&self.json)?;
-        let handles = frame_handles(&chunk);
-        let rewritten = rewrite_frames(&mut chunk, profile, &handles)?;
-        if rewritten > 0 {
-            self.json = write_chunk(&chunk);
-        }
-        Ok(rewritten)
+/// Writes the symbolized model of a pass-through `chunk` into its JSON: `profile` is the
+/// model [`pass_through`](super::pass_through) built with it, whose frames a symbolizer has
+/// since rewritten in place (handles unchanged), and [`frame_handles`] maps the chunk's frames
+/// to it. Rewrites the JSON through the typed schema ([`rewrite_frames`]) when any frame
+/// changed and returns how many did; with none, the JSON is left as received.
+pub(crate) fn rewrite_chunk(chunk: &mut SampleV2Chunk, profile: &Profile) -> Result<usize> {
+    let mut read = read_chunk(&chunk.json)?;
+    let handles = frame_handles(&read);
+    let rewritten = rewrite_frames(&mut read, profile, &handles)?;
+    if rewritten > 0 {
+        chunk.json = write_chunk(&read);
     }
+    Ok(rewritten)
 }
 
 #[cfg(test)]

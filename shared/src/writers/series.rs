@@ -2,8 +2,8 @@
 //! for it and what the chunks carry, counted over the pieces a model's samples come in (one
 //! for an upload decoded whole, one per window of a streamed recording).
 
+use super::manifest::ManifestSeries;
 use crate::model::Profile;
-use crate::pipeline::manifest::ManifestSeries;
 use crate::plan::{SeriesCoverage, TableProfilePlan};
 
 /// One model's series, counted piece by piece.

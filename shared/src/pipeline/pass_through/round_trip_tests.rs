@@ -4,8 +4,10 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 use serde_json::{json, Map, Number, Value};
 
+use super::{pass_through, rewrite::rewrite_frames, rewrite_chunk};
+use crate::formats::sentry::chunk::{frame_handles, read_chunk};
 use crate::relay::schema::*;
-use crate::sample_v2::{check_chunk, check_sample_v2, read_chunk, write_chunk};
+use crate::writers::sample_v2::{check_chunk, check_sample_v2, write_chunk};
 
 /// Reads and writes back, as bytes.
 fn rewrite(json: &[u8]) -> Vec<u8> {
@@ -518,12 +520,12 @@ proptest! {
     fn an_unsymbolized_model_rewrites_nothing(chunk in chunk()) {
         let json = write_chunk(&chunk);
         let pass = crate::formats::PassThrough { chunk: chunk.clone(), json: json.clone() };
-        let (profile, mut output) = crate::pipeline::pass_through(pass);
+        let (profile, mut output) = pass_through(pass);
         let mut same = chunk.clone();
-        let handles = crate::sample_v2::frame_handles(&chunk);
-        prop_assert_eq!(crate::sample_v2::rewrite_frames(&mut same, &profile, &handles).unwrap(), 0);
+        let handles = frame_handles(&chunk);
+        prop_assert_eq!(rewrite_frames(&mut same, &profile, &handles).unwrap(), 0);
         prop_assert_eq!(&same, &chunk);
-        prop_assert_eq!(output.rewrite_frames(&profile).unwrap(), 0);
+        prop_assert_eq!(rewrite_chunk(&mut output, &profile).unwrap(), 0);
         prop_assert_eq!(output.json, json);
     }
 }

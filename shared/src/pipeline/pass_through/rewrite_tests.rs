@@ -4,13 +4,14 @@
 use serde_json::{json, Value};
 
 use super::*;
+use crate::formats::sentry::chunk::{frame_handles, read_chunk};
 use crate::formats::PassThrough;
 use crate::metadata::UploadMetadata;
 use crate::model::{
     ids_from_build_id, FrameAddress, FrameKind, Image, InlinedCall, Sample, Series, SeriesKind,
     SymbolStatus,
 };
-use crate::sample_v2::{check_chunk, check_sample_v2, write_sample_v2, Rule};
+use crate::writers::sample_v2::{check_chunk, check_sample_v2, write_sample_v2, Rule};
 
 /// 2024-03-01T12:00:00Z in ns.
 const NOON: i64 = 1_709_294_400_000_000_000;
@@ -168,7 +169,7 @@ fn a_symbolized_frame_is_written_as_sentry_stores_it() {
     // Reading the chunk back keeps what symbolization said.
     let read = read_chunk(&chunks[0].json).unwrap();
     let mut back = Profile::new("sample-v2");
-    let handles = crate::formats::sample_v2::import_frames(&mut back, &read);
+    let handles = crate::formats::sentry::chunk::import_frames(&mut back, &read);
     let tick = back.frame(handles[2]);
     assert_eq!(back.opt_str(tick.function), Some("tick"));
     assert_eq!(tick.function_start, Some(0x7000_1200));
@@ -224,7 +225,7 @@ fn a_pass_through_chunk_is_rewritten_with_its_symbolized_frames() {
     let json = serde_json::to_vec(&sdk_chunk()).unwrap();
     let chunk = read_chunk(&json).unwrap();
     assert!(check_chunk(&chunk).is_empty());
-    let (mut profile, mut output) = crate::pipeline::pass_through(PassThrough {
+    let (mut profile, mut output) = super::super::pass_through(PassThrough {
         chunk: chunk.clone(),
         json: json.clone(),
     });
@@ -237,7 +238,7 @@ fn a_pass_through_chunk_is_rewritten_with_its_symbolized_frames() {
         }
     });
 
-    assert_eq!(output.rewrite_frames(&profile).unwrap(), 1);
+    assert_eq!(rewrite_chunk(&mut output, &profile).unwrap(), 1);
     let rewritten = value(&output.json);
     let mut expected = sdk_chunk();
     let frames = &mut expected["profile"]["frames"];
@@ -273,11 +274,11 @@ fn a_pass_through_chunk_is_rewritten_with_its_symbolized_frames() {
     );
 
     // Read back, the chunk is its own symbolized model: rewriting again changes nothing.
-    let (again, mut output_again) = crate::pipeline::pass_through(PassThrough {
+    let (again, mut output_again) = super::super::pass_through(PassThrough {
         chunk: new.clone(),
         json: output.json.clone(),
     });
-    assert_eq!(output_again.rewrite_frames(&again).unwrap(), 0);
+    assert_eq!(rewrite_chunk(&mut output_again, &again).unwrap(), 0);
     assert_eq!(output_again.json, output.json);
 }
 

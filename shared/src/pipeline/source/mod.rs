@@ -1,45 +1,51 @@
-//! An upload's samples in the pieces its outputs are written from: the whole model at once;
+//! Where an upload's samples come from, whatever the decoder gave: the whole model at once;
 //! the windows of a long recording, as a second reading of the upload completes them; or the
-//! Sample v2 chunks an input already held, each with its own model.
+//! Sample v2 chunks an input already held, each with its own model. A [`SampleSource`] hands
+//! them to the [`Writers`] one [`Piece`] at a time, through the one entry the writers have.
 //!
 //! A second reading's samples wait in [`PendingSamples`] until no later one can fall into
-//! their window, then go to the [`ProfileWriter`], which writes them exactly as a conversion
-//! of the whole recording would. Memory then holds about one window of samples however long
-//! the recording is.
+//! their window, then go to the writers, which write them exactly as a conversion of the
+//! whole recording would. Memory then holds about one window of samples however long the
+//! recording is.
+
+mod pending;
+#[cfg(test)]
+mod tests;
 
 use super::clock::{days_between, days_of, Anchor};
-use super::outputs::Outputs;
-use super::pending_samples::PendingSamples;
-use super::profile_writer::ProfileWriter;
+use super::pass_through::rewrite_chunk;
 use crate::error::{ErrorKind, Result};
 use crate::formats::{apply_context_labels, context_relabeling, ContextLabels, TwoReadings};
 use crate::model::{Profile, SampleTable};
 use crate::plan::Grid;
-use crate::sample_v2::SampleV2Chunk;
 use crate::symbolize::{symbolize, SymbolSource, SymbolizeReport};
+use crate::writers::outputs::Outputs;
+use crate::writers::sample_v2::SampleV2Chunk;
+use crate::writers::{Piece, Writers};
+use pending::PendingSamples;
 
 /// Where an upload's samples come from.
-pub(crate) enum Pieces<'a> {
+pub(crate) enum SampleSource<'a> {
     /// The upload's model holds them all: one piece.
     Whole,
     /// A second reading of the upload hands them over; the model holds none yet.
     Read(Box<TwoReadings<'a>>),
     /// Sample v2 chunks the input held, passed through: each with its own model.
-    Chunks {
+    Given {
         models: Vec<Profile>,
         chunks: Vec<SampleV2Chunk>,
     },
 }
 
-/// What writing the pieces did.
-pub(crate) struct Written {
+/// What feeding the writers did.
+pub(crate) struct Fed {
     /// Samples the outputs were written from.
     pub samples: u64,
     /// How many pieces they came in.
     pub pieces: u64,
 }
 
-impl Pieces<'_> {
+impl SampleSource<'_> {
     /// Names native frames from `symbols`: in `profile`, the upload's model, or in each given
     /// chunk's own model, whose chunk is then written again through the typed schema.
     pub fn symbolize(
@@ -47,14 +53,14 @@ impl Pieces<'_> {
         profile: &mut Profile,
         symbols: &dyn SymbolSource,
     ) -> Result<SymbolizeReport> {
-        let Pieces::Chunks { models, chunks } = self else {
+        let SampleSource::Given { models, chunks } = self else {
             return symbolize(profile, symbols);
         };
         let mut symbolization = SymbolizeReport::default();
         for (model, chunk) in models.iter_mut().zip(chunks) {
             let report = symbolize(model, symbols)?;
             if report.symbolicated() > 0 {
-                chunk.rewrite_frames(model)?;
+                rewrite_chunk(chunk, model)?;
             }
             symbolization.merge(report);
         }
@@ -65,7 +71,7 @@ impl Pieces<'_> {
     /// `profile`, the upload's model, now, and a second reading's as they are read.
     pub fn apply_context_labels(&mut self, profile: &mut Profile, contexts: &ContextLabels) {
         match self {
-            Pieces::Read(reading) => reading.relabel(context_relabeling(profile, contexts)),
+            SampleSource::Read(reading) => reading.relabel(context_relabeling(profile, contexts)),
             _ => apply_context_labels(profile, contexts),
         }
     }
@@ -74,51 +80,54 @@ impl Pieces<'_> {
     /// model.
     pub fn days(&self, profile: &Profile, anchor: Anchor) -> Option<std::ops::RangeInclusive<i64>> {
         match self {
-            Pieces::Read(reading) => reading.bounds.map(|b| days_between(b, anchor)),
+            SampleSource::Read(reading) => reading.bounds.map(|b| days_between(b, anchor)),
             _ => days_of(profile),
         }
     }
 
-    /// Writes every piece's outputs; `profile` is the upload's model. The samples a second
-    /// reading hands over are moved by `anchor` as they are written.
-    pub fn write(
+    /// Hands every sample to `writers`, a piece at a time; `profile` is the upload's model.
+    /// The samples a second reading hands over are moved by `anchor` as they are handed on.
+    pub fn feed(
         &mut self,
         profile: &mut Profile,
         anchor: Anchor,
-        writer: &mut ProfileWriter,
+        writers: &mut Writers,
         out: &mut Outputs,
-    ) -> Result<Written> {
+    ) -> Result<Fed> {
         let samples = profile.samples().len() as u64;
-        match self {
-            Pieces::Whole => {
+        let piece = match self {
+            SampleSource::Whole => {
                 // The model is complete: only read from here on.
                 profile.release_stack_lookups();
-                writer.add(profile, Grid::of(profile), out)?
+                Piece::Windows(Grid::of(profile))
             }
-            Pieces::Read(reading) => return write_read(reading, profile, anchor, writer, out),
-            Pieces::Chunks { models, chunks } => writer.add_given(models, chunks, out)?,
-        }
-        Ok(Written { samples, pieces: 1 })
+            SampleSource::Read(reading) => {
+                return feed_read(reading, profile, anchor, writers, out)
+            }
+            SampleSource::Given { models, chunks } => Piece::Given { models, chunks },
+        };
+        writers.add(profile, piece, out)?;
+        Ok(Fed { samples, pieces: 1 })
     }
 
     /// The models the outputs were written from: `profile`, the upload's, or the chunks' own.
     pub fn models<'p>(&'p self, profile: &'p Profile) -> Vec<&'p Profile> {
         match self {
-            Pieces::Chunks { models, .. } => models.iter().collect(),
+            SampleSource::Given { models, .. } => models.iter().collect(),
             _ => vec![profile],
         }
     }
 }
 
-/// Reads the samples again and writes their windows as they complete.
-fn write_read(
+/// Reads the samples again and hands their windows on as they complete.
+fn feed_read(
     reading: &mut TwoReadings<'_>,
     profile: &mut Profile,
     anchor: Anchor,
-    writer: &mut ProfileWriter,
+    writers: &mut Writers,
     out: &mut Outputs,
-) -> Result<Written> {
-    let mut written = Written {
+) -> Result<Fed> {
+    let mut fed = Fed {
         samples: 0,
         pieces: 0,
     };
@@ -130,52 +139,52 @@ fn write_read(
             return Err(late(format, position, time));
         }
         pending.push(sample);
-        written.samples += 1;
+        fed.samples += 1;
         // The last windows wait for the reading to end, its decoder's state freed.
         match watermark {
             Some(mark) => {
-                write_complete(&mut pending, Some(mark), profile, writer, out, &mut written)?;
-                write_part(&mut pending, mark, profile, writer, out, &mut written)
+                feed_complete(&mut pending, Some(mark), profile, writers, out, &mut fed)?;
+                feed_part(&mut pending, mark, profile, writers, out, &mut fed)
             }
             None => Ok(()),
         }
     })?;
-    write_complete(&mut pending, None, profile, writer, out, &mut written)?;
+    feed_complete(&mut pending, None, profile, writers, out, &mut fed)?;
     if dropped > 0 {
         *profile.stats.entry("clock_conversion_failed").or_default() += dropped;
     }
-    Ok(written)
+    Ok(fed)
 }
 
-/// Writes the windows complete at `watermark` (all that wait when `None`), as one piece.
-fn write_complete(
+/// Hands on the windows complete at `watermark` (all that wait when `None`), as one piece.
+fn feed_complete(
     pending: &mut PendingSamples,
     watermark: Option<i64>,
     profile: &mut Profile,
-    writer: &mut ProfileWriter,
+    writers: &mut Writers,
     out: &mut Outputs,
-    written: &mut Written,
+    fed: &mut Fed,
 ) -> Result<()> {
     if pending.ready(watermark) && pending.take(watermark, profile).is_some() {
-        written.pieces += 1;
-        writer.add(profile, pending.grid(), out)?;
+        fed.pieces += 1;
+        writers.add(profile, Piece::Windows(pending.grid()), out)?;
         profile.replace_samples(SampleTable::default());
     }
     Ok(())
 }
 
-/// Writes the samples before `watermark` of a window not complete yet, when many wait.
-fn write_part(
+/// Hands on the samples before `watermark` of a window not complete yet, when many wait.
+fn feed_part(
     pending: &mut PendingSamples,
     watermark: i64,
     profile: &mut Profile,
-    writer: &mut ProfileWriter,
+    writers: &mut Writers,
     out: &mut Outputs,
-    written: &mut Written,
+    fed: &mut Fed,
 ) -> Result<()> {
     if pending.take_part(watermark, profile).is_some() {
-        written.pieces += 1;
-        writer.add_part(profile, pending.grid(), out)?;
+        fed.pieces += 1;
+        writers.add(profile, Piece::PartOfWindow(pending.grid()), out)?;
         profile.replace_samples(SampleTable::default());
     }
     Ok(())

@@ -1,0 +1,12 @@
+//! Sentry Sample v2 as an output: writing chunks from plans, and the chunk JSON of the typed
+//! schema. The chunk's shape and Relay's rules are [`crate::relay`]'s, shared with the reader
+//! in the formats; this writer reaches no format.
+
+mod write;
+
+pub use crate::relay::{check_chunk, check_sample_v2, schema, Rule, Violation};
+pub(crate) use write::model_frame_rows;
+pub use write::{
+    prepare_planned_chunk, write_chunk, write_planned_chunk, write_sample_v2, PreparedChunk,
+    SampleV2Chunk, StreamedChunk,
+};
