@@ -257,7 +257,7 @@ pub(crate) fn limits() -> anyhow::Result<Limits> {
 }
 
 /// `PROFLAKE_STREAM_ABOVE_BYTES`, as the convert function reads it: Perfetto uploads larger
-/// than this are converted in two passes, a window at a time.
+/// than this are converted with a second pass, a window at a time.
 fn stream_above_bytes() -> anyhow::Result<Option<u64>> {
     Ok(proflake::jobs::stream_above_bytes_from(|name| {
         std::env::var(name).ok()

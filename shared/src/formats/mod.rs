@@ -21,11 +21,11 @@ mod pprof;
 mod pprof_legacy;
 mod protowire;
 pub(crate) mod sample_v2;
+mod second_pass;
 mod sentry;
 mod spans;
 mod speedscope;
 mod text_blocks;
-mod two_readings;
 mod v8;
 mod value_types;
 
@@ -38,8 +38,8 @@ pub(crate) use jfr::{
 };
 pub(crate) use otlp::{read_request as read_otlp_request, RequestSummary as OtlpRequest};
 pub use sample_v2::PassThrough;
-pub use two_readings::Reopen;
-pub(crate) use two_readings::{decode_in_two_readings, Decoding, TwoReadings};
+pub use second_pass::Reopen;
+pub(crate) use second_pass::{decode_first_pass, Decoding, SecondPass};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::limits::Limits;

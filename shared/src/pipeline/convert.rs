@@ -35,18 +35,18 @@ pub struct ConvertOptions {
     pub require_start_time: bool,
     /// What the input may make the conversion do.
     pub limits: Limits,
-    /// Perfetto uploads of more stored bytes than this that can be read twice are converted
-    /// in two passes, a window at a time ([`STREAM_ABOVE_BYTES`] when `None`).
+    /// Perfetto uploads of more stored bytes than this that can be read again are converted
+    /// with a second pass, a window at a time ([`STREAM_ABOVE_BYTES`] when `None`).
     pub stream_above_bytes: Option<u64>,
     /// The ETag of the metadata sidecar `metadata` was read from, recorded in the manifest.
     pub metadata_etag: Option<String>,
 }
 
-/// Perfetto uploads larger than this are converted a window at a time when they can be read
-/// twice. The second pass costs about a sixth more CPU, for memory that holds a window of
-/// samples instead of all of them (12 bytes each): a trace of this size converted whole peaks
-/// about as high as a long one converted a window at a time (62 vs 60 MB at 16 threads
-/// sampled at 1 kHz), so below it the CPU would buy nothing.
+/// Perfetto uploads larger than this are converted a window at a time, with a second pass,
+/// when they can be read again. The second pass costs about a sixth more CPU, for memory that
+/// holds a window of samples instead of all of them (12 bytes each): a trace of this size
+/// converted whole peaks about as high as a long one converted a window at a time (62 vs 60 MB
+/// at 16 threads sampled at 1 kHz), so below it the CPU would buy nothing.
 pub const STREAM_ABOVE_BYTES: u64 = 64 << 20;
 
 /// [`ConvertOptions::stream_above_bytes`] as the functions and the command line read it from
@@ -161,15 +161,15 @@ fn convert_inner(
     sink: &mut dyn OutputSink,
 ) -> Result<ConvertReport> {
     options.metadata.validate()?;
-    // A long recording is read twice only when the end need not be known before the first
-    // window is written (see `streamable`).
-    let read_twice_above = streamable(&options.metadata)
+    // A long recording gets a second pass only when the end need not be known before the
+    // first window is written (see `streamable`).
+    let second_pass_above = streamable(&options.metadata)
         .then(|| options.stream_above_bytes.unwrap_or(STREAM_ABOVE_BYTES));
     let upload = decode_upload(
         bytes,
         options.format,
         &options.limits,
-        read_twice_above,
+        second_pass_above,
         symbols,
     )?;
     let (mut decoded, mut pieces) = (upload.decoded, upload.pieces);
@@ -186,7 +186,7 @@ fn convert_inner(
     let trace_clock_start = (!options.require_start_time)
         .then_some(options.received_at_ns)
         .flatten();
-    let clock = on_the_clock(
+    let clock = place_on_wall_clock(
         profile,
         &pieces,
         &metadata,
@@ -238,7 +238,7 @@ fn convert_inner(
 const MAX_MANIFEST_FINDINGS: usize = 100;
 
 /// How an upload's samples were put on the wall clock.
-struct OnTheClock {
+struct WallClockPlacement {
     anchor: Anchor,
     /// How the manifest says the times were obtained.
     timestamps: String,
@@ -252,7 +252,7 @@ struct OnTheClock {
     upload: ClockSource,
 }
 
-impl OnTheClock {
+impl WallClockPlacement {
     /// How the manifest says the times were obtained, once the chunks are written: laid out
     /// from aggregated weights, or as the clock gave them (and spans sampled, if they were).
     fn timestamps(self, sample_v2: &ManifestSampleV2) -> String {
@@ -277,13 +277,13 @@ impl OnTheClock {
 /// Puts `profile` on the wall clock and gives aggregated samples a start (chunks given whole
 /// carry their own times). A trace clock starts at `trace_clock_start` when nothing else says
 /// when (`None`: it is refused).
-fn on_the_clock(
+fn place_on_wall_clock(
     profile: &mut Profile,
     pieces: &Pieces<'_>,
     metadata: &UploadMetadata,
     received_at_ns: Option<i64>,
     trace_clock_start: Option<i64>,
-) -> Result<OnTheClock> {
+) -> Result<WallClockPlacement> {
     let anchored = anchor(profile, metadata.timestamp, trace_clock_start)?;
     let (start, aggregated) = match pieces {
         Pieces::Chunks { .. } => ("", None),
@@ -301,7 +301,7 @@ fn on_the_clock(
     if let Pieces::Whole = pieces {
         cut_spans_at_windows(profile);
     }
-    Ok(OnTheClock {
+    Ok(WallClockPlacement {
         anchor: anchored.anchor,
         timestamps: anchored.text,
         start,
@@ -330,7 +330,7 @@ fn write_pieces(
     out: &mut Outputs,
 ) -> Result<Wrote> {
     if let Some(days) = pieces.days(profile, anchor) {
-        out.intend(&writer.keys(days, profile))?;
+        out.record_pending(&writer.keys(days, profile))?;
     }
     let written = pieces.write(profile, anchor, &mut writer, out)?;
     let (series, sample_v2) = writer.finish(&pieces.models(profile), index, out)?;

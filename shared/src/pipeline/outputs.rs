@@ -28,8 +28,9 @@ pub trait OutputSink {
     /// Finishes an open object: it appears at its key now.
     fn close(&mut self, object: ObjectId) -> Result<()>;
     /// Says which objects outside the conversion's own folder are about to be written, before
-    /// any is: a store records them, so that a job cut short can still be cleaned up.
-    fn intend(&mut self, _keys: &[&str]) -> Result<()> {
+    /// any is: a store records them in the conversion's [`PendingConversion`] record, so that a
+    /// job cut short can still be cleaned up.
+    fn record_pending(&mut self, _keys: &[&str]) -> Result<()> {
         Ok(())
     }
 }
@@ -161,7 +162,7 @@ impl OutputSink for StoreOutputs<'_> {
         Ok(())
     }
 
-    fn intend(&mut self, keys: &[&str]) -> Result<()> {
+    fn record_pending(&mut self, keys: &[&str]) -> Result<()> {
         match &self.pending {
             Some((key, source_id)) => PendingConversion::write(self.store, key, source_id, keys),
             None => Ok(()),
@@ -230,10 +231,10 @@ fn listed_as(key: &str, kind: String, bytes: u64, sha256: String) -> ManifestOut
 
 impl<'s> Outputs<'s> {
     /// Passes on which tables and index entries are about to be written (see
-    /// [`OutputSink::intend`]).
-    pub fn intend<'k>(&mut self, keys: impl IntoIterator<Item = &'k String>) -> Result<()> {
+    /// [`OutputSink::record_pending`]).
+    pub fn record_pending<'k>(&mut self, keys: impl IntoIterator<Item = &'k String>) -> Result<()> {
         let keys: Vec<&str> = keys.into_iter().map(String::as_str).collect();
-        self.sink.intend(&keys)
+        self.sink.record_pending(&keys)
     }
 
     pub fn new(sink: &'s mut dyn OutputSink) -> Self {
@@ -345,9 +346,9 @@ pub(crate) struct TableOutputs<'o, 's> {
 }
 
 impl TableSink for TableOutputs<'_, '_> {
-    fn intend(&mut self, keys: &[String]) -> Result<()> {
+    fn record_pending(&mut self, keys: &[String]) -> Result<()> {
         let index = self.index.iter().map(|(key, _)| key);
-        self.out.intend(keys.iter().chain(index))
+        self.out.record_pending(keys.iter().chain(index))
     }
 
     fn open(&mut self, table: Table, key: &str) -> Result<FileId> {

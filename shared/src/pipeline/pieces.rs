@@ -1,8 +1,8 @@
 //! An upload's samples in the pieces its outputs are written from: the whole model at once;
-//! the windows of a long recording, as a second reading of the upload completes them; or the
+//! the windows of a long recording, as a second pass over the upload completes them; or the
 //! Sample v2 chunks an input already held, each with its own model.
 //!
-//! A second reading's samples wait in [`PendingSamples`] until no later one can fall into
+//! A second pass's samples wait in [`PendingSamples`] until no later one can fall into
 //! their window, then go to the [`ProfileWriter`], which writes them exactly as a conversion
 //! of the whole recording would. Memory then holds about one window of samples however long
 //! the recording is.
@@ -12,7 +12,7 @@ use super::outputs::Outputs;
 use super::pending_samples::PendingSamples;
 use super::profile_writer::ProfileWriter;
 use crate::error::{ErrorKind, Result};
-use crate::formats::{apply_context_labels, context_relabeling, ContextLabels, TwoReadings};
+use crate::formats::{apply_context_labels, context_relabeling, ContextLabels, SecondPass};
 use crate::model::{Profile, SampleTable};
 use crate::plan::Grid;
 use crate::sample_v2::SampleV2Chunk;
@@ -22,8 +22,8 @@ use crate::symbolize::{symbolize, SymbolSource, SymbolizeReport};
 pub(crate) enum Pieces<'a> {
     /// The upload's model holds them all: one piece.
     Whole,
-    /// A second reading of the upload hands them over; the model holds none yet.
-    Read(Box<TwoReadings<'a>>),
+    /// A second pass over the upload hands them over; the model holds none yet.
+    Read(Box<SecondPass<'a>>),
     /// Sample v2 chunks the input held, passed through: each with its own model.
     Chunks {
         models: Vec<Profile>,
@@ -62,10 +62,10 @@ impl Pieces<'_> {
     }
 
     /// Gives the samples with a context `contexts` knows that context's labels: those in
-    /// `profile`, the upload's model, now, and a second reading's as they are read.
+    /// `profile`, the upload's model, now, and a second pass's as they are read.
     pub fn apply_context_labels(&mut self, profile: &mut Profile, contexts: &ContextLabels) {
         match self {
-            Pieces::Read(reading) => reading.relabel(context_relabeling(profile, contexts)),
+            Pieces::Read(pass) => pass.relabel(context_relabeling(profile, contexts)),
             _ => apply_context_labels(profile, contexts),
         }
     }
@@ -74,13 +74,13 @@ impl Pieces<'_> {
     /// model.
     pub fn days(&self, profile: &Profile, anchor: Anchor) -> Option<std::ops::RangeInclusive<i64>> {
         match self {
-            Pieces::Read(reading) => reading.bounds.map(|b| days_between(b, anchor)),
+            Pieces::Read(pass) => pass.bounds.map(|b| days_between(b, anchor)),
             _ => days_of(profile),
         }
     }
 
     /// Writes every piece's outputs; `profile` is the upload's model. The samples a second
-    /// reading hands over are moved by `anchor` as they are written.
+    /// pass hands over are moved by `anchor` as they are written.
     pub fn write(
         &mut self,
         profile: &mut Profile,
@@ -95,7 +95,7 @@ impl Pieces<'_> {
                 profile.release_stack_lookups();
                 writer.add(profile, Grid::of(profile), out)?
             }
-            Pieces::Read(reading) => return write_read(reading, profile, anchor, writer, out),
+            Pieces::Read(pass) => return write_read(pass, profile, anchor, writer, out),
             Pieces::Chunks { models, chunks } => writer.add_given(models, chunks, out)?,
         }
         Ok(Written { samples, pieces: 1 })
@@ -112,7 +112,7 @@ impl Pieces<'_> {
 
 /// Reads the samples again and writes their windows as they complete.
 fn write_read(
-    reading: &mut TwoReadings<'_>,
+    pass: &mut SecondPass<'_>,
     profile: &mut Profile,
     anchor: Anchor,
     writer: &mut ProfileWriter,
@@ -123,15 +123,15 @@ fn write_read(
         pieces: 0,
     };
     let mut pending = PendingSamples::new(anchor);
-    let format = reading.format.name();
-    let dropped = reading.read_samples(&mut |position, sample, watermark| {
+    let format = pass.format.name();
+    let dropped = pass.read_samples(&mut |position, sample, watermark| {
         let time = sample.time.unwrap_or_default();
         if pending.is_late(time) {
             return Err(late(format, position, time));
         }
         pending.push(sample);
         written.samples += 1;
-        // The last windows wait for the reading to end, its decoder's state freed.
+        // The last windows wait for the second pass to end, its decoder's state freed.
         match watermark {
             Some(mark) => {
                 write_complete(&mut pending, Some(mark), profile, writer, out, &mut written)?;
@@ -181,7 +181,7 @@ fn write_part(
     Ok(())
 }
 
-/// A sample that arrived after the first reading said none that early was left.
+/// A sample that arrived after the first pass said none that early was left.
 fn late(format: &'static str, position: u64, time: i64) -> crate::Error {
     ErrorKind::Malformed {
         format,

@@ -1,6 +1,6 @@
 //! Writing an upload's outputs piece by piece.
 //!
-//! An upload decoded whole hands its samples over in one piece; a long recording read twice
+//! An upload decoded whole hands its samples over in one piece; a long recording's second pass
 //! hands them over a few windows at a time, the model (frames, stacks, threads) already
 //! complete. Either way each piece is planned on the upload's grid and written window by
 //! window: the window's Sample v2 chunks, then its rows into the open `samples` files. The
