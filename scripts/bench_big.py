@@ -8,7 +8,7 @@ order so drift hits every command alike, N runs (default 5) of each of:
 
   upb        protobuf's upb backend parses the file (scripts/upb_parse.py; parse-only baseline)
   convert    `proflake convert FILE --out DIR` into a fresh directory (the whole job, written);
-             Perfetto traces over 64 MiB are converted a window at a time, in two passes
+             Perfetto traces over 64 MiB are converted a window at a time, with a second pass
   whole      the same with PROFLAKE_STREAM_ABOVE_BYTES set past the file (Perfetto only)
   inspect    `proflake inspect FILE`
   decode     `proflake inspect FILE --decode-only` (decoding alone, nothing summarized)

@@ -78,12 +78,11 @@ pub mod jobs {
     };
     pub use crate::limits::LimitsError;
     pub use crate::pipeline::{
-        convert_into, convert_upload, convert_upload_with, decode, decode_stream_with_limits,
-        decode_with_limits, indexed_uploads, process_upload, rehydrate, rehydrate_keys,
-        stream_above_bytes_from, ConvertOptions, ConvertReport, Converted, ConvertedUpload,
-        Decoded, ErrorReport, MemoryOutputs, Outcome, OutputSink, ProcessOptions, Quarantine,
-        RehydrateOptions, RehydratePage, RehydrateScope, Reopen, SkipReason, StoreOutputs,
-        UploadInput, ERROR_REPORT_VERSION, STREAM_ABOVE_BYTES,
+        convert_upload, convert_upload_with, decode, decode_stream_with_limits, decode_with_limits,
+        indexed_uploads, process_upload, rehydrate, rehydrate_keys, stream_above_bytes_from,
+        ConvertOptions, Converted, ConvertedUpload, Decoded, ErrorReport, Outcome, ProcessOptions,
+        Quarantine, RehydrateOptions, RehydratePage, RehydrateScope, SkipReason,
+        ERROR_REPORT_VERSION, STREAM_ABOVE_BYTES,
     };
 }
 

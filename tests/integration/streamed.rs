@@ -1,4 +1,4 @@
-//! Long Perfetto traces and JFR recordings converted in two readings, a window at a time,
+//! Long Perfetto traces and JFR recordings converted with a second pass, a window at a time,
 //! give byte for byte the outputs of the same inputs converted whole: every object the
 //! conversion stores, the manifest included.
 
@@ -143,7 +143,7 @@ fn jfr_chunk_starts(recording: &[u8]) -> Vec<usize> {
 }
 
 #[test]
-fn a_jfr_recording_in_two_readings_is_the_recording_converted_whole() {
+fn a_jfr_recording_with_a_second_pass_is_the_recording_converted_whole() {
     let recording = fixture(JFR_CHUNKS);
     let out = assert_same("uploads/chunks.jfr.gz", &recording, None, 1);
     let m = manifest(&out);
@@ -155,7 +155,7 @@ fn a_jfr_recording_in_two_readings_is_the_recording_converted_whole() {
 fn a_jfr_recording_over_minutes_is_written_a_chunk_at_a_time() {
     // The same chunks, each started 100 s after the one before (the header's start time, in
     // ns since the epoch at byte 32, places every event's ticks): each chunk's samples are
-    // written once the next chunk's first-reading bounds say no earlier sample is left.
+    // written once the next chunk's first-pass bounds say no earlier sample is left.
     let mut recording = plain(fixture(JFR_CHUNKS), JFR_CHUNKS);
     let starts = jfr_chunk_starts(&recording);
     assert_eq!(starts.len(), 3);

@@ -87,6 +87,10 @@ struct ConvertArgs {
     /// (the file's mtime).
     #[arg(long)]
     require_start_time: bool,
+    /// Threads one conversion may use (default: every core). With 1 it runs on one thread;
+    /// the outputs are the same bytes either way.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    threads: Option<u16>,
     /// Do not publish the conversions into the lake (DIR/lake/) at the end.
     #[arg(long)]
     no_publish: bool,
@@ -156,6 +160,10 @@ struct ProcessArgs {
     /// (the file's mtime).
     #[arg(long)]
     require_start_time: bool,
+    /// Threads one conversion may use (default: every core). With 1 it runs on one thread;
+    /// the outputs are the same bytes either way.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    threads: Option<u16>,
     /// Do not publish the conversions into the lake (DIR/lake/) at the end.
     #[arg(long)]
     no_publish: bool,
@@ -257,7 +265,7 @@ pub(crate) fn limits() -> anyhow::Result<Limits> {
 }
 
 /// `PROFLAKE_STREAM_ABOVE_BYTES`, as the convert function reads it: Perfetto uploads larger
-/// than this are converted in two passes, a window at a time.
+/// than this are converted with a second pass, a window at a time.
 fn stream_above_bytes() -> anyhow::Result<Option<u64>> {
     Ok(proflake::jobs::stream_above_bytes_from(|name| {
         std::env::var(name).ok()
@@ -308,6 +316,7 @@ fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
         limits: limits()?,
         stream_above_bytes: stream_above_bytes()?,
         require_start_time: args.require_start_time,
+        threads: args.threads.map(usize::from),
         ..ProcessOptions::default()
     };
     let store = LocalDirStore::new(&args.out);
@@ -461,6 +470,7 @@ fn process(mut args: ProcessArgs) -> anyhow::Result<ExitCode> {
         reconvert: args.reconvert,
         stream_above_bytes: stream_above_bytes()?,
         require_start_time: args.require_start_time,
+        threads: args.threads.map(usize::from),
         ..ProcessOptions::default()
     };
     let (mut done, mut failed) = (0usize, 0usize);

@@ -13,7 +13,7 @@ pub const DEFAULT_FUNCTION_NAME: &str = "proflake-convert";
 ///
 /// | variable | meaning | default |
 /// |---|---|---|
-/// | `PROFLAKE_STREAM_ABOVE_BYTES` | Perfetto uploads larger than this are converted in two passes, a window at a time | [`proflake::jobs::STREAM_ABOVE_BYTES`] |
+/// | `PROFLAKE_STREAM_ABOVE_BYTES` | Perfetto uploads larger than this are converted with a second pass, a window at a time | [`proflake::jobs::STREAM_ABOVE_BYTES`] |
 /// | `PROFLAKE_REQUIRE_START_TIME` | `true`: an upload on a clock of its own that neither it nor its metadata places on the wall clock is quarantined (`no_wall_clock`) instead of placed at its arrival | `false` |
 ///
 /// `AWS_LAMBDA_FUNCTION_NAME` defaults to [`DEFAULT_FUNCTION_NAME`].

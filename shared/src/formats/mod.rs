@@ -20,11 +20,11 @@ mod perfetto;
 mod pprof;
 mod pprof_legacy;
 mod protowire;
+mod second_pass;
 pub(crate) mod sentry;
 mod spans;
 mod speedscope;
 mod text_blocks;
-mod two_readings;
 mod v8;
 mod value_types;
 
@@ -36,9 +36,9 @@ pub(crate) use jfr::{
     apply_context_labels, context_relabeling, read_snapshot as read_labels_snapshot, ContextLabels,
 };
 pub(crate) use otlp::{read_request as read_otlp_request, RequestSummary as OtlpRequest};
+pub use second_pass::Reopen;
+pub(crate) use second_pass::{decode_first_pass, Decoding, SecondPass};
 pub use sentry::chunk::PassThrough;
-pub use two_readings::Reopen;
-pub(crate) use two_readings::{decode_in_two_readings, Decoding, TwoReadings};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::limits::Limits;

@@ -146,7 +146,7 @@ impl Lake {
         for table in Table::ALL {
             self.publish_table(outputs, table, &work, batch, &mut report)?;
         }
-        self.settle(outputs, &work, &mut report)?;
+        self.record_batch(outputs, &work, &mut report)?;
         let done = unfinished.iter().map(|(k, _)| k.as_str());
         remove_batches(outputs, done.chain([batch_key.as_str()]))?;
         Ok(report)
@@ -201,7 +201,7 @@ impl Lake {
     }
 
     /// After every table committed: counts what the batch did, and writes each key's record.
-    fn settle(
+    fn record_batch(
         &self,
         outputs: &dyn ObjectStore,
         work: &[Work],
@@ -225,7 +225,7 @@ impl Lake {
                 report.max_lag_ms = Some(report.max_lag_ms.map_or(lag, |m| m.max(lag)));
             }
         }
-        let settled = parallel::map(self.in_flight(), work, |w| match &w.want {
+        let recorded = parallel::map(self.in_flight(), work, |w| match &w.want {
             Some(c) => ledger::write(
                 outputs,
                 &w.key_id,
@@ -237,7 +237,7 @@ impl Lake {
             ),
             None => ledger::remove(outputs, &w.key_id),
         });
-        settled.into_iter().collect::<Result<Vec<()>>>()?;
+        recorded.into_iter().collect::<Result<Vec<()>>>()?;
         Ok(())
     }
 
@@ -461,7 +461,7 @@ enum Planned {
     Unpublishable(Quarantined),
 }
 
-/// Removes the records of batches whose keys are all settled now.
+/// Removes the records of batches whose keys are all up to date now.
 fn remove_batches<'k>(
     outputs: &dyn ObjectStore,
     keys: impl Iterator<Item = &'k str>,
@@ -492,9 +492,9 @@ fn plan_key(outputs: &dyn ObjectStore, key_id: &str, left: &[Held]) -> Result<Pl
         }
         Err(e) => return Err(e),
     };
-    let settled =
+    let up_to_date =
         had.pending.is_empty() && had.published.as_ref() == want.as_ref().map(|c| &c.held);
-    if settled {
+    if up_to_date {
         return Ok(Planned::UpToDate);
     }
     Ok(Planned::Work(Box::new(Work {

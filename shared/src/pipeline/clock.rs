@@ -52,7 +52,7 @@ pub(crate) struct Anchored {
 /// start at the metadata's `start_seconds`, else at the start the input records, else at
 /// `arrival_ns` (the upload's arrival; `None` when unknown or when the caller requires a
 /// start time), else it fails. The samples it holds are moved now; the anchor moves those a
-/// second reading hands over.
+/// second pass hands over.
 pub(crate) fn anchor(
     profile: &mut Profile,
     start_seconds: Option<f64>,

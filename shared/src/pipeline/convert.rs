@@ -35,18 +35,29 @@ pub struct ConvertOptions {
     pub require_start_time: bool,
     /// What the input may make the conversion do.
     pub limits: Limits,
-    /// Perfetto uploads of more stored bytes than this that can be read twice are converted
-    /// in two passes, a window at a time ([`STREAM_ABOVE_BYTES`] when `None`).
+    /// Perfetto uploads of more stored bytes than this that can be read again are converted
+    /// with a second pass, a window at a time ([`STREAM_ABOVE_BYTES`] when `None`).
     pub stream_above_bytes: Option<u64>,
     /// The ETag of the metadata sidecar `metadata` was read from, recorded in the manifest.
     pub metadata_etag: Option<String>,
+    /// Threads a conversion may use (`None`: as many as the machine has). With 1 it runs on
+    /// the caller's thread alone; the outputs are the same bytes either way.
+    pub threads: Option<usize>,
 }
 
-/// Perfetto uploads larger than this are converted a window at a time when they can be read
-/// twice. The second pass costs about a sixth more CPU, for memory that holds a window of
-/// samples instead of all of them (12 bytes each): a trace of this size converted whole peaks
-/// about as high as a long one converted a window at a time (62 vs 60 MB at 16 threads
-/// sampled at 1 kHz), so below it the CPU would buy nothing.
+/// The threads a conversion uses: `threads`, or as many as the machine has.
+fn threads_of(threads: Option<usize>) -> usize {
+    threads
+        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+        .unwrap_or(1)
+        .max(1)
+}
+
+/// Perfetto uploads larger than this are converted a window at a time, with a second pass,
+/// when they can be read again. The second pass costs about a sixth more CPU, for memory that
+/// holds a window of samples instead of all of them (12 bytes each): a trace of this size
+/// converted whole peaks about as high as a long one converted a window at a time (62 vs 60 MB
+/// at 16 threads sampled at 1 kHz), so below it the CPU would buy nothing.
 pub const STREAM_ABOVE_BYTES: u64 = 64 << 20;
 
 /// [`ConvertOptions::stream_above_bytes`] as the functions and the command line read it from
@@ -92,7 +103,7 @@ impl Converted {
 
 /// What a conversion into a sink produced, beside the objects themselves.
 #[derive(Debug)]
-pub struct ConvertReport {
+pub(crate) struct ConvertReport {
     /// The decoded input.
     pub decoded: Decoded,
     /// The manifest, written to the sink last.
@@ -138,13 +149,13 @@ pub fn convert_upload_with(
 
 /// Converts one upload, naming its native frames from `symbols`, and hands each object to
 /// `sink` as it is produced and the manifest last. Errors name `source_key`.
-pub fn convert_into(
+pub(crate) fn convert_into(
     source_key: &str,
     etag: &str,
     bytes: UploadInput<'_>,
     options: &ConvertOptions,
     symbols: &dyn SymbolSource,
-    sink: &mut dyn OutputSink,
+    sink: &mut dyn OutputSink<'_>,
 ) -> Result<ConvertReport> {
     convert_inner(source_key, etag, bytes, options, symbols, sink)
         .map_err(|e| e.for_input(source_key))
@@ -158,18 +169,18 @@ fn convert_inner(
     bytes: UploadInput<'_>,
     options: &ConvertOptions,
     symbols: &dyn SymbolSource,
-    sink: &mut dyn OutputSink,
+    sink: &mut dyn OutputSink<'_>,
 ) -> Result<ConvertReport> {
     options.metadata.validate()?;
-    // A long recording is read twice only when the end need not be known before the first
-    // window is written (see `streamable`).
-    let read_twice_above = streamable(&options.metadata)
+    // A long recording gets a second pass only when the end need not be known before the
+    // first window is written (see `streamable`).
+    let second_pass_above = streamable(&options.metadata)
         .then(|| options.stream_above_bytes.unwrap_or(STREAM_ABOVE_BYTES));
     let upload = decode_upload(
         bytes,
         options.format,
         &options.limits,
-        read_twice_above,
+        second_pass_above,
         symbols,
     )?;
     let (mut decoded, mut source) = (upload.decoded, upload.source);
@@ -186,7 +197,7 @@ fn convert_inner(
     let trace_clock_start = (!options.require_start_time)
         .then_some(options.received_at_ns)
         .flatten();
-    let clock = on_the_clock(
+    let clock = place_on_wall_clock(
         profile,
         &source,
         &metadata,
@@ -206,7 +217,7 @@ fn convert_inner(
         manifest_key: &manifest_key,
         symbolization: &symbolization,
     };
-    let writers = Writers::new(&table_source, &metadata);
+    let writers = Writers::new(&table_source, &metadata, threads_of(options.threads));
     let wrote = write_outputs(profile, &mut source, clock.anchor, writers, index, &mut out)?;
     let timestamps = clock.timestamps(&wrote.sample_v2);
     let manifest = manifest_of(ManifestOf {
@@ -238,7 +249,7 @@ fn convert_inner(
 const MAX_MANIFEST_FINDINGS: usize = 100;
 
 /// How an upload's samples were put on the wall clock.
-struct OnTheClock {
+struct WallClockPlacement {
     anchor: Anchor,
     /// How the manifest says the times were obtained.
     timestamps: String,
@@ -252,7 +263,7 @@ struct OnTheClock {
     upload: ClockSource,
 }
 
-impl OnTheClock {
+impl WallClockPlacement {
     /// How the manifest says the times were obtained, once the chunks are written: laid out
     /// from aggregated weights, or as the clock gave them (and spans sampled, if they were).
     fn timestamps(self, sample_v2: &ManifestSampleV2) -> String {
@@ -277,13 +288,13 @@ impl OnTheClock {
 /// Puts `profile` on the wall clock and gives aggregated samples a start (chunks given whole
 /// carry their own times). A trace clock starts at `trace_clock_start` when nothing else says
 /// when (`None`: it is refused).
-fn on_the_clock(
+fn place_on_wall_clock(
     profile: &mut Profile,
     source: &SampleSource<'_>,
     metadata: &UploadMetadata,
     received_at_ns: Option<i64>,
     trace_clock_start: Option<i64>,
-) -> Result<OnTheClock> {
+) -> Result<WallClockPlacement> {
     let anchored = anchor(profile, metadata.timestamp, trace_clock_start)?;
     let (start, aggregated) = match source {
         SampleSource::Given { .. } => ("", None),
@@ -301,7 +312,7 @@ fn on_the_clock(
     if let SampleSource::Whole = source {
         cut_spans_at_windows(profile);
     }
-    Ok(OnTheClock {
+    Ok(WallClockPlacement {
         anchor: anchored.anchor,
         timestamps: anchored.text,
         start,
@@ -330,7 +341,7 @@ fn write_outputs(
     out: &mut Outputs,
 ) -> Result<Wrote> {
     if let Some(days) = source.days(profile, anchor) {
-        out.intend(&writers.keys(days, profile))?;
+        out.record_pending(&writers.keys(days, profile))?;
     }
     let fed = source.feed(profile, anchor, &mut writers, out)?;
     let (series, sample_v2) = writers.finish(&source.models(profile), index, out)?;

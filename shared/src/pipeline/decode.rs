@@ -1,6 +1,6 @@
 //! Decoding an upload: the format's decoder builds the model (the Sample v2 chunks an input
 //! already holds are passed through, each with a model of its own). A long recording whose
-//! format allows it is decoded in two readings, its samples left for the second.
+//! format allows it is decoded as its model first, its samples left for a second pass.
 
 use std::cell::RefCell;
 use std::io::Read;
@@ -44,7 +44,7 @@ pub fn decode_stream_with_limits(
 }
 
 /// An upload's bytes as a conversion reads them.
-pub enum UploadInput<'a> {
+pub(crate) enum UploadInput<'a> {
     /// In memory.
     Bytes(&'a [u8]),
     /// The `len` bytes a reader gives (a stored file, an S3 body): a Perfetto trace is
@@ -88,22 +88,22 @@ impl UnwindBinaries for BinariesFrom<'_> {
     }
 }
 
-/// Decodes an upload for conversion: in two readings when it is a stream that can be read
-/// again, longer than `read_twice_above` bytes (`None`: never), and of a format that allows
-/// it; otherwise whole. Stacks recorded as bytes are unwound with the runtime binaries
-/// `symbols` holds.
+/// Decodes an upload for conversion: its samples left for a second pass when it is a stream
+/// that can be read again, longer than `second_pass_above` bytes (`None`: never), and of a
+/// format that allows it; otherwise whole. Stacks recorded as bytes are unwound with the
+/// runtime binaries `symbols` holds.
 pub(crate) fn decode_upload<'a>(
     input: UploadInput<'a>,
     format: Option<InputFormat>,
     limits: &Limits,
-    read_twice_above: Option<u64>,
+    second_pass_above: Option<u64>,
     symbols: &dyn SymbolSource,
 ) -> Result<DecodedUpload<'a>> {
     let binaries = BinariesFrom {
         symbols,
         failure: RefCell::new(None),
     };
-    let decoded = decode_with_binaries(input, format, limits, read_twice_above, &binaries);
+    let decoded = decode_with_binaries(input, format, limits, second_pass_above, &binaries);
     if let Some(failure) = binaries.failure.into_inner() {
         return Err(failure);
     }
@@ -114,7 +114,7 @@ fn decode_with_binaries<'a>(
     input: UploadInput<'a>,
     format: Option<InputFormat>,
     limits: &Limits,
-    read_twice_above: Option<u64>,
+    second_pass_above: Option<u64>,
     binaries: &dyn UnwindBinaries,
 ) -> Result<DecodedUpload<'a>> {
     let (input_bytes, decoding) = match input {
@@ -127,9 +127,9 @@ fn decode_with_binaries<'a>(
             reader,
             len,
             reopen: Some(reopen),
-        } if read_twice_above.is_some_and(|above| len > above) => (
+        } if second_pass_above.is_some_and(|above| len > above) => (
             len,
-            formats::decode_in_two_readings(reader, len, format, limits, reopen, binaries)?,
+            formats::decode_first_pass(reader, len, format, limits, reopen, binaries)?,
         ),
         UploadInput::Stream { reader, len, .. } => {
             let whole = formats::decode_stream_with(reader, len, format, limits, binaries)?;
@@ -148,15 +148,15 @@ fn decode_with_binaries<'a>(
             };
             (decoded, source)
         }
-        Decoding::TwoReadings(mut reading) => {
+        Decoding::SecondPass(mut pass) => {
             let decoded = Decoded {
-                profile: std::mem::take(&mut reading.profile),
-                format: reading.format,
-                container: reading.container,
-                metadata: reading.metadata.take().map(|m| *m),
+                profile: std::mem::take(&mut pass.profile),
+                format: pass.format,
+                container: pass.container,
+                metadata: pass.metadata.take().map(|m| *m),
                 chunks: Vec::new(),
             };
-            (decoded, SampleSource::Read(Box::new(reading)))
+            (decoded, SampleSource::SecondPass(Box::new(pass)))
         }
     };
     // The model is held until every output is written.

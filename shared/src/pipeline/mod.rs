@@ -13,7 +13,6 @@ mod source;
 mod supersede;
 mod symbol_store;
 
-pub use crate::formats::Reopen;
 pub use crate::writers::build_id_index::{
     build_id_index, BuildIdIndexEntry, IndexedMapping, BUILD_ID_INDEX_VERSION,
 };
@@ -21,12 +20,15 @@ pub use crate::writers::manifest::{
     Manifest, ManifestExpansion, ManifestOutput, ManifestProfile, ManifestSampleV2, ManifestSeries,
     ManifestSource, MANIFEST_VERSION,
 };
-pub use crate::writers::outputs::{MemoryOutputs, OutputSink, StoreOutputs};
+#[cfg(test)]
+pub(crate) use convert::convert_into;
 pub use convert::{
-    convert_into, convert_upload, convert_upload_with, stream_above_bytes_from, ConvertOptions,
-    ConvertReport, Converted, STREAM_ABOVE_BYTES,
+    convert_upload, convert_upload_with, stream_above_bytes_from, ConvertOptions, Converted,
+    STREAM_ABOVE_BYTES,
 };
-pub use decode::{decode, decode_stream_with_limits, decode_with_limits, Decoded, UploadInput};
+#[cfg(test)]
+pub(crate) use decode::UploadInput;
+pub use decode::{decode, decode_stream_with_limits, decode_with_limits, Decoded};
 pub use error_report::{ErrorReport, ERROR_REPORT_VERSION};
 pub use outcome::{ConvertedUpload, Outcome, Quarantine, SkipReason};
 pub use process::{process_upload, ProcessOptions};

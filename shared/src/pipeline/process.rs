@@ -49,6 +49,9 @@ pub struct ProcessOptions {
     /// Refuse an upload on a clock of its own that neither it nor its metadata places on the
     /// wall clock, instead of placing it at its arrival (`ConvertOptions::require_start_time`).
     pub require_start_time: bool,
+    /// Threads a conversion may use (`ConvertOptions::threads`; `None`: as many as the machine
+    /// has).
+    pub threads: Option<usize>,
 }
 
 /// Processes the object at `key` in `uploads`, writing outputs to `outputs` (the same store
@@ -126,8 +129,9 @@ fn process_profile(
         stream_above_bytes: options.stream_above_bytes,
         metadata_etag,
         require_start_time: options.require_start_time,
+        threads: options.threads,
     };
-    // What a reconversion must take back: outputs of the previous run it does not write again.
+    // What a reconversion must delete: outputs of the previous run it does not write again.
     let previous_outputs = previous_outputs(outputs, &manifest)?;
     // Recorded before any output is written: if this job is cut short and the key's content
     // replaced, whoever settles the new content removes what this one wrote.
@@ -136,7 +140,7 @@ fn process_profile(
         Ok(converted) => converted,
         Err(quarantined) => return Ok(quarantined),
     };
-    job.take_back(&previous_outputs, &converted.manifest)?;
+    job.delete_stale_outputs(&previous_outputs, &converted.manifest)?;
     job.settle_converted(&converted, objects)
 }
 
@@ -205,7 +209,7 @@ impl Job<'_> {
                     Ok(report) => report,
                     Err(e) if e.kind().is_transient() => return Err(e),
                     Err(e) => {
-                        // A conversion that failed half-way takes back what it wrote: no manifest
+                        // A conversion that failed half-way deletes what it wrote: no manifest
                         // lists it.
                         written.discard()?;
                         let quarantined = quarantine(uploads, self.outputs, key, Some(info), e)?;
@@ -222,7 +226,7 @@ impl Job<'_> {
     }
 
     /// Removes the outputs of the previous conversion that `manifest` does not list.
-    fn take_back(&self, previous_outputs: &[String], manifest: &Manifest) -> Result<()> {
+    fn delete_stale_outputs(&self, previous_outputs: &[String], manifest: &Manifest) -> Result<()> {
         let now: BTreeSet<&str> = manifest.outputs.iter().map(|o| o.key.as_str()).collect();
         for old in previous_outputs
             .iter()
@@ -409,7 +413,7 @@ fn reread<'s>(
         Some((reader, again)) if again.etag == etag => Ok(reader),
         _ => Err(
             Error::new(ErrorKind::Storage { key: key.into() }).with_source(std::io::Error::other(
-                "the upload changed between the two passes of its conversion",
+                "the upload changed between the first and the second pass of its conversion",
             )),
         ),
     }

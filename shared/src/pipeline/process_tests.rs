@@ -809,7 +809,7 @@ fn the_sweep_removes_what_a_late_job_of_replaced_content_left() {
     let mut late = StoreOutputs::pending(&out, key, &old);
     crate::writers::outputs::PendingConversion::start(&out, key, &old).unwrap();
     late.put(&chunk, b"{}".to_vec()).unwrap();
-    late.intend(&[&table]).unwrap();
+    late.record_pending(&[&table]).unwrap();
     late.put(&table, b"PAR1".to_vec()).unwrap();
     // A key whose job failed for good on the content it still holds: its record stays for
     // the retries or a redrive to settle.
@@ -895,7 +895,7 @@ impl ObjectStore for ReplacedOnSecondRead {
 }
 
 #[test]
-fn a_trace_replaced_between_its_two_passes_is_retried_and_its_new_content_converted() {
+fn a_trace_replaced_before_its_second_pass_is_retried_and_its_new_content_converted() {
     const KEY: &str = "uploads/app.pftrace";
     let trace = include_bytes!("../../../samples/perfetto/android_app.pftrace");
     let (_dir, uploads) = local();

@@ -111,7 +111,7 @@ fn settle_pointer(
 }
 
 /// Clears the pending records of the upload at `key` (see [`PendingConversion`]): `mine`'s own,
-/// whose conversion is published or taken back by now, and, when `current` (the key holds
+/// whose conversion is published or deleted by now, and, when `current` (the key holds
 /// `mine`'s content), every other one with what its conversion left behind. Those are
 /// conversions of content the key no longer holds that were cut short, or that are still
 /// running: such a job then finds its content outdated and removes what it wrote by its

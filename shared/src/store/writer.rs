@@ -11,7 +11,7 @@ use crate::error::Result;
 /// An object being written. Bytes go in through [`Write`]; the object appears at its key,
 /// whole, when [`finish`](ObjectWriter::finish) succeeds. Dropped unfinished, or after a failed
 /// write, nothing appears and nothing the writer started is left behind.
-pub trait ObjectWriter: Write {
+pub trait ObjectWriter: Write + Send {
     /// Makes the object visible at its key.
     fn finish(self: Box<Self>) -> Result<()>;
 }

@@ -213,8 +213,8 @@ pub type FileId = usize;
 /// Where an upload's table files go as they are encoded. Several may be open at once: a
 /// day's `samples` file stays open while the windows of a long recording are written.
 pub trait TableSink {
-    /// Every file's key, told before any file is opened.
-    fn intend(&mut self, keys: &[String]) -> Result<()>;
+    /// Every file's key, told before any file is opened, to be recorded as pending.
+    fn record_pending(&mut self, keys: &[String]) -> Result<()>;
     /// Opens the file of `table` at `key`.
     fn open(&mut self, table: Table, key: &str) -> Result<FileId>;
     /// Appends bytes to an open file.
@@ -266,7 +266,7 @@ pub fn write_tables_into(
     sink: &mut dyn TableSink,
 ) -> Result<()> {
     let mut writer = TableWriter::new(source);
-    sink.intend(&writer.keys(inputs))?;
+    sink.record_pending(&writer.keys(inputs))?;
     writer.add(inputs, sink)?;
     writer.finish(&models_of(inputs), sink)
 }
@@ -289,7 +289,7 @@ struct TableObjects {
 }
 
 impl TableSink for TableObjects {
-    fn intend(&mut self, _keys: &[String]) -> Result<()> {
+    fn record_pending(&mut self, _keys: &[String]) -> Result<()> {
         Ok(())
     }
 

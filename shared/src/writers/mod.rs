@@ -4,7 +4,7 @@
 //! hashes and lists each object on its way to the store.
 //!
 //! [`Writers`] takes the samples a [`Piece`] at a time, whatever the sample source: an upload
-//! decoded whole hands its samples over in one piece; a long recording read twice hands them
+//! decoded whole hands its samples over in one piece; a long recording's second pass hands them
 //! over a few windows at a time, the model (frames, stacks, threads) already complete. Either
 //! way each piece is planned on the upload's grid and written window by window: the window's
 //! Sample v2 chunks, then its rows into the open `samples` files. The other tables, the
@@ -31,7 +31,7 @@ use crate::symbolize::SymbolizeReport;
 use crate::tables::{TableProfileInput, TableSource, TableWriter};
 use build_id_index::{BuildIdIndexEntry, Reached};
 use manifest::{ManifestExpansion, ManifestSampleV2, ManifestSeries};
-use outputs::Outputs;
+use outputs::{ChunkOutputs, Outputs};
 use sample_v2::{prepare_planned_chunk, SampleV2Chunk};
 use series::SeriesTally;
 
@@ -69,10 +69,15 @@ pub(crate) struct Writers<'s> {
     held: SampleTable,
     /// Whether a window's parts have been added and its end not yet.
     window_open: bool,
+    /// Threads the writing may use: with two or more, a piece's tables are encoded on a
+    /// thread of their own while its chunks are written.
+    threads: usize,
 }
 
 impl<'s> Writers<'s> {
-    pub fn new(source: &'s TableSource<'s>, metadata: &'s UploadMetadata) -> Self {
+    /// Writers of the outputs of the upload `source`, with its `metadata`, on `threads`
+    /// threads (1: all on the caller's).
+    pub fn new(source: &'s TableSource<'s>, metadata: &'s UploadMetadata, threads: usize) -> Self {
         Writers {
             metadata,
             source_id: source.source_id,
@@ -84,6 +89,7 @@ impl<'s> Writers<'s> {
             expansion: None,
             held: SampleTable::default(),
             window_open: false,
+            threads,
         }
     }
 
@@ -132,25 +138,54 @@ impl<'s> Writers<'s> {
         // (no window) come first, as the `samples` table sorts rows without a time first.
         inputs.sort_by_key(|i| i.plan.window);
         chunks.sort_by_key(|c| c.window);
-        let mut chunks = chunks.into_iter().peekable();
         let untimed = inputs.partition_point(|i| i.plan.window.is_none());
-        let (aggregated, mut timed) = inputs.split_at(untimed);
-        self.tables.add(aggregated, &mut out.tables())?;
-        while chunks.peek().is_some() || !timed.is_empty() {
-            let next_chunk = chunks.peek().map(|c| c.window);
-            let next_table = timed.first().and_then(|i| i.plan.window);
-            let Some(window) = next_chunk.into_iter().chain(next_table).min() else {
-                break;
-            };
-            // Each chunk is streamed to the sink as it is serialized; no chunk's JSON is held.
-            while let Some(chunk_plan) = chunks.next_if(|c| c.window == window) {
-                self.write_chunk(&chunk_plan, out)?;
+        let (aggregated, timed) = inputs.split_at(untimed);
+        let (metadata, source_id) = (self.metadata, self.source_id);
+        let (tables, counts) = (&mut self.tables, &mut self.sample_v2);
+        let (mut chunk_out, mut table_out) = out.split();
+        if self.threads < 2 {
+            // Window by window: a window's chunks, then its tables' rows.
+            tables.add(aggregated, &mut table_out)?;
+            let mut chunks = chunks.iter().peekable();
+            let mut timed = timed;
+            while chunks.peek().is_some() || !timed.is_empty() {
+                let next_chunk = chunks.peek().map(|c| c.window);
+                let next_table = timed.first().and_then(|i| i.plan.window);
+                let Some(window) = next_chunk.into_iter().chain(next_table).min() else {
+                    break;
+                };
+                // Each chunk is streamed to the sink as it is serialized; no chunk's JSON is
+                // held.
+                while let Some(chunk_plan) = chunks.next_if(|c| c.window == window) {
+                    write_chunk(metadata, source_id, counts, chunk_plan, &mut chunk_out)?;
+                }
+                let n = timed.partition_point(|i| i.plan.window == Some(window));
+                tables.add(&timed[..n], &mut table_out)?;
+                timed = &timed[n..];
             }
-            let n = timed.partition_point(|i| i.plan.window == Some(window));
-            self.tables.add(&timed[..n], &mut out.tables())?;
-            timed = &timed[n..];
+            return Ok(());
         }
-        Ok(())
+        // The chunks here, the tables' rows on a thread of their own, each in window order:
+        // the bytes are those of writing them in turn.
+        std::thread::scope(|scope| {
+            let tabled = scope.spawn(move || -> Result<()> {
+                tables.add(aggregated, &mut table_out)?;
+                let mut timed = timed;
+                while let Some(window) = timed.first().map(|i| i.plan.window) {
+                    let n = timed.partition_point(|i| i.plan.window == window);
+                    tables.add(&timed[..n], &mut table_out)?;
+                    timed = &timed[n..];
+                }
+                Ok(())
+            });
+            let written = chunks
+                .iter()
+                .try_for_each(|c| write_chunk(metadata, source_id, counts, c, &mut chunk_out));
+            let tabled = tabled
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            written.and(tabled)
+        })
     }
 
     /// Writes the table rows of the samples `profile` holds now, all of one window before
@@ -205,8 +240,15 @@ impl<'s> Writers<'s> {
         let plan = plan_sample_v2_on(profile, self.metadata, self.source_id, grid)?;
         let mut chunks = self.chunks_of(profile, plan);
         chunks.sort_by_key(|c| c.window);
+        let mut chunk_out = out.chunks();
         for chunk_plan in &chunks {
-            self.write_chunk(chunk_plan, out)?;
+            write_chunk(
+                self.metadata,
+                self.source_id,
+                &mut self.sample_v2,
+                chunk_plan,
+                &mut chunk_out,
+            )?;
         }
         Ok(())
     }
@@ -249,14 +291,6 @@ impl<'s> Writers<'s> {
                 environment: self.metadata.environment.as_deref(),
             })
             .collect()
-    }
-
-    /// Serializes one planned chunk into the sink.
-    fn write_chunk(&mut self, chunk_plan: &ChunkPlan<'_>, out: &mut Outputs) -> Result<()> {
-        let chunk = prepare_planned_chunk(self.metadata, chunk_plan)?;
-        self.sample_v2.chunks += 1;
-        self.sample_v2.samples += chunk.info().samples as u64;
-        out.prepared_chunk(self.source_id, &chunk)
     }
 
     /// Counts what `plan` carries of `profile`'s samples and gives its chunks.
@@ -304,7 +338,7 @@ impl<'s> Writers<'s> {
         for chunk in chunks.iter_mut() {
             self.sample_v2.chunks += 1;
             self.sample_v2.samples += chunk.samples as u64;
-            out.chunk(self.source_id, chunk)?;
+            out.chunks().chunk(self.source_id, chunk)?;
         }
         let mut inputs = Vec::new();
         for ((profile, plans), chunk) in models.iter().zip(&table_plans).zip(chunks.iter()) {
@@ -345,6 +379,7 @@ impl<'s> Writers<'s> {
         }
         self.sample_v2.expansion = self.expansion.take();
         self.tables.finish(models, &mut out.tables())?;
+        out.join_tables();
         let entries = self.reached.index(
             models,
             index.source_key,
@@ -361,6 +396,20 @@ impl<'s> Writers<'s> {
         }
         Ok((series, self.sample_v2))
     }
+}
+
+/// Serializes one planned chunk of the upload `source_id` into `out`, counted in `counts`.
+fn write_chunk(
+    metadata: &UploadMetadata,
+    source_id: &str,
+    counts: &mut ManifestSampleV2,
+    chunk_plan: &ChunkPlan<'_>,
+    out: &mut ChunkOutputs,
+) -> Result<()> {
+    let chunk = prepare_planned_chunk(metadata, chunk_plan)?;
+    counts.chunks += 1;
+    counts.samples += chunk.info().samples as u64;
+    out.prepared_chunk(source_id, &chunk)
 }
 
 /// What the build-ID index entries name besides the frames.

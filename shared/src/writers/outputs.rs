@@ -1,6 +1,12 @@
 //! Where a conversion's objects go as they are produced: straight to a store, or to memory.
-//! Every object is listed for the manifest as it passes, and the manifest, built from that
-//! list, is written last, so a manifest is never seen before the objects it lists.
+//! Every object is hashed and listed for the manifest as it passes, and the manifest, built
+//! from that list, is written last, so a manifest is never seen before the objects it lists.
+//!
+//! The table files go through a lane of their own (a sink the conversion's sink makes for
+//! them, [`OutputSink::lane`]), so the tables can be encoded on another thread while the
+//! Sample v2 chunks are written. Table files are only ever closed, and so listed, after every
+//! chunk (at the tables' finish), when the lane joins the main sink again: the listing, and the
+//! order the objects are stored in, are those of writing everything on one thread.
 
 use std::io::{self, Write};
 
@@ -15,10 +21,11 @@ use crate::store::{chunk_key, from_io, pending_conversion_key, ObjectStore, Obje
 use crate::writers::sample_v2::{PreparedChunk, SampleV2Chunk};
 
 /// An object open in a sink, as the sink numbers it.
-pub type ObjectId = usize;
+pub(crate) type ObjectId = usize;
 
-/// Takes each produced object.
-pub trait OutputSink {
+/// Takes each produced object. `'st` is how long what it writes into (a store) lives, which
+/// a lane may borrow too.
+pub(crate) trait OutputSink<'st>: Send {
     /// Stores one object.
     fn put(&mut self, key: &str, bytes: Vec<u8>) -> Result<()>;
     /// Opens an object to be written piece by piece, while other objects are written.
@@ -28,10 +35,26 @@ pub trait OutputSink {
     /// Finishes an open object: it appears at its key now.
     fn close(&mut self, object: ObjectId) -> Result<()>;
     /// Says which objects outside the conversion's own folder are about to be written, before
-    /// any is: a store records them, so that a job cut short can still be cleaned up.
-    fn intend(&mut self, _keys: &[&str]) -> Result<()> {
+    /// any is: a store records them in the conversion's [`PendingConversion`] record, so that a
+    /// job cut short can still be cleaned up.
+    fn record_pending(&mut self, _keys: &[&str]) -> Result<()> {
         Ok(())
     }
+    /// A sink for objects written at the same time as this one's, on another thread; what it
+    /// wrote becomes this sink's at [`join`](OutputSink::join).
+    fn lane(&self) -> Box<dyn OutputSink<'st> + 'st>;
+    /// What this sink, a lane, wrote: the objects it holds, or the keys it stored.
+    fn into_written(self: Box<Self>) -> Vec<Written>;
+    /// Takes what a lane of this sink wrote, as written after everything this sink holds.
+    fn join(&mut self, written: Vec<Written>);
+}
+
+/// An object a lane wrote, handed back to the sink it came from.
+pub(crate) enum Written {
+    /// Stored at its key.
+    Stored(String),
+    /// Held in memory: its key and bytes.
+    Held(String, Vec<u8>),
 }
 
 /// The record of a conversion that has started: which outputs outside its own folder it
@@ -77,13 +100,13 @@ impl PendingConversion {
 /// Keeps the objects in memory, in the order they are finished (tests, and callers that
 /// store later).
 #[derive(Debug, Default)]
-pub struct MemoryOutputs {
+pub(crate) struct MemoryOutputs {
     /// Key and bytes of every object, the manifest last.
     pub objects: Vec<(String, Vec<u8>)>,
     open: Vec<Option<(String, Vec<u8>)>>,
 }
 
-impl OutputSink for MemoryOutputs {
+impl<'st> OutputSink<'st> for MemoryOutputs {
     fn put(&mut self, key: &str, bytes: Vec<u8>) -> Result<()> {
         self.objects.push((key.to_owned(), bytes));
         Ok(())
@@ -105,11 +128,29 @@ impl OutputSink for MemoryOutputs {
         self.objects.push(done);
         Ok(())
     }
+
+    fn lane(&self) -> Box<dyn OutputSink<'st> + 'st> {
+        Box::new(MemoryOutputs::default())
+    }
+
+    fn into_written(self: Box<Self>) -> Vec<Written> {
+        let held = self.objects.into_iter();
+        held.map(|(key, bytes)| Written::Held(key, bytes)).collect()
+    }
+
+    fn join(&mut self, written: Vec<Written>) {
+        for object in written {
+            match object {
+                Written::Held(key, bytes) => self.objects.push((key, bytes)),
+                Written::Stored(key) => unreachable!("a memory lane stored {key}"),
+            }
+        }
+    }
 }
 
 /// Writes each object to a store as soon as it is produced, so a conversion never holds all
 /// of its outputs at once.
-pub struct StoreOutputs<'s> {
+pub(crate) struct StoreOutputs<'s> {
     store: &'s dyn ObjectStore,
     written: Vec<String>,
     open: Vec<Option<(String, Box<dyn ObjectWriter + 's>)>>,
@@ -154,14 +195,14 @@ impl<'s> StoreOutputs<'s> {
     }
 }
 
-impl OutputSink for StoreOutputs<'_> {
+impl<'s> OutputSink<'s> for StoreOutputs<'s> {
     fn put(&mut self, key: &str, bytes: Vec<u8>) -> Result<()> {
         self.store.put(key, &bytes)?;
         self.written.push(key.to_owned());
         Ok(())
     }
 
-    fn intend(&mut self, keys: &[&str]) -> Result<()> {
+    fn record_pending(&mut self, keys: &[&str]) -> Result<()> {
         match &self.pending {
             Some((key, source_id)) => PendingConversion::write(self.store, key, source_id, keys),
             None => Ok(()),
@@ -187,11 +228,38 @@ impl OutputSink for StoreOutputs<'_> {
         self.written.push(key);
         Ok(())
     }
+
+    fn lane(&self) -> Box<dyn OutputSink<'s> + 's> {
+        Box::new(StoreOutputs::new(self.store))
+    }
+
+    fn into_written(self: Box<Self>) -> Vec<Written> {
+        self.written.into_iter().map(Written::Stored).collect()
+    }
+
+    fn join(&mut self, written: Vec<Written>) {
+        for object in written {
+            match object {
+                Written::Stored(key) => self.written.push(key),
+                Written::Held(key, _) => unreachable!("a store lane held {key}"),
+            }
+        }
+    }
 }
 
-/// Lists every object for the manifest on its way to the sink.
-pub(crate) struct Outputs<'s> {
-    sink: &'s mut dyn OutputSink,
+/// Hashes and lists every object for the manifest on its way to the sink: the chunks, the
+/// build-ID index and the manifest through the conversion's own sink, the table files through
+/// a lane of it, which joins it once they are all closed (see the module's docs).
+pub(crate) struct Outputs<'o, 'st> {
+    sink: &'o mut dyn OutputSink<'st>,
+    listing: Listing,
+    /// The tables' lane, until it joins the sink.
+    tables: Option<(Box<dyn OutputSink<'st> + 'st>, Listing)>,
+}
+
+/// The objects listed so far, and those open.
+#[derive(Default)]
+pub(super) struct Listing {
     listed: Vec<ManifestOutput>,
     /// Open objects by the ids handed out: the sink's id, the key, the hash and size so far.
     open: Vec<Option<OpenListing>>,
@@ -228,28 +296,146 @@ fn listed_as(key: &str, kind: String, bytes: u64, sha256: String) -> ManifestOut
     }
 }
 
-impl<'s> Outputs<'s> {
-    /// Passes on which tables and index entries are about to be written (see
-    /// [`OutputSink::intend`]).
-    pub fn intend<'k>(&mut self, keys: impl IntoIterator<Item = &'k String>) -> Result<()> {
-        let keys: Vec<&str> = keys.into_iter().map(String::as_str).collect();
-        self.sink.intend(&keys)
+impl Listing {
+    /// Opens an object at `key` in `sink`, listed as `kind`, that stays open while others are
+    /// written.
+    pub(super) fn open(
+        &mut self,
+        sink: &mut dyn OutputSink<'_>,
+        key: &str,
+        kind: String,
+    ) -> Result<usize> {
+        let object = sink.open(key)?;
+        self.open.push(Some(OpenListing {
+            object,
+            key: key.to_owned(),
+            kind,
+            sha256: Sha256::new(),
+            bytes: 0,
+        }));
+        Ok(self.open.len() - 1)
     }
 
-    pub fn new(sink: &'s mut dyn OutputSink) -> Self {
+    pub(super) fn write(
+        &mut self,
+        sink: &mut dyn OutputSink<'_>,
+        id: usize,
+        bytes: &[u8],
+    ) -> Result<()> {
+        let open = self.open[id].as_mut().expect("written while open");
+        open.sha256.update(bytes);
+        open.bytes += bytes.len() as u64;
+        sink.write(open.object, bytes)
+    }
+
+    /// Finishes an open object and lists it as `describe` completes its listing.
+    pub(super) fn close(
+        &mut self,
+        sink: &mut dyn OutputSink<'_>,
+        id: usize,
+        describe: impl FnOnce(ManifestOutput) -> ManifestOutput,
+    ) -> Result<()> {
+        let open = self.open[id].take().expect("closed once");
+        sink.close(open.object)?;
+        let sha256 = hex::encode(open.sha256.finalize());
+        let listed = listed_as(&open.key, open.kind, open.bytes, sha256);
+        self.listed.push(describe(listed));
+        Ok(())
+    }
+}
+
+/// The outputs where the Sample v2 chunks go, apart from the tables' lane.
+pub(crate) struct ChunkOutputs<'a, 'st> {
+    sink: &'a mut dyn OutputSink<'st>,
+    listing: &'a mut Listing,
+}
+
+impl<'o, 'st> Outputs<'o, 'st> {
+    pub fn new(sink: &'o mut dyn OutputSink<'st>) -> Self {
+        let lane = sink.lane();
         Outputs {
             sink,
-            listed: Vec::new(),
-            open: Vec::new(),
+            listing: Listing::default(),
+            tables: Some((lane, Listing::default())),
         }
     }
 
+    /// Passes on which tables and index entries are about to be written (see
+    /// [`OutputSink::record_pending`]).
+    pub fn record_pending<'k>(&mut self, keys: impl IntoIterator<Item = &'k String>) -> Result<()> {
+        let keys: Vec<&str> = keys.into_iter().map(String::as_str).collect();
+        self.sink.record_pending(&keys)
+    }
+
+    /// Where the chunks go, and where the tables go, to be written at the same time.
+    pub fn split(&mut self) -> (ChunkOutputs<'_, 'st>, TableOutputs<'_, 'st>) {
+        let (lane, listing) = self.tables.as_mut().expect("the tables' lane is open");
+        let chunks = ChunkOutputs {
+            sink: &mut *self.sink,
+            listing: &mut self.listing,
+        };
+        (
+            chunks,
+            TableOutputs {
+                sink: &mut **lane,
+                listing,
+            },
+        )
+    }
+
+    /// Where the chunks go.
+    pub fn chunks(&mut self) -> ChunkOutputs<'_, 'st> {
+        self.split().0
+    }
+
+    /// Where the tables go.
+    pub fn tables(&mut self) -> TableOutputs<'_, 'st> {
+        self.split().1
+    }
+
+    /// Takes the tables' lane back into the sink, once every table file is closed: they are
+    /// listed, and stored, after every chunk.
+    pub fn join_tables(&mut self) {
+        if let Some((lane, listing)) = self.tables.take() {
+            self.sink.join(lane.into_written());
+            self.listing.listed.extend(listing.listed);
+        }
+    }
+
+    /// One build-ID index entry.
+    pub fn index_entry(&mut self, key: &str, entry: &BuildIdIndexEntry) -> Result<()> {
+        let json = serde_json::to_vec_pretty(entry).expect("index entry serializes");
+        self.listing
+            .listed
+            .push(listed(key, "build_id_index".into(), &json));
+        self.sink.put(key, json)
+    }
+
+    /// Writes the manifest, last, with the list of everything before it.
+    pub fn finish(mut self, key: &str, mut manifest: Manifest) -> Result<Manifest> {
+        self.join_tables();
+        manifest.outputs = std::mem::take(&mut self.listing.listed);
+        let json = serde_json::to_vec_pretty(&manifest).expect("manifest serializes");
+        self.sink.put(key, json)?;
+        Ok(manifest)
+    }
+}
+
+impl Drop for Outputs<'_, '_> {
+    /// A conversion that fails still hands what the tables' lane stored to the sink, so that
+    /// discarding the sink's objects removes them too.
+    fn drop(&mut self) {
+        self.join_tables();
+    }
+}
+
+impl ChunkOutputs<'_, '_> {
     /// One Sample v2 chunk of the upload `source_id`. Its JSON moves into the sink; the rest
     /// of it stays, for the tables.
     pub fn chunk(&mut self, source_id: &str, chunk: &mut SampleV2Chunk) -> Result<()> {
         let key = chunk_key(source_id, &chunk.chunk_id);
         let json = std::mem::take(&mut chunk.json);
-        self.listed.push(ManifestOutput {
+        self.listing.listed.push(ManifestOutput {
             pid: chunk.pid,
             samples: Some(chunk.samples as u64),
             start_ns: Some(chunk.start_ns),
@@ -263,11 +449,15 @@ impl<'s> Outputs<'s> {
     /// One Sample v2 chunk, serialized straight into the sink.
     pub fn prepared_chunk(&mut self, source_id: &str, chunk: &PreparedChunk<'_>) -> Result<()> {
         let key = chunk_key(source_id, chunk.chunk_id());
-        let id = self.open(&key, "sample_v2".into())?;
-        let mut out = ListedObject { out: self, id };
+        let id = self.listing.open(self.sink, &key, "sample_v2".into())?;
+        let mut out = ListedObject {
+            sink: &mut *self.sink,
+            listing: &mut *self.listing,
+            id,
+        };
         chunk.write_to(&mut out).map_err(|e| from_io(&key, e))?;
         let info = chunk.info();
-        self.close(id, |listed| ManifestOutput {
+        self.listing.close(self.sink, id, |listed| ManifestOutput {
             pid: info.pid,
             chunk_id: Some(chunk.chunk_id().to_owned()),
             samples: Some(info.samples as u64),
@@ -276,72 +466,18 @@ impl<'s> Outputs<'s> {
             ..listed
         })
     }
-
-    /// Opens an object at `key`, listed as `kind`, that stays open while others are written.
-    pub(super) fn open(&mut self, key: &str, kind: String) -> Result<usize> {
-        let object = self.sink.open(key)?;
-        self.open.push(Some(OpenListing {
-            object,
-            key: key.to_owned(),
-            kind,
-            sha256: Sha256::new(),
-            bytes: 0,
-        }));
-        Ok(self.open.len() - 1)
-    }
-
-    pub(super) fn write(&mut self, id: usize, bytes: &[u8]) -> Result<()> {
-        let open = self.open[id].as_mut().expect("written while open");
-        open.sha256.update(bytes);
-        open.bytes += bytes.len() as u64;
-        self.sink.write(open.object, bytes)
-    }
-
-    /// Finishes an open object and lists it as `describe` completes its listing.
-    pub(super) fn close(
-        &mut self,
-        id: usize,
-        describe: impl FnOnce(ManifestOutput) -> ManifestOutput,
-    ) -> Result<()> {
-        let open = self.open[id].take().expect("closed once");
-        self.sink.close(open.object)?;
-        let sha256 = hex::encode(open.sha256.finalize());
-        let listed = listed_as(&open.key, open.kind, open.bytes, sha256);
-        self.listed.push(describe(listed));
-        Ok(())
-    }
-
-    /// The outputs as the tables' sink.
-    pub fn tables<'o>(&'o mut self) -> TableOutputs<'o, 's> {
-        TableOutputs { out: self }
-    }
-
-    /// One build-ID index entry.
-    pub fn index_entry(&mut self, key: &str, entry: &BuildIdIndexEntry) -> Result<()> {
-        let json = serde_json::to_vec_pretty(entry).expect("index entry serializes");
-        self.listed
-            .push(listed(key, "build_id_index".into(), &json));
-        self.sink.put(key, json)
-    }
-
-    /// Writes the manifest, last, with the list of everything before it.
-    pub fn finish(self, key: &str, mut manifest: Manifest) -> Result<Manifest> {
-        manifest.outputs = self.listed;
-        let json = serde_json::to_vec_pretty(&manifest).expect("manifest serializes");
-        self.sink.put(key, json)?;
-        Ok(manifest)
-    }
 }
 
-/// An object open in [`Outputs`] as a writer.
-struct ListedObject<'o, 's> {
-    out: &'o mut Outputs<'s>,
+/// An object open in a listing as a writer.
+struct ListedObject<'a, 'st> {
+    sink: &'a mut dyn OutputSink<'st>,
+    listing: &'a mut Listing,
     id: usize,
 }
 
 impl Write for ListedObject<'_, '_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.out.write(self.id, buf).map_err(to_io)?;
+        self.listing.write(self.sink, self.id, buf).map_err(to_io)?;
         Ok(buf.len())
     }
 

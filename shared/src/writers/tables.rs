@@ -1,34 +1,39 @@
 //! The stack tables' place in the family: the table writer ([`crate::tables`]) encodes its
-//! Parquet files into [`Outputs`], which hash and list them for the manifest as they pass.
+//! Parquet files into the tables' lane of the [`Outputs`](super::outputs::Outputs), which hash
+//! and list them for the manifest as they pass.
 
 use super::manifest::ManifestOutput;
-use super::outputs::Outputs;
+use super::outputs::{Listing, OutputSink};
 use crate::error::Result;
 use crate::tables::{FileId, Table, TableSink};
 
-/// [`Outputs`] as where the tables go. It holds no state of its own, so one may be made for
-/// each call while files stay open in the outputs.
-pub(crate) struct TableOutputs<'o, 's> {
-    pub(super) out: &'o mut Outputs<'s>,
+/// The tables' lane of the outputs as where the tables go. It holds no state of its own, so
+/// one may be made for each call while files stay open in the lane.
+pub(crate) struct TableOutputs<'a, 'st> {
+    pub(super) sink: &'a mut dyn OutputSink<'st>,
+    pub(super) listing: &'a mut Listing,
 }
 
 impl TableSink for TableOutputs<'_, '_> {
-    fn intend(&mut self, keys: &[String]) -> Result<()> {
-        self.out.intend(keys)
+    fn record_pending(&mut self, keys: &[String]) -> Result<()> {
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        self.sink.record_pending(&keys)
     }
 
     fn open(&mut self, table: Table, key: &str) -> Result<FileId> {
-        self.out.open(key, format!("table:{}", table.name()))
+        self.listing
+            .open(self.sink, key, format!("table:{}", table.name()))
     }
 
     fn write(&mut self, file: FileId, bytes: &[u8]) -> Result<()> {
-        self.out.write(file, bytes)
+        self.listing.write(self.sink, file, bytes)
     }
 
     fn close(&mut self, file: FileId, rows: u64) -> Result<()> {
-        self.out.close(file, |listed| ManifestOutput {
-            rows: Some(rows),
-            ..listed
-        })
+        self.listing
+            .close(self.sink, file, |listed| ManifestOutput {
+                rows: Some(rows),
+                ..listed
+            })
     }
 }

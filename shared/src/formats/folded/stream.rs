@@ -5,8 +5,8 @@
 //! for d the most decimals of any count. The first is read ahead; for the second, weights are
 //! kept at the scale of the lines so far and multiplied when a line with more decimals comes.
 //! A count that overflows at the final scale, or a total that does, is an error that names
-//! the first line where it happens at that scale, as if the file had been read twice; so
-//! [`Scan`] follows every scale from 0 to [`MAX_DECIMALS`] decimals alongside, a few
+//! the first line where it happens at that scale, as if that scale had been known from the
+//! start; so [`Scan`] follows every scale from 0 to [`MAX_DECIMALS`] decimals alongside, a few
 //! additions a line.
 
 use std::io::Read;

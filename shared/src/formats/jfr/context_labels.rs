@@ -122,7 +122,7 @@ pub(crate) fn apply(profile: &mut Profile, contexts: &ContextLabels) {
 }
 
 /// What [`apply`] would make of each label set of `profile` that has a context `contexts`
-/// knows, for samples that are not in the model yet (a second reading's): the set it becomes,
+/// knows, for samples that are not in the model yet (a second pass's): the set it becomes,
 /// by the set it was. Empty when no set changes.
 pub(crate) fn relabeling(
     profile: &mut Profile,

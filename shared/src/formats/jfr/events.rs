@@ -110,14 +110,14 @@ struct Plan {
 pub(crate) enum Samples<'s> {
     /// Into the profile.
     Keep,
-    /// Nowhere: only counted, and their times bounded chunk by chunk (a first reading).
+    /// Nowhere: only counted, and their times bounded chunk by chunk (a first pass).
     Count,
     /// Handed to the function with their position among all the recording's samples, as
-    /// they are read (a second reading).
+    /// they are read (a second pass).
     Forward(&'s mut dyn FnMut(u64, Sample) -> Result<()>),
 }
 
-/// Samples a run of [`ChunkTimes`] holds at most: the second reading's watermark moves on
+/// Samples a run of [`ChunkTimes`] holds at most: the second pass's watermark moves on
 /// run by run, so the samples waiting for it are about a run's, not a chunk's (a chunk of a
 /// busy recording holds a million).
 const RUN_SAMPLES: u64 = 1 << 14;

@@ -16,8 +16,8 @@ mod context_labels;
 mod events;
 mod metadata;
 mod reader;
+mod second_pass;
 mod spool;
-mod two_readings;
 mod values;
 
 use std::io::Read;
@@ -25,7 +25,7 @@ use std::io::Read;
 pub(crate) use self::context_labels::{
     apply as apply_context_labels, read_snapshot, relabeling as context_relabeling, ContextLabels,
 };
-pub(crate) use self::two_readings::first_reading;
+pub(crate) use self::second_pass::first_pass;
 
 use self::chunk::{Header, HEADER_BYTES, MAGIC};
 use self::constant_pool::Pools;

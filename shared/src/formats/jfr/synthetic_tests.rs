@@ -559,15 +559,16 @@ fn chunks_apart(apart_ns: i64) -> Vec<u8> {
 }
 
 /// Every object a conversion of `recording` hands its sink, the manifest last, and in how
-/// many pieces: in two readings when `read_twice`, else whole.
+/// many pieces: with a second pass when `second_pass`, else whole.
 fn converted(
     recording: &[u8],
     options: &crate::ConvertOptions,
-    read_twice: bool,
+    second_pass: bool,
 ) -> (Vec<(String, Vec<u8>)>, u64) {
-    use crate::jobs::{convert_into, MemoryOutputs, UploadInput};
+    use crate::pipeline::{convert_into, UploadInput};
+    use crate::writers::outputs::MemoryOutputs;
     let mut options = options.clone();
-    options.stream_above_bytes = Some(if read_twice { 0 } else { u64::MAX });
+    options.stream_above_bytes = Some(if second_pass { 0 } else { u64::MAX });
     let reopen = move || -> Result<Box<dyn std::io::Read + Send + '_>> { Ok(Box::new(recording)) };
     let input = UploadInput::Stream {
         reader: Box::new(recording),
@@ -588,10 +589,10 @@ fn converted(
     (memory.objects, report.pieces)
 }
 
-/// A second reading's samples get their context's labels as a whole decode's do: the
+/// A second pass's samples get their context's labels as a whole decode's do: the
 /// outputs are the same, byte for byte, and differ from those without the labels.
 #[test]
-fn context_labels_reach_the_samples_of_a_second_reading() {
+fn context_labels_reach_the_samples_of_a_second_pass() {
     // 100 s apart: each chunk is a window of its own.
     let recording = chunks_apart(100_000_000_000);
     let mut options = crate::ConvertOptions::default();
@@ -603,13 +604,13 @@ fn context_labels_reach_the_samples_of_a_second_reading() {
     .into();
     let (whole, pieces) = converted(&recording, &options, false);
     assert_eq!(pieces, 1);
-    let (read_twice, pieces) = converted(&recording, &options, true);
+    let (second_pass, pieces) = converted(&recording, &options, true);
     assert_eq!(pieces, 3, "a piece per chunk");
     let keys = |objects: &[(String, Vec<u8>)]| -> Vec<String> {
         objects.iter().map(|(k, _)| k.clone()).collect()
     };
-    assert_eq!(keys(&read_twice), keys(&whole));
-    for ((key, a), (_, b)) in whole.iter().zip(&read_twice) {
+    assert_eq!(keys(&second_pass), keys(&whole));
+    for ((key, a), (_, b)) in whole.iter().zip(&second_pass) {
         assert!(a == b, "{key} differs");
     }
     assert_eq!(keys(&unlabelled), keys(&whole));
@@ -624,13 +625,13 @@ fn context_labels_reach_the_samples_of_a_second_reading() {
 /// Chunks whose times overlap: a chunk's samples wait until no later chunk can hold an
 /// earlier one, and come out as the whole decode's.
 #[test]
-fn overlapping_chunks_in_two_readings_are_the_whole_decode() {
+fn overlapping_chunks_with_a_second_pass_are_the_whole_decode() {
     let recording = chunks_apart(0);
     let options = crate::ConvertOptions::default();
     let (whole, _) = converted(&recording, &options, false);
-    let (read_twice, pieces) = converted(&recording, &options, true);
+    let (second_pass, pieces) = converted(&recording, &options, true);
     assert_eq!(pieces, 1, "every window waits for the last chunk");
-    assert!(whole == read_twice);
+    assert!(whole == second_pass);
 }
 
 /// Classes nested in one another 30 deep (within the depth bound), two fields each, none

@@ -49,7 +49,8 @@ pub(super) struct RawTime {
 }
 
 /// Where the importer's samples go. The importer makes the same entities, in the same order,
-/// whatever the destination, so that two passes over one trace agree on every handle.
+/// whatever the destination, so that a first and a second pass over one trace agree on every
+/// handle.
 pub(super) trait Samples {
     /// Takes the sample at `position` among all the trace's samples (in file order), whose
     /// time is still `time` as read.

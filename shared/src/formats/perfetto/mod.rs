@@ -4,16 +4,17 @@
 //! conversion.
 //!
 //! The trace is streamed packet by packet; memory grows with the interned state and the
-//! samples, not with the file. [`first_pass`] and [`second_pass`] read a trace twice so as
-//! not to hold its samples; [`first_reading`] offers them as the pipeline's two readings.
+//! samples, not with the file. `decode_without_samples` and `second_pass` read a trace's model,
+//! then its samples in a second pass, so as not to hold them all; [`first_pass`] offers them
+//! to the pipeline.
 
 mod clocks;
 mod importer;
 mod module_symbols;
 mod packets;
 mod perf_packet;
+mod second_pass;
 mod sequence;
-mod two_pass;
 mod vocab;
 
 use std::io::Read;
@@ -23,7 +24,7 @@ use crate::error::Result;
 use crate::limits::Limits;
 use crate::model::Profile;
 
-pub(crate) use two_pass::first_reading;
+pub(crate) use second_pass::first_pass;
 
 /// Whether decompressed content looks like a Perfetto trace: a first `Trace.packet` record
 /// whose body parses as protobuf fields with a known `TracePacket` field number.

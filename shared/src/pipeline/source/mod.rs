@@ -1,9 +1,9 @@
 //! Where an upload's samples come from, whatever the decoder gave: the whole model at once;
-//! the windows of a long recording, as a second reading of the upload completes them; or the
+//! the windows of a long recording, as a second pass of the upload completes them; or the
 //! Sample v2 chunks an input already held, each with its own model. A [`SampleSource`] hands
 //! them to the [`Writers`] one [`Piece`] at a time, through the one entry the writers have.
 //!
-//! A second reading's samples wait in [`PendingSamples`] until no later one can fall into
+//! A second pass's samples wait in [`PendingSamples`] until no later one can fall into
 //! their window, then go to the writers, which write them exactly as a conversion of the
 //! whole recording would. Memory then holds about one window of samples however long the
 //! recording is.
@@ -15,7 +15,7 @@ mod tests;
 use super::clock::{days_between, days_of, Anchor};
 use super::pass_through::rewrite_chunk;
 use crate::error::{ErrorKind, Result};
-use crate::formats::{apply_context_labels, context_relabeling, ContextLabels, TwoReadings};
+use crate::formats::{apply_context_labels, context_relabeling, ContextLabels, SecondPass};
 use crate::model::{Profile, SampleTable};
 use crate::plan::Grid;
 use crate::symbolize::{symbolize, SymbolSource, SymbolizeReport};
@@ -28,8 +28,8 @@ use pending::PendingSamples;
 pub(crate) enum SampleSource<'a> {
     /// The upload's model holds them all: one piece.
     Whole,
-    /// A second reading of the upload hands them over; the model holds none yet.
-    Read(Box<TwoReadings<'a>>),
+    /// A second pass over the upload hands them over; the model holds none yet.
+    SecondPass(Box<SecondPass<'a>>),
     /// Sample v2 chunks the input held, passed through: each with its own model.
     Given {
         models: Vec<Profile>,
@@ -68,10 +68,10 @@ impl SampleSource<'_> {
     }
 
     /// Gives the samples with a context `contexts` knows that context's labels: those in
-    /// `profile`, the upload's model, now, and a second reading's as they are read.
+    /// `profile`, the upload's model, now, and a second pass's as they are read.
     pub fn apply_context_labels(&mut self, profile: &mut Profile, contexts: &ContextLabels) {
         match self {
-            SampleSource::Read(reading) => reading.relabel(context_relabeling(profile, contexts)),
+            SampleSource::SecondPass(pass) => pass.relabel(context_relabeling(profile, contexts)),
             _ => apply_context_labels(profile, contexts),
         }
     }
@@ -80,13 +80,13 @@ impl SampleSource<'_> {
     /// model.
     pub fn days(&self, profile: &Profile, anchor: Anchor) -> Option<std::ops::RangeInclusive<i64>> {
         match self {
-            SampleSource::Read(reading) => reading.bounds.map(|b| days_between(b, anchor)),
+            SampleSource::SecondPass(pass) => pass.bounds.map(|b| days_between(b, anchor)),
             _ => days_of(profile),
         }
     }
 
     /// Hands every sample to `writers`, a piece at a time; `profile` is the upload's model.
-    /// The samples a second reading hands over are moved by `anchor` as they are handed on.
+    /// The samples a second pass hands over are moved by `anchor` as they are handed on.
     pub fn feed(
         &mut self,
         profile: &mut Profile,
@@ -101,8 +101,8 @@ impl SampleSource<'_> {
                 profile.release_stack_lookups();
                 Piece::Windows(Grid::of(profile))
             }
-            SampleSource::Read(reading) => {
-                return feed_read(reading, profile, anchor, writers, out)
+            SampleSource::SecondPass(pass) => {
+                return feed_read(pass, profile, anchor, writers, out)
             }
             SampleSource::Given { models, chunks } => Piece::Given { models, chunks },
         };
@@ -121,7 +121,7 @@ impl SampleSource<'_> {
 
 /// Reads the samples again and hands their windows on as they complete.
 fn feed_read(
-    reading: &mut TwoReadings<'_>,
+    pass: &mut SecondPass<'_>,
     profile: &mut Profile,
     anchor: Anchor,
     writers: &mut Writers,
@@ -132,15 +132,15 @@ fn feed_read(
         pieces: 0,
     };
     let mut pending = PendingSamples::new(anchor);
-    let format = reading.format.name();
-    let dropped = reading.read_samples(&mut |position, sample, watermark| {
+    let format = pass.format.name();
+    let dropped = pass.read_samples(&mut |position, sample, watermark| {
         let time = sample.time.unwrap_or_default();
         if pending.is_late(time) {
             return Err(late(format, position, time));
         }
         pending.push(sample);
         fed.samples += 1;
-        // The last windows wait for the reading to end, its decoder's state freed.
+        // The last windows wait for the second pass to end, its decoder's state freed.
         match watermark {
             Some(mark) => {
                 feed_complete(&mut pending, Some(mark), profile, writers, out, &mut fed)?;
@@ -190,7 +190,7 @@ fn feed_part(
     Ok(())
 }
 
-/// A sample that arrived after the first reading said none that early was left.
+/// A sample that arrived after the first pass said none that early was left.
 fn late(format: &'static str, position: u64, time: i64) -> crate::Error {
     ErrorKind::Malformed {
         format,

@@ -24,7 +24,7 @@ pub(crate) struct PendingSamples {
     anchor: Anchor,
     /// The grid and the offset from the decoder's times to the outputs', once known.
     grid: Option<(Grid, i64)>,
-    /// The earliest time pushed; once the grid is settled, the earliest of all.
+    /// The earliest time pushed; once the grid is fixed, the earliest of all.
     least: Option<i64>,
     pending: SampleTable,
     /// The first window not handed out yet: every sample before it has been.
@@ -74,7 +74,7 @@ impl PendingSamples {
         }
     }
 
-    /// The grid, once settled.
+    /// The grid, once fixed.
     pub fn grid(&self) -> Option<Grid> {
         self.grid.map(|(grid, _)| grid)
     }
@@ -93,7 +93,7 @@ impl PendingSamples {
     }
 
     /// Fixes the grid once no sample to come can be earlier than the earliest pushed.
-    fn settle(&mut self, watermark: Option<i64>) -> Option<(Grid, i64)> {
+    fn fix_grid(&mut self, watermark: Option<i64>) -> Option<(Grid, i64)> {
         if self.grid.is_none() {
             let first = self.least?;
             if watermark.is_some_and(|w| w < first) {
@@ -134,7 +134,7 @@ impl PendingSamples {
     /// the anchoring offset, and gives back the samples it held; `None` when there are none
     /// to hand out yet.
     pub fn take(&mut self, watermark: Option<i64>, profile: &mut Profile) -> Option<SampleTable> {
-        let (_, offset) = self.settle(watermark)?;
+        let (_, offset) = self.fix_grid(watermark)?;
         let before = watermark.map_or(i64::MAX, |t| self.window(t));
         // Sorted in place, the samples to hand out are a prefix, and only the few after it
         // are copied: the buffer is never held twice.
@@ -160,7 +160,7 @@ impl PendingSamples {
         if self.pending.len() < self.part_at {
             return None;
         }
-        let (_, offset) = self.settle(Some(watermark))?;
+        let (_, offset) = self.fix_grid(Some(watermark))?;
         if watermark >= self.ready_at {
             return None; // the window is complete: `take` hands it out whole
         }
@@ -218,7 +218,7 @@ impl PendingSamples {
 }
 
 /// The window of the grid (with the offset from the decoder's times) a decoder's time is in;
-/// before any window while the grid is not settled.
+/// before any window while the grid is not fixed.
 fn window_of(grid: Option<(Grid, i64)>, time: i64) -> i64 {
     match grid {
         Some((grid, offset)) => grid.window(time.saturating_add(offset)),

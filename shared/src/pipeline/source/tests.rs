@@ -129,7 +129,7 @@ fn write(
     let symbolization = SymbolizeReport::default();
     let (series, sample_v2) = {
         let mut out = Outputs::new(&mut sink);
-        let mut writer = Writers::new(&SOURCE, &metadata);
+        let mut writer = Writers::new(&SOURCE, &metadata, 1);
         feed(profile, &mut writer, &mut out);
         let index = IndexOf {
             source_key: SOURCE.source_key,

@@ -1,11 +1,11 @@
-//! A long recording in two readings: the first builds the whole model but keeps none of its
-//! samples, only the least and greatest time of each run of them (a chunk's, or 16,384 of its
-//! samples, so the watermark moves on within a chunk); the second decodes the chunks
-//! again and hands each sample on as it is read.
+//! A long recording with a second pass: the first pass builds the whole model but keeps none
+//! of its samples, only the least and greatest time of each run of them (a chunk's, or 16,384
+//! of its samples, so the watermark moves on within a chunk); the second pass decodes the
+//! chunks again and hands each sample on as it is read.
 //!
-//! Both readings run the same importer over the same chunks, so the second makes every
+//! Both passes run the same importer over the same chunks, so the second makes every
 //! entity (thread, frame, stack, label set, series) in the order the first made it, and its
-//! handles mean the same in the first reading's model. The second reading's own model is
+//! handles mean the same in the first pass's model. The second pass's own model is
 //! dropped.
 
 use std::io::Read;
@@ -13,14 +13,14 @@ use std::io::Read;
 use super::events::{ChunkTimes, Importer, Samples};
 use super::{finish, read_chunks};
 use crate::error::Result;
-use crate::formats::two_readings::SampleReading;
+use crate::formats::second_pass::SamplePass;
 use crate::formats::Container;
 use crate::limits::Limits;
 use crate::model::{Profile, Sample};
 
-/// What the first reading learned of where the samples' times lie.
+/// What the first pass learned of where the samples' times lie.
 pub(crate) struct ChunkSamples {
-    /// How many samples the first reading made.
+    /// How many samples the first pass made.
     samples: u64,
     /// By run of samples, in file order: how many samples the recording has up to its end,
     /// and a time no sample of it or of a later run is earlier than.
@@ -50,13 +50,13 @@ impl ChunkSamples {
     }
 }
 
-/// The first of two readings of a recording: its model without samples, and the second
-/// reading; `None` when it has no sample, so there is nothing to read twice.
-pub(crate) fn first_reading(
+/// The first pass over a recording: its model without samples, and the second pass; `None`
+/// when it has no sample, so there is nothing for a second pass to read.
+pub(crate) fn first_pass(
     input: impl Read,
     container: Container,
     limits: &Limits,
-) -> Result<Option<(Profile, Box<dyn SampleReading>)>> {
+) -> Result<Option<(Profile, Box<dyn SamplePass>)>> {
     let mut importer = Importer::new(limits, Samples::Count);
     let chunks = read_chunks(input, container.name(), limits, &mut importer)?;
     let times = std::mem::take(&mut importer.chunk_times);
@@ -66,7 +66,7 @@ pub(crate) fn first_reading(
     Ok(Some((finish(importer, chunks), Box::new(samples))))
 }
 
-impl SampleReading for ChunkSamples {
+impl SamplePass for ChunkSamples {
     fn watermark(&self, position: u64) -> Option<i64> {
         // The first run that ends after `position` holds it.
         let at = self
@@ -91,9 +91,9 @@ impl SampleReading for ChunkSamples {
         debug_assert_eq!(
             importer.samples_made(),
             self.samples,
-            "the readings made different samples"
+            "the passes made different samples"
         );
-        // Every sample the first reading counted had a time.
+        // Every sample the first pass counted had a time.
         Ok(0)
     }
 }

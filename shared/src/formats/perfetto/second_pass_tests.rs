@@ -1,4 +1,4 @@
-//! The two passes against one decode: the first pass's model is the decode's without its
+//! Both passes against one decode: the first pass's model is the decode's without its
 //! samples, the second pass's samples are the decode's once ordered by time, and the summary
 //! bounds them. On the repository's sample, the Perfetto fixtures and traces built here.
 
@@ -27,7 +27,7 @@ use crate::formats::perfetto::decode;
 fn check(label: &str, bytes: &[u8]) -> Option<(Profile, FirstPass)> {
     let limits = Limits::default();
     let decoded = decode(bytes, "none", &limits).ok()?;
-    let first = first_pass(bytes, "none", &limits)
+    let first = decode_without_samples(bytes, "none", &limits)
         .unwrap_or_else(|e| panic!("{label}: the first pass fails where decode does not: {e}"));
     assert_same_model(label, &first.profile, &decoded);
 

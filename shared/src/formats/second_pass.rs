@@ -1,9 +1,9 @@
-//! Decoding a long recording in two readings of its upload, so its samples are never held
-//! all at once.
+//! Decoding a long recording with a second pass over its upload, so its samples are never
+//! held all at once.
 //!
 //! A format that can tell its samples from the rest of the recording (Perfetto, JFR) builds the
-//! whole model but its samples in a first reading, and learns bounds on where their times
-//! lie. A second reading then hands each sample on as it is decoded, with a watermark: a time
+//! whole model but its samples in a first pass, and learns bounds on where their times
+//! lie. A second pass then hands each sample on as it is decoded, with a watermark: a time
 //! no later sample is earlier than. The pipeline gathers them into windows with that and
 //! writes each window as it completes. Formats that cannot be read this way, and recordings
 //! whose times cannot be bounded, are decoded whole.
@@ -22,16 +22,16 @@ use crate::model::{LabelSetHandle, Profile, Sample};
 /// Reads an upload again from its first byte.
 pub type Reopen<'a> = dyn FnMut() -> Result<Box<dyn Read + Send + 'a>> + 'a;
 
-/// An upload decoded whole, or its model now and its samples in a second reading.
+/// An upload decoded whole, or its model now and its samples in a second pass.
 pub(crate) enum Decoding<'a> {
     /// Every sample is in the model.
     Whole(Decoded),
     /// The model holds no samples yet.
-    TwoReadings(TwoReadings<'a>),
+    SecondPass(SecondPass<'a>),
 }
 
-/// What a first reading learned, and how to read the samples.
-pub(crate) struct TwoReadings<'a> {
+/// What a first pass learned, and how to read the samples in the second.
+pub(crate) struct SecondPass<'a> {
     /// The model, whole but for its samples.
     pub profile: Profile,
     pub format: InputFormat,
@@ -46,18 +46,18 @@ pub(crate) struct TwoReadings<'a> {
     /// The label set each sample with one of these sets gets instead (context labels, which
     /// are applied to a whole decode's samples once they are decoded).
     relabel: FxHashMap<LabelSetHandle, LabelSetHandle>,
-    samples: Box<dyn SampleReading>,
+    samples: Box<dyn SamplePass>,
     reopen: Box<Reopen<'a>>,
     limits: Limits,
 }
 
-/// A format's second reading of an upload.
-pub(crate) trait SampleReading {
+/// A format's second pass over an upload.
+pub(crate) trait SamplePass {
     /// A time no sample at file position `position` or later is earlier than; `None` past
     /// the last sample, and when none from there on has a time.
     fn watermark(&self, position: u64) -> Option<i64>;
 
-    /// Bounds on the samples' times (see [`TwoReadings::bounds`]).
+    /// Bounds on the samples' times (see [`SecondPass::bounds`]).
     fn bounds(&self) -> Option<(i64, i64)>;
 
     /// Decodes the (decompressed) upload again and hands `sample(position, sample)` every
@@ -72,15 +72,15 @@ pub(crate) trait SampleReading {
     ) -> Result<u64>;
 }
 
-impl TwoReadings<'_> {
+impl SecondPass<'_> {
     /// Gives the samples read from here on the sets `relabel` maps their label sets to.
     pub fn relabel(&mut self, relabel: FxHashMap<LabelSetHandle, LabelSetHandle>) {
         self.relabel = relabel;
     }
 
     /// Reads the upload again and hands `each(position, sample, watermark)` every sample
-    /// whose time could be placed (see [`SampleReading::read`]), with the watermark after it
-    /// (see [`SampleReading::watermark`]). Gives how many samples were dropped.
+    /// whose time could be placed (see [`SamplePass::read`]), with the watermark after it
+    /// (see [`SamplePass::watermark`]). Gives how many samples were dropped.
     pub fn read_samples(
         &mut self,
         each: &mut dyn FnMut(u64, Sample, Option<i64>) -> Result<()>,
@@ -104,9 +104,10 @@ impl TwoReadings<'_> {
     }
 }
 
-/// Decodes the `len` bytes `input` reads in two readings when the format allows it, `reopen`
-/// giving the second; otherwise whole. `format` overrides detection.
-pub(crate) fn decode_in_two_readings<'a>(
+/// Decodes the first pass over the `len` bytes `input` reads when the format allows a second
+/// pass, `reopen` giving the second; otherwise decodes them whole. `format` overrides
+/// detection.
+pub(crate) fn decode_first_pass<'a>(
     input: impl Read,
     len: u64,
     format: Option<InputFormat>,
@@ -119,11 +120,11 @@ pub(crate) fn decode_in_two_readings<'a>(
     let format = opened.format;
     let (first, metadata) = match format {
         InputFormat::Perfetto => (
-            super::perfetto::first_reading(opened.stream, container, limits)?,
+            super::perfetto::first_pass(opened.stream, container, limits)?,
             None,
         ),
         InputFormat::Jfr => (
-            super::jfr::first_reading(opened.stream, container, limits)?,
+            super::jfr::first_pass(opened.stream, container, limits)?,
             super::jfr::extras().metadata.map(Box::new),
         ),
         _ => {
@@ -138,7 +139,7 @@ pub(crate) fn decode_in_two_readings<'a>(
         return Ok(Decoding::Whole(whole));
     };
     limits.check_profile(&profile)?;
-    Ok(Decoding::TwoReadings(TwoReadings {
+    Ok(Decoding::SecondPass(SecondPass {
         profile,
         format,
         container,

@@ -1,5 +1,5 @@
-//! Two passes over one trace, for converting a long trace window by window without holding
-//! its samples: the first builds the whole model but keeps only a summary of where the
+//! A second pass over a trace, for converting a long trace window by window without holding
+//! its samples: the first pass builds the whole model but keeps only a summary of where the
 //! samples' times lie, the second decodes the same bytes again and hands each sample on,
 //! already on the first pass's clock, as it is read.
 //!
@@ -13,7 +13,7 @@ use super::clocks::{ClockKey, ClockTracker, Place, Placer};
 use super::importer::{Importer, Parts, RawTime, Samples};
 use super::packets::PacketWalker;
 use crate::error::Result;
-use crate::formats::two_readings::SampleReading;
+use crate::formats::second_pass::SamplePass;
 use crate::formats::Container;
 use crate::limits::Limits;
 use crate::model::{Profile, Sample};
@@ -188,7 +188,7 @@ impl Summary {
 }
 
 /// Decodes a trace as `decode` does, keeping no samples: see [`FirstPass`].
-pub(crate) fn first_pass(
+pub(crate) fn decode_without_samples(
     input: impl Read,
     codec: &'static str,
     limits: &Limits,
@@ -211,14 +211,14 @@ pub(crate) fn first_pass(
     })
 }
 
-/// The first of two readings of a trace: its model without samples, and the second reading;
-/// `None` when the samples' times cannot be bounded, so they cannot be gathered in windows.
-pub(crate) fn first_reading(
+/// The first pass over a trace: its model without samples, and the second pass; `None` when
+/// the samples' times cannot be bounded, so they cannot be gathered in windows.
+pub(crate) fn first_pass(
     input: impl Read,
     container: Container,
     limits: &Limits,
-) -> Result<Option<(Profile, Box<dyn SampleReading>)>> {
-    let mut first = first_pass(input, container.name(), limits)?;
+) -> Result<Option<(Profile, Box<dyn SamplePass>)>> {
+    let mut first = decode_without_samples(input, container.name(), limits)?;
     if first.times.is_none() {
         return Ok(None);
     }
@@ -226,8 +226,8 @@ pub(crate) fn first_reading(
     Ok(Some((profile, Box::new(first))))
 }
 
-/// The second reading, by what the first learned (its profile taken by the caller).
-impl SampleReading for FirstPass {
+/// The second pass, by what the first learned (its profile taken by the caller).
+impl SamplePass for FirstPass {
     fn watermark(&self, position: u64) -> Option<i64> {
         self.times.as_ref()?.watermark(position)
     }
@@ -349,5 +349,5 @@ impl Entities {
 }
 
 #[cfg(test)]
-#[path = "two_pass_tests.rs"]
+#[path = "second_pass_tests.rs"]
 mod tests;
