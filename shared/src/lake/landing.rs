@@ -120,10 +120,7 @@ fn conversion(manifest_key: &str, bytes: &[u8], manifest: &Manifest) -> Result<C
             .into_iter()
             .find(|t| t.name() == name)
             .ok_or_else(|| unpublishable(manifest_key, format!("unknown table {name}")))?;
-        let dt = output
-            .key
-            .split('/')
-            .find_map(|part| part.strip_prefix("dt="))
+        let dt = crate::store::keys::table_key_dt(&output.key)
             .ok_or_else(|| unpublishable(manifest_key, format!("{} has no dt=", output.key)))?;
         partitions
             .entry(table.name().to_owned())

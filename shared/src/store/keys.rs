@@ -130,6 +130,27 @@ pub fn table_key(version: u32, table: &str, dt: &str, source_id: &str) -> String
     )
 }
 
+/// The partition of a table key ([`table_key`]): its `dt` (`YYYY-MM-DD`); `None` without one.
+pub(crate) fn table_key_dt(key: &str) -> Option<&str> {
+    key.split('/').find_map(|part| part.strip_prefix("dt="))
+}
+
+/// Day number (days since 1970-01-01) of a key below a table's prefix,
+/// `dt=YYYY-MM-DD/<file>.parquet`; `None` for anything else.
+pub(crate) fn partition_day(rest: &str) -> Option<i64> {
+    let (dir, file) = rest.split_once('/')?;
+    if file.is_empty() || file.contains('/') {
+        return None;
+    }
+    let date = dir.strip_prefix("dt=")?;
+    let mut parts = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
+    let (y, m, d) = (parts.next()??, parts.next()??, parts.next()??);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    Some(crate::calendar::days_from_civil(y, m, d))
+}
+
 /// Key of the completion manifest of one upload.
 pub fn manifest_key(source_id: &str) -> String {
     format!("{CONVERTED_PREFIX}{source_id}/manifest.json")

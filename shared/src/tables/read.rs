@@ -119,7 +119,7 @@ pub(crate) fn for_each_batch(
     }
     for key in keys {
         // Only `dt=YYYY-MM-DD/<file>` is a partition's file; anything else is not ours.
-        let Some(day) = partition_day(&key[prefix.len()..]) else {
+        let Some(day) = crate::store::keys::partition_day(&key[prefix.len()..]) else {
             continue;
         };
         if first_day.is_some_and(|f| day < f) || last_day.is_some_and(|l| day > l) {
@@ -284,22 +284,6 @@ fn malformed(what: String) -> Error {
         what,
     }
     .into()
-}
-
-/// Day number (days since 1970-01-01) of a key below a table's prefix,
-/// `dt=YYYY-MM-DD/<file>.parquet`; `None` for anything else.
-fn partition_day(rest: &str) -> Option<i64> {
-    let (dir, file) = rest.split_once('/')?;
-    if file.is_empty() || file.contains('/') {
-        return None;
-    }
-    let date = dir.strip_prefix("dt=")?;
-    let mut parts = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
-    let (y, m, d) = (parts.next()??, parts.next()??, parts.next()??);
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
-        return None;
-    }
-    Some(crate::calendar::days_from_civil(y, m, d))
 }
 
 /// Every record batch of one Parquet file, conformed to `table`'s schema.
