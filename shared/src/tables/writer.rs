@@ -67,6 +67,9 @@ pub struct TableWriter<'s> {
     rollup: Rollup,
     /// The models seen, by address, in order of first use.
     models: Vec<usize>,
+    /// Whether `samples` batches are built on a thread of their own while the last ones are
+    /// encoded.
+    pipelined: bool,
 }
 
 impl<'s> TableWriter<'s> {
@@ -80,7 +83,14 @@ impl<'s> TableWriter<'s> {
             open: Vec::new(),
             rollup: Rollup::default(),
             models: Vec::new(),
+            pipelined: false,
         }
+    }
+
+    /// The same writer, building each `samples` batch on a thread of its own while the last
+    /// ones are encoded when `pipelined`. The bytes are the same either way.
+    pub fn pipelined(self, pipelined: bool) -> Self {
+        TableWriter { pipelined, ..self }
     }
 
     /// A writer of one file per table, whatever the days of its rows.
@@ -237,14 +247,45 @@ impl<'s> TableWriter<'s> {
             };
             let open = self.samples.get_mut(&day).expect("opened above");
             let by_day = self.by_day;
-            let mut rows = sample_rows(&profiles, |p| !by_day || p.day == day).peekable();
-            let mut group = Vec::with_capacity(WRITE_BATCH_ROWS);
-            while rows.peek().is_some() {
-                group.clear();
-                group.extend(rows.by_ref().take(WRITE_BATCH_ROWS));
-                let batch = samples_batch(self.source.source_id, &profiles, &group)?;
-                open.encoder.write(&batch, &mut SinkFile { sink, file })?;
+            let source_id = self.source.source_id;
+            let profiles = &profiles;
+            let batches = move || {
+                let mut rows = sample_rows(profiles, move |p| !by_day || p.day == day).peekable();
+                let mut group = Vec::with_capacity(WRITE_BATCH_ROWS);
+                std::iter::from_fn(move || {
+                    rows.peek()?;
+                    group.clear();
+                    group.extend(rows.by_ref().take(WRITE_BATCH_ROWS));
+                    Some(samples_batch(source_id, profiles, &group))
+                })
+            };
+            let mut out = SinkFile {
+                sink: &mut *sink,
+                file,
+            };
+            if !self.pipelined {
+                for batch in batches() {
+                    open.encoder.write(&batch?, &mut out)?;
+                }
+                continue;
             }
+            // The rows of the next batches are gathered and built while this one is encoded; a
+            // few batches wait at most.
+            std::thread::scope(|scope| -> Result<()> {
+                let (send, built) = std::sync::mpsc::sync_channel(2);
+                scope.spawn(move || {
+                    for batch in batches() {
+                        // The encoder stopped: nothing is left to build for.
+                        if send.send(batch).is_err() {
+                            break;
+                        }
+                    }
+                });
+                for batch in built {
+                    open.encoder.write(&batch?, &mut out)?;
+                }
+                Ok(())
+            })?;
         }
         let mut going_on = going_on.into_iter();
         for p in profiles {

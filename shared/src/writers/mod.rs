@@ -81,7 +81,7 @@ impl<'s> Writers<'s> {
         Writers {
             metadata,
             source_id: source.source_id,
-            tables: TableWriter::new(source),
+            tables: TableWriter::new(source).pipelined(threads > 1),
             reached: Reached::default(),
             series: Vec::new(),
             table_profiles: 0,
@@ -103,6 +103,11 @@ impl<'s> Writers<'s> {
         let mut keys = self.tables.keys_of(&days, &days, &marks);
         keys.extend(index_keys(profile, self.source_id));
         keys
+    }
+
+    /// Threads the writing may use.
+    pub fn threads(&self) -> usize {
+        self.threads
     }
 
     /// Writes the outputs of one piece; `profile` is the upload's model. Pieces must come in

@@ -119,7 +119,9 @@ impl SampleSource<'_> {
     }
 }
 
-/// Reads the samples again and hands their windows on as they complete.
+/// Reads the samples again and hands their windows on as they complete. With two or more
+/// threads the writers run on a thread of their own, at most a piece behind the second pass;
+/// they take the pieces in the same order either way, so the outputs are the same bytes.
 fn feed_read(
     pass: &mut SecondPass<'_>,
     profile: &mut Profile,
@@ -132,6 +134,66 @@ fn feed_read(
         pieces: 0,
     };
     let mut pending = PendingSamples::new(anchor);
+    let dropped = if writers.threads() < 2 {
+        let mut hand_on = |samples: SampleTable, piece: Piece<'static>| {
+            write_piece(profile, samples, piece, writers, out)
+        };
+        read_pieces(pass, &mut pending, &mut fed, &mut hand_on)?
+    } else {
+        let model = &mut *profile;
+        std::thread::scope(|scope| -> Result<u64> {
+            let (send, pieces) = std::sync::mpsc::sync_channel::<(SampleTable, Piece)>(1);
+            let writing = scope.spawn(move || -> Result<()> {
+                for (samples, piece) in pieces {
+                    write_piece(model, samples, piece, writers, out)?;
+                }
+                Ok(())
+            });
+            let mut hand_on = move |samples: SampleTable, piece: Piece<'static>| {
+                // Only a failed writer stops taking pieces; its error is the one returned.
+                send.send((samples, piece)).map_err(|_| writers_stopped())
+            };
+            let read = read_pieces(pass, &mut pending, &mut fed, &mut hand_on);
+            // The writers end once the last piece is handed on.
+            drop(hand_on);
+            let written = writing
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            written?;
+            read
+        })?
+    };
+    if dropped > 0 {
+        *profile.stats.entry("clock_conversion_failed").or_default() += dropped;
+    }
+    Ok(fed)
+}
+
+/// Writes one piece of samples of `profile`, the upload's model.
+fn write_piece(
+    profile: &mut Profile,
+    samples: SampleTable,
+    piece: Piece<'_>,
+    writers: &mut Writers,
+    out: &mut Outputs,
+) -> Result<()> {
+    profile.replace_samples(samples);
+    writers.add(profile, piece, out)?;
+    profile.replace_samples(SampleTable::default());
+    Ok(())
+}
+
+/// What a piece is handed on to.
+type HandOn<'h> = dyn FnMut(SampleTable, Piece<'static>) -> Result<()> + 'h;
+
+/// Reads the samples of the second pass into `pending` and hands each piece to `hand_on` as
+/// it completes; gives how many samples the pass dropped.
+fn read_pieces(
+    pass: &mut SecondPass<'_>,
+    pending: &mut PendingSamples,
+    fed: &mut Fed,
+    hand_on: &mut HandOn<'_>,
+) -> Result<u64> {
     let format = pass.format.name();
     let dropped = pass.read_samples(&mut |position, sample, watermark| {
         let time = sample.time.unwrap_or_default();
@@ -143,51 +205,58 @@ fn feed_read(
         // The last windows wait for the second pass to end, its decoder's state freed.
         match watermark {
             Some(mark) => {
-                feed_complete(&mut pending, Some(mark), profile, writers, out, &mut fed)?;
-                feed_part(&mut pending, mark, profile, writers, out, &mut fed)
+                hand_on_complete(pending, Some(mark), fed, hand_on)?;
+                hand_on_part(pending, mark, fed, hand_on)
             }
             None => Ok(()),
         }
     })?;
-    feed_complete(&mut pending, None, profile, writers, out, &mut fed)?;
-    if dropped > 0 {
-        *profile.stats.entry("clock_conversion_failed").or_default() += dropped;
-    }
-    Ok(fed)
+    hand_on_complete(pending, None, fed, hand_on)?;
+    Ok(dropped)
 }
 
 /// Hands on the windows complete at `watermark` (all that wait when `None`), as one piece.
-fn feed_complete(
+fn hand_on_complete(
     pending: &mut PendingSamples,
     watermark: Option<i64>,
-    profile: &mut Profile,
-    writers: &mut Writers,
-    out: &mut Outputs,
     fed: &mut Fed,
+    hand_on: &mut HandOn<'_>,
 ) -> Result<()> {
-    if pending.ready(watermark) && pending.take(watermark, profile).is_some() {
-        fed.pieces += 1;
-        writers.add(profile, Piece::Windows(pending.grid()), out)?;
-        profile.replace_samples(SampleTable::default());
+    if !pending.ready(watermark) {
+        return Ok(());
     }
-    Ok(())
+    match pending.take(watermark) {
+        Some(samples) => {
+            fed.pieces += 1;
+            hand_on(samples, Piece::Windows(pending.grid()))
+        }
+        None => Ok(()),
+    }
 }
 
 /// Hands on the samples before `watermark` of a window not complete yet, when many wait.
-fn feed_part(
+fn hand_on_part(
     pending: &mut PendingSamples,
     watermark: i64,
-    profile: &mut Profile,
-    writers: &mut Writers,
-    out: &mut Outputs,
     fed: &mut Fed,
+    hand_on: &mut HandOn<'_>,
 ) -> Result<()> {
-    if pending.take_part(watermark, profile).is_some() {
-        fed.pieces += 1;
-        writers.add(profile, Piece::PartOfWindow(pending.grid()), out)?;
-        profile.replace_samples(SampleTable::default());
+    match pending.take_part(watermark) {
+        Some(samples) => {
+            fed.pieces += 1;
+            hand_on(samples, Piece::PartOfWindow(pending.grid()))
+        }
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// The writers stopped taking pieces: they failed writing an output, and their error is the
+/// one reported (this one never is).
+fn writers_stopped() -> crate::Error {
+    ErrorKind::Storage {
+        key: "the outputs".into(),
+    }
+    .into()
 }
 
 /// A sample that arrived after the first pass said none that early was left.

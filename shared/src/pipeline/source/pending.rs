@@ -11,7 +11,7 @@
 //! the earliest sample seen; until then samples wait. Times are kept as the decoder gives
 //! them and moved by the anchoring offset (known with the earliest sample) as they leave.
 
-use crate::model::{Profile, Sample, SampleTable};
+use crate::model::{Sample, SampleTable};
 use crate::pipeline::clock::Anchor;
 use crate::plan::Grid;
 
@@ -129,11 +129,10 @@ impl PendingSamples {
         }
     }
 
-    /// Puts into `profile` the samples of every window before the one holding `watermark`
-    /// (every sample when `None`: none is left to come), in time order (stable) and moved by
-    /// the anchoring offset, and gives back the samples it held; `None` when there are none
-    /// to hand out yet.
-    pub fn take(&mut self, watermark: Option<i64>, profile: &mut Profile) -> Option<SampleTable> {
+    /// Hands out the samples of every window before the one holding `watermark` (every
+    /// sample when `None`: none is left to come), in time order (stable) and moved by the
+    /// anchoring offset; `None` when there are none to hand out yet.
+    pub fn take(&mut self, watermark: Option<i64>) -> Option<SampleTable> {
         let (_, offset) = self.fix_grid(watermark)?;
         let before = watermark.map_or(i64::MAX, |t| self.window(t));
         // Sorted in place, the samples to hand out are a prefix, and only the few after it
@@ -149,14 +148,14 @@ impl PendingSamples {
             waiting = self.pending.len(),
             "windows complete"
         );
-        self.hand_out(out, offset, profile)
+        self.hand_out(out, offset)
     }
 
-    /// When many samples wait in a window not complete at `watermark`, puts into `profile`
-    /// those before the watermark, a part of the window, as [`take`](PendingSamples::take)
-    /// would (in time order, moved by the offset), and gives back the samples it held. A
-    /// sample earlier than the watermark is late from then on.
-    pub fn take_part(&mut self, watermark: i64, profile: &mut Profile) -> Option<SampleTable> {
+    /// When many samples wait in a window not complete at `watermark`, hands out those
+    /// before the watermark, a part of the window, as [`take`](PendingSamples::take) would
+    /// (in time order, moved by the offset). A sample earlier than the watermark is late from
+    /// then on.
+    pub fn take_part(&mut self, watermark: i64) -> Option<SampleTable> {
         if self.pending.len() < self.part_at {
             return None;
         }
@@ -179,7 +178,7 @@ impl PendingSamples {
             waiting = self.pending.len(),
             "part of a window"
         );
-        self.hand_out(out, offset, profile)
+        self.hand_out(out, offset)
     }
 
     /// Sorts the samples waiting by time (stably) and gives how many come first for which
@@ -200,12 +199,7 @@ impl PendingSamples {
         lo
     }
 
-    fn hand_out(
-        &mut self,
-        mut out: SampleTable,
-        offset: i64,
-        profile: &mut Profile,
-    ) -> Option<SampleTable> {
+    fn hand_out(&mut self, mut out: SampleTable, offset: i64) -> Option<SampleTable> {
         if out.is_empty() {
             return None;
         }
@@ -213,7 +207,7 @@ impl PendingSamples {
             out.map_times(|t| t.map(|t| t.saturating_add(offset)));
         }
         out.shrink_to_fit();
-        Some(profile.replace_samples(out))
+        Some(out)
     }
 }
 

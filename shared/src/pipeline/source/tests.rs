@@ -242,20 +242,23 @@ fn streamed_in_parts(
             assert!(!buffer.is_late(sample.time.unwrap()));
             buffer.push(sample);
             let mark = watermark[position + 1].map(|w| w - slack_ns);
-            if mark.is_some() && buffer.ready(mark) && buffer.take(mark, p).is_some() {
-                windows.add(p, Piece::Windows(buffer.grid()), out).unwrap();
-                pieces += 1;
-            }
-            if let Some(mark) = mark {
-                if buffer.take_part(mark, p).is_some() {
-                    windows
-                        .add(p, Piece::PartOfWindow(buffer.grid()), out)
-                        .unwrap();
-                    parts += 1;
+            if mark.is_some() && buffer.ready(mark) {
+                if let Some(window) = buffer.take(mark) {
+                    p.replace_samples(window);
+                    windows.add(p, Piece::Windows(buffer.grid()), out).unwrap();
+                    pieces += 1;
                 }
             }
+            if let Some(part) = mark.and_then(|mark| buffer.take_part(mark)) {
+                p.replace_samples(part);
+                windows
+                    .add(p, Piece::PartOfWindow(buffer.grid()), out)
+                    .unwrap();
+                parts += 1;
+            }
         }
-        if buffer.take(None, p).is_some() {
+        if let Some(rest) = buffer.take(None) {
+            p.replace_samples(rest);
             windows.add(p, Piece::Windows(buffer.grid()), out).unwrap();
             pieces += 1;
         }
