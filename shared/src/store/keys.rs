@@ -131,6 +131,7 @@ pub fn table_key(version: u32, table: &str, dt: &str, source_id: &str) -> String
 }
 
 /// The partition of a table key ([`table_key`]): its `dt` (`YYYY-MM-DD`); `None` without one.
+#[cfg(feature = "lake")]
 pub(crate) fn table_key_dt(key: &str) -> Option<&str> {
     key.split('/').find_map(|part| part.strip_prefix("dt="))
 }

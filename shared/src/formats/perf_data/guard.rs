@@ -2,7 +2,10 @@
 //! lengths and counts it reads (it allocates a feature section, an `EVENT_DESC` list or an
 //! AUXTRACE payload at the size the file states, inflates a compressed record without bound,
 //! and asserts on an MMAP2 build-ID length), so each of those is checked here first against
-//! the bytes that are really there and against `Limits`.
+//! the bytes that are really there and against `Limits`. It also reads a `perf_event_attr` of
+//! a size between two of the kernel's versions short (up to the version below) and then goes
+//! on four or more bytes early, reading an id count from the wrong place: such sizes are
+//! refused wherever an attr is followed by what it reads next.
 
 use std::io::{Read, Seek, SeekFrom};
 
@@ -20,6 +23,14 @@ const EVENT_HEADER_SIZE: u64 = 8;
 /// `perf_event_attr` sizes: the first version, and far beyond the largest the kernel knows.
 const ATTR_SIZE_MIN: u64 = 64;
 const ATTR_SIZE_MAX: u64 = 4096;
+/// The sizes of the kernel's `perf_event_attr` versions 0 to 7 (`PERF_ATTR_SIZE_VER*`).
+const ATTR_VERSION_SIZES: [u64; 8] = [64, 72, 80, 96, 104, 112, 120, 128];
+
+/// Whether the crate reads an attr that says it is `size` bytes as exactly that many: a
+/// version's size, or one past the last (whose rest it skips).
+fn attr_read_whole(size: u64) -> bool {
+    ATTR_VERSION_SIZES.contains(&size) || size > ATTR_VERSION_SIZES[7]
+}
 
 const FEATURE_EVENT_DESC: usize = 12;
 
@@ -74,6 +85,17 @@ pub(super) fn check<F: Read + Seek>(file: &mut F, len: u64, limits: &Limits) -> 
             ] {
                 within(s, len, what)?;
             }
+            // perf's `attr_size` counts each attr's id section too; the old event_types
+            // section puts one after each slot of `attr_size`.
+            attr_entries(file, attrs, attr_size - 16, attr_size, len, "attrs")?;
+            attr_entries(
+                file,
+                event_types,
+                attr_size,
+                attr_size + 16,
+                len,
+                "event_types",
+            )?;
             let bits = &h[72..104];
             let count = (0..256).filter(|b| bits[b / 8] >> (b % 8) & 1 == 1).count() as u64;
             let table = data.0 + data.1;
@@ -260,8 +282,37 @@ impl Budget {
     }
 }
 
+/// The entries of a file's `attrs` (or old `event_types`) section, `entry` bytes each: an attr
+/// in a slot of `slot` bytes, then the section of its ids, which the crate reads whole. Each
+/// attr must be read whole and each id section lie within the file.
+fn attr_entries<F: Read + Seek>(
+    file: &mut F,
+    (offset, size): (u64, u64),
+    slot: u64,
+    entry: u64,
+    len: u64,
+    what: &str,
+) -> Result<()> {
+    for i in 0..size / entry {
+        let at = offset + i * entry;
+        let mut own = [0u8; 4];
+        read_at(file, at + 4, &mut own, len, "an attr")?;
+        let own = u64::from(u32::from_le_bytes(own));
+        if own > slot || !attr_read_whole(own) {
+            return Err(malformed(
+                at,
+                format!("{what}: an attr of {own} bytes in slots of {slot}"),
+            ));
+        }
+        let mut ids = [0u8; 16];
+        read_at(file, at + slot, &mut ids, len, "an attr's ids")?;
+        within(section(&ids, 0), len, "an attr's ids")?;
+    }
+    Ok(())
+}
+
 /// `EVENT_DESC`: `nr`, `attr_size`, then per event the attr, `nr_ids`, a string and the ids.
-/// Every count must fit in the bytes there are.
+/// Every count must fit in the bytes there are, and every attr be read whole.
 fn event_desc(body: &[u8], offset: u64) -> Result<()> {
     let bad = |what: &str| malformed(offset, format!("EVENT_DESC: {what}"));
     let word = |at: usize| -> Option<u64> {
@@ -281,7 +332,7 @@ fn event_desc(body: &[u8], offset: u64) -> Result<()> {
     for _ in 0..nr {
         // The attr states its own size, which may not exceed attr_size.
         let own = word(at as usize + 4).ok_or_else(|| bad("cut short"))?;
-        if own > attr_size {
+        if own > attr_size || !attr_read_whole(own) {
             return Err(bad(&format!(
                 "an attr of {own} bytes in slots of {attr_size}"
             )));

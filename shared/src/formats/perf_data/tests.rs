@@ -669,3 +669,46 @@ fn a_pipe_event_desc_is_checked_whatever_the_high_bits_of_its_id() {
     let err = decode(&file, "plain", &Limits::default()).unwrap_err();
     assert!(err.to_string().contains("EVENT_DESC"), "{err}");
 }
+
+/// The crate reads an attr whose size lies between two of the kernel's versions only up to
+/// the version below, then goes on from a few bytes too early: in a pipe's `EVENT_DESC` it
+/// then took 4 of an attr's bytes for an id count and allocated 34 GB for the ids (found by
+/// fuzzing). Such an attr is refused.
+#[test]
+fn an_event_desc_attr_between_two_versions_is_refused() {
+    let file = include_bytes!(
+        "../../../../tests/fuzz/regressions/decode_perf_data/attr-size-between-versions"
+    );
+    let err = decode(file, "plain", &Limits::default()).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("EVENT_DESC: an attr of 100 bytes in slots of 128"),
+        "{err}"
+    );
+}
+
+/// The same in a file's `attrs` section, where the id section that follows each attr would be
+/// read from the wrong place; and an id section past the end of the file is refused too.
+#[test]
+fn a_file_attr_between_two_versions_or_with_ids_past_the_end_is_refused() {
+    let file = fixture("g.data");
+    let word = |at: usize| u64::from_le_bytes(file[at..at + 8].try_into().unwrap()) as usize;
+    // perf's attr_size counts the 16 bytes of each attr's id section.
+    let (slot, attrs) = (word(16) - 16, word(24));
+    assert_eq!(slot, 128, "attrs of version 7");
+
+    let mut between = file.clone();
+    between[attrs + 4..attrs + 8].copy_from_slice(&100u32.to_le_bytes());
+    let err = decode(&between, "plain", &Limits::default()).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("attrs: an attr of 100 bytes in slots of 128"),
+        "{err}"
+    );
+
+    let mut ids_past_end = file.clone();
+    let ids_size = attrs + slot + 8;
+    ids_past_end[ids_size..ids_size + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let err = decode(&ids_past_end, "plain", &Limits::default()).unwrap_err();
+    assert!(err.to_string().contains("an attr's ids"), "{err}");
+}
