@@ -64,9 +64,9 @@ pub use pipeline::{
 };
 pub use store::{LocalDirStore, ObjectStore};
 
-/// The jobs' vocabulary beyond the front door: converting into a sink or a stream, what
-/// processing a key did, rehydration's scopes and pages, and the settings the functions read
-/// from the environment.
+/// The jobs' vocabulary beyond the front door: converting with symbols, decoding within limits,
+/// what processing a key did, rehydration's scopes and pages, exports and release comparison,
+/// and the settings the functions read from the environment.
 pub mod jobs {
     pub use crate::compare::{
         compare_releases, report_releases, CompareReport, CompareRequest, ReleaseReport,
