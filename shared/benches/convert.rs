@@ -1,8 +1,8 @@
 //! Conversion throughput: decode and decode + Sample v2 + Parquet tables, on every committed
 //! sample (one per input format), the largest pprof and OTLP fixtures, and a large generated
 //! traced_perf-style trace (plain, zlib `compressed_packets`, and gzip). For each input the
-//! writers are also timed apart from decoding (Sample v2 chunks vs. the five Parquet tables),
-//! with the bytes each writes per sample.
+//! write path is also timed apart from decoding (a conversion on one thread less its decode),
+//! with the bytes Sample v2 and the Parquet tables each write per sample.
 //!
 //! Run with `cargo bench -p proflake --bench convert` (or `scripts/bench.sh`). Figures are
 //! medians of several runs, printed as MB/s of input and samples/s; compare them side by side
@@ -12,11 +12,7 @@ use std::hint::black_box;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use proflake::{
-    convert_upload, decode, internals::plan_chunks, internals::plan_tables,
-    internals::write_planned_chunk, internals::write_tables, internals::TableProfileInput,
-    internals::TableSource, model::Profile, model::Timestamps, ConvertOptions, UploadMetadata,
-};
+use proflake::{convert_upload, decode, ConvertOptions, UploadMetadata};
 use proflake_proto::perfetto::{
     clock_snapshot::Clock, perf_events::Timebase, trace_packet::Data,
     trace_packet::OptionalTrustedPacketSequenceId, Callstack, ClockSnapshot, Frame, InternedData,
@@ -195,62 +191,40 @@ fn median_of(runs: usize, mut f: impl FnMut()) -> f64 {
 
 /// Times the two writers on an already decoded profile: Sample v2 chunks, then the Parquet
 /// tables from the same plans, with output bytes per written sample.
-fn writers(name: &str, bytes: &[u8], runs: usize) {
-    let mut profile: Profile = decode(bytes, None).expect("bench input decodes").profile;
-    if let Timestamps::TraceClock(_) = profile.timestamps {
-        profile.anchor_first_sample_at(1_700_000_000_000_000_000);
+/// The write path of `bytes` converted with `options`: a conversion on one thread less its
+/// decode, in samples per second, and the bytes Sample v2 and the tables write per sample.
+fn writers(name: &str, bytes: &[u8], options: &ConvertOptions, runs: usize) {
+    let options = ConvertOptions {
+        threads: Some(1),
+        ..options.clone()
+    };
+    let convert = || convert_upload("uploads/bench", "etag", bytes, &options);
+    let Ok(converted) = convert() else {
+        return;
+    };
+    let rows = converted.manifest.profile.samples as usize;
+    if rows == 0 {
+        return;
     }
-    profile.start_time.get_or_insert(1_700_000_000_000_000_000);
-    let meta = UploadMetadata::default();
-    let Ok(plans) = plan_chunks(&profile, &meta, "bench") else {
-        return;
-    };
-    let chunks: Vec<_> = plans
+    let json_bytes: usize = converted.sample_v2().iter().map(|(_, b)| b.len()).sum();
+    let parquet_bytes: usize = converted
+        .objects
         .iter()
-        .map(|p| write_planned_chunk(&meta, p).expect("bench chunks write"))
-        .collect();
-    let rows: usize = plans.iter().map(|p| p.samples.len()).sum();
-    let Ok(table_plans) = plan_tables(&profile, "bench") else {
-        return;
-    };
-    let table_chunks: Vec<TableProfileInput> = table_plans
-        .iter()
-        .map(|plan| TableProfileInput {
-            plan,
-            platform: None,
-            release: None,
-            environment: None,
-        })
-        .collect();
-    let source = TableSource {
-        source_id: "bench",
-        source_key: "uploads/bench",
-        source_etag: "etag",
-        source_format: "bench",
-        converter: "proflake bench",
-        service: None,
-        labels: &std::collections::BTreeMap::new(),
-        timed_clock: "input",
-        aggregated_clock: "input",
-    };
-    let tables = write_tables(&source, &table_chunks).expect("tables write");
-    let json_bytes: usize = chunks.iter().map(|c| c.json.len()).sum();
-    let parquet_bytes: usize = tables.iter().map(|t| t.bytes.len()).sum();
-    let t_json = median_of(runs, || {
-        for p in &plans {
-            black_box(write_planned_chunk(&meta, p).expect("bench chunks write"));
-        }
+        .filter(|(key, _)| key.ends_with(".parquet"))
+        .map(|(_, b)| b.len())
+        .sum();
+    let t_decode = median_of(runs, || {
+        black_box(decode(bytes, None).expect("bench input decodes"));
     });
-    let t_tables = median_of(runs, || {
-        black_box(write_tables(&source, &table_chunks).expect("tables write"));
+    let t_convert = median_of(runs, || {
+        black_box(convert().expect("bench input converts"));
     });
-    let per_s = |t: f64| rows as f64 / 1e6 / t;
+    let t_write = (t_convert - t_decode).max(f64::EPSILON);
     println!(
-        "writers      {name:<59} {rows:>8} samples  sample v2 {:>6.2} M/s {:>6.1} B/sample  \
-         parquet {:>6.2} M/s {:>5.1} B/sample",
-        per_s(t_json),
+        "writers      {name:<59} {rows:>8} samples  write path {:>6.2} M/s  \
+         sample v2 {:>6.1} B/sample  parquet {:>5.1} B/sample",
+        rows as f64 / 1e6 / t_write,
         json_bytes as f64 / rows as f64,
-        per_s(t_tables),
         parquet_bytes as f64 / rows as f64,
     );
 }
@@ -387,7 +361,7 @@ fn main() {
         };
         measure(&format!("decode       {label}"), bytes, 15, decode_only);
         measure(&format!("decode+write {label}"), bytes, 15, full);
-        writers(label, bytes, 15);
+        writers(label, bytes, &options, 15);
     }
 
     tiny_uploads(&inputs);
@@ -408,5 +382,5 @@ fn main() {
     );
     measure("decode       synthetic gzip", &gz, 5, decode_only);
     measure("decode+write synthetic plain", &plain, 5, full);
-    writers("synthetic plain", &plain, 5);
+    writers("synthetic plain", &plain, &options, 5);
 }

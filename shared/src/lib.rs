@@ -133,16 +133,3 @@ pub mod outputs {
         Violation,
     };
 }
-
-/// The library's insides that tests reach: plans, writers and their inputs. Not a stable
-/// interface.
-#[doc(hidden)]
-pub mod internals {
-    pub use crate::ids::derived_id;
-    pub use crate::plan::{
-        left_out, plan_chunks, plan_sample_v2, plan_tables, Timing, DEFAULT_INTERVAL_NS,
-        MAX_CHUNK_DURATION_NS, MAX_EXPANDED_SAMPLES, MIN_INTERVAL_NS,
-    };
-    pub use crate::tables::{write_tables, TableProfileInput, TableSource, TableWriter};
-    pub use crate::writers::sample_v2::{write_planned_chunk, PreparedChunk, StreamedChunk};
-}

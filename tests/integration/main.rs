@@ -1,6 +1,5 @@
 //! Fixture-driven integration tests of the proflake library.
 
-mod aggregated;
 mod chrome;
 mod clock;
 mod cpuprofile;

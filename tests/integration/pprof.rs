@@ -1066,8 +1066,9 @@ fn pprof_rs_cpu_count_without_period_is_counted_cpu_time() {
         [("cpu/count".into(), SeriesKind::CpuTime, None, None)]
     );
     let (converted, rows) = convert_pprof_rs(&p);
-    // The rate is unknown: laid out at the default 100 Hz, and no nanoseconds in the tables.
-    check_pprof_rs_chunks(&p, &converted, proflake::internals::DEFAULT_INTERVAL_NS);
+    // The rate is unknown: laid out at the default 100 Hz (10 ms apart, docs/outputs.md), and
+    // no nanoseconds in the tables.
+    check_pprof_rs_chunks(&p, &converted, 10_000_000);
     let values: Vec<i64> = p.sample.iter().map(|s| s.value[0]).collect();
     let mut table_values: Vec<i64> = rows.iter().map(|r| r.0).collect();
     table_values.sort_unstable();

@@ -6,9 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use proflake::{
-    convert_upload, internals::MAX_CHUNK_DURATION_NS, model::Profile, model::SeriesKind,
-    model::Timestamps, outputs::check_sample_v2, outputs::read_chunk, outputs::write_chunk,
-    outputs::write_sample_v2, ConvertOptions, Converted, ErrorKind, Manifest, UploadMetadata,
+    convert_upload, model::Profile, model::SeriesKind, model::Timestamps, outputs::check_sample_v2,
+    outputs::read_chunk, outputs::write_chunk, outputs::write_sample_v2, ConvertOptions, Converted,
+    ErrorKind, Manifest, UploadMetadata,
 };
 use serde_json::Value;
 
@@ -16,6 +16,9 @@ use crate::util::{
     decode_ok, first_output_start_ns, fixture, fixture_path, gzip, plain, repo_file, repo_path,
     zstd_compress,
 };
+
+/// Relay refuses a chunk that spans 60 s or more.
+const MAX_CHUNK_DURATION_NS: i64 = 60_000_000_000;
 
 /// Wall-clock anchor for traces that only have a trace clock (2023-11-14T22:13:20Z).
 const ANCHOR_NS: i64 = 1_700_000_000_000_000_000;

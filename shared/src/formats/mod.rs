@@ -11,6 +11,10 @@ mod demangle;
 mod firefox;
 mod folded;
 mod jfr;
+/// A JFR recording of three chunks, each started so many ns after the one before, for the
+/// pipeline's tests of a second pass.
+#[cfg(test)]
+pub(crate) use jfr::synthetic_tests::chunks_apart as jfr_chunks_apart;
 mod json_document;
 mod json_scan;
 mod otlp;

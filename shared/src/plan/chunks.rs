@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use super::grid::{time_windows, Grid, WINDOW_NS};
+use super::grid::{time_windows, Grid};
 use super::rows::Rows;
 use super::span_sampling::holds_instant;
 use super::timeline::{timed_samples, Planned, PlannedSamples, Timed, Timing, NO_STAND_IN};
@@ -19,7 +19,8 @@ use crate::metadata::{normalize_id, UploadMetadata};
 use crate::model::{ProcessHandle, Profile, SeriesKind, Timestamps};
 
 /// Longest span of one chunk: one window of the grid, the SDKs' 60 s (Relay allows 66 s).
-pub const MAX_CHUNK_DURATION_NS: i64 = WINDOW_NS;
+#[cfg(test)]
+pub const MAX_CHUNK_DURATION_NS: i64 = super::grid::WINDOW_NS;
 
 /// Which series Sample v2 carries: the CPU-time ones, else the wall-time ones; `Err` says why
 /// none.
@@ -69,29 +70,6 @@ pub struct ChunkPlan<'p> {
     pub measurement_range: (i64, i64),
     /// The window of the grid the chunk covers.
     pub window: i64,
-}
-
-impl<'p> ChunkPlan<'p> {
-    /// A plan holding every timed sample of `profile` as one chunk with the given ids: for
-    /// chunks that already are Sample v2 and are passed through.
-    pub fn whole(profile: &'p Profile, chunk_id: &str, profiler_id: &str) -> Self {
-        let samples = profile.samples();
-        let mut recorded: Vec<u32> = (0..samples.len())
-            .filter(|&i| samples.time(i).is_some())
-            .map(|i| u32::try_from(i).expect("samples are fewer than 2^32"))
-            .collect();
-        recorded.sort_by_key(|&i| samples.time(i as usize));
-        ChunkPlan {
-            profile,
-            pid: None,
-            chunk_id: chunk_id.to_owned(),
-            profiler_id: profiler_id.to_owned(),
-            samples: PlannedSamples::Recorded(recorded.into_iter().collect()),
-            timing: Timing::Recorded,
-            measurement_range: (i64::MIN, i64::MAX),
-            window: 0,
-        }
-    }
 }
 
 /// Sample v2's plan of a profile: its chunks, and for every series how much of it they carry.

@@ -103,6 +103,7 @@ pub struct TableBatches {
 }
 
 /// One Parquet file to store.
+#[cfg(test)]
 #[derive(Clone, Debug)]
 pub struct TableObject {
     /// Which table.
@@ -213,8 +214,6 @@ pub type FileId = usize;
 /// Where an upload's table files go as they are encoded. Several may be open at once: a
 /// day's `samples` file stays open while the windows of a long recording are written.
 pub trait TableSink {
-    /// Every file's key, told before any file is opened, to be recorded as pending.
-    fn record_pending(&mut self, keys: &[String]) -> Result<()>;
     /// Opens the file of `table` at `key`.
     fn open(&mut self, table: Table, key: &str) -> Result<FileId>;
     /// Appends bytes to an open file.
@@ -242,6 +241,7 @@ impl Write for SinkFile<'_> {
 
 /// The models of `inputs`, each once, in order of first use: what [`TableWriter::finish`]
 /// builds the kept profiles' trees from.
+#[cfg(test)]
 fn models_of<'p>(inputs: &[TableProfileInput<'_, 'p>]) -> Vec<&'p Profile> {
     let mut models: Vec<&Profile> = Vec::new();
     for input in inputs {
@@ -260,18 +260,19 @@ fn models_of<'p>(inputs: &[TableProfileInput<'_, 'p>]) -> Vec<&'p Profile> {
 /// (a profile whose samples have no stacks), so a query over one day's partitions never finds
 /// a table missing; `function_rollup` only has the days its hours fall on, and `counters` only
 /// the days its instants and counter values fall on (none without any).
+#[cfg(test)]
 pub fn write_tables_into(
     source: &TableSource<'_>,
     inputs: &[TableProfileInput<'_, '_>],
     sink: &mut dyn TableSink,
 ) -> Result<()> {
     let mut writer = TableWriter::new(source);
-    sink.record_pending(&writer.keys(inputs))?;
     writer.add(inputs, sink)?;
     writer.finish(&models_of(inputs), sink)
 }
 
 /// The tables of `inputs`, written into memory: every file, encoded.
+#[cfg(test)]
 pub fn write_tables(
     source: &TableSource<'_>,
     inputs: &[TableProfileInput<'_, '_>],
@@ -282,17 +283,15 @@ pub fn write_tables(
 }
 
 /// Table files in memory, in the order they are stored.
+#[cfg(test)]
 #[derive(Default)]
 struct TableObjects {
     open: Vec<Option<TableObject>>,
     done: Vec<TableObject>,
 }
 
+#[cfg(test)]
 impl TableSink for TableObjects {
-    fn record_pending(&mut self, _keys: &[String]) -> Result<()> {
-        Ok(())
-    }
-
     fn open(&mut self, table: Table, key: &str) -> Result<FileId> {
         self.open.push(Some(TableObject {
             table,

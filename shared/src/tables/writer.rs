@@ -15,7 +15,7 @@ use super::call_tree::CallTree;
 use super::counters::{counter_rows, counters_batch, mark_days};
 use super::parquet_file::{Encoder, WRITE_BATCH_ROWS};
 use super::partition::{day_of_us, dt};
-use super::profiles::{micros, profiles_batch, Earlier, ProfileRow, TableProfile};
+use super::profiles::{profiles_batch, Earlier, ProfileRow, TableProfile};
 use super::rollup::{rollup_batch, LeafSums};
 use super::rollup::{Rollup, RollupGroup, RollupKey, RollupSums};
 use super::samples::{sample_rows, samples_batch};
@@ -120,8 +120,9 @@ impl<'s> TableWriter<'s> {
     /// tables on each day a profile starts, `function_rollup` on each day from the first
     /// profile's start to the last one's end (its hours), and `counters` on each day a mark of
     /// their models falls on, so a store can be told of every key before the first is written.
+    #[cfg(test)]
     pub fn keys(&self, inputs: &[TableProfileInput<'_, '_>]) -> Vec<String> {
-        let day = |ns: i64| self.partition(day_of_us(micros(ns)));
+        let day = |ns: i64| self.partition(day_of_us(super::profiles::micros(ns)));
         let starts: BTreeSet<i64> = inputs.iter().map(|i| day(i.plan.start_ns)).collect();
         let first = inputs.iter().map(|i| day(i.plan.start_ns)).min();
         let last = inputs.iter().map(|i| day(i.plan.end_ns)).max();

@@ -15,11 +15,6 @@ pub(crate) struct TableOutputs<'a, 'st> {
 }
 
 impl TableSink for TableOutputs<'_, '_> {
-    fn record_pending(&mut self, keys: &[String]) -> Result<()> {
-        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-        self.sink.record_pending(&keys)
-    }
-
     fn open(&mut self, table: Table, key: &str) -> Result<FileId> {
         self.listing
             .open(self.sink, key, format!("table:{}", table.name()))

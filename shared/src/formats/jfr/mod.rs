@@ -170,6 +170,6 @@ fn decode_chunk(
 }
 
 #[cfg(test)]
-mod synthetic_tests;
+pub(crate) mod synthetic_tests;
 #[cfg(test)]
 mod tests;

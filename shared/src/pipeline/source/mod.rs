@@ -10,6 +10,8 @@
 
 mod pending;
 #[cfg(test)]
+mod second_pass_tests;
+#[cfg(test)]
 mod tests;
 
 use super::clock::{days_between, days_of, Anchor};

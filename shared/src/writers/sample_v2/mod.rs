@@ -7,6 +7,5 @@ mod write;
 pub use crate::relay::{check_chunk, check_sample_v2, schema, Rule, Violation};
 pub(crate) use write::model_frame_rows;
 pub use write::{
-    prepare_planned_chunk, write_chunk, write_planned_chunk, write_sample_v2, PreparedChunk,
-    SampleV2Chunk, StreamedChunk,
+    prepare_planned_chunk, write_chunk, write_sample_v2, PreparedChunk, SampleV2Chunk,
 };

@@ -1,13 +1,14 @@
 //! Aggregated inputs (weights without per-sample times) written as Sample v2: weights expand
 //! into evenly spaced samples, cut into 60 s chunks, and the chunks say so.
 
-use proflake::{
-    convert_upload, internals::left_out, internals::plan_sample_v2, internals::Timing,
-    internals::DEFAULT_INTERVAL_NS, internals::MAX_CHUNK_DURATION_NS,
-    internals::MAX_EXPANDED_SAMPLES, internals::MIN_INTERVAL_NS, model::Frame, model::FrameKind,
-    model::Profile, model::Sample, model::Series, model::SeriesKind, outputs::check_sample_v2,
-    outputs::write_sample_v2, ConvertOptions, ErrorKind, UploadMetadata,
+use super::{
+    left_out, plan_sample_v2, Timing, DEFAULT_INTERVAL_NS, MAX_CHUNK_DURATION_NS,
+    MAX_EXPANDED_SAMPLES, MIN_INTERVAL_NS,
 };
+use crate::model::{Frame, FrameKind, Profile, Sample, Series, SeriesKind};
+use crate::relay::check_sample_v2;
+use crate::writers::sample_v2::write_sample_v2;
+use crate::{convert_upload, ConvertOptions, ErrorKind, UploadMetadata};
 use serde_json::Value;
 
 const START: i64 = 1_700_000_000_000_000_000;
