@@ -54,6 +54,41 @@ struct OpenFile {
     encoder: Encoder,
 }
 
+/// A table file encoded in memory, stored once the files before it are.
+struct EncodedFile {
+    table: Table,
+    key: String,
+    bytes: Vec<u8>,
+    rows: u64,
+}
+
+impl EncodedFile {
+    /// The file of `table` on `day` of `source`'s upload that `fill` fills.
+    fn of(
+        source: &TableSource<'_>,
+        table: Table,
+        day: i64,
+        fill: &mut dyn FnMut(&mut Encoder, &mut dyn Write) -> Result<()>,
+    ) -> Result<Self> {
+        let mut encoder = Encoder::new(table)?;
+        let mut bytes = Vec::new();
+        fill(&mut encoder, &mut bytes)?;
+        let rows = encoder.finish(&mut bytes)?;
+        Ok(EncodedFile {
+            table,
+            key: file_key(source, table, day),
+            bytes,
+            rows,
+        })
+    }
+
+    fn store(self, sink: &mut dyn TableSink) -> Result<()> {
+        let file = sink.open(self.table, &self.key)?;
+        sink.write(file, &self.bytes)?;
+        sink.close(file, self.rows)
+    }
+}
+
 /// Writes the tables of one upload: [`add`](TableWriter::add) each window's planned table
 /// profiles (or all of them at once), then [`finish`](TableWriter::finish).
 pub struct TableWriter<'s> {
@@ -112,8 +147,7 @@ impl<'s> TableWriter<'s> {
     }
 
     fn key(&self, table: Table, day: i64) -> String {
-        let (version, name) = (TABLES_SCHEMA_VERSION, table.name());
-        table_key(version, name, &dt(day), self.source.source_id)
+        file_key(self.source, table, day)
     }
 
     /// The keys of the files `inputs` could give, in [`Table::ALL`] order: the four profile
@@ -354,7 +388,51 @@ impl<'s> TableWriter<'s> {
             })
             .collect();
         let days: BTreeSet<i64> = self.kept.iter().map(|k| k.day).collect();
-        for &day in &days {
+        let samples = std::mem::take(&mut self.samples);
+        if !self.pipelined {
+            self.store_profiles_and_samples(&days, samples, sink)?;
+            tree_files(
+                self.source,
+                &self.kept,
+                &days,
+                &models,
+                &mut |table, day, fill| self.file(table, day, sink, fill),
+            )?;
+            return self.rollup_and_counters(&models, sink);
+        }
+        // The call trees are built and encoded on a thread of their own while the `profiles`
+        // and `samples` files are stored, then stored in turn: the same files in the same
+        // order.
+        let (source, kept) = (self.source, &self.kept);
+        let trees = std::thread::scope(|scope| -> Result<Vec<EncodedFile>> {
+            let encoded = scope.spawn(|| -> Result<Vec<EncodedFile>> {
+                let mut files = Vec::new();
+                tree_files(source, kept, &days, &models, &mut |table, day, fill| {
+                    files.push(EncodedFile::of(source, table, day, fill)?);
+                    Ok(())
+                })?;
+                Ok(files)
+            });
+            let stored = self.store_profiles_and_samples(&days, samples, sink);
+            let encoded = encoded
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            stored.and(encoded)
+        })?;
+        for file in trees {
+            file.store(sink)?;
+        }
+        self.rollup_and_counters(&models, sink)
+    }
+
+    /// Writes the `profiles` files on `days` and finishes the `samples` files.
+    fn store_profiles_and_samples(
+        &self,
+        days: &BTreeSet<i64>,
+        samples: BTreeMap<i64, OpenFile>,
+        sink: &mut dyn TableSink,
+    ) -> Result<()> {
+        for &day in days {
             let mut rows: Vec<&ProfileRow> = self
                 .kept
                 .iter()
@@ -367,36 +445,19 @@ impl<'s> TableWriter<'s> {
                 encoder.write(&batch, out)
             })?;
         }
-        for (_, open) in std::mem::take(&mut self.samples) {
+        for (_, open) in samples {
             let rows = open.encoder.finish(&mut SinkFile {
                 sink,
                 file: open.file,
             })?;
             sink.close(open.file, rows)?;
         }
+        Ok(())
+    }
+
+    /// Writes `function_rollup` and `counters`, the last of the tables.
+    fn rollup_and_counters(&self, models: &[&Profile], sink: &mut dyn TableSink) -> Result<()> {
         let source_id = self.source.source_id;
-        for table in [Table::Stacks, Table::Frames] {
-            let (len, build) = tree_table(table);
-            for &day in &days {
-                let mut of_day: Vec<&Kept> = self.kept.iter().filter(|k| k.day == day).collect();
-                of_day.sort_by(|a, b| a.row.profile_id.cmp(&b.row.profile_id));
-                let sources: Vec<_> = of_day
-                    .iter()
-                    .map(|k| {
-                        (
-                            k.row.profile_id.as_str(),
-                            models[k.model],
-                            k.leaves.as_slice(),
-                        )
-                    })
-                    .collect();
-                self.file(table, day, sink, &mut |encoder, out| {
-                    tree_slices(&sources, len, &mut |segments| {
-                        encoder.write(&build(source_id, segments)?, out)
-                    })
-                })?;
-            }
-        }
         let rollup = self.rollup.rows();
         let rollup_day = |r: &(RollupKey<'_>, RollupSums)| day_of_us(r.0.hour_us);
         for (day, range) in self.day_runs(&rollup, rollup_day) {
@@ -406,7 +467,7 @@ impl<'s> TableWriter<'s> {
                 encoder.write(&batch, out)
             })?;
         }
-        self.write_counters(&models, sink)
+        self.write_counters(models, sink)
     }
 
     /// Writes the `counters` files of the marks of `models`, one per partition; none when
@@ -453,4 +514,48 @@ impl<'s> TableWriter<'s> {
         let rows = encoder.finish(&mut out)?;
         sink.close(file, rows)
     }
+}
+
+/// What fills a table file: its encoder's batches, written to the file.
+type Fill<'a> = dyn FnMut(&mut Encoder, &mut dyn Write) -> Result<()> + 'a;
+
+/// The key of the file of `table` on `day` (a partition) of `source`'s upload.
+fn file_key(source: &TableSource<'_>, table: Table, day: i64) -> String {
+    let (version, name) = (TABLES_SCHEMA_VERSION, table.name());
+    table_key(version, name, &dt(day), source.source_id)
+}
+
+/// Writes the `stacks` and `frames` files of the profiles kept, on `days`, through `make`
+/// (a table, a day, and what fills its file).
+fn tree_files(
+    source: &TableSource<'_>,
+    kept: &[Kept],
+    days: &BTreeSet<i64>,
+    models: &[&Profile],
+    make: &mut dyn FnMut(Table, i64, &mut Fill<'_>) -> Result<()>,
+) -> Result<()> {
+    let source_id = source.source_id;
+    for table in [Table::Stacks, Table::Frames] {
+        let (len, build) = tree_table(table);
+        for &day in days {
+            let mut of_day: Vec<&Kept> = kept.iter().filter(|k| k.day == day).collect();
+            of_day.sort_by(|a, b| a.row.profile_id.cmp(&b.row.profile_id));
+            let sources: Vec<_> = of_day
+                .iter()
+                .map(|k| {
+                    (
+                        k.row.profile_id.as_str(),
+                        models[k.model],
+                        k.leaves.as_slice(),
+                    )
+                })
+                .collect();
+            make(table, day, &mut |encoder, out| {
+                tree_slices(&sources, len, &mut |segments| {
+                    encoder.write(&build(source_id, segments)?, out)
+                })
+            })?;
+        }
+    }
+    Ok(())
 }

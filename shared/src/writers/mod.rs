@@ -135,62 +135,104 @@ impl<'s> Writers<'s> {
         if self.window_open {
             return self.complete_window(profile, grid, out);
         }
+        if self.threads > 1 {
+            return self.add_windows_on_threads(profile, grid, out);
+        }
         let table_plans = self.plan_tables(profile, grid)?;
         let plan = plan_sample_v2_on(profile, self.metadata, self.source_id, grid)?;
         let mut chunks = self.chunks_of(profile, plan);
-        let mut inputs = self.inputs(&table_plans);
+        let mut inputs = table_inputs(self.metadata, &table_plans);
         // Window by window: a window's chunks, then its tables' rows. Aggregated samples
         // (no window) come first, as the `samples` table sorts rows without a time first.
         inputs.sort_by_key(|i| i.plan.window);
         chunks.sort_by_key(|c| c.window);
         let untimed = inputs.partition_point(|i| i.plan.window.is_none());
-        let (aggregated, timed) = inputs.split_at(untimed);
-        let (metadata, source_id) = (self.metadata, self.source_id);
-        let (tables, counts) = (&mut self.tables, &mut self.sample_v2);
+        let (aggregated, mut timed) = inputs.split_at(untimed);
         let (mut chunk_out, mut table_out) = out.split();
-        if self.threads < 2 {
-            // Window by window: a window's chunks, then its tables' rows.
-            tables.add(aggregated, &mut table_out)?;
-            let mut chunks = chunks.iter().peekable();
-            let mut timed = timed;
-            while chunks.peek().is_some() || !timed.is_empty() {
-                let next_chunk = chunks.peek().map(|c| c.window);
-                let next_table = timed.first().and_then(|i| i.plan.window);
-                let Some(window) = next_chunk.into_iter().chain(next_table).min() else {
-                    break;
-                };
-                // Each chunk is streamed to the sink as it is serialized; no chunk's JSON is
-                // held.
-                while let Some(chunk_plan) = chunks.next_if(|c| c.window == window) {
-                    write_chunk(metadata, source_id, counts, chunk_plan, &mut chunk_out)?;
-                }
-                let n = timed.partition_point(|i| i.plan.window == Some(window));
-                tables.add(&timed[..n], &mut table_out)?;
-                timed = &timed[n..];
+        self.tables.add(aggregated, &mut table_out)?;
+        let mut chunks = chunks.iter().peekable();
+        while chunks.peek().is_some() || !timed.is_empty() {
+            let next_chunk = chunks.peek().map(|c| c.window);
+            let next_table = timed.first().and_then(|i| i.plan.window);
+            let Some(window) = next_chunk.into_iter().chain(next_table).min() else {
+                break;
+            };
+            // Each chunk is streamed to the sink as it is serialized; no chunk's JSON is held.
+            while let Some(chunk_plan) = chunks.next_if(|c| c.window == window) {
+                write_chunk(
+                    self.metadata,
+                    self.source_id,
+                    &mut self.sample_v2,
+                    chunk_plan,
+                    &mut chunk_out,
+                )?;
             }
-            return Ok(());
+            let n = timed.partition_point(|i| i.plan.window == Some(window));
+            self.tables.add(&timed[..n], &mut table_out)?;
+            timed = &timed[n..];
         }
-        // The chunks here, the tables' rows on a thread of their own, each in window order:
-        // the bytes are those of writing them in turn.
-        std::thread::scope(|scope| {
-            let tabled = scope.spawn(move || -> Result<()> {
-                tables.add(aggregated, &mut table_out)?;
-                let mut timed = timed;
-                while let Some(window) = timed.first().map(|i| i.plan.window) {
-                    let n = timed.partition_point(|i| i.plan.window == window);
-                    tables.add(&timed[..n], &mut table_out)?;
-                    timed = &timed[n..];
+        Ok(())
+    }
+
+    /// [`add_windows`](Self::add_windows) on two threads: the tables' plans and rows on a
+    /// thread of their own, the chunks' on this one, each in window order. The bytes are those
+    /// of writing them in turn.
+    fn add_windows_on_threads(
+        &mut self,
+        profile: &Profile,
+        grid: Option<Grid>,
+        out: &mut Outputs,
+    ) -> Result<()> {
+        self.tally();
+        let Writers {
+            metadata,
+            source_id,
+            tables,
+            reached,
+            series,
+            table_profiles,
+            sample_v2,
+            expansion,
+            ..
+        } = self;
+        let (metadata, source_id) = (*metadata, *source_id);
+        let tally = &mut series[0];
+        let (mut chunk_out, mut table_out) = out.split();
+        let (tabled, written, coverage) = std::thread::scope(|scope| {
+            let tabled = scope.spawn(|| -> Result<()> {
+                let plans = plan_tables_counted(profile, source_id, grid, tally, reached)?;
+                *table_profiles += plans.len() as u64;
+                let mut inputs = table_inputs(metadata, &plans);
+                // Aggregated samples (no window) first, as the `samples` table sorts rows
+                // without a time first.
+                inputs.sort_by_key(|i| i.plan.window);
+                let mut rest = &inputs[..];
+                while let Some(window) = rest.first().map(|i| i.plan.window) {
+                    let n = rest.partition_point(|i| i.plan.window == window);
+                    tables.add(&rest[..n], &mut table_out)?;
+                    rest = &rest[n..];
                 }
                 Ok(())
             });
-            let written = chunks
-                .iter()
-                .try_for_each(|c| write_chunk(metadata, source_id, counts, c, &mut chunk_out));
+            let mut coverage = Vec::new();
+            let written =
+                plan_sample_v2_on(profile, metadata, source_id, grid).and_then(|mut plan| {
+                    coverage = std::mem::take(&mut plan.series);
+                    let mut chunks = take_chunks(plan, sample_v2, expansion);
+                    chunks.sort_by_key(|c| c.window);
+                    chunks.iter().try_for_each(|c| {
+                        write_chunk(metadata, source_id, sample_v2, c, &mut chunk_out)
+                    })
+                });
             let tabled = tabled
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            written.and(tabled)
-        })
+            (tabled, written, coverage)
+        });
+        // The tables' plans come first when written in turn: so do their errors.
+        tabled.and(written)?;
+        self.tally().cover(profile, &coverage);
+        Ok(())
     }
 
     /// Writes the table rows of the samples `profile` holds now, all of one window before
@@ -213,7 +255,7 @@ impl<'s> Writers<'s> {
             }
         }
         self.tally().cover(profile, &not_carried);
-        let inputs = self.inputs(&table_plans);
+        let inputs = table_inputs(self.metadata, &table_plans);
         self.window_open = true;
         self.tables.add_part(&inputs, &mut out.tables())
     }
@@ -229,7 +271,7 @@ impl<'s> Writers<'s> {
     ) -> Result<()> {
         {
             let table_plans = self.plan_tables(profile, grid)?;
-            let inputs = self.inputs(&table_plans);
+            let inputs = table_inputs(self.metadata, &table_plans);
             self.tables.add(&inputs, &mut out.tables())?;
         }
         self.tables.complete_window(profile);
@@ -265,11 +307,9 @@ impl<'s> Writers<'s> {
         profile: &'p Profile,
         grid: Option<Grid>,
     ) -> Result<Vec<TableProfilePlan<'p>>> {
-        let table_plans = plan_tables_on(profile, self.source_id, grid)?;
-        self.tally().observe(profile, &table_plans);
-        for p in &table_plans {
-            self.reached.reach(p);
-        }
+        self.tally();
+        let (tally, reached) = (&mut self.series[0], &mut self.reached);
+        let table_plans = plan_tables_counted(profile, self.source_id, grid, tally, reached)?;
         self.table_profiles += table_plans.len() as u64;
         Ok(table_plans)
     }
@@ -282,49 +322,10 @@ impl<'s> Writers<'s> {
         &mut self.series[0]
     }
 
-    /// The table inputs of `plans`.
-    fn inputs<'p>(&self, plans: &'p [TableProfilePlan<'p>]) -> Vec<TableProfileInput<'p, 'p>>
-    where
-        's: 'p,
-    {
-        plans
-            .iter()
-            .map(|plan| TableProfileInput {
-                plan,
-                platform: self.metadata.platform.as_deref(),
-                release: self.metadata.release.as_deref(),
-                environment: self.metadata.environment.as_deref(),
-            })
-            .collect()
-    }
-
     /// Counts what `plan` carries of `profile`'s samples and gives its chunks.
     fn chunks_of<'p>(&mut self, profile: &Profile, plan: SampleV2Plan<'p>) -> Vec<ChunkPlan<'p>> {
         self.tally().cover(profile, &plan.series);
-        if self.sample_v2.why_none.is_none() {
-            self.sample_v2.why_none = plan.why_none;
-        }
-        let chunks = plan.chunks;
-        self.expansion = match chunks.first().map(|c| c.timing) {
-            Some(Timing::Expanded {
-                interval_ns,
-                scaled_from,
-            }) => Some(ManifestExpansion {
-                interval_ns,
-                scaled_from,
-                source: None,
-            }),
-            Some(Timing::Spans {
-                interval_ns,
-                scaled_from,
-            }) => Some(ManifestExpansion {
-                interval_ns,
-                scaled_from,
-                source: Some("spans".into()),
-            }),
-            _ => self.expansion.take(),
-        };
-        chunks
+        take_chunks(plan, &mut self.sample_v2, &mut self.expansion)
     }
 
     /// Writes the Sample v2 chunks an input held, each as received, and tabulates each from
@@ -401,6 +402,72 @@ impl<'s> Writers<'s> {
         }
         Ok((series, self.sample_v2))
     }
+}
+
+/// The table profiles of the samples `profile` holds now, on `grid`, counted in `tally`, with
+/// the build IDs they reach.
+fn plan_tables_counted<'p>(
+    profile: &'p Profile,
+    source_id: &str,
+    grid: Option<Grid>,
+    tally: &mut SeriesTally,
+    reached: &mut Reached,
+) -> Result<Vec<TableProfilePlan<'p>>> {
+    let table_plans = plan_tables_on(profile, source_id, grid)?;
+    tally.observe(profile, &table_plans);
+    for p in &table_plans {
+        reached.reach(p);
+    }
+    Ok(table_plans)
+}
+
+/// The table inputs of `plans`, under the upload's platform, release and environment.
+fn table_inputs<'p>(
+    metadata: &'p UploadMetadata,
+    plans: &'p [TableProfilePlan<'p>],
+) -> Vec<TableProfileInput<'p, 'p>> {
+    plans
+        .iter()
+        .map(|plan| TableProfileInput {
+            plan,
+            platform: metadata.platform.as_deref(),
+            release: metadata.release.as_deref(),
+            environment: metadata.environment.as_deref(),
+        })
+        .collect()
+}
+
+/// The chunks of `plan`, with what the manifest says of them noted in `sample_v2` and
+/// `expansion`.
+fn take_chunks<'p>(
+    plan: SampleV2Plan<'p>,
+    sample_v2: &mut ManifestSampleV2,
+    expansion: &mut Option<ManifestExpansion>,
+) -> Vec<ChunkPlan<'p>> {
+    if sample_v2.why_none.is_none() {
+        sample_v2.why_none = plan.why_none;
+    }
+    let chunks = plan.chunks;
+    *expansion = match chunks.first().map(|c| c.timing) {
+        Some(Timing::Expanded {
+            interval_ns,
+            scaled_from,
+        }) => Some(ManifestExpansion {
+            interval_ns,
+            scaled_from,
+            source: None,
+        }),
+        Some(Timing::Spans {
+            interval_ns,
+            scaled_from,
+        }) => Some(ManifestExpansion {
+            interval_ns,
+            scaled_from,
+            source: Some("spans".into()),
+        }),
+        _ => expansion.take(),
+    };
+    chunks
 }
 
 /// Serializes one planned chunk of the upload `source_id` into `out`, counted in `counts`.
