@@ -9,6 +9,7 @@
 //! bytes instead of the 80 of a [`Sample`].
 
 use std::cmp::Reverse;
+use std::collections::binary_heap::PeekMut;
 use std::collections::BinaryHeap;
 use std::fmt;
 
@@ -929,10 +930,15 @@ impl SampleTable {
             .enumerate()
             .map(|(run, &row)| Reverse((times(row), run, row)))
             .collect();
+        // The head taken is replaced in place by its run's next row: one sift down a row
+        // instead of a pop and a push. Heads are unique (run, row), so the order is the same.
         let mut next = || {
-            let Reverse((_, run, row)) = heads.pop()?;
+            let mut head = heads.peek_mut()?;
+            let Reverse((_, run, row)) = *head;
             if row + 1 < ends[run] {
-                heads.push(Reverse((times(row + 1), run, row + 1)));
+                *head = Reverse((times(row + 1), run, row + 1));
+            } else {
+                PeekMut::pop(head);
             }
             Some(run)
         };

@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::cmp::Reverse;
+use std::collections::binary_heap::PeekMut;
 use std::collections::BinaryHeap;
 
 use arrow_array::RecordBatch;
@@ -116,7 +117,10 @@ impl Iterator for SampleRows<'_> {
     type Item = SampleRow;
 
     fn next(&mut self) -> Option<SampleRow> {
-        let Reverse((time_us, rank, profile, at)) = self.heap.pop()?;
+        // The head taken is replaced in place by its list's next sample: one sift down a row
+        // instead of a pop and a push (heads are unique by list, so the order is the same).
+        let mut head = self.heap.peek_mut()?;
+        let Reverse((time_us, rank, profile, at)) = *head;
         let list = &mut self.lists[at];
         let index = list.head as usize;
         let model = list.profile.profile.samples();
@@ -126,9 +130,12 @@ impl Iterator for SampleRows<'_> {
             Some(next) => {
                 list.head = next;
                 let next_us = model.time(next as usize).map(micros);
-                self.heap.push(Reverse((next_us, rank, profile, at)));
+                *head = Reverse((next_us, rank, profile, at));
             }
-            None => list.ids = None,
+            None => {
+                list.ids = None;
+                PeekMut::pop(head);
+            }
         }
         Some(SampleRow {
             profile,
