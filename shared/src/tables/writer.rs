@@ -391,38 +391,56 @@ impl<'s> TableWriter<'s> {
         let samples = std::mem::take(&mut self.samples);
         if !self.pipelined {
             self.store_profiles_and_samples(&days, samples, sink)?;
-            tree_files(
-                self.source,
-                &self.kept,
-                &days,
-                &models,
-                &mut |table, day, fill| self.file(table, day, sink, fill),
-            )?;
+            for table in [Table::Stacks, Table::Frames] {
+                tree_files(
+                    self.source,
+                    &self.kept,
+                    table,
+                    &days,
+                    &models,
+                    &mut |t, day, fill| self.file(t, day, sink, fill),
+                )?;
+            }
             return self.rollup_and_counters(&models, sink);
         }
-        // The call trees are built and encoded on a thread of their own while the `profiles`
-        // and `samples` files are stored, then stored in turn: the same files in the same
-        // order.
-        let (source, kept) = (self.source, &self.kept);
-        let trees = std::thread::scope(|scope| -> Result<Vec<EncodedFile>> {
-            let encoded = scope.spawn(|| -> Result<Vec<EncodedFile>> {
-                let mut files = Vec::new();
-                tree_files(source, kept, &days, &models, &mut |table, day, fill| {
+        // The `stacks` and `frames` files are built and encoded on threads of their own while
+        // the `profiles` and `samples` files are stored, then stored in turn: the same files in
+        // the same order.
+        let (source, kept, days, models) = (self.source, &self.kept, &days, &models);
+        let encode = |table: Table| -> Result<Vec<EncodedFile>> {
+            let mut files = Vec::new();
+            tree_files(
+                source,
+                kept,
+                table,
+                days,
+                models,
+                &mut |table, day, fill| {
                     files.push(EncodedFile::of(source, table, day, fill)?);
                     Ok(())
-                })?;
-                Ok(files)
-            });
-            let stored = self.store_profiles_and_samples(&days, samples, sink);
-            let encoded = encoded
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            stored.and(encoded)
+                },
+            )?;
+            Ok(files)
+        };
+        let trees = std::thread::scope(|scope| -> Result<Vec<EncodedFile>> {
+            let stacks = scope.spawn(|| encode(Table::Stacks));
+            let frames = scope.spawn(|| encode(Table::Frames));
+            let stored = self.store_profiles_and_samples(days, samples, sink);
+            let join = |encoded: std::thread::ScopedJoinHandle<'_, Result<Vec<EncodedFile>>>| {
+                encoded
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            };
+            let (stacks, frames) = (join(stacks), join(frames));
+            stored?;
+            let mut files = stacks?;
+            files.extend(frames?);
+            Ok(files)
         })?;
         for file in trees {
             file.store(sink)?;
         }
-        self.rollup_and_counters(&models, sink)
+        self.rollup_and_counters(models, sink)
     }
 
     /// Writes the `profiles` files on `days` and finishes the `samples` files.
@@ -525,37 +543,36 @@ fn file_key(source: &TableSource<'_>, table: Table, day: i64) -> String {
     table_key(version, name, &dt(day), source.source_id)
 }
 
-/// Writes the `stacks` and `frames` files of the profiles kept, on `days`, through `make`
-/// (a table, a day, and what fills its file).
+/// Writes the files of `table` (`stacks` or `frames`) of the profiles kept, on `days`,
+/// through `make` (the table, a day, and what fills its file).
 fn tree_files(
     source: &TableSource<'_>,
     kept: &[Kept],
+    table: Table,
     days: &BTreeSet<i64>,
     models: &[&Profile],
     make: &mut dyn FnMut(Table, i64, &mut Fill<'_>) -> Result<()>,
 ) -> Result<()> {
     let source_id = source.source_id;
-    for table in [Table::Stacks, Table::Frames] {
-        let (len, build) = tree_table(table);
-        for &day in days {
-            let mut of_day: Vec<&Kept> = kept.iter().filter(|k| k.day == day).collect();
-            of_day.sort_by(|a, b| a.row.profile_id.cmp(&b.row.profile_id));
-            let sources: Vec<_> = of_day
-                .iter()
-                .map(|k| {
-                    (
-                        k.row.profile_id.as_str(),
-                        models[k.model],
-                        k.leaves.as_slice(),
-                    )
-                })
-                .collect();
-            make(table, day, &mut |encoder, out| {
-                tree_slices(&sources, len, &mut |segments| {
-                    encoder.write(&build(source_id, segments)?, out)
-                })
-            })?;
-        }
+    let (len, build) = tree_table(table);
+    for &day in days {
+        let mut of_day: Vec<&Kept> = kept.iter().filter(|k| k.day == day).collect();
+        of_day.sort_by(|a, b| a.row.profile_id.cmp(&b.row.profile_id));
+        let sources: Vec<_> = of_day
+            .iter()
+            .map(|k| {
+                (
+                    k.row.profile_id.as_str(),
+                    models[k.model],
+                    k.leaves.as_slice(),
+                )
+            })
+            .collect();
+        make(table, day, &mut |encoder, out| {
+            tree_slices(&sources, len, &mut |segments| {
+                encoder.write(&build(source_id, segments)?, out)
+            })
+        })?;
     }
     Ok(())
 }
