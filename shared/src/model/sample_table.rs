@@ -57,6 +57,20 @@ impl<T: Code> Column<T> {
         }
     }
 
+    /// Appends the `n` rows of `other`; `len` rows are there before them. A value every row
+    /// of both has stays one value, as pushing row by row would leave it.
+    fn extend_from(&mut self, len: usize, other: &Column<T>, n: usize) {
+        match (other, &*self) {
+            (Column::Empty, _) => {}
+            (Column::Same(value), Column::Empty) => *self = Column::Same(*value),
+            (Column::Same(value), Column::Same(same)) if same == value => {}
+            (Column::Same(value), _) => (0..n).for_each(|i| self.push(len + i, *value)),
+            (Column::Each(values), _) => {
+                (0..n).for_each(|i| self.push(len + i, T::decode(values.get(i))));
+            }
+        }
+    }
+
     /// Row `i`'s value; `i` must be a row.
     #[inline]
     fn get(&self, i: usize) -> T {
@@ -673,6 +687,11 @@ impl<T: Code + Default> Nullable<T> {
         self.present.get(i).then(|| self.values.get(i))
     }
 
+    fn extend_from(&mut self, len: usize, other: &Nullable<T>, n: usize) {
+        self.values.extend_from(len, &other.values, n);
+        self.present.extend_from(len, &other.present, n);
+    }
+
     #[inline]
     fn set(&mut self, len: usize, i: usize, value: Option<T>) {
         self.values.set(len, i, value.unwrap_or_default());
@@ -742,6 +761,24 @@ impl SampleTable {
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Appends every sample of `other`, in order: column by column, so a column whose rows
+    /// all hold one value costs nothing a row.
+    pub(crate) fn extend_from(&mut self, other: &SampleTable) {
+        let (len, n) = (self.len, other.len);
+        self.time.extend_from(len, &other.time, n);
+        self.thread.extend_from(len, &other.thread, n);
+        self.stack.extend_from(len, &other.stack, n);
+        self.weight.extend_from(len, &other.weight, n);
+        self.series.extend_from(len, &other.series, n);
+        self.cpu.extend_from(len, &other.cpu, n);
+        self.cpu_mode.extend_from(len, &other.cpu_mode, n);
+        self.unwind_error.extend_from(len, &other.unwind_error, n);
+        self.counter.extend_from(len, &other.counter, n);
+        self.labels.extend_from(len, &other.labels, n);
+        self.link.extend_from(len, &other.link, n);
+        self.len += n;
     }
 
     /// Appends a sample.
@@ -1087,6 +1124,40 @@ mod tests {
         assert_eq!(table.get(30).weight, 7);
         assert_eq!(table.weight(31), 1);
         assert_eq!(table.iter().len(), 50);
+    }
+
+    #[test]
+    fn extending_by_a_table_is_pushing_its_rows() {
+        // Tables whose columns hold one value or one per row, alike or not, empty or not.
+        let of = |range: std::ops::Range<usize>, weight: i64| {
+            let mut table = SampleTable::default();
+            for i in range {
+                let mut s = sample(i);
+                s.weight = weight;
+                table.push(s);
+            }
+            table
+        };
+        let tables = [
+            of(0..0, 1),
+            of(0..1, 1),
+            of(0..20, 1),
+            of(20..45, 1),
+            of(45..46, 9),
+            of(46..300, 9),
+        ];
+        for a in &tables {
+            for b in &tables {
+                let mut pushed = a.clone();
+                b.iter().for_each(|s| pushed.push(s));
+                let mut extended = a.clone();
+                extended.extend_from(b);
+                assert_eq!(extended.to_vec(), pushed.to_vec());
+                assert_eq!(extended.weight.rank(), pushed.weight.rank());
+                assert_eq!(extended.thread.rank(), pushed.thread.rank());
+                assert_eq!(extended.time.values_rank(), pushed.time.values_rank());
+            }
+        }
     }
 
     #[test]

@@ -224,10 +224,7 @@ impl<'s> Writers<'s> {
                         write_chunk(metadata, source_id, sample_v2, c, &mut chunk_out)
                     })
                 });
-            let tabled = tabled
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (tabled, written, coverage)
+            (join(tabled), written, coverage)
         });
         // The tables' plans come first when written in turn: so do their errors.
         tabled.and(written)?;
@@ -241,23 +238,26 @@ impl<'s> Writers<'s> {
     /// the window is complete.
     fn add_part(&mut self, profile: &Profile, grid: Option<Grid>, out: &mut Outputs) -> Result<()> {
         let table_plans = self.plan_tables(profile, grid)?;
-        let carried = carried_series(profile);
-        let mut not_carried = vec![SeriesCoverage::default(); carried.len()];
-        let samples = profile.samples();
-        for i in 0..samples.len() {
-            let sample = samples.get(i);
-            let series = sample.series.index();
-            if carried[series] {
-                self.held.push(sample);
-            } else {
-                let left_out = &mut not_carried[series].left_out;
-                *left_out.entry(left_out::SERIES_NOT_CARRIED).or_default() += 1;
-            }
-        }
-        self.tally().cover(profile, &not_carried);
         let inputs = table_inputs(self.metadata, &table_plans);
         self.window_open = true;
-        self.tables.add_part(&inputs, &mut out.tables())
+        let (tables, held) = (&mut self.tables, &mut self.held);
+        let mut table_out = out.tables();
+        let not_carried = if self.threads > 1 {
+            // The part's table rows on a thread of their own while its samples are held.
+            let (tabled, not_carried) = std::thread::scope(|scope| {
+                let tabled = scope.spawn(|| tables.add_part(&inputs, &mut table_out));
+                let not_carried = hold_carried(profile, held);
+                (join(tabled), not_carried)
+            });
+            tabled?;
+            not_carried
+        } else {
+            let not_carried = hold_carried(profile, held);
+            tables.add_part(&inputs, &mut table_out)?;
+            not_carried
+        };
+        self.tally().cover(profile, &not_carried);
+        Ok(())
     }
 
     /// [`add_windows`](Self::add_windows) after parts: the tables complete the window's profiles, then its
@@ -269,21 +269,34 @@ impl<'s> Writers<'s> {
         grid: Option<Grid>,
         out: &mut Outputs,
     ) -> Result<()> {
+        // The held samples are all earlier than the piece's: together they are in time order.
+        let mut window = std::mem::take(&mut self.held);
         {
             let table_plans = self.plan_tables(profile, grid)?;
             let inputs = table_inputs(self.metadata, &table_plans);
-            self.tables.add(&inputs, &mut out.tables())?;
+            let (tables, threads) = (&mut self.tables, self.threads);
+            let profile: &Profile = profile;
+            let mut table_out = out.tables();
+            let mut tabulate = || -> Result<()> {
+                tables.add(&inputs, &mut table_out)?;
+                tables.complete_window(profile);
+                Ok(())
+            };
+            if threads > 1 {
+                // The window's last table rows on a thread of their own while its samples are
+                // gathered for the chunks.
+                std::thread::scope(|scope| {
+                    let tabled = scope.spawn(tabulate);
+                    window.extend_from(profile.samples());
+                    join(tabled)
+                })?;
+            } else {
+                tabulate()?;
+                window.extend_from(profile.samples());
+            }
         }
-        self.tables.complete_window(profile);
         self.window_open = false;
-        // The held samples are all earlier than the piece's: together they are in time order.
-        let mut window = std::mem::take(&mut self.held);
-        let piece = profile.replace_samples(SampleTable::default());
-        for i in 0..piece.len() {
-            window.push(piece.get(i));
-        }
-        drop(piece);
-        profile.replace_samples(window);
+        drop(profile.replace_samples(window));
         let plan = plan_sample_v2_on(profile, self.metadata, self.source_id, grid)?;
         let mut chunks = self.chunks_of(profile, plan);
         chunks.sort_by_key(|c| c.window);
@@ -402,6 +415,36 @@ impl<'s> Writers<'s> {
         }
         Ok((series, self.sample_v2))
     }
+}
+
+/// Holds the samples of `profile` of the series Sample v2 carries in `held`; gives what is left
+/// out of the others (by series index).
+fn hold_carried(profile: &Profile, held: &mut SampleTable) -> Vec<SeriesCoverage> {
+    let carried = carried_series(profile);
+    let mut not_carried = vec![SeriesCoverage::default(); carried.len()];
+    let samples = profile.samples();
+    if carried.iter().all(|&c| c) {
+        held.extend_from(samples);
+        return not_carried;
+    }
+    for i in 0..samples.len() {
+        let sample = samples.get(i);
+        let series = sample.series.index();
+        if carried[series] {
+            held.push(sample);
+        } else {
+            let left_out = &mut not_carried[series].left_out;
+            *left_out.entry(left_out::SERIES_NOT_CARRIED).or_default() += 1;
+        }
+    }
+    not_carried
+}
+
+/// What a scoped thread gave, or its panic again.
+fn join<T>(thread: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    thread
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 /// The table profiles of the samples `profile` holds now, on `grid`, counted in `tally`, with
