@@ -220,9 +220,7 @@ impl<'s> Writers<'s> {
                     coverage = std::mem::take(&mut plan.series);
                     let mut chunks = take_chunks(plan, sample_v2, expansion);
                     chunks.sort_by_key(|c| c.window);
-                    chunks.iter().try_for_each(|c| {
-                        write_chunk(metadata, source_id, sample_v2, c, &mut chunk_out)
-                    })
+                    write_chunks(metadata, source_id, sample_v2, &chunks, &mut chunk_out, 2)
                 });
             (join(tabled), written, coverage)
         });
@@ -301,16 +299,14 @@ impl<'s> Writers<'s> {
         let mut chunks = self.chunks_of(profile, plan);
         chunks.sort_by_key(|c| c.window);
         let mut chunk_out = out.chunks();
-        for chunk_plan in &chunks {
-            write_chunk(
-                self.metadata,
-                self.source_id,
-                &mut self.sample_v2,
-                chunk_plan,
-                &mut chunk_out,
-            )?;
-        }
-        Ok(())
+        write_chunks(
+            self.metadata,
+            self.source_id,
+            &mut self.sample_v2,
+            &chunks,
+            &mut chunk_out,
+            self.threads,
+        )
     }
 
     /// The table profiles of the samples `profile` holds now, counted in the tally, the
@@ -511,6 +507,43 @@ fn take_chunks<'p>(
         _ => expansion.take(),
     };
     chunks
+}
+
+/// Serializes the planned chunks of the upload `source_id` into `out`, in order, counted in
+/// `counts`: with two or more `threads`, the later half on a thread and lane of their own
+/// while the first half is written (listed and stored in the same order).
+fn write_chunks(
+    metadata: &UploadMetadata,
+    source_id: &str,
+    counts: &mut ManifestSampleV2,
+    chunks: &[ChunkPlan<'_>],
+    out: &mut ChunkOutputs,
+    threads: usize,
+) -> Result<()> {
+    if threads < 2 || chunks.len() < 2 {
+        return chunks
+            .iter()
+            .try_for_each(|c| write_chunk(metadata, source_id, counts, c, out));
+    }
+    let (first, later) = chunks.split_at(chunks.len() / 2);
+    let mut later_counts = ManifestSampleV2::default();
+    out.beside(|out, lane| {
+        std::thread::scope(|scope| {
+            let later_counts = &mut later_counts;
+            let beside = scope.spawn(move || {
+                later
+                    .iter()
+                    .try_for_each(|c| write_chunk(metadata, source_id, later_counts, c, lane))
+            });
+            let written = first
+                .iter()
+                .try_for_each(|c| write_chunk(metadata, source_id, counts, c, out));
+            written.and(join(beside))
+        })
+    })?;
+    counts.chunks += later_counts.chunks;
+    counts.samples += later_counts.samples;
+    Ok(())
 }
 
 /// Serializes one planned chunk of the upload `source_id` into `out`, counted in `counts`.

@@ -429,7 +429,7 @@ impl Drop for Outputs<'_, '_> {
     }
 }
 
-impl ChunkOutputs<'_, '_> {
+impl<'st> ChunkOutputs<'_, 'st> {
     /// One Sample v2 chunk of the upload `source_id`. Its JSON moves into the sink; the rest
     /// of it stays, for the tables.
     pub fn chunk(&mut self, source_id: &str, chunk: &mut SampleV2Chunk) -> Result<()> {
@@ -444,6 +444,27 @@ impl ChunkOutputs<'_, '_> {
             ..listed(&key, "sample_v2".into(), &json)
         });
         self.sink.put(&key, json)
+    }
+
+    /// Runs `write` with these outputs and a lane of them, for chunks written at the same
+    /// time on another thread: what the lane wrote is listed, and stored, after what these
+    /// outputs did, even when `write` fails (so discarding the outputs removes it too).
+    pub fn beside<R>(
+        &mut self,
+        write: impl FnOnce(&mut ChunkOutputs<'_, 'st>, &mut ChunkOutputs<'_, 'st>) -> R,
+    ) -> R {
+        let mut lane = self.sink.lane();
+        let mut listing = Listing::default();
+        let wrote = write(
+            self,
+            &mut ChunkOutputs {
+                sink: &mut *lane,
+                listing: &mut listing,
+            },
+        );
+        self.sink.join(lane.into_written());
+        self.listing.listed.extend(listing.listed);
+        wrote
     }
 
     /// One Sample v2 chunk, serialized straight into the sink.
