@@ -1,6 +1,8 @@
 //! Helpers both test targets (integration/ and e2e/) use: repository files, compression, the
 //! gcc-built library with its profiles, and a moto server (e2e/ and the command line's tests).
-//! Target-specific helpers live beside their tests.
+//! Target-specific helpers live beside their tests. `native` and `native_profiles` are also
+//! compiled into the library's fixture tests (`shared/src/fixture_tests/`), so they reach
+//! their siblings through `super::`.
 
 // Beside the moto_site/ and moto_server.py it goes with.
 #[path = "e2e/moto.rs"]

@@ -1,4 +1,4 @@
-//! Profiles of the gcc-built library ([`crate::native`]) in the two address forms
+//! Profiles of the gcc-built library ([`super::native`]) in the two address forms
 //! symbolization handles, and the check that a store's tables name their frames as addr2line
 //! does. Shared by the integration tests (a local directory) and the e2e tests (the bucket).
 
@@ -15,7 +15,7 @@ use proflake_proto::perfetto::{
 use prost::Message;
 use serde_json::json;
 
-use crate::native::{Level, NativeLib};
+use super::native::{Level, NativeLib};
 
 /// Where the test pretends the library was loaded: runtime = BASE + virtual address.
 pub const BASE: u64 = 0x7f55_0000_0000;

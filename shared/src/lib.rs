@@ -28,12 +28,19 @@
 
 #![warn(missing_docs)]
 
+// The native library's profiles (tests/native_profiles.rs) name the library `proflake` both in
+// the tests outside it and in the fixture tests within.
+#[cfg(test)]
+extern crate self as proflake;
+
 mod allocator;
 mod calendar;
 mod compare;
 mod error;
 mod events;
 mod export;
+#[cfg(test)]
+mod fixture_tests;
 mod formats;
 mod ids;
 #[cfg(feature = "lake")]

@@ -7,7 +7,6 @@ mod flamegraph;
 mod lake;
 mod location;
 mod output;
-mod report;
 mod serve;
 mod symbols;
 mod tiers;
@@ -540,7 +539,7 @@ fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
         Stdout::default().line(&line)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let summary = proflake_cli::summary::summarize(&decoded.profile);
+    let summary = decoded.summary();
     if args.json {
         let doc = serde_json::json!({
             "input": args.input.display().to_string(),
@@ -552,11 +551,10 @@ fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
         });
         Stdout::default().line(&serde_json::to_string_pretty(&doc)?)?;
     } else {
-        Stdout::default().write(&report::render(
-            &args.input,
-            bytes.len(),
-            &decoded,
-            &summary,
+        Stdout::default().write(&format!(
+            "input       {} ({} bytes)\n{summary}",
+            args.input.display(),
+            bytes.len()
         ))?;
     }
     Ok(ExitCode::SUCCESS)

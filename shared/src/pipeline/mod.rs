@@ -10,6 +10,8 @@ mod pass_through;
 mod process;
 mod rehydrate;
 mod source;
+mod summary;
+mod summary_text;
 mod supersede;
 mod symbol_store;
 

@@ -5,12 +5,12 @@
 
 use std::collections::BTreeMap;
 
-use proflake::{
+use crate::{
     decode, inputs::sniff, model::FrameAddress, model::LabelValue, model::Profile,
     outputs::check_sample_v2, ErrorKind, InputFormat,
 };
 
-use crate::util::{
+use super::util::{
     convert_on_a_trace_clock, files_under, fixture, fixture_path, plain, repo_path, samples, stat,
 };
 

@@ -5,14 +5,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use proflake::{
+use crate::{
     convert_upload, model::Profile, model::SeriesKind, model::Timestamps, outputs::check_sample_v2,
     outputs::read_chunk, outputs::write_chunk, outputs::write_sample_v2, ConvertOptions, Converted,
     ErrorKind, Manifest, UploadMetadata,
 };
 use serde_json::Value;
 
-use crate::util::{
+use super::util::{
     decode_ok, first_output_start_ns, fixture, fixture_path, gzip, plain, repo_file, repo_path,
     zstd_compress,
 };
@@ -34,7 +34,7 @@ fn anchored(mut profile: Profile) -> Profile {
     profile
 }
 
-fn chunks_of(bytes: &[u8], what: &str) -> proflake::Result<Vec<proflake::outputs::SampleV2Chunk>> {
+fn chunks_of(bytes: &[u8], what: &str) -> crate::Result<Vec<crate::outputs::SampleV2Chunk>> {
     let profile = anchored(decode_ok(bytes, what).profile);
     write_sample_v2(&profile, &UploadMetadata::default(), "identity")
 }
@@ -268,7 +268,7 @@ fn upload_options() -> ConvertOptions {
 
 /// Converts as an upload named after the input; the key and etag depend on the name only, so
 /// every container of one input gets the same keys.
-pub(crate) fn convert_input(name: &str, bytes: &[u8]) -> proflake::Result<Converted> {
+pub(crate) fn convert_input(name: &str, bytes: &[u8]) -> crate::Result<Converted> {
     let file = name.rsplit('/').next().unwrap();
     convert_upload(
         &format!("uploads/{file}"),
