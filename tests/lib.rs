@@ -24,6 +24,24 @@ pub fn repo_file(rel: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// An error report (`<key>.error.json`, see docs/outputs.md) as JSON, each of its fields
+/// checked to be there with its type.
+pub fn error_report(json: &[u8]) -> serde_json::Value {
+    let report: serde_json::Value = serde_json::from_slice(json)
+        .unwrap_or_else(|e| panic!("no error report: {e}: {}", String::from_utf8_lossy(json)));
+    assert!(
+        report["report_version"]
+            .as_u64()
+            .is_some_and(|v| u32::try_from(v).is_ok()),
+        "{report}"
+    );
+    for text in ["converter", "key", "etag", "reason", "error"] {
+        assert!(report[text].is_string(), "{text}: {report}");
+    }
+    assert!(report["bytes"].is_u64(), "{report}");
+    report
+}
+
 /// Gzip-compresses bytes.
 pub fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use arrow_array::{
     Array, Int32Array, Int64Array, ListArray, RecordBatch, StringArray, StructArray,
 };
-use proflake::{outputs::read_tables, outputs::Table, ObjectStore};
+use proflake::{store::ObjectStore, tables::read_tables, tables::Table};
 use proflake_proto::perfetto::trace_packet::{Data, OptionalTrustedPacketSequenceId};
 use proflake_proto::perfetto::{
     Callstack, Frame, InternedData, InternedString, Mapping, PerfSample, Trace, TracePacket,

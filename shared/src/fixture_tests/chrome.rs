@@ -5,8 +5,9 @@
 
 use std::collections::BTreeMap;
 
+use super::decode;
 use crate::{
-    decode, process_upload, InputFormat, LocalDirStore, ObjectStore, Outcome, ProcessOptions,
+    process_upload, store::LocalDirStore, store::ObjectStore, InputFormat, Outcome, ProcessOptions,
 };
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, TimestampMicrosecondType};

@@ -2,8 +2,10 @@
 //! checked against counts this file computes from the JSON itself; detection both ways; and
 //! the errors of malformed documents. Fixture provenance: tests/fixtures/cpuprofile/SOURCES.md.
 
+use super::decode;
 use crate::{
-    decode, model::FrameKind, model::SeriesKind, outputs::check_sample_v2, ErrorKind, InputFormat,
+    model::FrameKind, model::SeriesKind, writers::sample_v2::check_sample_v2, ErrorKind,
+    InputFormat,
 };
 use serde_json::Value;
 

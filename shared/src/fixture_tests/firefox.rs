@@ -5,15 +5,16 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::decode;
 use super::native::{build, NativeLib, LINKED_AT};
 use super::native_profiles::{addresses, table_chains, Addresses, START_S};
 use crate::{
-    convert_upload, decode, inputs::sniff, model::FrameAddress, model::SeriesKind,
-    outputs::check_sample_v2, ConvertOptions, ErrorKind, InputFormat,
+    convert_upload, formats::sniff, model::FrameAddress, model::SeriesKind,
+    writers::sample_v2::check_sample_v2, ConvertOptions, ErrorKind, InputFormat,
 };
 use crate::{
-    jobs::RehydrateScope, process_upload, rehydrate, symbols::add_debug_file, LocalDirStore,
-    ObjectStore, Outcome, ProcessOptions, RehydrateOptions,
+    pipeline::RehydrateScope, process_upload, rehydrate, store::LocalDirStore, store::ObjectStore,
+    symbols::add_debug_file, Outcome, ProcessOptions, RehydrateOptions,
 };
 use serde_json::Value;
 

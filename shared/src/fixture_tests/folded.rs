@@ -5,8 +5,9 @@
 
 use std::io::Read;
 
+use super::decode;
 use crate::{
-    convert_upload, decode, inputs::sniff, model::SeriesKind, outputs::check_sample_v2,
+    convert_upload, formats::sniff, model::SeriesKind, writers::sample_v2::check_sample_v2,
     ConvertOptions, Decoded, ErrorKind, InputFormat, UploadMetadata,
 };
 

@@ -28,7 +28,7 @@ fn the_jfr_sniffer_claims_no_other_input() {
 
 #[test]
 fn a_recording_decodes_through_the_public_api() {
-    let decoded = crate::decode(&fixture("jfr/jdk17-chunks.jfr.gz"), None).unwrap();
+    let decoded = super::decode(&fixture("jfr/jdk17-chunks.jfr.gz"), None).unwrap();
     assert_eq!(decoded.format, InputFormat::Jfr);
     assert_eq!(decoded.profile.source_format, "jfr");
     assert_eq!(decoded.metadata.unwrap().platform.as_deref(), Some("java"));

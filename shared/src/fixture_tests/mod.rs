@@ -32,3 +32,8 @@ mod util;
 
 // For native.rs, which finds its tools by the repository root in either crate.
 use util::repo_path;
+
+/// [`crate::decode`] within the default limits, as most fixtures are decoded.
+fn decode(bytes: &[u8], format: Option<crate::InputFormat>) -> crate::Result<crate::Decoded> {
+    crate::decode(bytes, format, &crate::Limits::default())
+}

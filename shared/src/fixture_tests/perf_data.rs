@@ -121,17 +121,17 @@ struct ProgramBinary;
 
 const PROGRAM_BUILD_ID: &str = "04195005c872b988189f86ee21f2b8fd80eb27c0";
 
-impl crate::symbols::SymbolSource for ProgramBinary {
+impl crate::symbolize::SymbolSource for ProgramBinary {
     fn symbols(
         &self,
-        _: &crate::symbols::BuildId,
-    ) -> crate::Result<Option<crate::symbols::Symbols>> {
+        _: &crate::model::BuildId,
+    ) -> crate::Result<Option<crate::symbolize::Symbols>> {
         Ok(None)
     }
 
     fn binary(
         &self,
-        build_id: &crate::symbols::BuildId,
+        build_id: &crate::model::BuildId,
         has_unwind_tables: &dyn Fn(&[u8]) -> bool,
     ) -> crate::Result<Option<Vec<u8>>> {
         let bytes = fixture("perf_data/spin.debug");
@@ -143,17 +143,17 @@ impl crate::symbols::SymbolSource for ProgramBinary {
 /// A source whose store fails.
 struct FailingStore;
 
-impl crate::symbols::SymbolSource for FailingStore {
+impl crate::symbolize::SymbolSource for FailingStore {
     fn symbols(
         &self,
-        _: &crate::symbols::BuildId,
-    ) -> crate::Result<Option<crate::symbols::Symbols>> {
+        _: &crate::model::BuildId,
+    ) -> crate::Result<Option<crate::symbolize::Symbols>> {
         Ok(None)
     }
 
     fn binary(
         &self,
-        _: &crate::symbols::BuildId,
+        _: &crate::model::BuildId,
         _: &dyn Fn(&[u8]) -> bool,
     ) -> crate::Result<Option<Vec<u8>>> {
         Err(crate::ErrorKind::Storage {
@@ -173,11 +173,17 @@ fn dwarf_mode_stacks_unwind_with_the_binary_a_symbol_source_hands_over() {
         },
         ..ConvertOptions::default()
     };
-    let convert = |symbols: &dyn crate::symbols::SymbolSource| {
-        crate::jobs::convert_upload_with("uploads/dwarf.data", "etag", &bytes, &options, symbols)
+    let convert = |symbols: &dyn crate::symbolize::SymbolSource| {
+        crate::pipeline::convert_upload_with(
+            "uploads/dwarf.data",
+            "etag",
+            &bytes,
+            &options,
+            symbols,
+        )
     };
     let samples = perf_script_samples("dwarf");
-    let without = convert(&crate::symbols::NoSymbols).unwrap();
+    let without = convert(&crate::symbolize::NoSymbols).unwrap();
     let with = convert(&ProgramBinary).unwrap();
     let frames = |c: &crate::Converted| c.decoded.profile.frames().len();
     // The callers are new frames: every stack reaches libc through the program's callers.

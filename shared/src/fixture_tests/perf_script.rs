@@ -5,9 +5,10 @@
 
 use std::collections::BTreeMap;
 
+use super::decode;
 use crate::{
-    decode, inputs::sniff, model::FrameAddress, model::LabelValue, model::Profile,
-    outputs::check_sample_v2, ErrorKind, InputFormat,
+    formats::sniff, model::FrameAddress, model::LabelValue, model::Profile,
+    writers::sample_v2::check_sample_v2, ErrorKind, InputFormat,
 };
 
 use super::util::{

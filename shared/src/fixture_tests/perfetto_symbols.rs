@@ -6,7 +6,7 @@
 //! The traces are built here with the prost types: native frames without names in one mapping
 //! with a build id, then the symbol packets.
 
-use crate::{convert_upload, inputs::sniff, ConvertOptions, InputFormat, UploadMetadata};
+use crate::{convert_upload, formats::sniff, ConvertOptions, InputFormat, UploadMetadata};
 use proflake_proto::perfetto::{
     trace_packet::{Data, OptionalTrustedPacketSequenceId},
     AddressSymbols, Callstack, Frame, InternedData, InternedString, Line, Mapping, ModuleSymbols,
@@ -304,7 +304,11 @@ fn symbolized_trace_converts_to_sample_v2_with_names_and_inline_frames() {
     let chunks = converted.sample_v2();
     assert_eq!(chunks.len(), 1);
     let (key, json) = chunks[0];
-    assert_eq!(crate::outputs::check_sample_v2(json), vec![], "{key}");
+    assert_eq!(
+        crate::writers::sample_v2::check_sample_v2(json),
+        vec![],
+        "{key}"
+    );
     let doc: Value = serde_json::from_slice(json).unwrap();
     let frames = doc["profile"]["frames"].as_array().unwrap();
     let stacks = doc["profile"]["stacks"].as_array().unwrap();

@@ -16,7 +16,7 @@
 //! model's series unit is the unit of the sample *weight*, one sample for perf). The timebase
 //! unit "ns" is checked as the series kind `CpuTime` instead.
 
-use crate::{inputs::Container, model::SeriesKind, model::Timestamps, Decoded};
+use crate::{formats::Container, model::SeriesKind, model::Timestamps, Decoded};
 use proflake_proto::perfetto::{trace_packet::Data, TracePacket};
 use prost::Message;
 use serde::Deserialize;

@@ -4,9 +4,10 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use super::decode;
 use crate::{
-    decode, inputs::sniff, inputs::Container, model::FrameAddress, model::FrameKind,
-    model::LabelValue, model::Profile, model::SeriesKind, ErrorKind, InputFormat,
+    formats::sniff, formats::Container, model::FrameAddress, model::FrameKind, model::LabelValue,
+    model::Profile, model::SeriesKind, ErrorKind, InputFormat,
 };
 use proflake_proto::pprof;
 use prost::Message;
@@ -1041,7 +1042,11 @@ fn check_pprof_rs_chunks(p: &pprof::Profile, converted: &crate::Converted, inter
         "cpu/count is CPU time, so chunks are written"
     );
     for (key, json) in &chunks {
-        assert_eq!(crate::outputs::check_sample_v2(json), vec![], "{key}");
+        assert_eq!(
+            crate::writers::sample_v2::check_sample_v2(json),
+            vec![],
+            "{key}"
+        );
     }
     let v2 = &converted.manifest.sample_v2;
     assert_eq!(v2.samples, counts as u64, "one chunk sample per count");

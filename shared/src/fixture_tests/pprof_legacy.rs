@@ -5,9 +5,11 @@
 
 use std::collections::HashMap;
 
+use super::decode;
 use crate::{
-    convert_upload, decode, inputs::sniff, model::FrameAddress, model::SeriesKind,
-    outputs::check_sample_v2, ConvertOptions, ErrorKind, InputFormat, Limits, UploadMetadata,
+    convert_upload, formats::sniff, model::FrameAddress, model::SeriesKind,
+    writers::sample_v2::check_sample_v2, ConvertOptions, ErrorKind, InputFormat, Limits,
+    UploadMetadata,
 };
 
 use super::util::{files_under, fixture, fixture_path, plain, repo_path, samples, stat};

@@ -1,8 +1,9 @@
 //! Sentry inputs: Sample v2 chunks pass through unchanged and are read into the model;
 //! envelopes are split as Relay splits them, including the Perfetto compound item.
 
+use super::decode;
 use crate::{
-    convert_upload, decode, inputs::sniff, outputs::check_sample_v2, ConvertOptions, ErrorKind,
+    convert_upload, formats::sniff, writers::sample_v2::check_sample_v2, ConvertOptions, ErrorKind,
     InputFormat, UploadMetadata,
 };
 use serde_json::Value;
@@ -146,7 +147,7 @@ fn envelope_round_trip_keeps_our_chunks_exactly() {
         .sum();
     assert_eq!(converted.decoded.profile.samples().len(), total);
     // Re-writing the model gives chunks Relay accepts, with the same samples.
-    let rewritten = crate::outputs::write_sample_v2(
+    let rewritten = crate::writers::sample_v2::write_sample_v2(
         &converted.decoded.profile,
         &UploadMetadata::default(),
         "again",

@@ -6,8 +6,9 @@
 
 use std::collections::BTreeMap;
 
+use super::decode;
 use crate::{
-    convert_upload, decode, model::FrameKind, model::SeriesKind, outputs::check_sample_v2,
+    convert_upload, model::FrameKind, model::SeriesKind, writers::sample_v2::check_sample_v2,
     ConvertOptions, ErrorKind, InputFormat, UploadMetadata,
 };
 use serde_json::Value;

@@ -5,14 +5,14 @@
 
 use std::collections::BTreeMap;
 
-use crate::symbols::Quality;
+use crate::symbolize::Quality;
 use crate::{
-    jobs::RehydrateScope, rehydrate, symbols::add_debug_file, symbols::DebugFileOutcome, Manifest,
-    RehydrateOptions,
+    pipeline::RehydrateScope, rehydrate, symbols::add_debug_file, symbols::DebugFileOutcome,
+    Manifest, RehydrateOptions,
 };
 use crate::{
-    process_upload, store::manifest_key, store::source_id, LocalDirStore, ObjectStore, Outcome,
-    ProcessOptions,
+    process_upload, store::manifest_key, store::source_id, store::LocalDirStore,
+    store::ObjectStore, Outcome, ProcessOptions,
 };
 use serde_json::json;
 
@@ -472,7 +472,7 @@ fn a_rehydration_racing_a_replaced_upload_brings_no_old_outputs_back() {
         page.outcomes.iter().any(|o| matches!(
             o,
             Outcome::Skipped {
-                why: crate::jobs::SkipReason::Overwritten,
+                why: crate::pipeline::SkipReason::Overwritten,
                 ..
             }
         )),
@@ -577,7 +577,7 @@ fn a_sample_v2_upload_is_rewritten_with_the_names_when_its_symbols_arrive() {
         serde_json::from_slice(&store.get(chunk_key).unwrap().unwrap()).unwrap();
     assert_eq!(doc["sdk_extra"], json!({"kept": true}), "other keys kept");
     assert_eq!(
-        crate::outputs::check_sample_v2(&serde_json::to_vec(&doc).unwrap()),
+        crate::writers::sample_v2::check_sample_v2(&serde_json::to_vec(&doc).unwrap()),
         vec![]
     );
     let frames = doc["profile"]["frames"].as_array().unwrap();

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::{symbols::BuildIdIndexEntry, Converted};
+use crate::{writers::build_id_index::BuildIdIndexEntry, Converted};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type};
 use arrow_array::{Array, RecordBatch};

@@ -103,7 +103,7 @@ pub fn assert_only_sniffer(format: crate::InputFormat, inputs: &[(String, Vec<u8
     for (name, bytes) in inputs {
         let bytes = plain(bytes.clone(), name);
         let prefix = sniff_prefix(&bytes);
-        assert_eq!(crate::inputs::sniff(prefix), Some(format), "{name}");
+        assert_eq!(crate::formats::sniff(prefix), Some(format), "{name}");
         for &other in crate::InputFormat::ALL {
             if other != format {
                 assert!(!other.sniffs(prefix), "{name} sniffs as {other:?}");
@@ -211,7 +211,7 @@ pub fn first_output_start_ns(manifest: &crate::Manifest) -> i64 {
 
 /// Decodes `bytes`, failing the test with `what` and the error when decoding fails.
 pub fn decode_ok(bytes: &[u8], what: &str) -> Decoded {
-    crate::decode(bytes, None).unwrap_or_else(|e| panic!("{what}: decode failed: {e}"))
+    super::decode(bytes, None).unwrap_or_else(|e| panic!("{what}: decode failed: {e}"))
 }
 
 // ---- a flat view of the model -----------------------------------------------------------
