@@ -1,6 +1,8 @@
 //! Helpers both test targets (integration/ and e2e/) use: repository files, compression, the
 //! gcc-built library with its profiles, and a moto server (e2e/ and the command line's tests).
-//! Target-specific helpers live beside their tests.
+//! Target-specific helpers live beside their tests. `native` and `native_profiles` are also
+//! compiled into the library's fixture tests (`shared/src/fixture_tests/`), so they reach
+//! their siblings through `super::`.
 
 // Beside the moto_site/ and moto_server.py it goes with.
 #[path = "e2e/moto.rs"]
@@ -20,6 +22,24 @@ pub fn repo_path(rel: &str) -> PathBuf {
 pub fn repo_file(rel: &str) -> Vec<u8> {
     let path = repo_path(rel);
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// An error report (`<key>.error.json`, see docs/outputs.md) as JSON, each of its fields
+/// checked to be there with its type.
+pub fn error_report(json: &[u8]) -> serde_json::Value {
+    let report: serde_json::Value = serde_json::from_slice(json)
+        .unwrap_or_else(|e| panic!("no error report: {e}: {}", String::from_utf8_lossy(json)));
+    assert!(
+        report["report_version"]
+            .as_u64()
+            .is_some_and(|v| u32::try_from(v).is_ok()),
+        "{report}"
+    );
+    for text in ["converter", "key", "etag", "reason", "error"] {
+        assert!(report[text].is_string(), "{text}: {report}");
+    }
+    assert!(report["bytes"].is_u64(), "{report}");
+    report
 }
 
 /// Gzip-compresses bytes.

@@ -248,7 +248,7 @@ impl NativeLib {
 
 /// Where the test tools scripts/test.sh installs live (`dump_syms`).
 pub fn tool(name: &str) -> PathBuf {
-    let local = crate::repo_path(".tools/bin").join(name);
+    let local = super::repo_path(".tools/bin").join(name);
     if local.is_file() {
         local
     } else {

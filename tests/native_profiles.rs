@@ -1,4 +1,4 @@
-//! Profiles of the gcc-built library ([`crate::native`]) in the two address forms
+//! Profiles of the gcc-built library ([`super::native`]) in the two address forms
 //! symbolization handles, and the check that a store's tables name their frames as addr2line
 //! does. Shared by the integration tests (a local directory) and the e2e tests (the bucket).
 
@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use arrow_array::{
     Array, Int32Array, Int64Array, ListArray, RecordBatch, StringArray, StructArray,
 };
-use proflake::{outputs::read_tables, outputs::Table, ObjectStore};
+use proflake::{store::ObjectStore, tables::read_tables, tables::Table};
 use proflake_proto::perfetto::trace_packet::{Data, OptionalTrustedPacketSequenceId};
 use proflake_proto::perfetto::{
     Callstack, Frame, InternedData, InternedString, Mapping, PerfSample, Trace, TracePacket,
@@ -15,7 +15,7 @@ use proflake_proto::perfetto::{
 use prost::Message;
 use serde_json::json;
 
-use crate::native::{Level, NativeLib};
+use super::native::{Level, NativeLib};
 
 /// Where the test pretends the library was loaded: runtime = BASE + virtual address.
 pub const BASE: u64 = 0x7f55_0000_0000;

@@ -12,7 +12,7 @@ use std::hint::black_box;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use proflake::{convert_upload, decode, ConvertOptions, UploadMetadata};
+use proflake::{convert_upload, decode, ConvertOptions, Limits, UploadMetadata};
 use proflake_proto::perfetto::{
     clock_snapshot::Clock, perf_events::Timebase, trace_packet::Data,
     trace_packet::OptionalTrustedPacketSequenceId, Callstack, ClockSnapshot, Frame, InternedData,
@@ -214,7 +214,7 @@ fn writers(name: &str, bytes: &[u8], options: &ConvertOptions, runs: usize) {
         .map(|(_, b)| b.len())
         .sum();
     let t_decode = median_of(runs, || {
-        black_box(decode(bytes, None).expect("bench input decodes"));
+        black_box(decode(bytes, None, &Limits::default()).expect("bench input decodes"));
     });
     let t_convert = median_of(runs, || {
         black_box(convert().expect("bench input converts"));
@@ -338,7 +338,7 @@ fn tiny_uploads(inputs: &[(String, Vec<u8>, UploadMetadata)]) {
 
 fn main() {
     let decode_only = |b: &[u8]| {
-        decode(b, None)
+        decode(b, None, &Limits::default())
             .expect("bench input decodes")
             .profile
             .samples()

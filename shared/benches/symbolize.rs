@@ -1,11 +1,14 @@
 //! Symbolization by build ID: a C library generated and built by gcc here (thousands of
 //! functions, each with an inlined helper, `-O2 -g`), and a pprof profile of it with one
-//! sample per distinct address. Measures:
+//! sample per distinct address. Measures, through the jobs as the functions run them on a
+//! bucket directory:
 //!
-//! - building the lookup cache from the debug file, and the cache's size against the file's;
-//! - frames symbolized per second (the symbolization stage alone, on the decoded model);
-//! - the time to rehydrate the upload (convert again with the symbols, in a bucket
-//!   directory) against the time of its first conversion (no symbols yet).
+//! - adding the debug file (`add_debug_file`: read, validated, its lookup cache built and
+//!   stored), and the cache's size against the file's;
+//! - frames symbolized per second: what symbolization adds to a conversion (the rehydration
+//!   with the symbols less the first conversion without), over the frames it named;
+//! - the time to rehydrate the upload (convert again with the symbols) against the time of its
+//!   first conversion (no symbols yet).
 //!
 //! Run with `cargo bench -p proflake --bench symbolize` (or `scripts/bench.sh`). Needs gcc
 //! and readelf. PROFLAKE_BENCH_FUNCTIONS sets the library's size (default 4000 functions),
@@ -15,14 +18,9 @@ use std::fmt::Write as _;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use proflake::{
-    decode, process_upload, symbols::BuildId, LocalDirStore, ObjectStore, Outcome, ProcessOptions,
-};
-use proflake::{symbols::add_debug_file, symbols::DebugFileOutcome};
-use proflake::{
-    symbols::ingest_debug_file, symbols::symbolize, symbols::DebugFileKeys, symbols::DebugFileMeta,
-    symbols::SymbolSource, symbols::Symbols,
-};
+use proflake::store::{LocalDirStore, ObjectStore};
+use proflake::symbols::{add_debug_file, debug_file_build_id, store_debug_file, DebugFileOutcome};
+use proflake::{process_upload, Outcome, ProcessOptions};
 use proflake_proto::pprof;
 use prost::Message;
 
@@ -134,19 +132,6 @@ fn pprof_profile(build_id: &str, addresses: &[u64]) -> Vec<u8> {
     profile.encode_to_vec()
 }
 
-struct Memory {
-    meta: DebugFileMeta,
-    cache: Vec<u8>,
-}
-
-impl SymbolSource for Memory {
-    fn symbols(&self, build_id: &BuildId) -> proflake::Result<Option<Symbols>> {
-        (*build_id == self.meta.build_id)
-            .then(|| Symbols::new(self.meta.clone(), self.cache.clone()))
-            .transpose()
-    }
-}
-
 fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
     times[times.len() / 2]
@@ -164,53 +149,32 @@ fn main() {
         })
         .collect();
 
+    let id = debug_file_build_id(&lib).unwrap();
     let mut builds = Vec::new();
-    let mut ingested = None;
-    for _ in 0..5 {
+    let mut meta = None;
+    for run in 0..5 {
+        // A bucket of its own each run, so every run builds the cache.
+        let store = LocalDirStore::new(dir.path().join(format!("add-{run}")));
+        let key = store_debug_file(&store, &id, "libgen.so", &lib).unwrap();
         let t = Instant::now();
-        let keys = DebugFileKeys {
-            debug_file: "debuginfo/x/libgen.so".into(),
-            symcache: "debuginfo/x/libgen.symcache".into(),
-        };
-        let id: BuildId = build_id.parse().unwrap();
-        ingested = Some(ingest_debug_file(&id, &lib, keys).unwrap());
+        let outcome = add_debug_file(&store, &key, u64::MAX).unwrap();
         builds.push(t.elapsed());
+        let DebugFileOutcome::Stored { meta: stored, .. } = outcome else {
+            panic!("{outcome:?}");
+        };
+        meta = Some(stored);
     }
-    let ingested = ingested.unwrap();
+    let meta = meta.unwrap();
     println!(
-        "lookup cache        {} functions: debug file {} bytes, SymCache {} bytes ({:.3} of the file), built in {:?}",
+        "lookup cache        {} functions: debug file {} bytes, SymCache {} bytes ({:.3} of the file), added in {:?}",
         funcs.len(),
         lib.len(),
-        ingested.symcache.len(),
-        ingested.symcache.len() as f64 / lib.len() as f64,
+        meta.symcache_bytes,
+        meta.symcache_bytes as f64 / lib.len() as f64,
         median(builds)
     );
 
     let upload = pprof_profile(&build_id, &addresses);
-    let source = Memory {
-        meta: ingested.meta.clone(),
-        cache: ingested.symcache.clone(),
-    };
-    let mut times = Vec::new();
-    let mut named = 0;
-    for _ in 0..5 {
-        let mut profile = decode(&upload, None).unwrap().profile;
-        let t = Instant::now();
-        let report = symbolize(&mut profile, &source).unwrap();
-        times.push(t.elapsed());
-        named = report.symbolicated();
-    }
-    let t = median(times);
-    assert_eq!(
-        named as usize,
-        addresses.len(),
-        "every address is in a function"
-    );
-    println!(
-        "symbolize           {named} distinct frames in {t:?}: {:.0} frames/s",
-        named as f64 / t.as_secs_f64()
-    );
-
     let store = LocalDirStore::new(dir.path().join("bucket"));
     store.put("uploads/gen.pprof", &upload).unwrap();
     let reconvert = ProcessOptions {
@@ -220,18 +184,34 @@ fn main() {
     let timed = |store: &LocalDirStore| {
         let t = Instant::now();
         let outcome = process_upload(store, store, "uploads/gen.pprof", &reconvert).unwrap();
-        assert!(matches!(outcome, Outcome::Converted(_)), "{outcome:?}");
-        t.elapsed()
+        let Outcome::Converted(converted) = outcome else {
+            panic!("{outcome:?}");
+        };
+        (t.elapsed(), converted.frames_symbolized)
     };
-    let first = median((0..5).map(|_| timed(&store)).collect());
-    let key = format!("debuginfo/{build_id}/libgen.so");
-    store.put(&key, &lib).unwrap();
+    let median_of = |store: &LocalDirStore| {
+        let runs: Vec<_> = (0..5).map(|_| timed(store)).collect();
+        let named = runs[0].1;
+        (median(runs.into_iter().map(|(t, _)| t).collect()), named)
+    };
+    let (first, _) = median_of(&store);
+    let key = store_debug_file(&store, &id, "libgen.so", &lib).unwrap();
     let stored = add_debug_file(&store, &key, u64::MAX).unwrap();
     assert!(
         matches!(stored, DebugFileOutcome::Stored { .. }),
         "{stored:?}"
     );
-    let again = median((0..5).map(|_| timed(&store)).collect());
+    let (again, named) = median_of(&store);
+    assert_eq!(
+        named as usize,
+        addresses.len(),
+        "every address is in a function"
+    );
+    let symbolizing = again.saturating_sub(first).max(Duration::from_nanos(1));
+    println!(
+        "symbolize           {named} distinct frames in {symbolizing:?} more than the conversion: {:.0} frames/s",
+        named as f64 / symbolizing.as_secs_f64()
+    );
     println!(
         "rehydrate           {} samples: convert {first:?}, rehydrate {again:?} ({:.2}x the conversion)",
         addresses.len(),

@@ -15,11 +15,9 @@ use serde_json::json;
 
 use super::*;
 use crate::formats::InputFormat;
-use crate::pipeline::{
-    add_debug_file, decode_with_limits, process_upload, DebugFileOutcome, ErrorReport, Outcome,
-    ProcessOptions,
-};
+use crate::pipeline::{process_upload, ErrorReport, Outcome, ProcessOptions};
 use crate::store::{LocalDirStore, ObjectStore};
+use crate::symbols::{add_debug_file, DebugFileOutcome};
 
 // ---- inputs -------------------------------------------------------------------------------
 
@@ -356,10 +354,10 @@ fn every_limit_is_tripped_by_a_case_of_its_own() {
 fn each_case_decodes_under_the_defaults_and_fails_naming_its_limit() {
     for case in cases() {
         let what = format!("{} = {}", case.limit, case.max);
-        if let Err(e) = decode_with_limits(&case.input, case.format, &Limits::default()) {
+        if let Err(e) = crate::decode(&case.input, case.format, &Limits::default()) {
             panic!("{what}: the input fails under the defaults too: {e}");
         }
-        let error = decode_with_limits(&case.input, case.format, &case.limits())
+        let error = crate::decode(&case.input, case.format, &case.limits())
             .map(|d| d.profile.samples().len())
             .expect_err(&what);
         assert_eq!(
@@ -540,7 +538,7 @@ fn decoders_keep_a_too_deep_stack_without_its_frames() {
         max_stack_depth: 2,
         ..Limits::default()
     };
-    let decoded = decode_with_limits(
+    let decoded = crate::decode(
         b"main;work;spin 3\nmain;idle 4\n",
         Some(InputFormat::Folded),
         &limits,
@@ -556,8 +554,8 @@ fn decoders_keep_a_too_deep_stack_without_its_frames() {
         env!("CARGO_MANIFEST_DIR")
     ))
     .unwrap();
-    let full = decode_with_limits(&pprof, None, &Limits::default()).unwrap();
-    let cut = decode_with_limits(&pprof, None, &limits).unwrap();
+    let full = crate::decode(&pprof, None, &Limits::default()).unwrap();
+    let cut = crate::decode(&pprof, None, &limits).unwrap();
     assert_eq!(cut.profile.samples().len(), full.profile.samples().len());
     let too_deep = cut.profile.stats.get("pprof_stack_too_deep").copied();
     let unstacked = cut.profile.samples().iter().filter(|s| s.stack.is_none());

@@ -5,17 +5,16 @@ use std::path::Path;
 use std::process::Command;
 
 use arrow_array::StringArray;
-use proflake::{
-    jobs::ErrorReport, outputs::read_tables, outputs::Table, process_upload, store::content_etag,
-    store::current_conversion_key, store::error_report_key, store::manifest_key,
-    store::sidecar_key, store::source_id, store::S3Store, LocalDirStore, Outcome, ProcessOptions,
-};
+use proflake::store::{content_etag, LocalDirStore, S3Store};
+use proflake::tables::{read_tables, Table};
+use proflake::{process_upload, Outcome, ProcessOptions};
 use proflake_cli::flame::{fold, FlameFilter};
-use proflake_tests::gzip;
+use proflake_tests::{error_report, gzip};
 
 use crate::harness::{
-    conversion_keys, failed_ids, is_test_event, manifest_of, mirror, notified_keys, repo_file,
-    repo_path, sha256_hex, Env, Upload, OUTPUT_BUCKET, UPLOADS_BUCKET,
+    conversion_keys, error_report_key, failed_ids, is_test_event, manifest_of, mirror,
+    notified_keys, pointer_of, repo_file, repo_path, sha256_hex, sidecar_key, Env, Upload,
+    OUTPUT_BUCKET, UPLOADS_BUCKET,
 };
 
 /// One upload of the every-format test: the object, its sidecar (uploaded before it) if any,
@@ -227,7 +226,7 @@ pub fn venv_python() -> std::path::PathBuf {
 /// Every file under `root` not under `uploads/`, by key.
 fn local_outputs(root: &Path) -> BTreeMap<String, Vec<u8>> {
     let store = LocalDirStore::new(root);
-    use proflake::ObjectStore;
+    use proflake::store::ObjectStore;
     store
         .list("")
         .unwrap()
@@ -320,16 +319,14 @@ async fn every_format_converts_through_the_handler() {
             }
         }
         // The key's pointer to its current conversion names this one.
-        let pointer_key = current_conversion_key(key);
-        let pointer = outputs
-            .get(&pointer_key)
-            .unwrap_or_else(|| panic!("{key}: no current-conversion pointer {pointer_key}"));
+        let (pointer_key, pointer) = pointer_of(&outputs, key)
+            .unwrap_or_else(|| panic!("{key}: no current-conversion pointer"));
         assert!(
-            String::from_utf8_lossy(pointer).contains(&manifest.source.source_id),
+            pointer["source_id"] == manifest.source.source_id.as_str(),
             "{key}: {pointer_key} does not name {}",
             manifest.source.source_id
         );
-        listed.extend(conversion_keys(&manifest));
+        listed.extend(conversion_keys(&outputs, &manifest));
     }
     // Nothing the manifests do not account for.
     let written: BTreeSet<String> = outputs.keys().cloned().collect();
@@ -490,7 +487,7 @@ async fn redelivered_message_rewrites_identical_objects() {
     let manifest = manifest_of(&snapshot, key, &upload.bytes).expect("manifest written");
     assert_eq!(
         snapshot.keys().cloned().collect::<BTreeSet<_>>(),
-        conversion_keys(&manifest)
+        conversion_keys(&snapshot, &manifest)
     );
 
     // The same delivery again, to the same instance.
@@ -571,17 +568,24 @@ async fn corrupt_object_is_quarantined_and_the_batch_succeeds() {
             .get(UPLOADS_BUCKET, &report_key)
             .await
             .unwrap_or_else(|| panic!("no error report {report_key}"));
-        let report: ErrorReport = serde_json::from_slice(&report)
-            .unwrap_or_else(|e| panic!("{report_key} is no error report: {e}"));
-        assert_eq!(report.key, upload.key);
-        assert_eq!(report.etag, content_etag(&upload.bytes));
-        assert_eq!(report.bytes, upload.bytes.len() as u64);
-        assert!(!report.reason.is_empty(), "{report:?}");
-        assert!(report.error.contains(&upload.key), "{report:?}");
-        let manifest = manifest_key(&source_id(&upload.key, &content_etag(&upload.bytes)));
-        assert_eq!(env.get(OUTPUT_BUCKET, &manifest).await, None);
+        let report = error_report(&report);
+        assert_eq!(report["key"], upload.key.as_str());
+        assert_eq!(report["etag"], content_etag(&upload.bytes).as_str());
+        assert_eq!(report["bytes"], upload.bytes.len() as u64);
+        assert!(!report["reason"].as_str().unwrap().is_empty(), "{report}");
+        assert!(
+            report["error"].as_str().unwrap().contains(&upload.key),
+            "{report}"
+        );
     }
     let outputs = env.snapshot(OUTPUT_BUCKET).await;
+    for upload in &corrupt {
+        assert!(
+            manifest_of(&outputs, &upload.key, &upload.bytes).is_none(),
+            "{}: quarantined, yet converted",
+            upload.key
+        );
+    }
     for upload in &good {
         let manifest = manifest_of(&outputs, &upload.key, &upload.bytes)
             .unwrap_or_else(|| panic!("{} not converted", upload.key));

@@ -78,7 +78,7 @@ async fn fails_then_converts(fault: Fault) {
             .keys()
             .cloned()
             .collect::<std::collections::BTreeSet<_>>(),
-        conversion_keys(&manifest)
+        conversion_keys(&outputs, &manifest)
     );
     env.assert_queues_empty().await;
 }

@@ -9,18 +9,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use proflake::{
-    store::content_etag, store::current_conversion_key, store::error_report_key, store::source_id,
-    store::ObjectInfo, store::ObjectWriter, store::S3Store, store::ERROR_REPORT_SUFFIX, ErrorKind,
-    ObjectStore, Result,
-};
+use proflake::store::{content_etag, ObjectInfo, ObjectStore, ObjectWriter, S3Store};
+use proflake::{ErrorKind, Result};
 use proflake_convert::App;
 
 use crate::convert::noise;
 use crate::fault_proxy::{Fault, FaultProxy};
 use crate::harness::{
-    config, impatient_s3_client, put_upload, repo_file, Env, Upload, MAX_RECEIVE_COUNT,
-    OUTPUT_BUCKET, UPLOADS_BUCKET,
+    config, error_report_key, impatient_s3_client, put_upload, repo_file, source_id_of, Env,
+    Upload, ERROR_REPORT_SUFFIX, MAX_RECEIVE_COUNT, OUTPUT_BUCKET, UPLOADS_BUCKET,
 };
 use crate::load::{
     assert_outcomes, corrupt, drain, feed, folded, local_samples, put_all, Busy, Fate, Final,
@@ -339,7 +336,7 @@ async fn a_thousand_uploads_survive_s3_faults_redeliveries_and_replacements() {
     let cut: HashSet<String> = replaced
         .iter()
         .filter(|r| r.when == When::InFlight)
-        .map(|r| source_id(&r.first.key, &content_etag(&r.first.bytes)))
+        .map(|r| source_id_of(&r.first.key, &r.first.bytes))
         .collect();
     let cut_count = cut.len();
     let cut = Arc::new(Mutex::new(cut));
@@ -427,24 +424,18 @@ async fn a_thousand_uploads_survive_s3_faults_redeliveries_and_replacements() {
             .map(|r| (r.first.clone(), r.second.upload.clone()))
             .collect();
         tokio::spawn(async move {
+            let mut pointer_keys = HashMap::new();
             while !pending.is_empty() {
                 tokio::time::sleep(Duration::from_millis(500)).await;
                 let mut waiting = Vec::new();
                 for (first, second) in pending {
                     let etag = content_etag(&first.bytes);
-                    let pointer = env
-                        .get(
-                            crate::harness::OUTPUT_BUCKET,
-                            &current_conversion_key(&first.key),
-                        )
-                        .await
-                        .map(|b| serde_json::from_slice::<serde_json::Value>(&b).unwrap());
+                    let pointer = env.pointer(&mut pointer_keys, &first.key).await;
                     let report = env
                         .get(UPLOADS_BUCKET, &error_report_key(&first.key))
                         .await
                         .map(|b| serde_json::from_slice::<serde_json::Value>(&b).unwrap());
-                    let settled = pointer
-                        .is_some_and(|p| p["source_id"] == source_id(&first.key, &etag).as_str())
+                    let settled = pointer.is_some_and(|p| p["etag"] == etag.as_str())
                         || report.is_some_and(|r| r["etag"] == etag.as_str());
                     if settled {
                         put_upload(&env.s3, &second).await;
@@ -558,23 +549,19 @@ async fn a_thousand_uploads_survive_s3_faults_redeliveries_and_replacements() {
     assert_eq!(totals.reports, quarantined);
     // A replaced key that converted points at its final content, so the next re-upload
     // removes that conversion and no other.
+    let mut pointer_keys = HashMap::new();
     for r in replaced
         .iter()
         .filter(|r| matches!(r.second.fate, Fate::Converted { .. }))
     {
         let upload = &r.second.upload;
-        let pointer: serde_json::Value = serde_json::from_slice(
-            &env.get(
-                crate::harness::OUTPUT_BUCKET,
-                &current_conversion_key(&upload.key),
-            )
+        let pointer = env
+            .pointer(&mut pointer_keys, &upload.key)
             .await
-            .expect("pointer"),
-        )
-        .unwrap();
+            .expect("pointer");
         assert_eq!(
-            pointer["source_id"],
-            source_id(&upload.key, &content_etag(&upload.bytes)).as_str(),
+            pointer["etag"],
+            content_etag(&upload.bytes).as_str(),
             "{}",
             upload.key
         );

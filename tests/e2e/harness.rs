@@ -615,9 +615,10 @@ pub fn bodies(messages: &[Message]) -> Vec<&str> {
 
 /// The decoded keys a notification message names (none for the test event).
 pub fn notified_keys(message: &Message) -> Vec<String> {
-    match proflake::parse_notification(message.body().unwrap_or("")).expect("notification") {
-        proflake::inputs::Notification::Test => Vec::new(),
-        proflake::inputs::Notification::Objects(objects) => {
+    match proflake::events::parse_notification(message.body().unwrap_or("")).expect("notification")
+    {
+        proflake::events::Notification::Test => Vec::new(),
+        proflake::events::Notification::Objects(objects) => {
             objects.into_iter().map(|o| o.key).collect()
         }
     }
@@ -641,29 +642,194 @@ pub fn mirror(objects: &BTreeMap<String, Vec<u8>>, dir: &Path) {
     }
 }
 
-/// The manifest of the upload `key` with content `bytes`, from a bucket snapshot.
+/// The manifest of the upload `key` with content `bytes`, from a bucket snapshot: the one
+/// whose source is that key and content.
 pub fn manifest_of(
     outputs: &BTreeMap<String, Vec<u8>>,
     key: &str,
     bytes: &[u8],
 ) -> Option<proflake::Manifest> {
-    let manifest_key = proflake::store::manifest_key(&proflake::store::source_id(
-        key,
-        &proflake::store::content_etag(bytes),
-    ));
-    outputs
-        .get(&manifest_key)
-        .map(|m| serde_json::from_slice(m).expect("manifest parses"))
+    let etag = proflake::store::content_etag(bytes);
+    manifests(outputs)
+        .map(|(_, m)| m)
+        .find(|m| m.source.key == key && m.source.etag == etag)
 }
 
-/// Every key one conversion writes to the output bucket: the outputs its manifest lists, the
-/// manifest, and the key's pointer to its current conversion.
-pub fn conversion_keys(manifest: &proflake::Manifest) -> std::collections::BTreeSet<String> {
+/// Every manifest of a bucket snapshot, with its key.
+fn manifests(
+    outputs: &BTreeMap<String, Vec<u8>>,
+) -> impl Iterator<Item = (&String, proflake::Manifest)> {
+    outputs
+        .iter()
+        .filter(|(k, _)| proflake::Manifest::is_key(k))
+        .map(|(k, m)| (k, serde_json::from_slice(m).expect("manifest parses")))
+}
+
+/// Where a client puts the metadata sidecar of the upload at `key` (docs/inputs.md).
+pub fn sidecar_key(key: &str) -> String {
+    format!("{key}.metadata.json")
+}
+
+/// What the key of an error report ends with: it goes next to its upload (docs/outputs.md).
+pub const ERROR_REPORT_SUFFIX: &str = ".error.json";
+
+/// Where the error report of the upload at `key` goes when it is quarantined.
+pub fn error_report_key(key: &str) -> String {
+    format!("{key}{ERROR_REPORT_SUFFIX}")
+}
+
+/// The source id of the conversion of `bytes` uploaded at `key` (one part, so its ETag is
+/// [`content_etag`](proflake::store::content_etag)): it depends on the key and the content
+/// alone, so a conversion in memory names it as the job does.
+pub fn source_id_of(key: &str, bytes: &[u8]) -> String {
+    let etag = proflake::store::content_etag(bytes);
+    // Placed anywhere: the time changes no key.
+    let options = proflake::ConvertOptions {
+        received_at_ns: Some(0),
+        ..proflake::ConvertOptions::default()
+    };
+    proflake::convert_upload(key, &etag, bytes, &options)
+        .unwrap_or_else(|e| panic!("{key}: {e}"))
+        .manifest
+        .source
+        .source_id
+}
+
+/// Where the pointers to the uploads' current conversions are (docs/outputs.md).
+pub const POINTERS: &str = "converted/by-key/";
+
+/// Whether `key`, listed under [`POINTERS`], is a pointer rather than a pending record.
+pub fn is_pointer_key(key: &str) -> bool {
+    key.strip_prefix(POINTERS)
+        .is_some_and(|name| !name.contains('/') && name.ends_with(".json"))
+}
+
+/// The pointer to the current conversion of the upload `key` in a bucket snapshot
+/// (`converted/by-key/<key_id>.json`): its key and what it says (`key`, `etag`, `source_id`,
+/// `manifest_key`).
+pub fn pointer_of(
+    outputs: &BTreeMap<String, Vec<u8>>,
+    key: &str,
+) -> Option<(String, serde_json::Value)> {
+    outputs
+        .iter()
+        .filter(|(k, _)| is_pointer_key(k))
+        .map(|(k, p)| {
+            let pointer: serde_json::Value = serde_json::from_slice(p).expect("pointer parses");
+            (k.clone(), pointer)
+        })
+        .find(|(_, p)| p["key"] == key)
+}
+
+/// Every key one conversion writes to the output bucket, as a snapshot holds them: the outputs
+/// its manifest lists, the manifest, and the key's pointer to its current conversion.
+pub fn conversion_keys(
+    outputs: &BTreeMap<String, Vec<u8>>,
+    manifest: &proflake::Manifest,
+) -> std::collections::BTreeSet<String> {
     let mut keys: std::collections::BTreeSet<String> =
         manifest.outputs.iter().map(|o| o.key.clone()).collect();
-    keys.insert(proflake::store::manifest_key(&manifest.source.source_id));
-    keys.insert(proflake::store::current_conversion_key(
-        &manifest.source.key,
-    ));
+    keys.extend(
+        manifests(outputs)
+            .filter(|(_, m)| m.source.source_id == manifest.source.source_id)
+            .map(|(k, _)| k.clone()),
+    );
+    keys.extend(pointer_of(outputs, &manifest.source.key).map(|(k, _)| k));
     keys
+}
+
+/// A store whose puts of the keys `fails` picks fail as the bucket failing would (a transient
+/// error: the job is retried, and what it wrote before stays until something settles it).
+pub struct FailingPuts<S> {
+    /// The store.
+    pub inner: S,
+    /// Which puts fail.
+    pub fails: fn(&str) -> bool,
+}
+
+impl<S: proflake::store::ObjectStore> proflake::store::ObjectStore for FailingPuts<S> {
+    fn get(&self, key: &str) -> proflake::Result<Option<Vec<u8>>> {
+        self.inner.get(key)
+    }
+    fn get_object(
+        &self,
+        key: &str,
+        max_bytes: u64,
+    ) -> proflake::Result<Option<(Vec<u8>, proflake::store::ObjectInfo)>> {
+        self.inner.get_object(key, max_bytes)
+    }
+    fn exists(&self, key: &str) -> proflake::Result<bool> {
+        self.inner.exists(key)
+    }
+    fn head(&self, key: &str) -> proflake::Result<Option<proflake::store::ObjectInfo>> {
+        self.inner.head(key)
+    }
+    fn put(&self, key: &str, bytes: &[u8]) -> proflake::Result<()> {
+        if (self.fails)(key) {
+            return Err(proflake::ErrorKind::Storage { key: key.into() }.into());
+        }
+        self.inner.put(key, bytes)
+    }
+    fn delete(&self, key: &str) -> proflake::Result<()> {
+        self.inner.delete(key)
+    }
+    fn list(&self, prefix: &str) -> proflake::Result<Vec<String>> {
+        self.inner.list(prefix)
+    }
+}
+
+impl Env {
+    /// Reads the pointers to current conversions not read yet into `known` (upload key →
+    /// pointer key): a pointer's key never changes, so each is read once.
+    pub async fn learn_pointers(&self, known: &mut HashMap<String, String>) {
+        let seen: std::collections::HashSet<String> = known.values().cloned().collect();
+        for pointer_key in self.keys(OUTPUT_BUCKET, POINTERS).await {
+            if !is_pointer_key(&pointer_key) || seen.contains(&pointer_key) {
+                continue;
+            }
+            if let Some(bytes) = self.get(OUTPUT_BUCKET, &pointer_key).await {
+                let pointer: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+                let key = pointer["key"].as_str().expect("a pointer names its key");
+                known.insert(key.to_owned(), pointer_key);
+            }
+        }
+    }
+
+    /// The pointer to the current conversion of the upload at `key`, if there is one.
+    pub async fn pointer(
+        &self,
+        known: &mut HashMap<String, String>,
+        key: &str,
+    ) -> Option<serde_json::Value> {
+        if !known.contains_key(key) {
+            self.learn_pointers(known).await;
+        }
+        let bytes = self.get(OUTPUT_BUCKET, known.get(key)?).await?;
+        Some(serde_json::from_slice(&bytes).unwrap())
+    }
+
+    /// Converts the upload at `key` as a job would, with the output bucket's puts of the keys
+    /// `fails` picks failing: a job cut short, that leaves its pending record and what it wrote
+    /// before.
+    pub async fn cut_short(&self, key: &str, fails: fn(&str) -> bool) {
+        let (s3, key) = (self.s3.clone(), key.to_owned());
+        let runtime = tokio::runtime::Handle::current();
+        let result = tokio::task::spawn_blocking(move || {
+            let uploads =
+                proflake::store::S3Store::new(s3.clone(), UPLOADS_BUCKET, runtime.clone());
+            let outputs = FailingPuts {
+                inner: proflake::store::S3Store::new(s3, OUTPUT_BUCKET, runtime),
+                fails,
+            };
+            proflake::process_upload(
+                &uploads,
+                &outputs,
+                &key,
+                &proflake::ProcessOptions::default(),
+            )
+        })
+        .await
+        .unwrap();
+        assert!(result.is_err(), "not cut short: {result:?}");
+    }
 }

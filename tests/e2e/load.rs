@@ -8,17 +8,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
-use proflake::{
-    jobs::ErrorReport, process_upload, store::content_etag, store::current_conversion_key,
-    store::error_report_key, store::manifest_key, store::source_id, LocalDirStore, Manifest,
-    ObjectStore, Outcome, ProcessOptions,
-};
+use proflake::store::{content_etag, LocalDirStore, ObjectStore};
+use proflake::{process_upload, Manifest, Outcome, ProcessOptions};
 use proflake_convert::App;
-use proflake_tests::gzip;
+use proflake_tests::{error_report, gzip};
 
 use crate::convert::noise;
 use crate::harness::{
-    conversion_keys, failed_ids, list_keys, put_upload, Env, Upload, OUTPUT_BUCKET, UPLOADS_BUCKET,
+    error_report_key, failed_ids, is_pointer_key, list_keys, put_upload, Env, Upload,
+    OUTPUT_BUCKET, UPLOADS_BUCKET,
 };
 
 /// Concurrent handler invocations (Lambda instances).
@@ -547,18 +545,59 @@ pub async fn assert_outcomes(env: &Env, finals: &[Final]) -> Totals {
         "missing from the uploads bucket (error reports of quarantined uploads?)"
     );
 
-    // Each upload's manifest or report, read UPLOADERS at a time.
+    // The pointers to the uploads' current conversions, by upload key, read UPLOADERS at a
+    // time: each names its upload's content and manifest.
     let semaphore = Arc::new(tokio::sync::Semaphore::new(UPLOADERS));
+    let mut reads = tokio::task::JoinSet::new();
+    for pointer_key in outputs.iter().filter(|k| is_pointer_key(k)).cloned() {
+        let s3 = env.s3.clone();
+        let permit = semaphore.clone().acquire_owned().await.unwrap();
+        reads.spawn(async move {
+            let got = s3
+                .get_object()
+                .bucket(OUTPUT_BUCKET)
+                .key(&pointer_key)
+                .send()
+                .await;
+            let bytes = got.unwrap().body.collect().await.unwrap().into_bytes();
+            drop(permit);
+            let pointer: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+            (pointer_key, pointer)
+        });
+    }
+    let mut pointers: BTreeMap<String, (String, serde_json::Value)> = BTreeMap::new();
+    while let Some(done) = reads.join_next().await {
+        let (pointer_key, pointer) = done.expect("read task");
+        let key = pointer["key"]
+            .as_str()
+            .expect("a pointer names its key")
+            .to_owned();
+        pointers.insert(key, (pointer_key, pointer));
+    }
+
+    // Each upload's manifest (the one its pointer names) or report, read UPLOADERS at a time.
     let mut reads = tokio::task::JoinSet::new();
     for (i, f) in finals.iter().enumerate() {
         let (s3, f) = (env.s3.clone(), f.clone());
+        let manifest_key = match f.fate {
+            Fate::Converted { .. } => {
+                let key = &f.upload.key;
+                let (pointer_key, pointer) = pointers
+                    .get(key)
+                    .unwrap_or_else(|| panic!("{key}: no current conversion"));
+                assert_eq!(
+                    pointer["etag"],
+                    content_etag(&f.upload.bytes).as_str(),
+                    "{key}: {pointer_key} names other content"
+                );
+                pointer["manifest_key"].as_str().unwrap().to_owned()
+            }
+            Fate::Quarantined { .. } => String::new(),
+        };
         let permit = semaphore.clone().acquire_owned().await.unwrap();
         reads.spawn(async move {
             let (bucket, key) = match f.fate {
-                Fate::Converted { .. } => (
-                    OUTPUT_BUCKET,
-                    manifest_key(&source_id(&f.upload.key, &content_etag(&f.upload.bytes))),
-                ),
+                Fate::Converted { .. } => (OUTPUT_BUCKET, manifest_key),
                 Fate::Quarantined { .. } => (UPLOADS_BUCKET, error_report_key(&f.upload.key)),
             };
             let got = s3.get_object().bucket(bucket).key(&key).send().await;
@@ -601,21 +640,31 @@ pub async fn assert_outcomes(env: &Env, finals: &[Final]) -> Totals {
                 assert_eq!(manifest.profile.samples_written, *samples, "{key}");
                 totals.manifests += 1;
                 totals.samples += manifest.profile.samples_written;
-                listed.extend(conversion_keys(&manifest));
+                // What the conversion wrote: the outputs its manifest lists, the manifest, and
+                // the key's pointer to it.
+                listed.extend(manifest.outputs.iter().map(|o| o.key.clone()));
+                listed.insert(object_key.clone());
+                listed.insert(pointers[key].0.clone());
             }
             Fate::Quarantined { reason } => {
                 let bytes = bytes
                     .as_ref()
                     .unwrap_or_else(|| panic!("{key}: no error report"));
-                let report: ErrorReport = serde_json::from_slice(bytes).unwrap();
-                assert_eq!(&report.key, key);
+                let report = error_report(bytes);
+                assert_eq!(report["key"], key.as_str());
                 assert_eq!(
-                    report.etag, etag,
+                    report["etag"],
+                    etag.as_str(),
                     "{key}: the report is about other content"
                 );
-                assert_eq!(&report.reason, reason, "{key}: {}", report.error);
+                assert_eq!(
+                    report["reason"],
+                    reason.as_str(),
+                    "{key}: {}",
+                    report["error"]
+                );
                 assert!(
-                    !outputs.contains(&current_conversion_key(key)),
+                    !pointers.contains_key(key),
                     "{key}: quarantined, yet a conversion is current"
                 );
                 totals.reports += 1;

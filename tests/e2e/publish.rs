@@ -80,7 +80,7 @@ fn publish_app(env: &Env) -> proflake_publish::App {
     ]);
     let config = proflake_publish::Config::from_lookup(|n| vars.get(n).map(|v| (*v).to_owned()))
         .expect("publish config");
-    let mut options = proflake::lake::s3_options(Some(&env.moto.endpoint));
+    let mut options = proflake::lake::Lake::s3_options(Some(&env.moto.endpoint));
     options.insert("AWS_ACCESS_KEY_ID".into(), "test".into());
     options.insert("AWS_SECRET_ACCESS_KEY".into(), "test".into());
     options.insert("AWS_REGION".into(), REGION.into());

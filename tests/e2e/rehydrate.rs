@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use aws_sdk_sqs::types::Message;
-use proflake::{store::S3Store, LocalDirStore};
+use proflake::{store::LocalDirStore, store::S3Store};
 use proflake::{symbols::add_debug_file, symbols::DebugFileOutcome, Manifest};
 use proflake_rehydrate::{parse_request, BatchTally, Page, Request, Scope, Tally};
 use proflake_tests::native::{build, NativeLib};
@@ -483,30 +483,42 @@ async fn a_sweep_longer_than_one_invocation_continues_through_the_queue() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_sweep_removes_what_a_late_job_of_replaced_content_left_in_the_bucket() {
-    use proflake::{store::content_etag, store::pending_conversion_key, store::source_id};
     let env = Env::start(30).await;
     env.consume_test_event().await;
     env.consume_rehydrate_test_event().await;
+    let pending = |keys: Vec<String>| -> Vec<String> {
+        keys.into_iter()
+            .filter(|k| k.contains("/pending/"))
+            .collect()
+    };
     // The key holds new content. A job of its earlier content, still running when the new
-    // content settled, wrote a chunk and a table file, then failed for good.
+    // content settled, wrote its table files, then failed for good.
     let key = "uploads/late/p.folded";
+    env.put(&Upload::new(key, b"main;then 1\n".to_vec())).await;
+    env.cut_short(key, |k| k.ends_with("/manifest.json")).await;
     env.put(&Upload::new(key, b"main;now 1\n".to_vec())).await;
-    let old = source_id(key, &content_etag(b"main;then 1\n"));
-    let record = pending_conversion_key(key, &old);
-    let table = format!("tables/v2/samples/dt=2025-01-01/{old}.parquet");
-    let chunk = format!("converted/{old}/sample-v2/0.json");
-    let json = json!({"source_id": old, "source_key": key, "outputs": [table]});
-    env.put_output(&record, json.to_string().as_bytes()).await;
-    env.put_output(&table, b"PAR1").await;
-    env.put_output(&chunk, b"{}").await;
-    // A job that failed for good on the content its key still holds: left to its retries.
+    let [record]: [String; 1] = pending(env.keys(OUTPUT_BUCKET, "converted/by-key/").await)
+        .try_into()
+        .expect("one pending record");
+    let written: serde_json::Value =
+        serde_json::from_slice(&env.get(OUTPUT_BUCKET, &record).await.unwrap()).unwrap();
+    assert_eq!(written["source_key"], key);
+    assert!(
+        written["outputs"].as_array().is_some_and(|o| !o.is_empty()),
+        "{written}"
+    );
+    // A job that failed for good on the content its key still holds, before it wrote
+    // anything but its record: left to its retries.
     let failed_key = "uploads/late/q.folded";
     env.put(&Upload::new(failed_key, b"main;q 1\n".to_vec()))
         .await;
-    let current = source_id(failed_key, &content_etag(b"main;q 1\n"));
-    let kept = pending_conversion_key(failed_key, &current);
-    let json = json!({"source_id": current, "source_key": failed_key, "outputs": []});
-    env.put_output(&kept, json.to_string().as_bytes()).await;
+    env.cut_short(failed_key, |k| !k.contains("/pending/"))
+        .await;
+    let kept: Vec<String> = pending(env.keys(OUTPUT_BUCKET, "converted/by-key/").await)
+        .into_iter()
+        .filter(|k| *k != record)
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
     // S3 keeps LastModified in whole seconds: past a grace of one second for certain.
     tokio::time::sleep(std::time::Duration::from_millis(2_100)).await;
     let app = env.rehydrate_app(&[("PROFLAKE_REHYDRATE_PENDING_GRACE_SECONDS", "1")]);
@@ -518,5 +530,5 @@ async fn the_sweep_removes_what_a_late_job_of_replaced_content_left_in_the_bucke
     let (response, tally) = proflake_rehydrate::handle_batch_tallied(&app, event).await;
     assert!(failed_ids(&response).is_empty());
     assert_eq!((tally.pending_removed, tally.continuations), (1, 0));
-    assert_eq!(env.keys(OUTPUT_BUCKET, "").await, [kept]);
+    assert_eq!(env.keys(OUTPUT_BUCKET, "").await, kept);
 }

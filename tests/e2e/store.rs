@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use proflake::{store::S3Store, ObjectStore};
+use proflake::{store::ObjectStore, store::S3Store};
 
 use crate::convert::noise;
 use crate::harness::{Env, OUTPUT_BUCKET};

@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use proflake::decode;
+use proflake::{decode, Limits};
 
 fn generate(args: &[&str]) -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();
@@ -22,7 +22,7 @@ fn generate(args: &[&str]) -> Vec<u8> {
 fn perfetto_trace_has_one_sample_per_thread_and_millisecond() {
     let bytes = generate(&["perfetto", "2", "4"]);
     assert_eq!(bytes, generate(&["perfetto", "2", "4"]), "deterministic");
-    let decoded = decode(&bytes, None).unwrap();
+    let decoded = decode(&bytes, None, &Limits::default()).unwrap();
     assert_eq!(decoded.format.name(), "perfetto");
     let profile = &decoded.profile;
     assert_eq!(profile.samples().len(), 2 * 1000 * 4);
@@ -49,7 +49,7 @@ fn perfetto_trace_has_one_sample_per_thread_and_millisecond() {
 fn otlp_request_has_the_samples_asked_for() {
     let bytes = generate(&["otlp", "1000"]);
     assert_eq!(bytes, generate(&["otlp", "1000"]), "deterministic");
-    let decoded = decode(&bytes, None).unwrap();
+    let decoded = decode(&bytes, None, &Limits::default()).unwrap();
     assert_eq!(decoded.format.name(), "otlp");
     assert_eq!(decoded.profile.samples().len(), 1000);
     assert_eq!(decoded.profile.threads().len(), 16);
@@ -69,7 +69,7 @@ fn pprof_profile_reaches_the_size_asked_for() {
         "{}",
         bytes.len()
     );
-    let decoded = decode(&bytes, None).unwrap();
+    let decoded = decode(&bytes, None, &Limits::default()).unwrap();
     assert_eq!(decoded.format.name(), "pprof");
     let series = decoded.profile.all_series().len();
     assert_eq!(series, 2, "samples/count and cpu/nanoseconds");
@@ -86,7 +86,7 @@ fn folded_stacks_decode_as_py_spy_lines_of_the_size_asked_for() {
         bytes.len()
     );
     let lines = bytes.iter().filter(|&&b| b == b'\n').count();
-    let decoded = decode(&bytes, None).unwrap();
+    let decoded = decode(&bytes, None, &Limits::default()).unwrap();
     assert_eq!(decoded.format.name(), "folded");
     let profile = &decoded.profile;
     assert_eq!(profile.attributes["folded.dialect"], "py-spy");

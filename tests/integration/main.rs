@@ -1,26 +1,9 @@
-//! Fixture-driven integration tests of the proflake library.
+//! Integration tests of the proflake library through its public API: the benchmark input
+//! generators, streamed conversion against whole conversion, and the repository's Markdown
+//! links. The fixture-driven tests of the decoders and writers name the model and the writers'
+//! checks, so they live in the library (`shared/src/fixture_tests/`).
 
-mod chrome;
-mod clock;
-mod cpuprofile;
 mod doc_links;
-mod firefox;
-mod folded;
 mod gen_inputs;
-mod jfr;
-mod otlp;
-mod perf_data;
-mod perf_script;
-mod perfetto_difftests;
-mod perfetto_malformed;
-mod perfetto_symbols;
-mod perfetto_synthetic;
-mod pprof;
-mod pprof_legacy;
-mod sample_v2;
-mod sentry;
-mod speedscope;
 mod streamed;
-mod symbolize;
-mod tables;
 mod util;

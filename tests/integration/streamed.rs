@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use proflake::{process_upload, LocalDirStore, ObjectStore, Outcome, ProcessOptions};
+use proflake::{process_upload, store::LocalDirStore, store::ObjectStore, Outcome, ProcessOptions};
 
 use crate::util::{fixture, gzip, plain, repo_file};
 

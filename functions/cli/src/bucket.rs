@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use proflake::lake::{s3_options_from_env, Lake, LakeSettings, LAKE_PREFIX};
-use proflake::outputs::{Table, TablesFrom};
-use proflake::store::{PrefixedStore, S3Store};
+use proflake::lake::{Lake, LakeSettings};
+use proflake::{store::PrefixedStore, store::S3Store};
+use proflake::{tables::Table, tables::TablesFrom};
 
 use crate::location::S3Location;
 use crate::tiers::Tier;
@@ -33,7 +33,7 @@ pub(crate) fn with_tables<T>(
     match tier {
         Tier::Landing => read(TablesFrom::Landing(store.as_ref())),
         Tier::Lake => {
-            let log = format!("{LAKE_PREFIX}{}/_delta_log/", table.name());
+            let log = format!("{}{}/_delta_log/", Lake::PREFIX, table.name());
             anyhow::ensure!(
                 !store.list_page(&log, None, 1)?.is_empty(),
                 "{bucket} has no lake (nothing under {}): the publish function fills it, or \
@@ -43,7 +43,7 @@ pub(crate) fn with_tables<T>(
             let lake = Lake::s3(
                 &bucket.bucket,
                 &bucket.prefix,
-                s3_options_from_env(),
+                Lake::s3_options_from_env(),
                 runtime.handle().clone(),
                 LakeSettings::default(),
             )?;

@@ -6,11 +6,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use proflake::jobs::{
-    compare_releases, export_tables, CompareRequest, ExportFormat, ExportRequest, Selection,
-    EXPORT_TABLES,
+use proflake::{
+    compare::compare_releases, compare::CompareRequest, export::export_tables,
+    export::ExportFormat, export::ExportRequest, export::Selection,
 };
-use proflake::outputs::{Table, TablesFrom};
+use proflake::{tables::Table, tables::TablesFrom};
 
 use crate::location::Location;
 use crate::tiers::{with_tables, Tier};
@@ -105,7 +105,7 @@ pub(crate) fn compare(args: CompareArgs) -> anyhow::Result<ExitCode> {
 /// graph: widths are the head release's, colours the change from the base, normalised so
 /// that a release with more uploads does not turn everything red.
 fn differential_svg(tables: TablesFrom<'_>, request: &CompareRequest) -> anyhow::Result<Vec<u8>> {
-    let tables = tables.read(&EXPORT_TABLES, None, None)?;
+    let tables = tables.read(&ExportRequest::TABLES, None, None)?;
     let fold = |release: &str| {
         let selection = Selection {
             service: Some(request.service.clone()),

@@ -7,8 +7,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use proflake::jobs::{export_profiles, ExportFormat, ExportRequest, IdOrName, Selection};
-use proflake::outputs::Table;
+use proflake::tables::Table;
+use proflake::{
+    export::export_profiles, export::ExportFormat, export::ExportRequest, export::IdOrName,
+    export::Selection,
+};
 
 use crate::location::Location;
 use crate::tiers::{with_tables, Tier};

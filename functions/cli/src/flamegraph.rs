@@ -6,10 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use proflake::jobs::EXPORT_TABLES;
 use proflake::{
-    convert_upload, outputs::read_table_objects, outputs::Table, outputs::TableBatches,
-    store::content_etag, store::upload_key, ConvertOptions, InputFormat,
+    convert_upload, export::ExportRequest, store::content_etag, tables::Table,
+    tables::TableBatches, tables::TablesFrom, ConvertOptions, InputFormat,
 };
 use proflake_cli::flame::{fold, parse_time_ns, render_svg, FlameFilter};
 
@@ -88,7 +87,7 @@ pub(crate) fn flamegraph(args: FlamegraphArgs) -> anyhow::Result<ExitCode> {
             // Only the tables a graph reads, and only the days the range can reach.
             let (from, to) = (filter.selection.from_ns, filter.selection.to_ns);
             with_tables(store, args.tier, Table::Samples, |tables| {
-                Ok(tables.read(&EXPORT_TABLES, from, to)?)
+                Ok(tables.read(&ExportRequest::TABLES, from, to)?)
             })
             .with_context(|| format!("cannot read the stack tables in {store}"))?
         }
@@ -146,12 +145,11 @@ fn convert_in_memory(
         limits: crate::limits()?,
         ..ConvertOptions::default()
     };
-    let converted = convert_upload(&upload_key(name), &content_etag(&bytes), &bytes, &options)?;
-    let objects = converted
-        .objects
-        .iter()
-        .map(|(key, bytes)| (key.as_str(), bytes.as_slice()));
-    Ok(read_table_objects(objects)?)
+    // The key `proflake process` stores the file under, so the graph's ids are those the
+    // bucket would give it.
+    let key = format!("uploads/{name}");
+    let converted = convert_upload(&key, &content_etag(&bytes), &bytes, &options)?;
+    Ok(TablesFrom::Objects(&converted.objects).read(&Table::ALL, None, None)?)
 }
 
 /// What a graph is drawn from.

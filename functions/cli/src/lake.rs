@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use proflake::LocalDirStore;
+use proflake::store::LocalDirStore;
 use proflake::{lake::Lake, lake::LakeSettings, lake::PublishReport, lake::PublishScope};
 
 use crate::output::Stdout;

@@ -7,7 +7,6 @@ mod flamegraph;
 mod lake;
 mod location;
 mod output;
-mod report;
 mod serve;
 mod symbols;
 mod tiers;
@@ -19,10 +18,9 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use output::Stdout;
+use proflake::store::{list_uploads, store_upload, LocalDirStore, ObjectStore};
 use proflake::{
-    inputs::ClientSdk, process_upload, store::sidecar_key, store::store_upload, store::upload_key,
-    store::ERROR_REPORT_SUFFIX, store::METADATA_SIDECAR_SUFFIX, store::UPLOADS_PREFIX, InputFormat,
-    Limits, LocalDirStore, Manifest, ObjectStore, Outcome, ProcessOptions, UploadMetadata,
+    process_upload, InputFormat, Limits, Manifest, Outcome, ProcessOptions, UploadMetadata,
 };
 
 #[derive(Parser)]
@@ -239,20 +237,19 @@ impl MetadataArgs {
             }
             None => UploadMetadata::default(),
         };
-        let flags = UploadMetadata {
+        let mut flags = UploadMetadata {
             platform: self.platform,
             release: self.release,
             environment: self.environment,
             service: self.service,
-            client_sdk: self
-                .sdk_name
-                .zip(self.sdk_version)
-                .map(|(name, version)| ClientSdk { name, version }),
             profiler_id: self.profiler_id,
             timestamp: self.start_time,
             span_interval_ms: self.span_interval_ms,
             ..UploadMetadata::default()
         };
+        if let Some((name, version)) = self.sdk_name.zip(self.sdk_version) {
+            flags = flags.with_client_sdk(name, version);
+        }
         let merged = base.merge(flags);
         merged.validate()?;
         Ok(merged)
@@ -267,7 +264,7 @@ pub(crate) fn limits() -> anyhow::Result<Limits> {
 /// `PROFLAKE_STREAM_ABOVE_BYTES`, as the convert function reads it: Perfetto uploads larger
 /// than this are converted with a second pass, a window at a time.
 fn stream_above_bytes() -> anyhow::Result<Option<u64>> {
-    Ok(proflake::jobs::stream_above_bytes_from(|name| {
+    Ok(ProcessOptions::stream_above_bytes_from(|name| {
         std::env::var(name).ok()
     })?)
 }
@@ -333,7 +330,7 @@ fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
     let mut keys = Vec::new();
     for input in &args.inputs {
         bar.set_message(input.display().to_string());
-        match convert_one(&store, input, sidecar.as_ref(), &options) {
+        match convert_one(&store, input, sidecar.as_ref(), &options, &mut keys) {
             // suspend() prints above a visible bar and still prints when the bar is hidden.
             Ok(line) => bar.suspend(|| stdout.line(&line))?,
             Err(e) => {
@@ -346,9 +343,6 @@ fn convert(args: ConvertArgs) -> anyhow::Result<ExitCode> {
     bar.finish_and_clear();
     let ok = args.inputs.len() - failed;
     eprintln!("{ok} converted, {failed} failed");
-    for input in &args.inputs {
-        keys.push(upload_key(upload_name(input)?));
-    }
     if !args.no_publish {
         failed += publish_after(&args.out, keys)?;
     }
@@ -379,16 +373,17 @@ fn convert_one(
     input: &Path,
     sidecar: Option<&serde_json::Value>,
     options: &ProcessOptions,
+    keys: &mut Vec<String>,
 ) -> anyhow::Result<String> {
-    let key = upload_key(upload_name(input)?);
+    let name = upload_name(input)?;
     // Copied into the bucket as a stream: conversion reads the upload back as the bucket
     // holds it, so the file is never held whole.
     let mut file =
         std::fs::File::open(input).with_context(|| format!("cannot read {}", input.display()))?;
-    store_upload(store, &key, &mut file)?;
-    if let Some(sidecar) = sidecar {
-        store.put(&sidecar_key(&key), &serde_json::to_vec_pretty(sidecar)?)?;
-    }
+    let sidecar = sidecar.map(serde_json::to_vec_pretty).transpose()?;
+    let key = store_upload(store, name, &mut file, sidecar.as_deref())?;
+    // Published after, whether its conversion succeeds or not.
+    keys.push(key.clone());
     // The object keeps the file's modification time, as the bucket's last-modified time: the
     // start of last resort for aggregated inputs with no time of their own.
     if let Ok(modified) = std::fs::metadata(input).and_then(|m| m.modified()) {
@@ -451,12 +446,8 @@ fn process(mut args: ProcessArgs) -> anyhow::Result<ExitCode> {
     };
     let store = LocalDirStore::new(&dir);
     let keys = if args.keys.is_empty() {
-        store
-            .list(UPLOADS_PREFIX)?
-            .into_iter()
-            // Sidecars and reports are read along with their uploads.
-            .filter(|k| !k.ends_with(METADATA_SIDECAR_SUFFIX) && !k.ends_with(ERROR_REPORT_SUFFIX))
-            .collect()
+        // Sidecars and reports are read along with their uploads.
+        list_uploads(&store)?
     } else {
         args.keys
     };
@@ -519,7 +510,7 @@ fn modified_ns(path: &Path) -> Option<i64> {
 fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
     let bytes = std::fs::read(&args.input)
         .with_context(|| format!("cannot read {}", args.input.display()))?;
-    let decoded = match proflake::jobs::decode_with_limits(&bytes, args.format, &limits()?) {
+    let decoded = match proflake::decode(&bytes, args.format, &limits()?) {
         Ok(d) => d,
         Err(e) => {
             eprintln!(
@@ -540,7 +531,7 @@ fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
         Stdout::default().line(&line)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let summary = proflake_cli::summary::summarize(&decoded.profile);
+    let summary = decoded.summary();
     if args.json {
         let doc = serde_json::json!({
             "input": args.input.display().to_string(),
@@ -552,11 +543,10 @@ fn inspect(args: InspectArgs) -> anyhow::Result<ExitCode> {
         });
         Stdout::default().line(&serde_json::to_string_pretty(&doc)?)?;
     } else {
-        Stdout::default().write(&report::render(
-            &args.input,
-            bytes.len(),
-            &decoded,
-            &summary,
+        Stdout::default().write(&format!(
+            "input       {} ({} bytes)\n{summary}",
+            args.input.display(),
+            bytes.len()
         ))?;
     }
     Ok(ExitCode::SUCCESS)

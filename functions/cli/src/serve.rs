@@ -19,8 +19,11 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::GracefulShutdown;
-use proflake::receive::{Receiver, Response};
-use proflake::{error_chain, process_upload, LocalDirStore, Outcome, ProcessOptions};
+use proflake::receive::Receiver;
+use proflake::{error_chain, process_upload, store::LocalDirStore, Outcome, ProcessOptions};
+
+/// A response as the receiver gives it: status, headers and the whole body.
+type Response = hyper::http::Response<Vec<u8>>;
 
 /// The variable that holds the token clients must present.
 const TOKEN_VARIABLE: &str = "PROFLAKE_INGEST_TOKEN";

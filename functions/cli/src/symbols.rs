@@ -7,16 +7,12 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use proflake::store::debug_file_key;
-use proflake::symbols::{debug_file_build_id, has_unwind_tables};
-use proflake::{
-    jobs::indexed_uploads, jobs::rehydrate_keys, jobs::RehydratePage, jobs::RehydrateScope,
-    rehydrate, symbols::add_debug_file, symbols::list_debug_files, symbols::DebugFileOutcome,
-    RehydrateOptions,
+use proflake::store::{list_uploads, LocalDirStore};
+use proflake::symbols::{
+    add_debug_file, debug_file_build_id, list_debug_files, store_debug_file, DebugFileOutcome,
 };
 use proflake::{
-    store::ERROR_REPORT_SUFFIX, store::METADATA_SIDECAR_SUFFIX, store::UPLOADS_PREFIX,
-    LocalDirStore, ObjectStore, Outcome, ProcessOptions,
+    rehydrate, Outcome, ProcessOptions, RehydrateOptions, RehydratePage, RehydrateScope,
 };
 
 use super::output::Stdout;
@@ -97,8 +93,7 @@ fn add(args: AddArgs) -> anyhow::Result<ExitCode> {
                 continue;
             }
         };
-        let key = debug_file_key(&build_id, name);
-        store.put(&key, &bytes)?;
+        let key = store_debug_file(&store, &build_id, name, &bytes)?;
         let line = match add_debug_file(&store, &key, max_debug_file_bytes)? {
             DebugFileOutcome::Stored { meta, replaced, .. } => {
                 stored_ids.push(build_id.clone());
@@ -116,8 +111,12 @@ fn add(args: AddArgs) -> anyhow::Result<ExitCode> {
                     meta.symcache_bytes
                 )
             }
-            DebugFileOutcome::Kept { in_use, .. } => {
-                if in_use.debug_file_key != key && has_unwind_tables(&bytes) {
+            DebugFileOutcome::Kept {
+                in_use,
+                unwind_tables,
+                ..
+            } => {
+                if in_use.debug_file_key != key && unwind_tables {
                     unwinding_ids.push(build_id.clone());
                 }
                 format!(
@@ -147,15 +146,16 @@ fn add(args: AddArgs) -> anyhow::Result<ExitCode> {
         }
         let mut keys = Vec::new();
         for id in unwinding_ids.iter().filter(|id| !stored_ids.contains(id)) {
-            keys.extend(indexed_uploads(&store, id)?);
+            keys.extend(RehydrateScope::indexed_uploads(&store, id)?);
         }
         if !keys.is_empty() {
             keys.sort();
             keys.dedup();
-            total.absorb(rehydrate_keys(
+            total.absorb(rehydrate(
                 &store,
                 &store,
-                &keys,
+                RehydrateScope::Keys(&keys),
+                None,
                 &rehydrate_options()?,
             )?);
         }
@@ -256,13 +256,7 @@ pub(crate) fn rehydrate_command(args: RehydrateArgs) -> anyhow::Result<ExitCode>
     let mut stdout = Stdout::default();
     let page = if args.all || !args.keys.is_empty() {
         let keys = if args.all {
-            store
-                .list(UPLOADS_PREFIX)?
-                .into_iter()
-                .filter(|k| {
-                    !k.ends_with(METADATA_SIDECAR_SUFFIX) && !k.ends_with(ERROR_REPORT_SUFFIX)
-                })
-                .collect()
+            list_uploads(&store)?
         } else {
             args.keys
         };
@@ -274,10 +268,11 @@ pub(crate) fn rehydrate_command(args: RehydrateArgs) -> anyhow::Result<ExitCode>
         let mut total = RehydratePage::default();
         for key in &keys {
             bar.set_message(key.clone());
-            let page = rehydrate_keys(
+            let page = rehydrate(
                 &store,
                 &store,
-                std::slice::from_ref(key),
+                RehydrateScope::Keys(std::slice::from_ref(key)),
+                None,
                 &rehydrate_options()?,
             )?;
             total.absorb(page);

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use clap::ValueEnum;
 use proflake::lake::{Lake, LakeSettings};
-use proflake::outputs::{Table, TablesFrom};
-use proflake::LocalDirStore;
+use proflake::store::LocalDirStore;
+use proflake::{tables::Table, tables::TablesFrom};
 
 use crate::location::Location;
 

@@ -168,9 +168,9 @@ fn compare_flags_what_was_planted_in_a_generated_fleet() {
 
     // The release report the publish function writes: 1.1 against the release first seen
     // before it, once, and again only when the uploads change.
-    let bucket = proflake::LocalDirStore::new(&store);
-    let defaults = proflake::jobs::CompareRequest::new("", "", "");
-    let reports = proflake::jobs::report_releases(&bucket, &defaults).unwrap();
+    let bucket = proflake::store::LocalDirStore::new(&store);
+    let defaults = proflake::compare::CompareRequest::new("", "", "");
+    let reports = proflake::compare::report_releases(&bucket, &defaults).unwrap();
     assert_eq!(reports.len(), 1, "{reports:?}");
     let r = &reports[0];
     assert_eq!(
@@ -186,7 +186,7 @@ fn compare_flags_what_was_planted_in_a_generated_fleet() {
     assert!(fs::read_to_string(store.join(&r.markdown_key))
         .unwrap()
         .contains("work_00"));
-    let again = proflake::jobs::report_releases(&bucket, &defaults).unwrap();
+    let again = proflake::compare::report_releases(&bucket, &defaults).unwrap();
     assert_eq!(
         (again[0].written, again[0].regressions),
         (false, r.regressions)

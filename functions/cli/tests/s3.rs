@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use aws_sdk_s3::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_s3::primitives::ByteStream;
-use proflake::lake::{s3_options, Lake, LakeSettings, PublishScope};
-use proflake::store::{PrefixedStore, S3Store};
+use proflake::lake::{Lake, LakeSettings, PublishScope};
+use proflake::{store::PrefixedStore, store::S3Store};
 use proflake_tests::moto::Moto;
 
 mod common;
@@ -130,7 +130,7 @@ async fn upload_tree(s3: &aws_sdk_s3::Client, dir: &Path, prefix: &str) {
 fn publish_in_bucket(moto: &Moto, s3: aws_sdk_s3::Client, runtime: &tokio::runtime::Runtime) {
     let handle = runtime.handle().clone();
     let store = PrefixedStore::wrap(Arc::new(S3Store::new(s3, BUCKET, handle.clone())), PREFIX);
-    let mut options = s3_options(Some(&moto.endpoint));
+    let mut options = Lake::s3_options(Some(&moto.endpoint));
     options.insert("AWS_ACCESS_KEY_ID".into(), "test".into());
     options.insert("AWS_SECRET_ACCESS_KEY".into(), "test".into());
     options.insert("AWS_REGION".into(), REGION.into());

@@ -13,7 +13,7 @@ pub const DEFAULT_FUNCTION_NAME: &str = "proflake-convert";
 ///
 /// | variable | meaning | default |
 /// |---|---|---|
-/// | `PROFLAKE_STREAM_ABOVE_BYTES` | Perfetto uploads larger than this are converted with a second pass, a window at a time | [`proflake::jobs::STREAM_ABOVE_BYTES`] |
+/// | `PROFLAKE_STREAM_ABOVE_BYTES` | Perfetto uploads larger than this are converted with a second pass, a window at a time | [`proflake::ProcessOptions::STREAM_ABOVE_BYTES`] |
 /// | `PROFLAKE_REQUIRE_START_TIME` | `true`: an upload on a clock of its own that neither it nor its metadata places on the wall clock is quarantined (`no_wall_clock`) instead of placed at its arrival | `false` |
 ///
 /// `AWS_LAMBDA_FUNCTION_NAME` defaults to [`DEFAULT_FUNCTION_NAME`].
@@ -28,8 +28,10 @@ pub struct ConvertSettings {
 impl OwnSettings for ConvertSettings {
     fn from_vars(vars: &Vars<'_>) -> Result<ConvertSettings, ConfigError> {
         Ok(ConvertSettings {
-            stream_above_bytes: proflake::jobs::stream_above_bytes_from(|name| vars.get(name))
-                .map_err(|e| ConfigError::new(e.variable, &e.value, e.expected))?,
+            stream_above_bytes: proflake::ProcessOptions::stream_above_bytes_from(|name| {
+                vars.get(name)
+            })
+            .map_err(|e| ConfigError::new(e.variable, &e.value, e.expected))?,
             require_start_time: flag(vars, REQUIRE_START_TIME)?,
         })
     }

@@ -2,7 +2,7 @@
 //! object it names is converted.
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
-use proflake::inputs::Notification;
+use proflake::events::Notification;
 use proflake_lambda::{EachMessage, Function, PerMessage};
 
 use crate::app::App;

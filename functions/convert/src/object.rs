@@ -1,7 +1,7 @@
 //! One object event of a message: processed off the async runtime, logged as one line, counted.
 
 use proflake::{
-    inputs::ObjectChange, inputs::ObjectEvent, process_upload, Outcome, ProcessOptions,
+    events::ObjectChange, events::ObjectEvent, process_upload, Outcome, ProcessOptions,
 };
 use proflake_lambda::{off_runtime, work_failed};
 use tracing::{info, warn};

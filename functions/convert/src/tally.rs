@@ -50,46 +50,49 @@ impl BatchTally {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proflake::{jobs::ConvertedUpload, jobs::Quarantine, jobs::SkipReason};
+    use proflake::store::{LocalDirStore, ObjectStore};
+    use proflake::{process_upload, ProcessOptions};
     use proflake_lambda::{emf_documents, MetricsTarget};
     use serde_json::json;
 
     #[test]
     fn outcomes_are_counted_and_tallies_merge() {
+        // An outcome of each kind, as processing gives them: an upload converted, a corrupt
+        // one quarantined, a missing one skipped, and the first again, already converted.
+        let dir = tempfile::tempdir().unwrap();
+        let store = LocalDirStore::new(dir.path());
+        store
+            .put("uploads/a.folded", b"main;work 4\nmain;idle 3\n")
+            .unwrap();
+        let corrupt = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03this is not deflate data";
+        store.put("uploads/b.pb.gz", corrupt).unwrap();
+        let process =
+            |key| process_upload(&store, &store, key, &ProcessOptions::default()).unwrap();
+        let converted = process("uploads/a.folded");
+        let quarantined = process("uploads/b.pb.gz");
+        let skipped = process("uploads/c.folded");
+        let again = process("uploads/a.folded");
+        let (Outcome::Converted(c), Outcome::Quarantined(q)) = (&converted, &quarantined) else {
+            panic!("{converted:?} {quarantined:?}");
+        };
+        assert!(matches!(skipped, Outcome::Skipped { .. }), "{skipped:?}");
+        assert!(
+            matches!(again, Outcome::AlreadyConverted { .. }),
+            "{again:?}"
+        );
+        assert!(c.samples > 0 && q.bytes == corrupt.len() as u64);
+
         let mut a = BatchTally::default();
-        a.record(&Outcome::Converted(ConvertedUpload {
-            key: "uploads/a".into(),
-            source_id: "s".into(),
-            manifest_key: "converted/s/manifest.json".into(),
-            format: "pprof".into(),
-            bytes: 100,
-            samples: 7,
-            objects: 4,
-            frames_symbolized: 0,
-            replaced: None,
-            pieces: 1,
-        }));
-        a.record(&Outcome::Quarantined(Quarantine {
-            key: "uploads/b".into(),
-            report_key: "uploads/b.error.json".into(),
-            reason: "malformed",
-            message: "bad".into(),
-            bytes: 10,
-        }));
-        a.record(&Outcome::Skipped {
-            key: "uploads/c".into(),
-            why: SkipReason::Missing,
-        });
+        a.record(&converted);
+        a.record(&quarantined);
+        a.record(&skipped);
         let mut b = BatchTally {
             objects: 1,
             failed_messages: 1,
             ..BatchTally::default()
         };
-        b.record(&Outcome::AlreadyConverted {
-            key: "uploads/a".into(),
-            manifest_key: "converted/s/manifest.json".into(),
-        });
-        b.fail("malformed");
+        b.record(&again);
+        b.fail(q.reason);
         b.fail("storage");
         a.merge(b);
         assert_eq!(
@@ -98,10 +101,10 @@ mod tests {
         );
         assert_eq!(
             (a.objects, a.failed_messages, a.bytes, a.samples),
-            (1, 1, 110, 7)
+            (1, 1, c.bytes + q.bytes, c.samples)
         );
         let failures: Vec<_> = a.failures.iter().map(|(r, n)| (r.as_str(), *n)).collect();
-        assert_eq!(failures, [("malformed", 2), ("storage", 1)]);
+        assert_eq!(failures, [(q.reason, 2), ("storage", 1)]);
     }
 
     #[test]

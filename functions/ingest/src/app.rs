@@ -5,13 +5,16 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_s3::presigning::PresigningConfig;
 use lambda_http::{Body, Request};
-use proflake::receive::{direct_upload_reply, DirectUpload, Receiver, Response};
+use proflake::receive::{DirectUpload, Receiver};
+use proflake::store::ObjectStore;
 use proflake::store::S3Store;
-use proflake::ObjectStore;
 use proflake_lambda::{emf_documents, print_documents, MetricsTarget, Tally};
 
 use crate::config::{Auth, Config, TokenSource};
 use crate::tally::{refusal_reason, RequestTally};
+
+/// A response as the receiver gives it: status, headers and the whole body.
+type Response = lambda_http::http::Response<Vec<u8>>;
 
 /// What the function keeps between requests: the receiver with its token, the uploads bucket,
 /// and the S3 client that presigns upload URLs.
@@ -150,7 +153,7 @@ impl App {
         match presigned {
             Ok(request) => {
                 tracing::info!(key = %direct.key, "upload URL handed out");
-                direct_upload_reply(direct, request.uri(), self.upload_url_seconds)
+                direct.reply(request.uri(), self.upload_url_seconds)
             }
             Err(e) => {
                 tracing::error!(error = ?e, "presigning failed");

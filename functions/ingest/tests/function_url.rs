@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use base64::Engine;
 use lambda_http::Body;
-use proflake::{LocalDirStore, ObjectStore};
+use proflake::{store::LocalDirStore, store::ObjectStore};
 use proflake_ingest::{App, Config};
 
 const OTLP: &[u8] = include_bytes!("../../../samples/otlp/sig-profiling_profile.v1_10.pb");

@@ -51,12 +51,12 @@ pub trait Request: PartialEq + Send + Sized + 'static {
 }
 
 /// An S3 notification, for a function whose messages are only that.
-impl Request for proflake::inputs::Notification {
+impl Request for proflake::events::Notification {
     const NOT_A_REQUEST: &'static str = "message is not an object notification";
-    const TEST_EVENT: Self = proflake::inputs::Notification::Test;
+    const TEST_EVENT: Self = proflake::events::Notification::Test;
 
     fn parse(body: &str) -> proflake::Result<Self> {
-        proflake::parse_notification(body)
+        proflake::events::parse_notification(body)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use proflake::{store::PrefixedStore, store::S3Store, ObjectStore};
+use proflake::{store::ObjectStore, store::PrefixedStore, store::S3Store};
 
 use crate::config::Config;
 
@@ -104,7 +104,7 @@ impl Stores {
 mod tests {
     use super::*;
     use crate::config::Vars;
-    use proflake::LocalDirStore;
+    use proflake::store::LocalDirStore;
 
     #[test]
     fn outputs_go_to_the_output_bucket_under_the_prefix() {

@@ -32,7 +32,7 @@ impl App {
     /// path-style addressing), the lake in the output bucket.
     pub async fn from_env(config: Config) -> App {
         let shared = aws_config_from_env().await;
-        let lake = LakeRoot::S3(proflake::lake::s3_options_from_env());
+        let lake = LakeRoot::S3(proflake::lake::Lake::s3_options_from_env());
         App::with(config, Stores::s3(s3_client(&shared)), lake)
     }
 

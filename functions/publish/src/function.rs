@@ -6,8 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use proflake::lake::PublishScope;
-use proflake::store::is_manifest_key;
-use proflake::{inputs::ObjectChange, inputs::ObjectEvent};
+use proflake::{events::ObjectChange, events::ObjectEvent};
 use proflake_lambda::{AsAWhole, Function, WholeBatch};
 use tracing::info;
 
@@ -97,7 +96,7 @@ impl App {
             && event.bucket == config.output_bucket)
             .then(|| event.key.strip_prefix(&config.common.output_prefix))
             .flatten()
-            .filter(|k| is_manifest_key(k));
+            .filter(|k| proflake::Manifest::is_key(k));
         match manifest {
             Some(key) => {
                 tally.manifests += 1;

@@ -111,9 +111,9 @@ pub(crate) async fn compact(app: &App, tally: &mut BatchTally) -> Result<(), ()>
 /// the template's alarm. A failure is logged: the publish it follows stands.
 pub(crate) async fn report_releases(app: &App) {
     let stores = app.stores();
-    let defaults = proflake::jobs::CompareRequest::new("", "", "");
+    let defaults = proflake::compare::CompareRequest::new("", "", "");
     let job = tokio::task::spawn_blocking(move || {
-        proflake::jobs::report_releases(&*stores.outputs, &defaults)
+        proflake::compare::report_releases(&*stores.outputs, &defaults)
     });
     let reports = match Failure::joined(job.await) {
         Ok(reports) => reports,
@@ -154,7 +154,7 @@ pub(crate) async fn report_releases(app: &App) {
 pub(crate) fn release_metrics(
     namespace: &str,
     function_name: &str,
-    report: &proflake::jobs::ReleaseReport,
+    report: &proflake::compare::ReleaseReport,
     timestamp_ms: u64,
 ) -> serde_json::Value {
     serde_json::json!({
@@ -190,7 +190,7 @@ mod tests {
 
     #[test]
     fn a_release_report_is_one_emf_document_by_service_and_by_function() {
-        let report = proflake::jobs::ReleaseReport {
+        let report = proflake::compare::ReleaseReport {
             service: "shop".into(),
             base: "1.0".into(),
             head: "1.1".into(),

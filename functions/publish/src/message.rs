@@ -1,13 +1,15 @@
 //! What arrives on the publish queue, parsed:
 //!
 //! - S3 notifications of the output bucket (manifests under `converted/`), in any shape
-//!   [`proflake::parse_notification`] reads, `s3:TestEvent` included;
+//!   [`proflake::events::parse_notification`] reads, `s3:TestEvent` included;
 //! - the schedule's messages, the rule's `Input` verbatim:
 //!   `{"source":"proflake.schedule","action":"publish-sweep"}` (publish every key) and
 //!   `{"source":"proflake.schedule","action":"compact"}` (compact, checkpoint, vacuum). An
 //!   EventBridge event with that source and the action in its `detail` is read the same way.
 
-use proflake::{inputs::Notification, inputs::ObjectEvent, parse_notification, ErrorKind, Result};
+use proflake::{
+    events::parse_notification, events::Notification, events::ObjectEvent, ErrorKind, Result,
+};
 use serde::Deserialize;
 
 /// Source of the schedule's messages.

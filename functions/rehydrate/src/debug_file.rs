@@ -1,7 +1,7 @@
 //! A debug file notified on the queue: added to the symbol store off the async runtime, logged
 //! as one line, counted, and followed by the first page of its build ID's rehydration.
 
-use proflake::{inputs::ObjectChange, inputs::ObjectEvent};
+use proflake::{events::ObjectChange, events::ObjectEvent};
 use proflake::{symbols::add_debug_file, symbols::DebugFileOutcome};
 use proflake_lambda::{off_runtime, work_failed};
 use tracing::{info, warn};
@@ -128,6 +128,7 @@ fn log_debug_file(message_id: &str, bucket: &str, outcome: &DebugFileOutcome, du
             key,
             build_id,
             in_use,
+            ..
         } => info!(
             message_id,
             bucket,

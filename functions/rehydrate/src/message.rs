@@ -1,7 +1,7 @@
 //! What arrives on the rehydrate queue, parsed:
 //!
 //! - S3 notifications of the output bucket (`debuginfo/` keys), in any shape
-//!   [`proflake::parse_notification`] reads, `s3:TestEvent` included;
+//!   [`proflake::events::parse_notification`] reads, `s3:TestEvent` included;
 //! - the scheduled sweep: `{"source":"proflake.schedule","action":"sweep"}`, which is what
 //!   EventBridge puts on the queue for the rule's `Input` (verbatim). Also accepted: a rule
 //!   without `Input` (the `aws.events` "Scheduled Event" envelope), and an EventBridge event with
@@ -10,7 +10,9 @@
 //! - continuations the function sends itself ([`Continuation`]), which an operator may send
 //!   too, without `after`, to rehydrate one build ID or everything.
 
-use proflake::{inputs::Notification, inputs::ObjectEvent, parse_notification, ErrorKind, Result};
+use proflake::{
+    events::parse_notification, events::Notification, events::ObjectEvent, ErrorKind, Result,
+};
 use serde::{Deserialize, Serialize};
 
 /// Source of the schedule's messages.
@@ -195,7 +197,7 @@ fn notification(body: &str) -> Result<Request> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proflake::inputs::ObjectChange;
+    use proflake::events::ObjectChange;
 
     fn sweep() -> Request {
         Request::Page(Page {

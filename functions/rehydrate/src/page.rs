@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use proflake::{jobs::RehydratePage, jobs::RehydrateScope, rehydrate, RehydrateOptions};
+use proflake::{rehydrate, RehydrateOptions, RehydratePage, RehydrateScope};
 use proflake::{Outcome, ProcessOptions};
 use proflake_lambda::{off_runtime, work_failed, Tally};
 use tracing::{error, info, warn};

@@ -1,7 +1,7 @@
 //! What one batch did, counted for its metrics and its log line.
 
 use proflake::Outcome;
-use proflake::{jobs::RehydratePage, symbols::DebugFileOutcome};
+use proflake::{symbols::DebugFileOutcome, RehydratePage};
 use proflake_lambda::{counters, Tally};
 
 counters! {

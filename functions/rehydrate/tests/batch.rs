@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
-use proflake::{symbols::BuildIdIndexEntry, symbols::BUILD_ID_INDEX_VERSION};
-use proflake::{LocalDirStore, ObjectStore};
+use proflake::store::{LocalDirStore, ObjectInfo, ObjectStore};
+use proflake::{process_upload, ErrorKind, ProcessOptions, Result};
 use proflake_rehydrate::{
     handle_batch_tallied, parse_request, App, BatchTally, Config, ContinuationQueue, Page, Request,
     Scope,
@@ -177,23 +177,55 @@ async fn the_output_prefix_is_stripped_from_notified_keys() {
 /// An index entry for an upload that needs nothing (no symbols are stored for its image).
 fn entry(build_id: &str, n: usize) -> (String, Vec<u8>) {
     let source_id = format!("{n:032x}");
-    let entry = BuildIdIndexEntry {
-        index_version: BUILD_ID_INDEX_VERSION,
-        build_id: build_id.parse().unwrap(),
-        code_id: Some(build_id.into()),
-        debug_id: None,
-        source_key: format!("uploads/{n}.pftrace"),
-        source_id: source_id.clone(),
-        manifest_key: format!("converted/{source_id}/manifest.json"),
-        frames: 1,
-        symbolized: 0,
-        symbolized_with: None,
-        mappings: Vec::new(),
-    };
+    // As docs/outputs.md lays an entry out.
+    let entry = json!({
+        "index_version": 1,
+        "build_id": build_id,
+        "code_id": build_id,
+        "debug_id": null,
+        "source_key": format!("uploads/{n}.pftrace"),
+        "source_id": source_id,
+        "manifest_key": format!("converted/{source_id}/manifest.json"),
+        "frames": 1,
+        "symbolized": 0,
+        "symbolized_with": null,
+        "mappings": [],
+    });
     (
         format!("index/build-id/{build_id}/{source_id}.json"),
         serde_json::to_vec(&entry).unwrap(),
     )
+}
+
+/// An output bucket whose puts of manifests fail as the bucket failing would: a conversion
+/// writes its chunks and table files, then is cut short, and leaves its pending record.
+struct NoManifests<'a>(&'a dyn ObjectStore);
+
+impl ObjectStore for NoManifests<'_> {
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        self.0.get(key)
+    }
+    fn get_object(&self, key: &str, max_bytes: u64) -> Result<Option<(Vec<u8>, ObjectInfo)>> {
+        self.0.get_object(key, max_bytes)
+    }
+    fn exists(&self, key: &str) -> Result<bool> {
+        self.0.exists(key)
+    }
+    fn head(&self, key: &str) -> Result<Option<ObjectInfo>> {
+        self.0.head(key)
+    }
+    fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
+        if key.ends_with("/manifest.json") {
+            return Err(ErrorKind::Storage { key: key.into() }.into());
+        }
+        self.0.put(key, bytes)
+    }
+    fn delete(&self, key: &str) -> Result<()> {
+        self.0.delete(key)
+    }
+    fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        self.0.list(prefix)
+    }
 }
 
 #[tokio::test]
@@ -228,13 +260,31 @@ async fn a_sweep_longer_than_a_page_continues_through_the_queue_until_done() {
     // of the page: one of content its key no longer holds, written two hours ago, goes with
     // what it names.
     let upload = "uploads/replaced.folded";
+    b.store(UPLOADS).put(upload, b"main;then 1\n").unwrap();
+    let cut_short = process_upload(
+        &b.store(UPLOADS),
+        &NoManifests(&outputs),
+        upload,
+        &ProcessOptions::default(),
+    );
+    assert!(cut_short.is_err(), "{cut_short:?}");
     b.store(UPLOADS).put(upload, b"main;now 1\n").unwrap();
-    let old = proflake::store::source_id(upload, &proflake::store::content_etag(b"main;then 1\n"));
-    let record = proflake::store::pending_conversion_key(upload, &old);
-    let table = format!("tables/v2/samples/dt=2025-01-01/{old}.parquet");
-    let json = json!({"source_id": old, "source_key": upload, "outputs": [table]});
-    outputs.put(&record, json.to_string().as_bytes()).unwrap();
-    outputs.put(&table, b"PAR1").unwrap();
+    let [record]: [String; 1] = outputs
+        .list("converted/by-key/")
+        .unwrap()
+        .try_into()
+        .expect("one pending record");
+    assert!(record.contains("/pending/"), "{record}");
+    let written: serde_json::Value =
+        serde_json::from_slice(&outputs.get(&record).unwrap().unwrap()).unwrap();
+    let old = written["source_id"].as_str().unwrap().to_owned();
+    let tables: Vec<String> = written["outputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap().to_owned())
+        .collect();
+    assert!(!tables.is_empty() && tables.iter().all(|t| outputs.exists(t).unwrap()));
     let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7_200);
     outputs.set_modified(&record, two_hours_ago).unwrap();
     let (response, tally): (_, BatchTally) =
@@ -250,7 +300,15 @@ async fn a_sweep_longer_than_a_page_continues_through_the_queue_until_done() {
         ),
         (1, 1, 1, 1)
     );
-    assert!(!outputs.exists(&record).unwrap() && !outputs.exists(&table).unwrap());
+    assert!(!outputs.exists(&record).unwrap());
+    assert!(
+        tables.iter().all(|t| !outputs.exists(t).unwrap()),
+        "{tables:?}"
+    );
+    assert!(outputs
+        .list(&format!("converted/{old}/"))
+        .unwrap()
+        .is_empty());
     let sent = queue.sent();
     assert_eq!(
         parse_request(&sent[1]).unwrap(),

@@ -7,7 +7,8 @@ mod report;
 mod rollups;
 mod stats;
 
-pub use releases::{report_releases, ReleaseReport, REPORTS_PREFIX};
+pub use releases::{report_releases, ReleaseReport};
+pub(crate) use report::CompareReport;
 
 use crate::error::Result;
 use crate::tables::{Table, TablesFrom};
@@ -54,19 +55,6 @@ impl CompareRequest {
             max_q: t.max_q,
         }
     }
-}
-
-/// The comparison's report, as Markdown and as JSON, and how many functions it flagged.
-#[derive(Clone, Debug)]
-pub struct CompareReport {
-    /// For people: regressions, then improvements, per series.
-    pub markdown: String,
-    /// For tools: `regressions` and `improvements` name their functions.
-    pub json: serde_json::Value,
-    /// Functions flagged as slower (a larger share), over every series.
-    pub regressions: usize,
-    /// Functions flagged as faster.
-    pub improvements: usize,
 }
 
 /// Compares two releases from the `function_rollup` table of `source` (the landing tables of

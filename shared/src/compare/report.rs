@@ -8,6 +8,19 @@ use serde_json::{json, Value};
 use super::flags::{Comparison, FunctionChange, Measure, Verdict};
 use super::rollups::Selection;
 
+/// The comparison's report, as Markdown and as JSON, and how many functions it flagged.
+#[derive(Clone, Debug)]
+pub struct CompareReport {
+    /// For people: regressions, then improvements, per series.
+    pub markdown: String,
+    /// For tools: `regressions` and `improvements` name their functions.
+    pub json: serde_json::Value,
+    /// Functions flagged as slower (a larger share), over every series.
+    pub regressions: usize,
+    /// Functions flagged as faster.
+    pub improvements: usize,
+}
+
 /// One series' comparison.
 #[derive(Clone, Debug)]
 pub(crate) struct SeriesComparison {

@@ -8,7 +8,7 @@ mod object_key;
 
 use serde::Deserialize;
 
-pub use object_key::decode_object_key;
+pub(crate) use object_key::decode_object_key;
 
 use crate::error::{ErrorKind, Result};
 

@@ -16,7 +16,7 @@ use super::slice::{Slice, NONE};
 /// - a line starting `# ` is a comment, so a leading `# ` also gets a no-break space;
 /// - an empty name would merge into the graph's root: it reads `<unknown>`, as `frames.name`
 ///   does for a frame nothing is known of.
-pub fn flame_frame_name(name: &str) -> String {
+pub(crate) fn flame_frame_name(name: &str) -> String {
     let mut out: String = name
         .chars()
         .map(|c| match c {
@@ -42,7 +42,7 @@ pub fn flame_frame_name(name: &str) -> String {
 }
 
 /// The one frame of samples without a stack.
-pub const NO_STACK: &str = "<no stack>";
+pub(crate) const NO_STACK: &str = "<no stack>";
 
 /// The folded lines of one series: `(path, summed value)`, sorted by path. Values are summed
 /// per stack; a stack whose values sum to zero or less is left out, as folded weights are

@@ -2,11 +2,12 @@
 //! formats people's tools open: pprof, speedscope, folded stacks, the Firefox Profiler's
 //! processed format and OTLP (`docs/export.md`).
 //!
-//! A [`Selection`] picks the profiles and samples; [`slice`] merges them into one table of
+//! A [`Selection`] picks the profiles and samples; `slice` merges them into one table of
 //! frames, one call tree and one list of threads and series; each format writes from that
 //! slice, aggregating as the format does.
 
 mod columns;
+mod exported;
 mod firefox;
 mod folded;
 mod otlp;
@@ -23,7 +24,8 @@ mod otlp_tests;
 #[cfg(test)]
 mod tests;
 
-pub use folded::{flame_frame_name, NO_STACK};
+pub(crate) use exported::{Exported, ExportedSeries};
+use folded::{flame_frame_name, NO_STACK};
 pub use select::{IdOrName, Selection};
 
 use crate::error::{ErrorKind, Result};
@@ -47,6 +49,15 @@ pub enum ExportFormat {
 }
 
 impl ExportFormat {
+    /// The one frame of samples without a stack, in folded stacks and flame graphs.
+    pub const NO_STACK: &'static str = NO_STACK;
+
+    /// A frame's name as one frame of a folded line and of a flame graph: `;` and line breaks
+    /// would split it, so they are replaced, and so on (see the folded export).
+    pub fn flame_frame_name(name: &str) -> String {
+        flame_frame_name(name)
+    }
+
     /// Every format, by name.
     pub const ALL: [(&'static str, ExportFormat); 5] = [
         ("pprof", ExportFormat::Pprof),
@@ -93,6 +104,9 @@ pub struct ExportRequest {
 }
 
 impl ExportRequest {
+    /// The tables an export reads.
+    pub const TABLES: [Table; 4] = EXPORT_TABLES;
+
     /// An export of `selection` in `format`, binary where there is a choice.
     pub fn new(selection: Selection, format: ExportFormat) -> Self {
         ExportRequest {
@@ -105,34 +119,8 @@ impl ExportRequest {
     }
 }
 
-/// One series of an export.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ExportedSeries {
-    /// `sample_type`.
-    pub sample_type: String,
-    /// `sample_unit`.
-    pub unit: String,
-    /// The sum of the exported samples' values.
-    pub total: i64,
-    /// The exported `samples` rows.
-    pub samples: u64,
-}
-
-/// An export's bytes and what went into them.
-#[derive(Clone, Debug)]
-pub struct Exported {
-    /// The file.
-    pub bytes: Vec<u8>,
-    /// The series the file holds, with their totals.
-    pub series: Vec<ExportedSeries>,
-    /// Profiles and uploads the samples come from.
-    pub profiles: usize,
-    /// Uploads the samples come from.
-    pub uploads: usize,
-}
-
 /// The tables an export reads.
-pub const EXPORT_TABLES: [Table; 4] = [
+pub(crate) const EXPORT_TABLES: [Table; 4] = [
     Table::Profiles,
     Table::Samples,
     Table::Stacks,

@@ -53,7 +53,7 @@ use crate::model::Profile;
 const SNIFF_LEN: usize = 4096;
 
 /// The input formats proflake decodes. Closed: a new format is a new variant, a new module and
-/// one arm in [`sniff`] and the decoder's `match`.
+/// one arm in `sniff` and the decoder's `match`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum InputFormat {
     /// Perfetto protobuf trace (`.pftrace`, `.perfetto-trace`).

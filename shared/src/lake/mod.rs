@@ -35,10 +35,11 @@ use std::path::Path;
 use tokio::runtime::Handle;
 use url::Url;
 
-pub use crate::store::LAKE_PREFIX;
+use crate::store::LAKE_PREFIX;
 pub use compact::CompactReport;
-pub use publish::{PublishReport, PublishScope, Quarantined};
-pub use schema::{lake_schema, PARTITION_COLUMN};
+pub use publish::{PublishReport, PublishScope};
+#[cfg(test)]
+pub(crate) use schema::PARTITION_COLUMN;
 
 use crate::error::{ErrorKind, Result};
 
@@ -46,7 +47,7 @@ use crate::error::{ErrorKind, Result};
 /// allowed when the endpoint says `http://`, and path-style addressing, since such endpoints
 /// cannot resolve `bucket.host` names. Region and credentials come from the standard AWS
 /// environment.
-pub fn s3_options(endpoint: Option<&str>) -> std::collections::HashMap<String, String> {
+pub(crate) fn s3_options(endpoint: Option<&str>) -> std::collections::HashMap<String, String> {
     let mut options = std::collections::HashMap::new();
     if let Some(endpoint) = endpoint.filter(|e| !e.is_empty()) {
         if endpoint.starts_with("http://") {
@@ -62,7 +63,7 @@ pub fn s3_options(endpoint: Option<&str>) -> std::collections::HashMap<String, S
 }
 
 /// [`s3_options`] for the endpoint in `AWS_ENDPOINT_URL_S3`, else `AWS_ENDPOINT_URL`.
-pub fn s3_options_from_env() -> std::collections::HashMap<String, String> {
+pub(crate) fn s3_options_from_env() -> std::collections::HashMap<String, String> {
     let endpoint = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"]
         .iter()
         .find_map(|name| std::env::var(name).ok().filter(|v| !v.is_empty()));
@@ -90,9 +91,9 @@ pub struct LakeSettings {
 }
 
 /// Default [`LakeSettings::target_file_bytes`]: 256 MiB.
-pub const DEFAULT_TARGET_FILE_BYTES: u64 = 256 << 20;
+pub(crate) const DEFAULT_TARGET_FILE_BYTES: u64 = 256 << 20;
 /// Default [`LakeSettings::retention_hours`]: 7 days.
-pub const DEFAULT_RETENTION_HOURS: u64 = 7 * 24;
+pub(crate) const DEFAULT_RETENTION_HOURS: u64 = 7 * 24;
 
 impl Default for LakeSettings {
     fn default() -> Self {
@@ -116,6 +117,22 @@ pub struct Lake {
 }
 
 impl Lake {
+    /// Where the lake is in a store (`lake/`): its tables, and the records of what was
+    /// published into them.
+    pub const PREFIX: &'static str = LAKE_PREFIX;
+
+    /// delta-rs's S3 options for an endpoint of its own (MinIO, moto; `None` for AWS): plain
+    /// HTTP allowed when the endpoint says `http://`, and path-style addressing. Region and
+    /// credentials come from the standard AWS environment.
+    pub fn s3_options(endpoint: Option<&str>) -> std::collections::HashMap<String, String> {
+        s3_options(endpoint)
+    }
+
+    /// [`Lake::s3_options`] for the endpoint in `AWS_ENDPOINT_URL_S3`, else `AWS_ENDPOINT_URL`.
+    pub fn s3_options_from_env() -> std::collections::HashMap<String, String> {
+        s3_options_from_env()
+    }
+
     /// The lake of a directory that mirrors the bucket: `dir/lake/`.
     pub fn local(dir: &Path, runtime: Handle, settings: LakeSettings) -> Result<Self> {
         let lake_dir = dir.join(LAKE_PREFIX.trim_end_matches('/'));
@@ -156,7 +173,7 @@ impl Lake {
 
     /// The lake of the bucket `bucket` under `prefix` (the outputs' prefix):
     /// `s3://bucket/<prefix>lake/`, reached with delta-rs's `storage_options` (see
-    /// [`s3_options_from_env`]).
+    /// [`Lake::s3_options_from_env`]).
     #[cfg(feature = "lake-s3")]
     pub fn s3(
         bucket: &str,

@@ -14,7 +14,7 @@ const NS_PER_DAY: i64 = 86_400_000_000_000;
 impl Lake {
     /// Reads `tables` from the lake (every other table comes back empty), keeping only the
     /// `dt` partitions that can hold samples between `from_ns` and `to_ns` (as
-    /// [`read_tables`](crate::outputs::read_tables) does for the landing tier). Nothing is
+    /// [`read_tables`](crate::tables::read_tables) does for the landing tier). Nothing is
     /// created: a lake without one of the stack tables is [`ErrorKind::NoTables`] (nothing was
     /// published into it), one without `function_rollup` or `counters` reads them empty.
     pub fn read_tables(
@@ -30,7 +30,7 @@ impl Lake {
 
     /// Hands `f` every batch of `table`'s active files in the `dt` partitions `from_ns` and
     /// `to_ns` can reach, file by file: with `columns`, only those columns as stored, else
-    /// every column in the landing tables' schema (see [`crate::outputs::read_tables`]).
+    /// every column in the landing tables' schema (see [`crate::tables::read_tables`]).
     pub(crate) fn for_each_batch(
         &self,
         table: Table,

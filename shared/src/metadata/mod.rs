@@ -12,8 +12,9 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-pub use measurements::{Measurement, MeasurementUnit, MeasurementValue};
-pub use object_metadata::OBJECT_METADATA_FIELDS;
+pub use measurements::Measurement;
+#[cfg(test)]
+pub(crate) use measurements::MeasurementUnit;
 
 use crate::error::{ErrorKind, Result};
 use crate::model::checked_seconds_to_ns;
@@ -100,6 +101,13 @@ struct WithDebugMeta {
 }
 
 impl UploadMetadata {
+    /// This metadata with `client_sdk` set to the SDK `name` at `version` (what
+    /// `client_sdk.name` and `client_sdk.version` say in a sidecar).
+    pub fn with_client_sdk(mut self, name: String, version: String) -> Self {
+        self.client_sdk = Some(ClientSdk { name, version });
+        self
+    }
+
     /// [`UploadMetadata::span_interval_ms`] in ns, or the default.
     pub fn span_interval_ns(&self) -> i64 {
         self.span_interval_ms

@@ -8,25 +8,9 @@ use crate::error::{ErrorKind, Result};
 
 const PREFIX: &str = "x-amz-meta-";
 
-/// The metadata fields an object's user metadata can set, by their header name (after the
-/// prefix). Documented for SDK authors in `docs/inputs.md`.
-pub const OBJECT_METADATA_FIELDS: &[&str] = &[
-    "platform",
-    "release",
-    "environment",
-    "service",
-    "profiler-id",
-    "chunk-id",
-    "timestamp",
-    "sdk-name",
-    "sdk-version",
-    "content-type",
-    "span-interval-ms",
-];
-
 impl UploadMetadata {
-    /// Reads the fields of [`OBJECT_METADATA_FIELDS`] from `(name, value)` pairs; other names
-    /// are ignored. A malformed value is an [`ErrorKind::InvalidMetadata`] naming the header.
+    /// Reads the metadata fields `docs/inputs.md` lists for SDK authors (`platform`, `release`,
+    /// `sdk-name`, …) from `(name, value)` pairs; other names are ignored. A malformed value is an [`ErrorKind::InvalidMetadata`] naming the header.
     pub fn from_object_metadata<'a>(
         pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Result<Self> {

@@ -16,7 +16,7 @@ mod sample_table;
 mod stack_nodes;
 mod thread;
 
-pub use build_id::{ids_from_build_id, BuildId, InvalidBuildId};
+pub use build_id::{ids_from_build_id, BuildId};
 pub use frame::{Frame, FrameAddress, FrameKind, Image, InlinedCall, SymbolStatus};
 pub use handles::{
     FrameHandle, ImageHandle, LabelSetHandle, LinkHandle, ProcessHandle, SeriesHandle, StackHandle,
@@ -24,7 +24,7 @@ pub use handles::{
 };
 pub use labels::{Label, LabelValue, Link};
 pub use mark::{Mark, MarkKind, MarkScope};
-pub use profile::{Profile, StackNode, Timestamps};
+pub use profile::{Profile, Timestamps};
 pub(crate) use sample::{
     checked_seconds_to_ns, count_unit_scale, scaled_count_unit, seconds_to_ns,
 };

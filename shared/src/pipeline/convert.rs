@@ -36,7 +36,7 @@ pub struct ConvertOptions {
     /// What the input may make the conversion do.
     pub limits: Limits,
     /// Perfetto uploads of more stored bytes than this that can be read again are converted
-    /// with a second pass, a window at a time ([`STREAM_ABOVE_BYTES`] when `None`).
+    /// with a second pass, a window at a time ([`ProcessOptions::STREAM_ABOVE_BYTES`](crate::ProcessOptions::STREAM_ABOVE_BYTES) when `None`).
     pub stream_above_bytes: Option<u64>,
     /// The ETag of the metadata sidecar `metadata` was read from, recorded in the manifest.
     pub metadata_etag: Option<String>,
@@ -58,11 +58,11 @@ fn threads_of(threads: Option<usize>) -> usize {
 /// holds a window of samples instead of all of them (12 bytes each): a trace of this size
 /// converted whole peaks about as high as a long one converted a window at a time (62 vs 60 MB
 /// at 16 threads sampled at 1 kHz), so below it the CPU would buy nothing.
-pub const STREAM_ABOVE_BYTES: u64 = 64 << 20;
+pub(crate) const STREAM_ABOVE_BYTES: u64 = 64 << 20;
 
 /// [`ConvertOptions::stream_above_bytes`] as the functions and the command line read it from
 /// `PROFLAKE_STREAM_ABOVE_BYTES` (`get` gives a variable's value); `None` when it is unset.
-pub fn stream_above_bytes_from(
+pub(crate) fn stream_above_bytes_from(
     get: impl Fn(&str) -> Option<String>,
 ) -> std::result::Result<Option<u64>, LimitsError> {
     crate::limits::read(&get, "PROFLAKE_STREAM_ABOVE_BYTES", 1, u64::MAX)

@@ -17,30 +17,10 @@ use crate::model::{BuildId, Profile};
 use crate::symbolize::SymbolSource;
 use crate::writers::sample_v2::SampleV2Chunk;
 
-/// Decodes `bytes` (compressed or not) into a profile within the default [`Limits`].
-/// `format` overrides detection.
-pub fn decode(bytes: &[u8], format: Option<InputFormat>) -> Result<Decoded> {
-    decode_with_limits(bytes, format, &Limits::default())
-}
-
-/// [`decode`] within `limits`.
-pub fn decode_with_limits(
-    bytes: &[u8],
-    format: Option<InputFormat>,
-    limits: &Limits,
-) -> Result<Decoded> {
+/// Decodes `bytes` (compressed or not) into a profile within `limits`; `format` overrides
+/// detection.
+pub fn decode(bytes: &[u8], format: Option<InputFormat>, limits: &Limits) -> Result<Decoded> {
     formats::decode(bytes, format, limits)
-}
-
-/// [`decode_with_limits`] of the `len` bytes `input` reads: a Perfetto trace is decoded as
-/// it is read, so it is never held whole.
-pub fn decode_stream_with_limits(
-    input: impl Read,
-    len: u64,
-    format: Option<InputFormat>,
-    limits: &Limits,
-) -> Result<Decoded> {
-    formats::decode_stream(input, len, format, limits)
 }
 
 /// An upload's bytes as a conversion reads them.

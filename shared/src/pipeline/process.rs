@@ -15,7 +15,6 @@ use super::decode::UploadInput;
 use super::error_report::{write_error_report, ErrorReport};
 use super::outcome::{skipped, ConvertedUpload, Outcome, Quarantine, SkipReason};
 use super::supersede::{settle, Settled};
-use super::symbol_store::{current_debug_meta, StoreSymbols};
 use crate::error::{Error, ErrorKind, Result};
 use crate::formats::InputFormat;
 use crate::limits::Limits;
@@ -26,6 +25,7 @@ use crate::store::{
 };
 use crate::writers::manifest::Manifest;
 use crate::writers::outputs::{PendingConversion, StoreOutputs};
+use crate::{symbols::current_debug_meta, symbols::StoreSymbols};
 
 /// Conversions of one upload in one job: the first, and reruns when debug files for its images
 /// arrived meanwhile.
@@ -44,7 +44,7 @@ pub struct ProcessOptions {
     /// Convert again even when the upload's manifest already exists.
     pub reconvert: bool,
     /// Perfetto uploads larger than this are converted a window at a time
-    /// ([`STREAM_ABOVE_BYTES`](crate::pipeline::STREAM_ABOVE_BYTES) when `None`).
+    /// ([`ProcessOptions::STREAM_ABOVE_BYTES`] when `None`).
     pub stream_above_bytes: Option<u64>,
     /// Refuse an upload on a clock of its own that neither it nor its metadata places on the
     /// wall clock, instead of placing it at its arrival (`ConvertOptions::require_start_time`).
@@ -52,6 +52,20 @@ pub struct ProcessOptions {
     /// Threads a conversion may use (`ConvertOptions::threads`; `None`: as many as the machine
     /// has).
     pub threads: Option<usize>,
+}
+
+impl ProcessOptions {
+    /// Perfetto uploads larger than this are converted a window at a time, with a second pass,
+    /// when they can be read again (the default of `stream_above_bytes`).
+    pub const STREAM_ABOVE_BYTES: u64 = super::convert::STREAM_ABOVE_BYTES;
+
+    /// `stream_above_bytes` as the functions and the command line read it from
+    /// `PROFLAKE_STREAM_ABOVE_BYTES` (`get` gives a variable's value); `None` when it is unset.
+    pub fn stream_above_bytes_from(
+        get: impl Fn(&str) -> Option<String>,
+    ) -> std::result::Result<Option<u64>, crate::limits::LimitsError> {
+        super::convert::stream_above_bytes_from(get)
+    }
 }
 
 /// Processes the object at `key` in `uploads`, writing outputs to `outputs` (the same store

@@ -16,10 +16,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::outcome::Outcome;
 use super::process::{process_upload, ProcessOptions};
 use super::supersede::{is_pending_record, sweep_pending, Swept};
-use super::symbol_store::current_debug_meta;
 use crate::error::Result;
 use crate::model::BuildId;
 use crate::store::{build_id_index_prefix, by_key_prefix, ObjectStore, BUILD_ID_INDEX_PREFIX};
+use crate::symbols::current_debug_meta;
 use crate::writers::build_id_index::BuildIdIndexEntry;
 
 /// How much one call may do.
@@ -56,6 +56,9 @@ pub enum RehydrateScope<'a> {
     BuildId(&'a str),
     /// Every indexed upload (the scheduled sweep).
     Sweep,
+    /// These upload keys, converted again with the symbols stored now whatever they used
+    /// before, in one page.
+    Keys(&'a [String]),
 }
 
 /// What one page of rehydration did.
@@ -109,7 +112,8 @@ fn reconvert_options(options: &RehydrateOptions) -> ProcessOptions {
 }
 
 /// Converts again every upload in `scope` whose images have symbols other than those its
-/// conversion used, starting after index key `after`. Idempotent: a second run finds every
+/// conversion used, starting after index key `after` ([`RehydrateScope::Keys`]: the keys
+/// given, in one page, whatever they used). Idempotent: a second run finds every
 /// upload up to date and writes nothing.
 pub fn rehydrate(
     uploads: &dyn ObjectStore,
@@ -120,6 +124,7 @@ pub fn rehydrate(
 ) -> Result<RehydratePage> {
     let by_key = by_key_prefix();
     let prefix = match scope {
+        RehydrateScope::Keys(keys) => return rehydrate_keys(uploads, outputs, keys, options),
         RehydrateScope::BuildId(id) => match id.parse::<BuildId>() {
             Ok(id) => build_id_index_prefix(&id.to_ascii_lowercase()),
             // Text that is no build ID names no index entries.
@@ -221,10 +226,17 @@ fn sweep_pending_page(
     Ok(())
 }
 
-/// The upload keys the build-ID index lists for `build_id`, sorted: the uploads to convert
-/// again when a file for it arrives that does not take over as its symbols but can still change
-/// them (a runtime binary that unwinds `--call-graph dwarf` stacks, beside a debug file in use).
-pub fn indexed_uploads(outputs: &dyn ObjectStore, build_id: &BuildId) -> Result<Vec<String>> {
+impl RehydrateScope<'_> {
+    /// The upload keys the build-ID index lists for `build_id`, sorted: the uploads to convert
+    /// again ([`RehydrateScope::Keys`]) when a file for it arrives that does not take over as
+    /// its symbols but can still change them (a runtime binary that unwinds
+    /// `--call-graph dwarf` stacks, beside a debug file in use).
+    pub fn indexed_uploads(outputs: &dyn ObjectStore, build_id: &BuildId) -> Result<Vec<String>> {
+        indexed_uploads(outputs, build_id)
+    }
+}
+
+fn indexed_uploads(outputs: &dyn ObjectStore, build_id: &BuildId) -> Result<Vec<String>> {
     let mut keys = Vec::new();
     for key in outputs.list(&build_id_index_prefix(&build_id.to_ascii_lowercase()))? {
         let Some(json) = outputs.get(&key)? else {
@@ -241,7 +253,7 @@ pub fn indexed_uploads(outputs: &dyn ObjectStore, build_id: &BuildId) -> Result<
 }
 
 /// Converts the uploads at `keys` again with the symbols stored now, whatever they used before.
-pub fn rehydrate_keys(
+fn rehydrate_keys(
     uploads: &dyn ObjectStore,
     outputs: &dyn ObjectStore,
     keys: &[String],

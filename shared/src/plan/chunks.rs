@@ -113,6 +113,7 @@ pub mod left_out {
     pub const BETWEEN_SPAN_SAMPLES: &str = "between_span_samples";
 }
 
+#[cfg(test)]
 /// Cuts a profile into chunks: per process, per 60 s window, keeping what Relay keeps.
 /// `identity` names the input (its source id); ids are derived from it. Fails when nothing is
 /// left for Sample v2 (see [`plan_sample_v2`] for a plan that says why instead).
@@ -128,6 +129,7 @@ pub fn plan_chunks<'p>(
     }
 }
 
+#[cfg(test)]
 /// Sample v2's plan of a profile. A profile Sample v2 cannot carry (no CPU or wall series, or
 /// only lone threads) gives a plan without chunks that says why; only a profile without a
 /// wall clock, or aggregated samples without a start time, are errors.

@@ -14,8 +14,10 @@ mod span_sampling;
 mod tables;
 mod timeline;
 
+#[cfg(test)]
+pub(crate) use chunks::plan_chunks;
 pub(crate) use chunks::{carried_series, SampleV2Plan};
-pub use chunks::{left_out, plan_chunks, plan_sample_v2_on, ChunkPlan, SeriesCoverage};
+pub use chunks::{left_out, plan_sample_v2_on, ChunkPlan, SeriesCoverage};
 #[cfg(test)]
 pub use chunks::{plan_sample_v2, MAX_CHUNK_DURATION_NS};
 pub(crate) use grid::cut_spans_at_windows;

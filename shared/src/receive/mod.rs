@@ -6,13 +6,14 @@
 //!
 //! A request is handled in two steps, so that a front end with no room for more work can
 //! refuse it before anything is written: [`Receiver::read`] checks the route, the token, the
-//! content type and the body, and gives the uploads the request makes ([`Accepted`]);
+//! content type and the body, and gives the uploads the request makes (`Accepted`);
 //! [`Receiver::store`] writes them, each upload's metadata sidecar before the upload, and gives
 //! the answer. Upload keys are derived from the content, so a client's retry writes the same
 //! keys with the same bytes: the conversion of each finds itself done and converts nothing
 //! again. Nothing is read from the store, so the receiver needs only to write under
 //! `uploads/`.
 
+mod accepted;
 mod auth;
 mod body;
 mod direct;
@@ -30,28 +31,18 @@ use sha2::{Digest, Sha256};
 use crate::limits::Limits;
 use crate::metadata::UploadMetadata;
 use crate::store::{content_etag, sidecar_key, ObjectStore, SIDECAR_ETAG_METADATA};
+pub(crate) use accepted::{Accepted, Stored};
 use auth::Token;
 pub use direct::DirectUpload;
-pub use reply::Protocol;
+use reply::Protocol;
 
 /// An HTTP response as the receiver gives it: status, headers and the whole body.
-pub type Response = http::Response<Vec<u8>>;
+type Response = http::Response<Vec<u8>>;
 
 /// The receiver of one deployment: its token and its limits.
 pub struct Receiver {
     token: Option<Token>,
     limits: Limits,
-}
-
-/// A request the receiver has read and will take: the uploads it makes.
-#[derive(Debug)]
-pub struct Accepted {
-    protocol: Protocol,
-    uploads: Vec<Upload>,
-    /// What a partial success tells the client: profiles refused and why, or a warning.
-    partial: Option<Partial>,
-    /// Where the client is to upload a file itself (`/v1/uploads`).
-    direct: Option<DirectUpload>,
 }
 
 /// What reading a request gives: its uploads, what a partial success says, and where a client
@@ -72,15 +63,6 @@ struct Upload {
 struct Partial {
     rejected: i64,
     message: String,
-}
-
-/// What storing a request did.
-#[derive(Debug)]
-pub struct Stored {
-    /// The answer for the client.
-    pub response: Response,
-    /// The uploads written (a retry's too, rewritten with the same bytes).
-    pub keys: Vec<String>,
 }
 
 /// Why a request is refused: the status and the message for the client.
@@ -241,15 +223,22 @@ impl Accepted {
     }
 
     /// Where the client is to upload a file itself, for a `/v1/uploads` request: the front end
-    /// presigns it and answers with [`direct_upload_reply`].
+    /// presigns it and answers with [`DirectUpload::reply`].
     pub fn direct_upload(&self) -> Option<&DirectUpload> {
         self.direct.as_ref()
     }
 }
 
-/// The answer to a `/v1/uploads` request: the key, the presigned `url` to PUT the file to
-/// within `expires_in_secs`, and the headers the PUT must carry (the signed object metadata).
-pub fn direct_upload_reply(direct: &DirectUpload, url: &str, expires_in_secs: u64) -> Response {
+impl DirectUpload {
+    /// The answer to this `/v1/uploads` request: the key, the presigned `url` to PUT the file
+    /// to within `expires_in_secs`, and the headers the PUT must carry (the signed object
+    /// metadata).
+    pub fn reply(&self, url: &str, expires_in_secs: u64) -> http::Response<Vec<u8>> {
+        direct_upload_reply(self, url, expires_in_secs)
+    }
+}
+
+fn direct_upload_reply(direct: &DirectUpload, url: &str, expires_in_secs: u64) -> Response {
     let headers: serde_json::Map<String, serde_json::Value> = direct
         .metadata
         .iter()

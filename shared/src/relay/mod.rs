@@ -7,4 +7,6 @@ mod rules;
 pub mod schema;
 
 pub(crate) use rules::{canonical_frame, parse};
-pub use rules::{check_chunk, check_sample_v2, Rule, Violation};
+pub use rules::{check_chunk, Violation};
+#[cfg(test)]
+pub(crate) use rules::{check_sample_v2, Rule};

@@ -198,6 +198,7 @@ pub fn pointer_key(key_id: &str) -> String {
     format!("{}{key_id}.json", by_key_prefix())
 }
 
+#[cfg(feature = "lake")]
 /// The key id a pointer's key names; `None` for any other key.
 pub fn key_id_of_pointer(key: &str) -> Option<&str> {
     key.strip_prefix(by_key_prefix().as_str())?
@@ -327,17 +328,21 @@ pub fn profile_key_of_sidecar(key: &str) -> Option<&str> {
         .filter(|profile| !profile.is_empty() && !profile.ends_with('/'))
 }
 
+#[cfg(feature = "lake")]
 /// Where the lake's tables and records are.
 pub const LAKE_PREFIX: &str = "lake/";
 
+#[cfg(feature = "lake")]
 /// Where the lake's record of each upload key is (below it, the records of batches).
 pub const PUBLISHED_PREFIX: &str = "lake/_published/";
 
+#[cfg(feature = "lake")]
 /// Key of the lake's record of the upload key whose id is `key_id`.
 pub fn published_key(key_id: &str) -> String {
     format!("{PUBLISHED_PREFIX}{key_id}.json")
 }
 
+#[cfg(feature = "lake")]
 /// The key id the key of a lake's record names; `None` for any other key (a batch's record
 /// among them).
 pub fn key_id_of_published(key: &str) -> Option<&str> {
@@ -346,15 +351,18 @@ pub fn key_id_of_published(key: &str) -> Option<&str> {
         .filter(|id| !id.is_empty() && !id.contains('/'))
 }
 
+#[cfg(feature = "lake")]
 /// Where a publish batch's record of the conversions it is about to touch is kept while it
 /// runs.
 pub const PUBLISH_BATCHES_PREFIX: &str = "lake/_published/_batches/";
 
+#[cfg(feature = "lake")]
 /// Key of the record of the publish batch `name`.
 pub fn publish_batch_key(name: &str) -> String {
     format!("{PUBLISH_BATCHES_PREFIX}{name}.json")
 }
 
+#[cfg(feature = "lake")]
 /// Key of the report of a conversion of the upload key `key_id` that cannot be published.
 pub fn unpublishable_report_key(key_id: &str) -> String {
     format!("lake/_quarantine/{key_id}.json")

@@ -8,24 +8,30 @@ mod s3;
 mod upload;
 mod writer;
 
-pub use keys::{
-    build_id_index_key, build_id_index_prefix, by_key_prefix, chunk_key, content_etag,
-    conversion_prefix, current_conversion_key, debug_file_key, debug_info_key, debug_meta_key,
-    direct_upload_key, error_report_key, is_debug_meta_key, is_manifest_key, key_id,
-    key_id_of_pointer, key_id_of_published, manifest_key, pending_conversion_key,
+pub use keys::content_etag;
+#[cfg(test)]
+pub(crate) use keys::TABLES_PREFIX;
+pub(crate) use keys::{
+    build_id_index_key, build_id_index_prefix, by_key_prefix, chunk_key, conversion_prefix,
+    current_conversion_key, debug_file_key, debug_info_key, debug_meta_key, direct_upload_key,
+    error_report_key, is_debug_meta_key, is_manifest_key, manifest_key, pending_conversion_key,
     pending_conversion_of, pending_conversions_prefix, pointer_key, profile_key_of_sidecar,
-    publish_batch_key, published_key, received_upload_key, sidecar_key, source_id, symcache_key,
-    table_key, table_prefix, unpublishable_report_key, upload_key, DebugInfoKey,
-    BUILD_ID_INDEX_PREFIX, CONVERTED_PREFIX, DEBUGINFO_PREFIX, ERROR_REPORT_SUFFIX, LAKE_PREFIX,
-    METADATA_SIDECAR_SUFFIX, PUBLISHED_PREFIX, PUBLISH_BATCHES_PREFIX, SIDECAR_ETAG_METADATA,
-    TABLES_PREFIX, UPLOADS_PREFIX,
+    received_upload_key, sidecar_key, source_id, symcache_key, table_key, table_prefix,
+    DebugInfoKey, BUILD_ID_INDEX_PREFIX, DEBUGINFO_PREFIX, ERROR_REPORT_SUFFIX,
+    SIDECAR_ETAG_METADATA,
+};
+#[cfg(feature = "lake")]
+pub(crate) use keys::{
+    key_id, key_id_of_pointer, key_id_of_published, publish_batch_key, published_key,
+    unpublishable_report_key, LAKE_PREFIX, PUBLISHED_PREFIX, PUBLISH_BATCHES_PREFIX,
 };
 pub use local::LocalDirStore;
 pub use prefixed::PrefixedStore;
 #[cfg(feature = "s3")]
 pub use s3::S3Store;
-pub use upload::store_upload;
-pub use writer::{from_io, ObjectWriter};
+pub use upload::{list_uploads, store_upload};
+pub(crate) use writer::from_io;
+pub use writer::ObjectWriter;
 
 use std::io::{self, Read};
 
@@ -57,7 +63,7 @@ pub trait ObjectStore: Send + Sync {
     fn get_object(&self, key: &str, max_bytes: u64) -> Result<Option<(Vec<u8>, ObjectInfo)>>;
     /// The object at `key` as a stream of its bytes, with what the store knows of it, or
     /// `None` if there is none; refused like [`get_object`](ObjectStore::get_object) past
-    /// `max_bytes`. Read errors carry the store's error (see [`from_io`]). The default reads
+    /// `max_bytes`. Read errors carry the store's error (see `from_io`). The default reads
     /// the object whole; stores that can stream override it.
     fn get_reader<'s>(
         &'s self,

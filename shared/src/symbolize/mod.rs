@@ -21,8 +21,9 @@ mod debug_file;
 mod meta;
 mod segments;
 
-pub use apply::{symbolizable_build_ids, symbolize, ImageSymbolization, SymbolizeReport};
+pub use apply::{symbolize, ImageSymbolization, SymbolizeReport};
 pub use cache::{NoSymbols, SymbolSource, Symbols};
-pub use debug_file::{debug_file_build_id, ingest_debug_file, IngestedDebugFile};
-pub use meta::{DebugFileKeys, DebugFileMeta, Quality, DEBUG_META_VERSION};
-pub use segments::Segment;
+pub use debug_file::{debug_file_build_id, ingest_debug_file};
+#[cfg(test)]
+pub(crate) use meta::Quality;
+pub use meta::{DebugFileKeys, DebugFileMeta};

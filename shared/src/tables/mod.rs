@@ -1,7 +1,7 @@
 //! The stack tables: Arrow record batches built from the tables' plan, written as Parquet
 //! (schema and layout in `docs/tables.md`).
 //!
-//! A [`TableWriter`] takes an upload's planned table profiles a window of the grid at a time
+//! A `TableWriter` takes an upload's planned table profiles a window of the grid at a time
 //! (or all at once): each window's `samples` rows go straight into the day's open file, and
 //! what the other tables need of each profile (its `profiles` row, the leaves its call tree is
 //! built again from, its rollup sums) is kept, small, until the end. A profile's call tree is
@@ -33,13 +33,16 @@ use arrow_array::RecordBatch;
 
 #[cfg(feature = "lake")]
 pub(crate) use parquet_file::encoding;
+pub(crate) use read::read_table_objects;
+pub use read::read_tables;
+pub(crate) use read::table_prefix;
 #[cfg(feature = "lake")]
 pub(crate) use read::{collect_tables, conform, parquet_batches};
 pub(crate) use read::{for_each_batch, Projection};
-pub use read::{read_table_objects, read_tables, table_prefix};
-pub use schema::{Table, TABLES_SCHEMA_VERSION};
+pub use schema::Table;
+pub(crate) use schema::TABLES_SCHEMA_VERSION;
 pub use source::TablesFrom;
-pub use writer::TableWriter;
+pub(crate) use writer::TableWriter;
 
 use crate::error::{to_io, Result};
 use crate::model::{Profile, StackHandle};
@@ -49,7 +52,7 @@ use frames::frames_batch;
 
 /// The upload the tables describe.
 #[derive(Clone, Debug)]
-pub struct TableSource<'a> {
+pub(crate) struct TableSource<'a> {
     /// The upload's identity.
     pub source_id: &'a str,
     /// The upload's object key.
@@ -74,7 +77,7 @@ pub struct TableSource<'a> {
 
 /// One planned table profile to tabulate, with what the upload's metadata says of it.
 #[derive(Clone, Debug)]
-pub struct TableProfileInput<'a, 'p> {
+pub(crate) struct TableProfileInput<'a, 'p> {
     /// The profile's observations.
     pub plan: &'a TableProfilePlan<'p>,
     /// The Sentry platform the metadata gives; derived from the frames when `None`.
@@ -193,7 +196,7 @@ fn tree_slices(
 /// Builds the six tables of one upload from its planned profiles, each as one batch: the
 /// files [`write_tables`] would write if every row were on one day, read back.
 #[cfg(test)]
-pub fn build_tables(
+pub(crate) fn build_tables(
     source: &TableSource<'_>,
     inputs: &[TableProfileInput<'_, '_>],
 ) -> Result<TableBatches> {
@@ -209,11 +212,11 @@ pub fn build_tables(
 }
 
 /// An open table file, as its sink numbers it.
-pub type FileId = usize;
+pub(crate) type FileId = usize;
 
 /// Where an upload's table files go as they are encoded. Several may be open at once: a
 /// day's `samples` file stays open while the windows of a long recording are written.
-pub trait TableSink {
+pub(crate) trait TableSink {
     /// Opens the file of `table` at `key`.
     fn open(&mut self, table: Table, key: &str) -> Result<FileId>;
     /// Appends bytes to an open file.
@@ -261,7 +264,7 @@ fn models_of<'p>(inputs: &[TableProfileInput<'_, 'p>]) -> Vec<&'p Profile> {
 /// a table missing; `function_rollup` only has the days its hours fall on, and `counters` only
 /// the days its instants and counter values fall on (none without any).
 #[cfg(test)]
-pub fn write_tables_into(
+pub(crate) fn write_tables_into(
     source: &TableSource<'_>,
     inputs: &[TableProfileInput<'_, '_>],
     sink: &mut dyn TableSink,
@@ -273,7 +276,7 @@ pub fn write_tables_into(
 
 /// The tables of `inputs`, written into memory: every file, encoded.
 #[cfg(test)]
-pub fn write_tables(
+pub(crate) fn write_tables(
     source: &TableSource<'_>,
     inputs: &[TableProfileInput<'_, '_>],
 ) -> Result<Vec<TableObject>> {

@@ -251,7 +251,7 @@ fn only_nulls(metadata: &parquet::file::metadata::ParquetMetaData, name: &str) -
 
 /// Reads every table from stored objects, `(key, Parquet bytes)` as a conversion produces
 /// them (`tables/v2/<table>/dt=…/<source_id>.parquet`); other keys are ignored.
-pub fn read_table_objects<'a>(
+pub(crate) fn read_table_objects<'a>(
     objects: impl IntoIterator<Item = (&'a str, &'a [u8])>,
 ) -> Result<TableBatches> {
     let mut found: [Vec<RecordBatch>; 6] = Default::default();
@@ -284,6 +284,11 @@ fn malformed(what: String) -> Error {
         what,
     }
     .into()
+}
+
+/// Every record batch of one stored Parquet file of `table`, conformed to its schema.
+pub(crate) fn read_object(table: Table, bytes: &[u8]) -> Result<Vec<RecordBatch>> {
+    read_parquet(table, Bytes::copy_from_slice(bytes))
 }
 
 /// Every record batch of one Parquet file, conformed to `table`'s schema.

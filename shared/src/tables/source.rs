@@ -1,7 +1,7 @@
 //! Where a job reads the tables from: the landing tier of a store (one file per upload, as
 //! converted), or the lake (the same rows, compacted into Delta tables).
 
-use super::{read_tables, Projection, Table, TableBatches};
+use super::{read_table_objects, read_tables, table_prefix, Projection, Table, TableBatches};
 use crate::error::Result;
 use crate::store::ObjectStore;
 
@@ -13,6 +13,10 @@ pub enum TablesFrom<'a> {
     /// The lake's Delta tables.
     #[cfg(feature = "lake")]
     Lake(&'a crate::lake::Lake),
+    /// Objects as a conversion produces them in memory, `(key, Parquet bytes)` (see
+    /// [`Converted::objects`](crate::Converted::objects)): every table file among them, whatever
+    /// its days; other keys are ignored.
+    Objects(&'a [(String, Vec<u8>)]),
 }
 
 impl TablesFrom<'_> {
@@ -28,6 +32,12 @@ impl TablesFrom<'_> {
             TablesFrom::Landing(store) => read_tables(store, tables, from_ns, to_ns),
             #[cfg(feature = "lake")]
             TablesFrom::Lake(lake) => lake.read_tables(tables, from_ns, to_ns),
+            TablesFrom::Objects(objects) => read_table_objects(
+                objects
+                    .iter()
+                    .filter(|(key, _)| tables.iter().any(|t| key.starts_with(&table_prefix(*t))))
+                    .map(|(key, bytes)| (key.as_str(), bytes.as_slice())),
+            ),
         }
     }
 
@@ -47,6 +57,23 @@ impl TablesFrom<'_> {
             }
             #[cfg(feature = "lake")]
             TablesFrom::Lake(lake) => lake.for_each_batch(table, from_ns, to_ns, Some(columns), f),
+            TablesFrom::Objects(objects) => {
+                for (key, bytes) in objects
+                    .iter()
+                    .filter(|(k, _)| k.starts_with(&table_prefix(table)))
+                {
+                    for batch in
+                        super::read::read_object(table, bytes).map_err(|e| e.for_input(key))?
+                    {
+                        let schema = batch.schema();
+                        let indices: Vec<usize> = (columns.columns.iter())
+                            .filter_map(|c| schema.index_of(c).ok())
+                            .collect();
+                        f(batch.project(&indices).map_err(|e| table_error(table, e))?)?;
+                    }
+                }
+                Ok(())
+            }
         }
     }
 
@@ -85,6 +112,7 @@ impl TablesFrom<'_> {
             TablesFrom::Landing(_) => "landing",
             #[cfg(feature = "lake")]
             TablesFrom::Lake(_) => "lake",
+            TablesFrom::Objects(_) => "conversion",
         }
     }
 }

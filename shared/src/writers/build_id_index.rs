@@ -66,25 +66,6 @@ pub struct IndexedMapping {
     pub image_relative: Vec<u64>,
 }
 
-/// The index entries of the frames the tables hold, by key, in key order.
-pub fn build_id_index<'a, 'p: 'a>(
-    plans: impl IntoIterator<Item = &'a TableProfilePlan<'p>>,
-    source_key: &str,
-    source_id: &str,
-    manifest_key: &str,
-    symbolization: &SymbolizeReport,
-) -> Vec<(String, BuildIdIndexEntry)> {
-    let mut reached = Reached::default();
-    let mut models: Vec<&Profile> = Vec::new();
-    for plan in plans {
-        if !models.iter().any(|m| std::ptr::eq(*m, plan.profile)) {
-            models.push(plan.profile);
-        }
-        reached.reach(plan);
-    }
-    reached.index(&models, source_key, source_id, manifest_key, symbolization)
-}
-
 /// The stacks and frames an upload's table profiles reach, gathered plan by plan (a long
 /// recording's windows one after another), for its build-ID index.
 #[derive(Debug, Default)]

@@ -12,7 +12,7 @@ pub const MANIFEST_VERSION: u32 = 2;
 /// upload twice writes the same manifest.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
-    /// Layout version ([`MANIFEST_VERSION`]).
+    /// Layout version (`MANIFEST_VERSION`).
     pub manifest_version: u32,
     /// The converter and its version.
     pub converter: String,
@@ -32,6 +32,14 @@ pub struct Manifest {
     pub symbols: Vec<crate::symbolize::ImageSymbolization>,
     /// Every object written, in write order (the manifest itself excluded).
     pub outputs: Vec<ManifestOutput>,
+}
+
+impl Manifest {
+    /// Whether `key` is where a conversion's manifest goes (`converted/<source_id>/manifest.json`),
+    /// the object whose arrival says a conversion is complete.
+    pub fn is_key(key: &str) -> bool {
+        crate::store::is_manifest_key(key)
+    }
 }
 
 /// The upload a manifest describes.

@@ -1,9 +1,10 @@
-//! Uploaded debug files (ELF, Mach-O, PE/PDB, Breakpad): their build ID, and validating one
-//! into a lookup cache.
+//! Uploaded debug files (ELF, Mach-O, PE/PDB, Breakpad): their build ID, and adding one to a
+//! store, which validates it into a lookup cache.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use proflake::{symbols::debug_file_build_id, symbols::ingest_debug_file, symbols::DebugFileKeys};
+use proflake::store::LocalDirStore;
+use proflake::symbols::{add_debug_file, debug_file_build_id, store_debug_file};
 
 fuzz_target!(
     init: {
@@ -24,11 +25,13 @@ fuzz_target!(
     },
     |data: &[u8]| {
         if let Ok(build_id) = debug_file_build_id(data) {
-            let keys = DebugFileKeys {
-                debug_file: "debuginfo/fuzz/file".into(),
-                symcache: "debuginfo/fuzz/file.symcache".into(),
-            };
-            let _ = ingest_debug_file(&build_id, data, keys);
+            // A bucket directory of this process's own, emptied before each input.
+            let dir = std::env::temp_dir().join(format!("proflake-fuzz-debug-file-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            let store = LocalDirStore::new(&dir);
+            if let Ok(key) = store_debug_file(&store, &build_id, "file", data) {
+                let _ = add_debug_file(&store, &key, u64::MAX);
+            }
         }
     }
 );

@@ -5,5 +5,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = proflake::decode(data, None);
+    let _ = proflake::decode(data, None, &proflake::Limits::default());
 });

@@ -5,5 +5,5 @@ use libfuzzer_sys::fuzz_target;
 use proflake::InputFormat;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = proflake::decode(data, Some(InputFormat::Jfr));
+    let _ = proflake::decode(data, Some(InputFormat::Jfr), &proflake::Limits::default());
 });

@@ -5,6 +5,6 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(body) = std::str::from_utf8(data) {
-        let _ = proflake::parse_notification(body);
+        let _ = proflake::events::parse_notification(body);
     }
 });

@@ -5,5 +5,9 @@ use libfuzzer_sys::fuzz_target;
 use proflake::InputFormat;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = proflake::decode(data, Some(InputFormat::PprofLegacy));
+    let _ = proflake::decode(
+        data,
+        Some(InputFormat::PprofLegacy),
+        &proflake::Limits::default(),
+    );
 });

@@ -12,8 +12,14 @@ const ROUTES: [(&str, &str); 7] = [
     ("/v1development/profiles", "application/json"),
     ("/push.v1.PusherService/Push", "application/proto"),
     ("/push.v1.PusherService/Push", "application/json"),
-    ("/ingest?name=app%7Bk%3Dv%7D&format=pprof&from=1700000000", "application/octet-stream"),
-    ("/ingest?name=app&format=jfr", "multipart/form-data; boundary=X"),
+    (
+        "/ingest?name=app%7Bk%3Dv%7D&format=pprof&from=1700000000",
+        "application/octet-stream",
+    ),
+    (
+        "/ingest?name=app&format=jfr",
+        "multipart/form-data; boundary=X",
+    ),
     ("/v1/uploads", "application/json"),
 ];
 

@@ -1,15 +1,26 @@
-//! The Sample v2 reader: the chunk's JSON shape, Relay's rules on it, writing it back, and
-//! taking a chunk into the model as an upload of its own.
+//! The Sample v2 reader: the chunk's JSON shape and Relay's rules on it, taking a chunk into
+//! the model as an upload of its own, and a chunk that is read converting to chunks that are
+//! read back.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use proflake::InputFormat;
+use proflake::{ConvertOptions, InputFormat, Limits};
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(chunk) = proflake::outputs::read_chunk(data) {
-        let _ = proflake::outputs::check_chunk(&chunk);
-        let _ = proflake::outputs::write_chunk(&chunk);
+    let limits = Limits::default();
+    if proflake::decode(data, Some(InputFormat::SampleV2), &limits).is_err() {
+        return;
     }
-    let _ = proflake::outputs::check_sample_v2(data);
-    let _ = proflake::decode(data, Some(InputFormat::SampleV2));
+    let options = ConvertOptions {
+        format: Some(InputFormat::SampleV2),
+        ..ConvertOptions::default()
+    };
+    if let Ok(converted) = proflake::convert_upload("uploads/fuzz.json", "\"etag\"", data, &options)
+    {
+        for (key, json) in converted.sample_v2() {
+            if let Err(e) = proflake::decode(json, Some(InputFormat::SampleV2), &limits) {
+                panic!("{key} does not read back: {e}");
+            }
+        }
+    }
 });

@@ -5,5 +5,9 @@ use libfuzzer_sys::fuzz_target;
 use proflake::InputFormat;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = proflake::decode(data, Some(InputFormat::Speedscope));
+    let _ = proflake::decode(
+        data,
+        Some(InputFormat::Speedscope),
+        &proflake::Limits::default(),
+    );
 });

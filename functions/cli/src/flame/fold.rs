@@ -11,8 +11,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::columns::{self, opt_i32, opt_i64, opt_str, opt_time, required};
 use super::paths::Paths;
-use proflake::jobs::{IdOrName, Selection};
-use proflake::outputs::TableBatches;
+use proflake::tables::TableBatches;
+use proflake::{export::IdOrName, export::Selection};
 use proflake::{ErrorKind, Result};
 
 /// Which samples go into a flame graph, and how they are weighed.

@@ -1,5 +1,5 @@
 //! Flame graphs from the stack tables: fold the selected samples of one series into weighted
-//! stacks, draw them with inferno. The tables come from [`proflake::outputs::read_tables`], from
+//! stacks, draw them with inferno. The tables come from [`proflake::tables::read_tables`], from
 //! a directory, a bucket or a conversion in memory.
 //!
 //! Working from the tables rather than the model means a graph of a whole bucket (many
@@ -15,6 +15,6 @@ mod time;
 mod tests;
 
 pub use fold::{fold, FlameFilter, Folded};
-pub use proflake::jobs::{flame_frame_name, IdOrName};
+pub use proflake::export::IdOrName;
 pub use render::render_svg;
 pub use time::parse_time_ns;

@@ -4,8 +4,8 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::columns::{self, opt_i32, required};
-use proflake::jobs::{flame_frame_name, NO_STACK};
-use proflake::outputs::TableBatches;
+use proflake::export::ExportFormat;
+use proflake::tables::TableBatches;
 use proflake::Result;
 
 /// One profile's call tree: node → (parent, frame), frame → display name.
@@ -65,7 +65,8 @@ impl<'a> Paths<'a> {
             };
             let frame = required(opt_i32(frame, row), "frames", "frame_id", row)?;
             let text = columns::opt_str(name, row).unwrap_or_default();
-            tree.names.insert(frame, flame_frame_name(text));
+            tree.names
+                .insert(frame, ExportFormat::flame_frame_name(text));
         }
         Ok(Paths {
             profile_ids,
@@ -77,10 +78,10 @@ impl<'a> Paths<'a> {
     }
 
     /// The index in [`Paths::paths`] of the path from the root to `leaf` in `profile`;
-    /// [`NO_STACK`] without a leaf.
+    /// [`ExportFormat::NO_STACK`] without a leaf.
     pub fn resolve(&mut self, profile: usize, leaf: Option<i32>) -> Result<usize> {
         let Some(leaf) = leaf else {
-            return Ok(self.intern(NO_STACK.to_owned()));
+            return Ok(self.intern(ExportFormat::NO_STACK.to_owned()));
         };
         if let Some(&i) = self.memo.get(&(profile, leaf)) {
             return Ok(i);

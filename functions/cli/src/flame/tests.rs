@@ -9,9 +9,9 @@ use arrow_array::{
 };
 
 use super::*;
-use proflake::jobs::Selection;
+use proflake::export::{ExportFormat, Selection};
 use proflake::ErrorKind;
-use proflake::{outputs::Table, outputs::TableBatches};
+use proflake::{tables::Table, tables::TableBatches};
 
 fn batch(columns: Vec<(&str, ArrayRef)>) -> RecordBatch {
     RecordBatch::try_from_iter(columns).unwrap()
@@ -607,9 +607,15 @@ fn awkward_names_survive_rendering() {
     // Names that would end a line's frames early or read as a second count column.
     let f = Folded {
         lines: vec![
-            (format!("main;{}", flame_frame_name("retry 3")), 4),
             (
-                format!("main;{}", flame_frame_name("Vec<[u8; 8]>::push")),
+                format!("main;{}", ExportFormat::flame_frame_name("retry 3")),
+                4,
+            ),
+            (
+                format!(
+                    "main;{}",
+                    ExportFormat::flame_frame_name("Vec<[u8; 8]>::push")
+                ),
                 6,
             ),
         ],

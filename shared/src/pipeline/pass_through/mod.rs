@@ -12,6 +12,7 @@ pub(crate) use rewrite::rewrite_chunk;
 
 use crate::formats::sentry::chunk::{import, Imported, PassThrough, FORMAT};
 use crate::model::Profile;
+#[cfg(test)]
 use crate::plan::Timing;
 use crate::relay::schema::Chunk;
 use crate::writers::sample_v2::SampleV2Chunk;
@@ -32,7 +33,6 @@ pub(crate) fn pass_through(given: PassThrough) -> (Profile, SampleV2Chunk) {
     profile.sort_samples_by_time();
     let Chunk {
         chunk_id,
-        profiler_id,
         platform,
         release,
         environment,
@@ -41,10 +41,10 @@ pub(crate) fn pass_through(given: PassThrough) -> (Profile, SampleV2Chunk) {
     let output = SampleV2Chunk {
         pid: None,
         chunk_id,
-        profiler_id,
         start_ns,
         end_ns,
         samples,
+        #[cfg(test)]
         timing: Timing::Recorded,
         platform,
         release,

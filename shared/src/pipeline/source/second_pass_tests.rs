@@ -23,7 +23,7 @@ fn converted(
         reopen: Some(Box::new(reopen)),
     };
     let mut memory = MemoryOutputs::default();
-    let symbols = crate::symbols::NoSymbols;
+    let symbols = crate::symbolize::NoSymbols;
     let report = convert_into(
         "uploads/app.jfr",
         "etag",

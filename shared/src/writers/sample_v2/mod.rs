@@ -4,8 +4,9 @@
 
 mod write;
 
-pub use crate::relay::{check_chunk, check_sample_v2, schema, Rule, Violation};
+#[cfg(test)]
+pub(crate) use crate::relay::{check_chunk, check_sample_v2, Rule};
 pub(crate) use write::model_frame_rows;
-pub use write::{
-    prepare_planned_chunk, write_chunk, write_sample_v2, PreparedChunk, SampleV2Chunk,
-};
+#[cfg(test)]
+pub(crate) use write::write_sample_v2;
+pub use write::{prepare_planned_chunk, write_chunk, PreparedChunk, SampleV2Chunk};

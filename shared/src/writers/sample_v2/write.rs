@@ -22,7 +22,9 @@ use crate::model::{
     FrameAddress, FrameHandle, FrameKind, Image, ImageHandle, Profile, StackHandle, StringHandle,
     SymbolStatus, ThreadHandle,
 };
-use crate::plan::{plan_chunks, ChunkPlan, PlannedSamples, Runtimes, Timing};
+#[cfg(test)]
+use crate::plan::plan_chunks;
+use crate::plan::{ChunkPlan, PlannedSamples, Runtimes, Timing};
 use crate::relay::schema::{self, Chunk};
 
 /// One written chunk.
@@ -32,8 +34,6 @@ pub struct SampleV2Chunk {
     pub pid: Option<i64>,
     /// The chunk id.
     pub chunk_id: String,
-    /// The profiler session id.
-    pub profiler_id: String,
     /// First and last sample time, ns since the Unix epoch.
     pub start_ns: i64,
     /// Last sample time.
@@ -41,6 +41,7 @@ pub struct SampleV2Chunk {
     /// Number of samples written.
     pub samples: usize,
     /// Whether the sample times were recorded or laid out from aggregated weights.
+    #[cfg(test)]
     pub timing: Timing,
     /// The chunk's Sentry platform.
     pub platform: String,
@@ -117,6 +118,7 @@ fn hex_addr(addr: u64) -> String {
     format!("{addr:#x}")
 }
 
+#[cfg(test)]
 /// Writes a profile as Sample v2 chunks. `identity` names the input (its source id); ids are
 /// derived from it.
 pub fn write_sample_v2(
@@ -407,6 +409,7 @@ pub struct StreamedChunk {
 pub struct PreparedChunk<'p> {
     chunk: Chunk<ChunkSamples<'p>>,
     info: StreamedChunk,
+    #[cfg(test)]
     timing: Timing,
 }
 
@@ -431,6 +434,7 @@ impl PreparedChunk<'_> {
     }
 
     /// The chunk's JSON in memory, with what the manifest says of it.
+    #[cfg(test)]
     pub fn into_written(self) -> SampleV2Chunk {
         let mut json = Vec::new();
         self.write_to(&mut json)
@@ -439,7 +443,6 @@ impl PreparedChunk<'_> {
         SampleV2Chunk {
             pid: self.info.pid,
             chunk_id: chunk.chunk_id,
-            profiler_id: chunk.profiler_id,
             start_ns: self.info.start_ns,
             end_ns: self.info.end_ns,
             samples: self.info.samples,
@@ -484,6 +487,7 @@ impl Serialize for ChunkSamples<'_> {
     }
 }
 
+#[cfg(test)]
 /// Writes one planned chunk into memory. Fails only on metadata debug images that are not
 /// Sample v2 ones.
 pub fn write_planned_chunk(meta: &UploadMetadata, plan: &ChunkPlan<'_>) -> Result<SampleV2Chunk> {
@@ -537,6 +541,7 @@ pub fn prepare_planned_chunk<'p>(
             start_ns,
             end_ns,
         },
+        #[cfg(test)]
         timing: plan.timing,
     })
 }

@@ -322,14 +322,20 @@ mod tests {
         let json = include_bytes!(
             "../../../../../tests/fuzz/regressions/sample_v2/timestamp_past_2262.json"
         );
-        let err = crate::decode(json, Some(InputFormat::SampleV2)).unwrap_err();
+        let err = crate::decode(json, Some(InputFormat::SampleV2), &crate::Limits::default())
+            .unwrap_err();
         assert!(
             matches!(err.kind(), ErrorKind::Malformed { format: "sample-v2", what, .. }
                 if what.starts_with("profile.samples[0].timestamp 1e300 is outside")),
             "{err}"
         );
         let in_range = String::from_utf8_lossy(json).replace("1e+300", "9200000000");
-        let decoded = crate::decode(in_range.as_bytes(), Some(InputFormat::SampleV2)).unwrap();
+        let decoded = crate::decode(
+            in_range.as_bytes(),
+            Some(InputFormat::SampleV2),
+            &crate::Limits::default(),
+        )
+        .unwrap();
         let times: Vec<_> = decoded.profile.samples().iter().map(|s| s.time).collect();
         assert_eq!(times, [Some(9_200_000_000_000_000_000); 2]);
     }

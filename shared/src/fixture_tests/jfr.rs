@@ -1,9 +1,9 @@
 //! Java Flight Recorder recordings: detection both ways. The recordings' contents are checked
 //! against `jfr print` in the library's own tests (`shared/src/formats/jfr/tests.rs`).
 
-use proflake::InputFormat;
+use crate::InputFormat;
 
-use crate::util::{assert_claims_no_other_input, assert_only_sniffer, fixture, repo_path};
+use super::util::{assert_claims_no_other_input, assert_only_sniffer, fixture, repo_path};
 
 const FIXTURES: &[&str] = &["jfr/jdk17.jfr", "jfr/jdk25.jfr", "jfr/jdk17-chunks.jfr.gz"];
 
@@ -28,7 +28,7 @@ fn the_jfr_sniffer_claims_no_other_input() {
 
 #[test]
 fn a_recording_decodes_through_the_public_api() {
-    let decoded = proflake::decode(&fixture("jfr/jdk17-chunks.jfr.gz"), None).unwrap();
+    let decoded = super::decode(&fixture("jfr/jdk17-chunks.jfr.gz"), None).unwrap();
     assert_eq!(decoded.format, InputFormat::Jfr);
     assert_eq!(decoded.profile.source_format, "jfr");
     assert_eq!(decoded.metadata.unwrap().platform.as_deref(), Some("java"));

@@ -5,19 +5,19 @@
 
 use std::collections::BTreeMap;
 
-use proflake::symbols::Quality;
-use proflake::{
-    jobs::RehydrateScope, rehydrate, symbols::add_debug_file, symbols::DebugFileOutcome, Manifest,
-    RehydrateOptions,
+use crate::symbolize::Quality;
+use crate::{
+    pipeline::RehydrateScope, rehydrate, symbols::add_debug_file, symbols::DebugFileOutcome,
+    Manifest, RehydrateOptions,
 };
-use proflake::{
-    process_upload, store::manifest_key, store::source_id, LocalDirStore, ObjectStore, Outcome,
-    ProcessOptions,
+use crate::{
+    process_upload, store::manifest_key, store::source_id, store::LocalDirStore,
+    store::ObjectStore, Outcome, ProcessOptions,
 };
 use serde_json::json;
 
-use proflake_tests::native::{build, NativeLib, LINKED_AT};
-use proflake_tests::native_profiles::{
+use super::native::{build, NativeLib, LINKED_AT};
+use super::native_profiles::{
     addresses, assert_matches_addr2line, otlp_request, perfetto_trace, Addresses, BASE, START_S,
 };
 
@@ -359,7 +359,7 @@ impl<'a> RaceStore<'a> {
 }
 
 impl ObjectStore for RaceStore<'_> {
-    fn get(&self, key: &str) -> proflake::Result<Option<Vec<u8>>> {
+    fn get(&self, key: &str) -> crate::Result<Option<Vec<u8>>> {
         let got = self.inner.get(key)?;
         let meta = key.starts_with("debuginfo/") && key.ends_with("/meta.json");
         if meta && self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1 == self.at {
@@ -374,22 +374,22 @@ impl ObjectStore for RaceStore<'_> {
         &self,
         key: &str,
         max: u64,
-    ) -> proflake::Result<Option<(Vec<u8>, proflake::store::ObjectInfo)>> {
+    ) -> crate::Result<Option<(Vec<u8>, crate::store::ObjectInfo)>> {
         self.inner.get_object(key, max)
     }
-    fn exists(&self, key: &str) -> proflake::Result<bool> {
+    fn exists(&self, key: &str) -> crate::Result<bool> {
         self.inner.exists(key)
     }
-    fn head(&self, key: &str) -> proflake::Result<Option<proflake::store::ObjectInfo>> {
+    fn head(&self, key: &str) -> crate::Result<Option<crate::store::ObjectInfo>> {
         self.inner.head(key)
     }
-    fn put(&self, key: &str, bytes: &[u8]) -> proflake::Result<()> {
+    fn put(&self, key: &str, bytes: &[u8]) -> crate::Result<()> {
         self.inner.put(key, bytes)
     }
-    fn delete(&self, key: &str) -> proflake::Result<()> {
+    fn delete(&self, key: &str) -> crate::Result<()> {
         self.inner.delete(key)
     }
-    fn list(&self, prefix: &str) -> proflake::Result<Vec<String>> {
+    fn list(&self, prefix: &str) -> crate::Result<Vec<String>> {
         self.inner.list(prefix)
     }
 }
@@ -472,7 +472,7 @@ fn a_rehydration_racing_a_replaced_upload_brings_no_old_outputs_back() {
         page.outcomes.iter().any(|o| matches!(
             o,
             Outcome::Skipped {
-                why: proflake::jobs::SkipReason::Overwritten,
+                why: crate::pipeline::SkipReason::Overwritten,
                 ..
             }
         )),
@@ -498,7 +498,7 @@ fn a_rehydration_racing_a_replaced_upload_brings_no_old_outputs_back() {
 /// A Sample v2 chunk as an SDK sends it: native frames of the library by absolute address,
 /// its debug image with code id and load address, a named frame and a key of the SDK's own.
 fn sample_v2_chunk(lib: &NativeLib, a: &Addresses) -> Vec<u8> {
-    let (_, debug_id) = proflake::model::ids_from_build_id(&hex::decode(&lib.build_id).unwrap());
+    let (_, debug_id) = crate::model::ids_from_build_id(&hex::decode(&lib.build_id).unwrap());
     let mut frames: Vec<serde_json::Value> = a
         .leaves
         .iter()
@@ -577,7 +577,7 @@ fn a_sample_v2_upload_is_rewritten_with_the_names_when_its_symbols_arrive() {
         serde_json::from_slice(&store.get(chunk_key).unwrap().unwrap()).unwrap();
     assert_eq!(doc["sdk_extra"], json!({"kept": true}), "other keys kept");
     assert_eq!(
-        proflake::outputs::check_sample_v2(&serde_json::to_vec(&doc).unwrap()),
+        crate::writers::sample_v2::check_sample_v2(&serde_json::to_vec(&doc).unwrap()),
         vec![]
     );
     let frames = doc["profile"]["frames"].as_array().unwrap();

@@ -5,12 +5,13 @@
 
 use std::io::Read;
 
-use proflake::{
-    convert_upload, decode, inputs::sniff, model::SeriesKind, outputs::check_sample_v2,
+use super::decode;
+use crate::{
+    convert_upload, formats::sniff, model::SeriesKind, writers::sample_v2::check_sample_v2,
     ConvertOptions, Decoded, ErrorKind, InputFormat, UploadMetadata,
 };
 
-use crate::util::{
+use super::util::{
     files_under, fixture, fixture_path, repo_file, repo_path, samples, stat, FrameView, SampleView,
 };
 
@@ -662,7 +663,7 @@ fn fractional_counts_scale_every_weight_exactly() {
 
     // Whole counts only: unchanged, in plain `count`.
     let decoded = decode_folded(b"main;a 5\nmain;b 7\n", "whole counts");
-    let whole = crate::util::samples(&decoded.profile);
+    let whole = super::util::samples(&decoded.profile);
     assert_eq!(whole[0].series.unit, "count");
     assert_eq!(total_weight(&whole), 12);
 }

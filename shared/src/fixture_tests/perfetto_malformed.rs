@@ -8,8 +8,8 @@
 
 use std::io::Write;
 
+use crate::{ErrorKind, Limits};
 use flate2::{Compress, Compression, Crc, FlushCompress, Status};
-use proflake::{ErrorKind, Limits};
 use proflake_proto::perfetto::{
     trace_packet::{Data, OptionalTrustedPacketSequenceId},
     Callstack, Frame, InternedData, InternedString, Mapping, PerfSample, StreamingProfilePacket,
@@ -17,7 +17,7 @@ use proflake_proto::perfetto::{
 };
 use prost::Message;
 
-use crate::util::{fixture, record, record_spans, samples, stat, varint};
+use super::util::{fixture, record, record_spans, samples, stat, varint};
 
 const MIB: u64 = 1 << 20;
 
@@ -53,7 +53,7 @@ fn error_kind(bytes: &[u8]) -> ErrorKind {
 
 /// The error kind of a decode within `limits` that must fail.
 fn error_kind_within(bytes: &[u8], limits: &Limits) -> ErrorKind {
-    match proflake::jobs::decode_with_limits(bytes, None, limits) {
+    match crate::decode(bytes, None, limits) {
         Ok(d) => panic!(
             "expected an error, got {} samples",
             d.profile.samples().len()
@@ -276,7 +276,7 @@ fn random_packet_bodies_fail_cleanly() {
         let mut bytes = record(&body);
         let tail = (rng.next() % 64) as usize;
         bytes.extend(rng.bytes(tail));
-        match proflake::decode(&bytes, None) {
+        match crate::decode(&bytes, None, &crate::Limits::default()) {
             Ok(_) => {}
             Err(e) => {
                 assert!(
@@ -306,9 +306,10 @@ fn random_packet_bodies_fail_cleanly() {
 fn check_every_prefix(rel: &str) {
     let bytes = fixture(rel);
     let spans = record_spans(&bytes);
-    let full = proflake::decode(&bytes, None).expect("the whole trace decodes");
+    let full =
+        crate::decode(&bytes, None, &crate::Limits::default()).expect("the whole trace decodes");
     for cut in 0..=bytes.len() {
-        let result = proflake::decode(&bytes[..cut], None);
+        let result = crate::decode(&bytes[..cut], None, &crate::Limits::default());
         let boundary = cut == 0 || spans.iter().any(|&(_, _, end)| end == cut);
         let (first_start, first_header, _) = spans[0];
         match result {
@@ -335,7 +336,11 @@ fn check_every_prefix(rel: &str) {
         }
     }
     assert_eq!(
-        samples(&proflake::decode(&bytes, None).unwrap().profile),
+        samples(
+            &crate::decode(&bytes, None, &crate::Limits::default())
+                .unwrap()
+                .profile
+        ),
         samples(&full.profile)
     );
 }
@@ -369,7 +374,7 @@ fn every_prefix_of_a_gzip_trace() {
             );
         }
     }
-    assert!(proflake::decode(&bytes, None).is_ok());
+    assert!(crate::decode(&bytes, None, &crate::Limits::default()).is_ok());
 }
 
 // ---- malformed records ------------------------------------------------------------------
@@ -433,7 +438,11 @@ fn top_level_fields_with_unsupported_wire_types_are_malformed() {
 #[test]
 fn other_top_level_fields_are_skipped() {
     let good = sample_trace(good_interned(), 1);
-    let want = samples(&proflake::decode(&good, None).unwrap().profile);
+    let want = samples(
+        &crate::decode(&good, None, &crate::Limits::default())
+            .unwrap()
+            .profile,
+    );
     let mut bytes = Vec::new();
     for (i, span) in record_spans(&good).into_iter().enumerate() {
         bytes.extend(&good[span.0..span.2]);
@@ -445,7 +454,11 @@ fn other_top_level_fields_are_skipped() {
     bytes.extend([0x25, 1, 2, 3, 4]); // field 4, fixed32
     bytes.extend([0x2a, 0x02, 0xaa, 0xbb]); // field 5, bytes
     bytes.extend(record(&[])); // an empty packet
-    let got = samples(&proflake::decode(&bytes, None).unwrap().profile);
+    let got = samples(
+        &crate::decode(&bytes, None, &crate::Limits::default())
+            .unwrap()
+            .profile,
+    );
     assert_eq!(got, want);
     assert_eq!(got.len(), 1);
 }
@@ -454,8 +467,12 @@ fn other_top_level_fields_are_skipped() {
 
 /// Decodes, expecting one sample without a stack and `stat` counted once.
 fn check_unresolved(interned: InternedData, callstack_iid: u64, stat_name: &str) {
-    let d = proflake::decode(&sample_trace(interned, callstack_iid), None)
-        .unwrap_or_else(|e| panic!("{stat_name}: {e}"));
+    let d = crate::decode(
+        &sample_trace(interned, callstack_iid),
+        None,
+        &crate::Limits::default(),
+    )
+    .unwrap_or_else(|e| panic!("{stat_name}: {e}"));
     let ss = samples(&d.profile);
     assert_eq!(ss.len(), 1, "{stat_name}: the sample is kept");
     assert_eq!(ss[0].stack, None, "{stat_name}");
@@ -474,7 +491,12 @@ fn check_unresolved(interned: InternedData, callstack_iid: u64, stat_name: &str)
 
 #[test]
 fn resolvable_callstack_baseline() {
-    let d = proflake::decode(&sample_trace(good_interned(), 1), None).unwrap();
+    let d = crate::decode(
+        &sample_trace(good_interned(), 1),
+        None,
+        &crate::Limits::default(),
+    )
+    .unwrap();
     let ss = samples(&d.profile);
     assert_eq!(ss.len(), 1);
     let leaf = ss[0].leaf().expect("stack");
@@ -549,7 +571,7 @@ fn streaming_profile_clock_overflow() {
             streaming(10),
         ],
     };
-    let d = proflake::decode(&trace.encode_to_vec(), None).unwrap();
+    let d = crate::decode(&trace.encode_to_vec(), None, &crate::Limits::default()).unwrap();
     let ss = samples(&d.profile);
     assert_eq!(ss.len(), 1, "{ss:?}");
     assert_eq!(ss[0].time, Some(2_010_000));
@@ -574,7 +596,8 @@ fn compressed_packets_nested_beyond_the_limit() {
     for _ in 0..MAX_COMPRESSION_DEPTH {
         trace = compressed_record(zlib(&trace));
     }
-    let d = proflake::decode(&trace, None).expect("nesting at the limit decodes");
+    let d = crate::decode(&trace, None, &crate::Limits::default())
+        .expect("nesting at the limit decodes");
     assert_eq!(samples(&d.profile).len(), 1);
     let trace = compressed_record(zlib(&trace));
     match error_kind(&trace) {

@@ -7,9 +7,9 @@
 
 use std::io::Read;
 
-use proflake::{convert_upload, ConvertOptions, InputFormat};
+use crate::{convert_upload, ConvertOptions, InputFormat};
 
-use crate::util::{
+use super::util::{
     assert_only_sniffer, convert_on_a_trace_clock, files_under, fixture, fixture_path, plain,
     repo_path, sniff_prefix, zstd_compress,
 };
@@ -121,19 +121,19 @@ struct ProgramBinary;
 
 const PROGRAM_BUILD_ID: &str = "04195005c872b988189f86ee21f2b8fd80eb27c0";
 
-impl proflake::symbols::SymbolSource for ProgramBinary {
+impl crate::symbolize::SymbolSource for ProgramBinary {
     fn symbols(
         &self,
-        _: &proflake::symbols::BuildId,
-    ) -> proflake::Result<Option<proflake::symbols::Symbols>> {
+        _: &crate::model::BuildId,
+    ) -> crate::Result<Option<crate::symbolize::Symbols>> {
         Ok(None)
     }
 
     fn binary(
         &self,
-        build_id: &proflake::symbols::BuildId,
+        build_id: &crate::model::BuildId,
         has_unwind_tables: &dyn Fn(&[u8]) -> bool,
-    ) -> proflake::Result<Option<Vec<u8>>> {
+    ) -> crate::Result<Option<Vec<u8>>> {
         let bytes = fixture("perf_data/spin.debug");
         assert!(has_unwind_tables(&bytes));
         Ok((build_id.as_str() == PROGRAM_BUILD_ID).then_some(bytes))
@@ -143,20 +143,20 @@ impl proflake::symbols::SymbolSource for ProgramBinary {
 /// A source whose store fails.
 struct FailingStore;
 
-impl proflake::symbols::SymbolSource for FailingStore {
+impl crate::symbolize::SymbolSource for FailingStore {
     fn symbols(
         &self,
-        _: &proflake::symbols::BuildId,
-    ) -> proflake::Result<Option<proflake::symbols::Symbols>> {
+        _: &crate::model::BuildId,
+    ) -> crate::Result<Option<crate::symbolize::Symbols>> {
         Ok(None)
     }
 
     fn binary(
         &self,
-        _: &proflake::symbols::BuildId,
+        _: &crate::model::BuildId,
         _: &dyn Fn(&[u8]) -> bool,
-    ) -> proflake::Result<Option<Vec<u8>>> {
-        Err(proflake::ErrorKind::Storage {
+    ) -> crate::Result<Option<Vec<u8>>> {
+        Err(crate::ErrorKind::Storage {
             key: "debuginfo/".into(),
         }
         .into())
@@ -167,19 +167,25 @@ impl proflake::symbols::SymbolSource for FailingStore {
 fn dwarf_mode_stacks_unwind_with_the_binary_a_symbol_source_hands_over() {
     let bytes = fixture("perf_data/dwarf.data");
     let options = ConvertOptions {
-        metadata: proflake::UploadMetadata {
+        metadata: crate::UploadMetadata {
             timestamp: Some(1_700_000_000.0),
             ..Default::default()
         },
         ..ConvertOptions::default()
     };
-    let convert = |symbols: &dyn proflake::symbols::SymbolSource| {
-        proflake::jobs::convert_upload_with("uploads/dwarf.data", "etag", &bytes, &options, symbols)
+    let convert = |symbols: &dyn crate::symbolize::SymbolSource| {
+        crate::pipeline::convert_upload_with(
+            "uploads/dwarf.data",
+            "etag",
+            &bytes,
+            &options,
+            symbols,
+        )
     };
     let samples = perf_script_samples("dwarf");
-    let without = convert(&proflake::symbols::NoSymbols).unwrap();
+    let without = convert(&crate::symbolize::NoSymbols).unwrap();
     let with = convert(&ProgramBinary).unwrap();
-    let frames = |c: &proflake::Converted| c.decoded.profile.frames().len();
+    let frames = |c: &crate::Converted| c.decoded.profile.frames().len();
     // The callers are new frames: every stack reaches libc through the program's callers.
     assert!(
         frames(&with) > frames(&without) + 4,

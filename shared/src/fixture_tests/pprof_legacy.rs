@@ -5,12 +5,14 @@
 
 use std::collections::HashMap;
 
-use proflake::{
-    convert_upload, decode, inputs::sniff, model::FrameAddress, model::SeriesKind,
-    outputs::check_sample_v2, ConvertOptions, ErrorKind, InputFormat, Limits, UploadMetadata,
+use super::decode;
+use crate::{
+    convert_upload, formats::sniff, model::FrameAddress, model::SeriesKind,
+    writers::sample_v2::check_sample_v2, ConvertOptions, ErrorKind, InputFormat, Limits,
+    UploadMetadata,
 };
 
-use crate::util::{files_under, fixture, fixture_path, plain, repo_path, samples, stat};
+use super::util::{files_under, fixture, fixture_path, plain, repo_path, samples, stat};
 
 const CRC32: &str = "pprof-legacy/google-pprof_go.crc32.cpu";
 const GOBENCH: &str = "pprof-legacy/google-pprof_gobench.cpu";

@@ -2,12 +2,14 @@
 //! checked against counts this file computes from the JSON itself; detection both ways; and
 //! the errors of malformed documents. Fixture provenance: tests/fixtures/cpuprofile/SOURCES.md.
 
-use proflake::{
-    decode, model::FrameKind, model::SeriesKind, outputs::check_sample_v2, ErrorKind, InputFormat,
+use super::decode;
+use crate::{
+    model::FrameKind, model::SeriesKind, writers::sample_v2::check_sample_v2, ErrorKind,
+    InputFormat,
 };
 use serde_json::Value;
 
-use crate::util::{
+use super::util::{
     assert_claims_no_other_input, assert_only_sniffer, convert_on_a_trace_clock, fixture, samples,
     stat, SampleView,
 };
@@ -352,12 +354,12 @@ fn the_older_layout_without_ticks_is_aggregated_by_hit_count() {
     assert!(rows.iter().all(|s| s.time.is_none()));
     let total: i64 = rows.iter().map(|s| s.weight).sum();
     assert_eq!(total, hits.iter().sum::<i64>());
-    let options = proflake::ConvertOptions {
+    let options = crate::ConvertOptions {
         received_at_ns: Some(1_700_000_000_000_000_000),
-        ..proflake::ConvertOptions::default()
+        ..crate::ConvertOptions::default()
     };
     let converted =
-        proflake::convert_upload("uploads/old.cpuprofile", "etag", &bytes, &options).unwrap();
+        crate::convert_upload("uploads/old.cpuprofile", "etag", &bytes, &options).unwrap();
     let series = &converted.manifest.series;
     let observed: u64 = series.iter().map(|s| s.observations).sum();
     assert_eq!(observed, hits.len() as u64);

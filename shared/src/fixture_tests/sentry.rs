@@ -1,13 +1,14 @@
 //! Sentry inputs: Sample v2 chunks pass through unchanged and are read into the model;
 //! envelopes are split as Relay splits them, including the Perfetto compound item.
 
-use proflake::{
-    convert_upload, decode, inputs::sniff, outputs::check_sample_v2, ConvertOptions, ErrorKind,
+use super::decode;
+use crate::{
+    convert_upload, formats::sniff, writers::sample_v2::check_sample_v2, ConvertOptions, ErrorKind,
     InputFormat, UploadMetadata,
 };
 use serde_json::Value;
 
-use crate::util::{fixture, fixture_text, repo_file};
+use super::util::{fixture, fixture_text, repo_file};
 
 fn sample_trace() -> Vec<u8> {
     repo_file("samples/perfetto/android_app.pftrace")
@@ -54,7 +55,7 @@ fn chunk_header(platform: &str) -> Value {
     serde_json::json!({"type": "profile_chunk", "platform": platform})
 }
 
-fn convert(bytes: &[u8]) -> proflake::Result<proflake::Converted> {
+fn convert(bytes: &[u8]) -> crate::Result<crate::Converted> {
     convert_upload("uploads/x", "etag", bytes, &ConvertOptions::default())
 }
 
@@ -108,7 +109,7 @@ fn a_sample_v2_chunk_passes_through_byte_for_byte() {
     );
     let java = profile
         .frames()
-        .filter(|(_, f)| f.kind == proflake::model::FrameKind::Jvm)
+        .filter(|(_, f)| f.kind == crate::model::FrameKind::Jvm)
         .count();
     assert!(java > 0, "java frames keep their platform");
 }
@@ -146,7 +147,7 @@ fn envelope_round_trip_keeps_our_chunks_exactly() {
         .sum();
     assert_eq!(converted.decoded.profile.samples().len(), total);
     // Re-writing the model gives chunks Relay accepts, with the same samples.
-    let rewritten = proflake::outputs::write_sample_v2(
+    let rewritten = crate::writers::sample_v2::write_sample_v2(
         &converted.decoded.profile,
         &UploadMetadata::default(),
         "again",

@@ -5,17 +5,18 @@
 
 use std::collections::BTreeMap;
 
+use super::decode;
+use crate::{
+    process_upload, store::LocalDirStore, store::ObjectStore, InputFormat, Outcome, ProcessOptions,
+};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, TimestampMicrosecondType};
 use arrow_array::{Array, RecordBatch};
-use proflake::{
-    decode, process_upload, InputFormat, LocalDirStore, ObjectStore, Outcome, ProcessOptions,
-};
 use serde_json::Value;
 
-use crate::sample_v2::convert_input;
-use crate::tables::{i64s, read_tables};
-use crate::util::{
+use super::sample_v2::convert_input;
+use super::tables::{i64s, read_tables};
+use super::util::{
     assert_claims_no_other_input, assert_only_sniffer, first_output_start_ns, fixture, plain,
     repo_file, samples, stat,
 };
@@ -313,13 +314,8 @@ fn events_the_producer_dropped_are_a_finding_with_their_number() {
         .map(|e| e["args"]["dropped_events"].as_u64().unwrap())
         .sum();
     assert_eq!(dropped, 20);
-    let converted = proflake::convert_upload(
-        "u/t.json",
-        "e",
-        &bytes,
-        &proflake::ConvertOptions::default(),
-    )
-    .unwrap();
+    let converted =
+        crate::convert_upload("u/t.json", "e", &bytes, &crate::ConvertOptions::default()).unwrap();
     let profile = &converted.manifest.profile;
     assert_eq!(profile.stats["chrome_events_dropped_by_producer"], dropped);
     assert_eq!(profile.findings.len(), 1);
@@ -483,7 +479,7 @@ fn async_spans_are_tracks_of_their_own() {
             .iter()
             .find(|l| p.str(l.key) == "async_track")
             .map(|l| match l.value {
-                proflake::model::LabelValue::Str(v) => p.str(v).to_owned(),
+                crate::model::LabelValue::Str(v) => p.str(v).to_owned(),
                 _ => panic!("a text label"),
             })
             .unwrap();
@@ -498,7 +494,7 @@ fn async_spans_are_tracks_of_their_own() {
         .all_series()
         .find(|(_, s)| p.str(s.name) == "async_spans")
         .unwrap();
-    assert_eq!(series.kind, proflake::model::SeriesKind::Other);
+    assert_eq!(series.kind, crate::model::SeriesKind::Other);
 }
 
 #[test]
@@ -515,7 +511,7 @@ fn clang_traces_are_on_the_wall_clock_from_their_beginning_of_time() {
     let decoded = decode(&bytes, None).unwrap();
     assert_eq!(
         decoded.profile.timestamps,
-        proflake::model::Timestamps::UnixEpoch
+        crate::model::Timestamps::UnixEpoch
     );
     let first = samples(&decoded.profile)
         .iter()
@@ -531,8 +527,7 @@ fn devtools_start_time_places_a_trace_unless_the_metadata_says_otherwise() {
       "traceEvents": [{"ph": "X", "name": "RunTask", "ts": 5000000, "dur": 50000, "pid": 1, "tid": 1},
                       {"ph": "X", "name": "RunTask", "ts": 5060000, "dur": 50000, "pid": 1, "tid": 1}]}"#;
     let converted =
-        proflake::convert_upload("u/d.json", "e", doc, &proflake::ConvertOptions::default())
-            .unwrap();
+        crate::convert_upload("u/d.json", "e", doc, &crate::ConvertOptions::default()).unwrap();
     let manifest = &converted.manifest;
     assert!(manifest
         .profile
@@ -546,14 +541,14 @@ fn devtools_start_time_places_a_trace_unless_the_metadata_says_otherwise() {
         .min()
         .unwrap();
     assert_eq!(first, 1_763_800_000_000_000_000);
-    let options = proflake::ConvertOptions {
-        metadata: proflake::UploadMetadata {
+    let options = crate::ConvertOptions {
+        metadata: crate::UploadMetadata {
             timestamp: Some(1_700_000_000.0),
-            ..proflake::UploadMetadata::default()
+            ..crate::UploadMetadata::default()
         },
-        ..proflake::ConvertOptions::default()
+        ..crate::ConvertOptions::default()
     };
-    let converted = proflake::convert_upload("u/d.json", "e", doc, &options).unwrap();
+    let converted = crate::convert_upload("u/d.json", "e", doc, &options).unwrap();
     let first = first_output_start_ns(&converted.manifest);
     assert_eq!(first, 1_700_000_000_000_000_000);
 }
@@ -728,11 +723,11 @@ fn chrome_141_devtools_exports_keep_every_tick() {
     assert_eq!(stackless, orphaned);
     assert_eq!(stat(&decoded.profile, "v8_profiles_malformed"), 0);
     // Converted with nothing but its arrival time.
-    let options = proflake::ConvertOptions {
+    let options = crate::ConvertOptions {
         received_at_ns: Some(1_760_997_340_761_000_000),
-        ..proflake::ConvertOptions::default()
+        ..crate::ConvertOptions::default()
     };
-    let converted = proflake::convert_upload("uploads/t.json", "etag", &bytes, &options).unwrap();
+    let converted = crate::convert_upload("uploads/t.json", "etag", &bytes, &options).unwrap();
     assert_eq!(converted.manifest.profile.samples, ticks.len() as u64);
     assert!(converted.manifest.sample_v2.samples > 0);
 }

@@ -6,7 +6,7 @@
 //! The traces are built here with the prost types: native frames without names in one mapping
 //! with a build id, then the symbol packets.
 
-use proflake::{convert_upload, inputs::sniff, ConvertOptions, InputFormat, UploadMetadata};
+use crate::{convert_upload, formats::sniff, ConvertOptions, InputFormat, UploadMetadata};
 use proflake_proto::perfetto::{
     trace_packet::{Data, OptionalTrustedPacketSequenceId},
     AddressSymbols, Callstack, Frame, InternedData, InternedString, Line, Mapping, ModuleSymbols,
@@ -15,7 +15,7 @@ use proflake_proto::perfetto::{
 use prost::Message;
 use serde_json::Value;
 
-use crate::util::{decode_ok, samples, stat, FrameView};
+use super::util::{decode_ok, samples, stat, FrameView};
 
 const LIB: &str = "/system/lib64/libfoo.so";
 /// Raw build id bytes, not valid UTF-8: upstream declares the field `string`.
@@ -170,7 +170,7 @@ fn symbolized_trace(n: u64) -> Vec<u8> {
 }
 
 /// The stack of the (only) sample, root first.
-fn stack(bytes: &[u8]) -> (proflake::Decoded, Vec<FrameView>) {
+fn stack(bytes: &[u8]) -> (crate::Decoded, Vec<FrameView>) {
     let d = decode_ok(bytes, "symbolized trace");
     let all = samples(&d.profile);
     assert!(!all.is_empty());
@@ -179,7 +179,7 @@ fn stack(bytes: &[u8]) -> (proflake::Decoded, Vec<FrameView>) {
     (d, stack)
 }
 
-fn assert_symbolized(d: &proflake::Decoded, stack: &[FrameView]) {
+fn assert_symbolized(d: &crate::Decoded, stack: &[FrameView]) {
     let [root, unnamed, leaf] = stack else {
         panic!("{stack:?}")
     };
@@ -236,7 +236,7 @@ fn assert_symbolized(d: &proflake::Decoded, stack: &[FrameView]) {
     );
     assert_eq!(
         leaf_frame.symbol_status,
-        Some(proflake::model::SymbolStatus::Symbolicated)
+        Some(crate::model::SymbolStatus::Symbolicated)
     );
     let statuses: Vec<_> = p.frames().map(|(_, f)| f.symbol_status).collect();
     assert_eq!(
@@ -304,7 +304,11 @@ fn symbolized_trace_converts_to_sample_v2_with_names_and_inline_frames() {
     let chunks = converted.sample_v2();
     assert_eq!(chunks.len(), 1);
     let (key, json) = chunks[0];
-    assert_eq!(proflake::outputs::check_sample_v2(json), vec![], "{key}");
+    assert_eq!(
+        crate::writers::sample_v2::check_sample_v2(json),
+        vec![],
+        "{key}"
+    );
     let doc: Value = serde_json::from_slice(json).unwrap();
     let frames = doc["profile"]["frames"].as_array().unwrap();
     let stacks = doc["profile"]["stacks"].as_array().unwrap();

@@ -1,19 +1,24 @@
-//! The text form of `proflake inspect`.
+//! The text form of a [`Summary`]: what `proflake inspect` prints below its input line.
 
 use std::fmt::Write;
-use std::path::Path;
 
-use proflake::{outputs::utc_millis as utc, Decoded};
-use proflake_cli::summary::ProfileSummary;
+use super::summary::{ProfileSummary, Summary};
+use crate::calendar::utc_millis as utc;
 
 fn or_dash<T: ToString>(v: Option<T>) -> String {
     v.map_or_else(|| "-".into(), |v| v.to_string())
 }
 
+impl std::fmt::Display for Summary<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&render(self))
+    }
+}
+
 /// Renders the summary for a terminal.
-pub fn render(input: &Path, bytes: usize, decoded: &Decoded, s: &ProfileSummary) -> String {
+fn render(summary: &Summary<'_>) -> String {
+    let (decoded, s) = (summary.decoded, &summary.profile);
     let mut out = String::new();
-    let _ = writeln!(out, "input       {} ({bytes} bytes)", input.display());
     let _ = writeln!(
         out,
         "format      {} ({})",

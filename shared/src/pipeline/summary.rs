@@ -1,21 +1,44 @@
-//! A human-sized summary of a profile: what `proflake inspect` shows.
+//! A human-sized summary of a decoded profile: what `proflake inspect` shows.
 
 use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use proflake::{
-    model::FrameHandle, model::MarkKind, model::Profile, model::SeriesHandle, model::SeriesKind,
-    model::Timestamps,
-};
+use crate::model::{FrameHandle, MarkKind, Profile, SeriesHandle, SeriesKind, Timestamps};
+
+use crate::formats::Decoded;
+
+/// A decoded profile in brief: its clock and time range, its samples by series, processes and
+/// threads, the functions with the most weight, the images its frames name and what the decoder
+/// skipped. It displays as text and serializes as JSON ([`Decoded::summary`]).
+pub struct Summary<'a> {
+    pub(super) decoded: &'a Decoded,
+    pub(super) profile: ProfileSummary,
+}
+
+impl Serialize for Summary<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.profile.serialize(serializer)
+    }
+}
+
+impl Decoded {
+    /// The profile in brief, as `proflake inspect` shows it.
+    pub fn summary(&self) -> Summary<'_> {
+        Summary {
+            decoded: self,
+            profile: summarize(&self.profile),
+        }
+    }
+}
 
 /// How many functions the summary lists.
-pub const TOP_FUNCTIONS: usize = 15;
+pub(crate) const TOP_FUNCTIONS: usize = 15;
 
 /// Summary of a profile.
 #[derive(Clone, Debug, Serialize)]
-pub struct ProfileSummary {
+pub(crate) struct ProfileSummary {
     /// What sample times are measured against.
     pub timestamps: String,
     /// First sample time (ns).
@@ -61,7 +84,7 @@ pub struct ProfileSummary {
 
 /// One series.
 #[derive(Clone, Debug, Serialize)]
-pub struct SeriesSummary {
+pub(crate) struct SeriesSummary {
     /// Event name.
     pub name: String,
     /// `cpu_time`, `wall_time` or `other`.
@@ -82,7 +105,7 @@ pub struct SeriesSummary {
 
 /// One process.
 #[derive(Clone, Debug, Serialize)]
-pub struct ProcessSummary {
+pub(crate) struct ProcessSummary {
     /// Process id.
     pub pid: Option<i64>,
     /// Name.
@@ -95,7 +118,7 @@ pub struct ProcessSummary {
 
 /// One thread.
 #[derive(Clone, Debug, Serialize)]
-pub struct ThreadSummary {
+pub(crate) struct ThreadSummary {
     /// Process id.
     pub pid: Option<i64>,
     /// Thread id.
@@ -108,7 +131,7 @@ pub struct ThreadSummary {
 
 /// One function.
 #[derive(Clone, Debug, Serialize)]
-pub struct FunctionSummary {
+pub(crate) struct FunctionSummary {
     /// Display name: the function, or `image!0xaddr` for unsymbolized code.
     pub function: String,
     /// Weight of samples with this function at the leaf.
@@ -119,7 +142,7 @@ pub struct FunctionSummary {
 
 /// One image.
 #[derive(Clone, Debug, Serialize)]
-pub struct ImageSummary {
+pub(crate) struct ImageSummary {
     /// Path.
     pub path: Option<String>,
     /// Code id (ELF build id).
@@ -133,7 +156,7 @@ pub struct ImageSummary {
 }
 
 /// The display name of a frame.
-pub fn frame_label(profile: &Profile, handle: FrameHandle) -> String {
+pub(crate) fn frame_label(profile: &Profile, handle: FrameHandle) -> String {
     let frame = profile.frame(handle);
     match (
         profile.opt_str(frame.function),
@@ -148,7 +171,7 @@ pub fn frame_label(profile: &Profile, handle: FrameHandle) -> String {
 ///
 /// Samples are tallied by index (series, thread, leaf stack); frames are only walked once per
 /// distinct stack afterwards, so the cost per sample is a few array increments.
-pub fn summarize(profile: &Profile) -> ProfileSummary {
+pub(crate) fn summarize(profile: &Profile) -> ProfileSummary {
     let ranked = ranked_series(profile);
     let tally = Tally::of(profile, ranked);
     let threads = thread_summaries(profile, &tally.per_thread);
@@ -431,7 +454,7 @@ fn image_summaries(profile: &Profile) -> Vec<ImageSummary> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proflake::{model::Frame, model::FrameAddress, model::FrameKind, model::Image};
+    use crate::model::{Frame, FrameAddress, FrameKind, Image};
 
     /// `inspect` and the tables name an unsymbolized frame the same way.
     #[test]
@@ -460,7 +483,7 @@ mod tests {
     /// one by one (a recursive function once per sample, the other series left out).
     #[test]
     fn top_functions_count_each_sample_once_per_function() {
-        use proflake::{model::Sample, model::Series, model::SeriesKind};
+        use crate::model::{Sample, Series, SeriesKind};
         let mut p = Profile::new("test");
         let process = p.add_process(Some(1));
         let thread = p.add_thread(process, Some(1));

@@ -5,15 +5,15 @@
 //! covering the edge cases (v1.10 binary and JSON, v1.9 binary). Totals are checked against
 //! counts taken from the raw messages with the proto crate, not only against constants.
 
-use proflake::{
-    convert_upload, inputs::sniff, model::FrameAddress, model::FrameKind, model::LabelValue,
-    model::Profile, model::SeriesKind, outputs::check_sample_v2, ConvertOptions, Decoded,
-    ErrorKind, InputFormat,
+use crate::{
+    convert_upload, formats::sniff, model::FrameAddress, model::FrameKind, model::LabelValue,
+    model::Profile, model::SeriesKind, writers::sample_v2::check_sample_v2, ConvertOptions,
+    Decoded, ErrorKind, InputFormat,
 };
 use proflake_proto::otlp::profiles::ProfilesData;
 use prost::Message;
 
-use crate::util::{decode_ok, files_under, fixture, fixture_path, gzip, samples, SampleView};
+use super::util::{decode_ok, files_under, fixture, fixture_path, gzip, samples, SampleView};
 
 const PROFILE_V1_10: &str = "otlp/sig-profiling_profile.v1_10.pb";
 const PROFILE_V1_8: &str = "otlp/sig-profiling_profile.v1_8.otlp";
@@ -568,8 +568,8 @@ fn hex(bytes: &[u8]) -> String {
 
 // ---- malformed inputs -------------------------------------------------------------------
 
-fn decode_err(bytes: &[u8]) -> proflake::Error {
-    match proflake::decode(bytes, Some(InputFormat::Otlp)) {
+fn decode_err(bytes: &[u8]) -> crate::Error {
+    match crate::decode(bytes, Some(InputFormat::Otlp), &crate::Limits::default()) {
         Ok(_) => panic!("decoded"),
         Err(e) => e,
     }
@@ -582,7 +582,11 @@ fn truncated_requests_are_typed_errors() {
     assert!(matches!(e.kind(), ErrorKind::Truncated { .. }), "{e}");
     for cut in (0..bytes.len()).step_by(97) {
         // Every cut is an error or (at a field boundary) a smaller request; never a panic.
-        if let Err(e) = proflake::decode(&bytes[..cut], Some(InputFormat::Otlp)) {
+        if let Err(e) = crate::decode(
+            &bytes[..cut],
+            Some(InputFormat::Otlp),
+            &crate::Limits::default(),
+        ) {
             assert!(
                 matches!(
                     e.kind(),
@@ -633,7 +637,7 @@ fn garbage_json_is_a_typed_error() {
         (b"{\"resourceProfiles\": [1, 2]}", false),
         (b"{\"resourceProfiles\": ]", false),
     ] {
-        let e = proflake::decode(bytes, None).unwrap_err();
+        let e = super::decode(bytes, None).unwrap_err();
         if truncated {
             assert!(matches!(e.kind(), ErrorKind::Truncated { .. }), "{e}");
         } else {

@@ -6,14 +6,15 @@
 
 use std::collections::BTreeMap;
 
-use proflake::{
-    convert_upload, decode, model::FrameKind, model::SeriesKind, outputs::check_sample_v2,
+use super::decode;
+use crate::{
+    convert_upload, model::FrameKind, model::SeriesKind, writers::sample_v2::check_sample_v2,
     ConvertOptions, ErrorKind, InputFormat, UploadMetadata,
 };
 use serde_json::Value;
 
-use crate::tables::{i64s, read_tables, strings};
-use crate::util::{
+use super::tables::{i64s, read_tables, strings};
+use super::util::{
     assert_claims_no_other_input, assert_only_sniffer, fixture, repo_file, samples, stat,
 };
 

@@ -5,19 +5,20 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use proflake::{
-    convert_upload, decode, inputs::sniff, model::FrameAddress, model::SeriesKind,
-    outputs::check_sample_v2, ConvertOptions, ErrorKind, InputFormat,
+use super::decode;
+use super::native::{build, NativeLib, LINKED_AT};
+use super::native_profiles::{addresses, table_chains, Addresses, START_S};
+use crate::{
+    convert_upload, formats::sniff, model::FrameAddress, model::SeriesKind,
+    writers::sample_v2::check_sample_v2, ConvertOptions, ErrorKind, InputFormat,
 };
-use proflake::{
-    jobs::RehydrateScope, process_upload, rehydrate, symbols::add_debug_file, LocalDirStore,
-    ObjectStore, Outcome, ProcessOptions, RehydrateOptions,
+use crate::{
+    pipeline::RehydrateScope, process_upload, rehydrate, store::LocalDirStore, store::ObjectStore,
+    symbols::add_debug_file, Outcome, ProcessOptions, RehydrateOptions,
 };
-use proflake_tests::native::{build, NativeLib, LINKED_AT};
-use proflake_tests::native_profiles::{addresses, table_chains, Addresses, START_S};
 use serde_json::Value;
 
-use crate::util::{files_under, fixture, fixture_path, plain, repo_path, samples, stat};
+use super::util::{files_under, fixture, fixture_path, plain, repo_path, samples, stat};
 
 const SAMPLY: &str = "firefox/samply_ls-linux-profile.json";
 const GECKO_61: &str = "firefox/speedscope_firefox61-recursion.json";
@@ -263,7 +264,7 @@ fn sampled_libraries_with_a_code_id_are_build_ids_of_sampled_frames() {
     }
 }
 
-fn i_has_code_id(image: &proflake::model::Image) -> bool {
+fn i_has_code_id(image: &crate::model::Image) -> bool {
     image.code_id.is_some()
 }
 

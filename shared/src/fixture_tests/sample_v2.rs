@@ -5,14 +5,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use proflake::{
-    convert_upload, model::Profile, model::SeriesKind, model::Timestamps, outputs::check_sample_v2,
-    outputs::read_chunk, outputs::write_chunk, outputs::write_sample_v2, ConvertOptions, Converted,
-    ErrorKind, Manifest, UploadMetadata,
+use crate::{
+    convert_upload, formats::sentry::chunk::read_chunk, model::Profile, model::SeriesKind,
+    model::Timestamps, writers::sample_v2::check_sample_v2, writers::sample_v2::write_chunk,
+    writers::sample_v2::write_sample_v2, ConvertOptions, Converted, ErrorKind, Manifest,
+    UploadMetadata,
 };
 use serde_json::Value;
 
-use crate::util::{
+use super::util::{
     decode_ok, first_output_start_ns, fixture, fixture_path, gzip, plain, repo_file, repo_path,
     zstd_compress,
 };
@@ -34,7 +35,10 @@ fn anchored(mut profile: Profile) -> Profile {
     profile
 }
 
-fn chunks_of(bytes: &[u8], what: &str) -> proflake::Result<Vec<proflake::outputs::SampleV2Chunk>> {
+fn chunks_of(
+    bytes: &[u8],
+    what: &str,
+) -> crate::Result<Vec<crate::writers::sample_v2::SampleV2Chunk>> {
     let profile = anchored(decode_ok(bytes, what).profile);
     write_sample_v2(&profile, &UploadMetadata::default(), "identity")
 }
@@ -268,7 +272,7 @@ fn upload_options() -> ConvertOptions {
 
 /// Converts as an upload named after the input; the key and etag depend on the name only, so
 /// every container of one input gets the same keys.
-pub(crate) fn convert_input(name: &str, bytes: &[u8]) -> proflake::Result<Converted> {
+pub(crate) fn convert_input(name: &str, bytes: &[u8]) -> crate::Result<Converted> {
     let file = name.rsplit('/').next().unwrap();
     convert_upload(
         &format!("uploads/{file}"),
@@ -787,4 +791,50 @@ fn a_metadata_debug_image_of_the_wrong_shape_is_invalid_metadata() {
         matches!(err.kind(), ErrorKind::InvalidMetadata { what } if what.contains("debug_meta.images[0]")),
         "{err}"
     );
+}
+
+/// Every Sample v2 chunk among the samples' expected outputs (`samples/<format>/<name>.expected/`,
+/// which the command line's tests compare its outputs with byte for byte) passes Relay's rules.
+#[test]
+fn the_samples_expected_chunks_pass_relay_rules() {
+    let mut checked = Vec::new();
+    let mut formats: Vec<PathBuf> = std::fs::read_dir(repo_path("samples"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    formats.sort();
+    for format in formats {
+        let mut expected_dirs: Vec<PathBuf> = std::fs::read_dir(&format)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir() && p.to_string_lossy().ends_with(".expected"))
+            .collect();
+        expected_dirs.sort();
+        for dir in expected_dirs {
+            for file in files_in(&dir, |name| name != "manifest.json") {
+                let bytes = std::fs::read(&file).unwrap();
+                assert_eq!(check_sample_v2(&bytes), vec![], "{}", file.display());
+                checked.push(file);
+            }
+        }
+    }
+    assert!(checked.len() >= 10, "{checked:?}");
+}
+
+/// A trace without a wall clock, placed at its arrival as `proflake convert` places a file at
+/// its modification time, writes chunks that pass Relay's rules.
+#[test]
+fn a_trace_placed_at_its_arrival_writes_chunks_relay_accepts() {
+    let bytes = repo_file("tests/fixtures/perfetto/synthetic/perf_basic.pftrace");
+    let options = ConvertOptions {
+        received_at_ns: Some(1_700_000_123_250_000_000),
+        ..ConvertOptions::default()
+    };
+    let converted = convert_upload("uploads/perf_basic.pftrace", "etag", &bytes, &options).unwrap();
+    let chunks = converted.sample_v2();
+    assert!(!chunks.is_empty());
+    for (key, json) in chunks {
+        assert_eq!(check_sample_v2(json), vec![], "{key}");
+    }
 }

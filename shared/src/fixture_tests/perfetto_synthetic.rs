@@ -16,12 +16,12 @@
 //! model's series unit is the unit of the sample *weight*, one sample for perf). The timebase
 //! unit "ns" is checked as the series kind `CpuTime` instead.
 
-use proflake::{inputs::Container, model::SeriesKind, model::Timestamps, Decoded};
+use crate::{formats::Container, model::SeriesKind, model::Timestamps, Decoded};
 use proflake_proto::perfetto::{trace_packet::Data, TracePacket};
 use prost::Message;
 use serde::Deserialize;
 
-use crate::util::{
+use super::util::{
     decode_ok, fixture, fixture_path, fixture_text, gzip, is_time_profiling_sample, record,
     record_spans, samples, stat, zstd_compress, SampleView,
 };

@@ -2,9 +2,9 @@
 //! else saying so, they are placed at the upload's arrival, and the manifest and the
 //! `profiles` table say so; a caller that requires a start time is refused as before.
 
-use proflake::{convert_upload, model::Timestamps, ConvertOptions, ErrorKind};
+use crate::{convert_upload, model::Timestamps, ConvertOptions, ErrorKind};
 
-use crate::util::{decode_ok, files_under, fixture_path, plain};
+use super::util::{decode_ok, files_under, fixture_path, plain};
 
 /// When the uploads arrived: 2023-11-14T23:13:20Z.
 const ARRIVAL_NS: i64 = 1_700_003_600_000_000_000;

@@ -4,14 +4,14 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use crate::{writers::build_id_index::BuildIdIndexEntry, Converted};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type};
 use arrow_array::{Array, RecordBatch};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use proflake::{symbols::BuildIdIndexEntry, Converted};
 use prost::Message;
 
-use crate::sample_v2::{all_perfetto_fixtures, convert_input, other_format_inputs};
+use super::sample_v2::{all_perfetto_fixtures, convert_input, other_format_inputs};
 
 /// Every table file of one conversion, read back and concatenated per table.
 pub(crate) fn read_tables(c: &Converted) -> BTreeMap<String, Vec<RecordBatch>> {

@@ -1,19 +1,23 @@
-//! The symbol store in the bucket: debug files under `debuginfo/<build-id>/`, each build ID
-//! with the lookup cache of its best file and a meta naming it (written last).
+//! Debug files and the symbol store in the bucket: debug files under `debuginfo/<build-id>/`,
+//! each build ID with the lookup cache of its best file and a meta naming it (written last).
+//! The symbolizer itself (`symbolize`) is handed bytes and never sees the store; this module
+//! is where the two meet.
 
 use sha2::{Digest, Sha256};
 
-use super::error_report::write_error_report;
 use crate::error::{error_chain, Error, ErrorKind, Result};
+use crate::formats::binaries::has_unwind_tables;
 use crate::model::BuildId;
+use crate::pipeline::write_error_report;
 use crate::store::{
-    debug_info_key, debug_meta_key, error_report_key, is_debug_meta_key, symcache_key,
-    DebugInfoKey, ObjectStore, DEBUGINFO_PREFIX,
+    debug_file_key, debug_info_key, debug_meta_key, error_report_key, is_debug_meta_key,
+    symcache_key, DebugInfoKey, ObjectStore, DEBUGINFO_PREFIX,
 };
+pub use crate::symbolize::debug_file_build_id;
 use crate::symbolize::{ingest_debug_file, DebugFileKeys, DebugFileMeta, SymbolSource, Symbols};
 
 /// Symbols read from a store: the meta of a build ID, then the cache it names.
-pub struct StoreSymbols<'s> {
+pub(crate) struct StoreSymbols<'s> {
     store: &'s dyn ObjectStore,
     /// Largest runtime binary read for unwinding.
     max_binary_bytes: u64,
@@ -21,7 +25,7 @@ pub struct StoreSymbols<'s> {
 
 impl<'s> StoreSymbols<'s> {
     /// Symbols from `store`'s `debuginfo/`.
-    pub fn new(store: &'s dyn ObjectStore) -> Self {
+    pub(crate) fn new(store: &'s dyn ObjectStore) -> Self {
         StoreSymbols {
             store,
             max_binary_bytes: crate::Limits::default().max_debug_file_bytes,
@@ -30,7 +34,7 @@ impl<'s> StoreSymbols<'s> {
 
     /// Reads no runtime binary larger than `max_bytes`
     /// ([`Limits::max_debug_file_bytes`](crate::Limits::max_debug_file_bytes)).
-    pub fn with_max_binary_bytes(mut self, max_bytes: u64) -> Self {
+    pub(crate) fn with_max_binary_bytes(mut self, max_bytes: u64) -> Self {
         self.max_binary_bytes = max_bytes;
         self
     }
@@ -98,7 +102,7 @@ impl SymbolSource for StoreSymbols<'_> {
 }
 
 /// The current meta of a build ID, if a usable one is stored.
-pub fn current_debug_meta(
+pub(crate) fn current_debug_meta(
     store: &dyn ObjectStore,
     build_id: &BuildId,
 ) -> Result<Option<DebugFileMeta>> {
@@ -127,6 +131,11 @@ pub enum DebugFileOutcome {
         build_id: BuildId,
         /// The file in use.
         in_use: Box<DebugFileMeta>,
+        /// Whether the file has unwind tables: a runtime binary kept beside a better debug
+        /// file still unwinds `--call-graph dwarf` stacks, so the uploads of its build ID
+        /// ([`RehydrateScope::indexed_uploads`](crate::RehydrateScope::indexed_uploads)) can
+        /// change with it.
+        unwind_tables: bool,
     },
     /// The file cannot be used; a report was written next to it and no profile changed.
     Refused {
@@ -146,6 +155,19 @@ pub enum DebugFileOutcome {
         /// Why: `derived` (a cache, meta or report), `missing`, `not_debuginfo`.
         why: &'static str,
     },
+}
+
+/// Stores the debug file `file_name` of `build_id` (see [`debug_file_build_id`]) where debug
+/// files go, and returns its key, the key [`add_debug_file`] validates.
+pub fn store_debug_file(
+    store: &dyn ObjectStore,
+    build_id: &BuildId,
+    file_name: &str,
+    bytes: &[u8],
+) -> Result<String> {
+    let key = debug_file_key(build_id, file_name);
+    store.put(&key, bytes)?;
+    Ok(key)
 }
 
 /// Validates the debug file at `key`, builds its cache and makes it the build ID's symbols
@@ -189,6 +211,7 @@ pub fn add_debug_file(
                 key: key.into(),
                 build_id,
                 in_use: Box::new(in_use.clone()),
+                unwind_tables: has_unwind_tables(&bytes),
             });
         }
     }
@@ -209,6 +232,7 @@ pub fn add_debug_file(
             key: key.into(),
             build_id,
             in_use: Box::new(in_use.clone()),
+            unwind_tables: has_unwind_tables(&bytes),
         });
     }
     let previous = in_use;

@@ -4,14 +4,15 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use proflake::{
-    decode, inputs::sniff, inputs::Container, model::FrameAddress, model::FrameKind,
-    model::LabelValue, model::Profile, model::SeriesKind, ErrorKind, InputFormat,
+use super::decode;
+use crate::{
+    formats::sniff, formats::Container, model::FrameAddress, model::FrameKind, model::LabelValue,
+    model::Profile, model::SeriesKind, ErrorKind, InputFormat,
 };
 use proflake_proto::pprof;
 use prost::Message;
 
-use crate::util::{
+use super::util::{
     decode_ok, files_under, fixture, fixture_path, plain, read_varint, samples, stat,
 };
 
@@ -71,7 +72,7 @@ fn model_sums(profile: &Profile) -> BTreeMap<String, i64> {
     sums
 }
 
-fn series_key(profile: &Profile, s: &proflake::model::Series) -> String {
+fn series_key(profile: &Profile, s: &crate::model::Series) -> String {
     format!("{}/{}", profile.str(s.name), profile.str(s.unit))
 }
 
@@ -1008,24 +1009,24 @@ const PPROF_RS_STACKS: [(&[&str], i64); 3] = [
 
 /// Converts a pprof-rs profile at a given start; returns the conversion and, per `samples`
 /// row of the tables, `(value, weight_ns)`.
-fn convert_pprof_rs(p: &pprof::Profile) -> (proflake::Converted, Vec<(i64, Option<i64>)>) {
-    let options = proflake::ConvertOptions {
-        metadata: proflake::UploadMetadata {
+fn convert_pprof_rs(p: &pprof::Profile) -> (crate::Converted, Vec<(i64, Option<i64>)>) {
+    let options = crate::ConvertOptions {
+        metadata: crate::UploadMetadata {
             timestamp: Some(1_700_000_000.0),
             ..Default::default()
         },
         ..Default::default()
     };
-    let converted = proflake::convert_upload("uploads/rs.pb", "etag", &p.encode_to_vec(), &options)
+    let converted = crate::convert_upload("uploads/rs.pb", "etag", &p.encode_to_vec(), &options)
         .unwrap_or_else(|e| panic!("{e}"));
-    let tables = crate::tables::read_tables(&converted);
+    let tables = super::tables::read_tables(&converted);
     let rows = tables["samples"]
         .iter()
         .flat_map(|b| {
-            let values = crate::tables::i64s(b, "value");
+            let values = super::tables::i64s(b, "value");
             values
                 .into_iter()
-                .zip(crate::tables::i64s(b, "weight_ns"))
+                .zip(super::tables::i64s(b, "weight_ns"))
                 .map(|(v, ns)| (v.unwrap(), ns))
         })
         .collect();
@@ -1033,7 +1034,7 @@ fn convert_pprof_rs(p: &pprof::Profile) -> (proflake::Converted, Vec<(i64, Optio
 }
 
 /// What the test expects of a pprof-rs conversion, from the profile it built.
-fn check_pprof_rs_chunks(p: &pprof::Profile, converted: &proflake::Converted, interval_ns: i64) {
+fn check_pprof_rs_chunks(p: &pprof::Profile, converted: &crate::Converted, interval_ns: i64) {
     let counts: i64 = p.sample.iter().map(|s| s.value[0]).sum();
     let chunks = converted.sample_v2();
     assert!(
@@ -1041,7 +1042,11 @@ fn check_pprof_rs_chunks(p: &pprof::Profile, converted: &proflake::Converted, in
         "cpu/count is CPU time, so chunks are written"
     );
     for (key, json) in &chunks {
-        assert_eq!(proflake::outputs::check_sample_v2(json), vec![], "{key}");
+        assert_eq!(
+            crate::writers::sample_v2::check_sample_v2(json),
+            vec![],
+            "{key}"
+        );
     }
     let v2 = &converted.manifest.sample_v2;
     assert_eq!(v2.samples, counts as u64, "one chunk sample per count");

@@ -5,12 +5,13 @@
 
 use std::collections::BTreeMap;
 
-use proflake::{
-    decode, inputs::sniff, model::FrameAddress, model::LabelValue, model::Profile,
-    outputs::check_sample_v2, ErrorKind, InputFormat,
+use super::decode;
+use crate::{
+    formats::sniff, model::FrameAddress, model::LabelValue, model::Profile,
+    writers::sample_v2::check_sample_v2, ErrorKind, InputFormat,
 };
 
-use crate::util::{
+use super::util::{
     convert_on_a_trace_clock, files_under, fixture, fixture_path, plain, repo_path, samples, stat,
 };
 

@@ -23,12 +23,12 @@
 //! which in its doc comment, and `fixtures/perfetto/SOURCES.md` has the table. Every test still
 //! asserts what proflake must do with the trace.
 
-use proflake::{model::Profile, model::SeriesKind, model::Timestamps};
+use crate::{model::Profile, model::SeriesKind, model::Timestamps};
 use proflake_proto::perfetto::{trace_packet::Data, Trace};
 use prost::Message;
 use serde::Deserialize;
 
-use crate::util::{
+use super::util::{
     decode_ok, fixture, fixture_text, is_time_profiling_sample, samples, stat, tp_cpu_mode, Csv,
     SampleView,
 };
