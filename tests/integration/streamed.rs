@@ -1,6 +1,6 @@
 //! Long Perfetto traces and JFR recordings converted with a second pass, a window at a time,
 //! give byte for byte the outputs of the same inputs converted whole: every object the
-//! conversion stores, the manifest included.
+//! conversion stores, the manifest included. Either way, on one thread or on several.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -10,8 +10,14 @@ use proflake::{process_upload, store::LocalDirStore, store::ObjectStore, Outcome
 use crate::util::{fixture, gzip, plain, repo_file};
 
 /// Every object `bytes` converts to at `key` (with `sidecar` as its metadata), by key:
-/// streamed when `stream` says so, whole otherwise.
-fn outputs(key: &str, bytes: &[u8], sidecar: Option<&[u8]>, stream: bool) -> Written {
+/// streamed when `stream` says so, whole otherwise, on `threads` threads.
+fn outputs(
+    key: &str,
+    bytes: &[u8],
+    sidecar: Option<&[u8]>,
+    stream: bool,
+    threads: usize,
+) -> Written {
     let dir = tempfile::tempdir().unwrap();
     let store = LocalDirStore::new(dir.path());
     store.put(key, bytes).unwrap();
@@ -20,6 +26,7 @@ fn outputs(key: &str, bytes: &[u8], sidecar: Option<&[u8]>, stream: bool) -> Wri
     }
     let options = ProcessOptions {
         stream_above_bytes: Some(if stream { 0 } else { u64::MAX }),
+        threads: Some(threads),
         ..ProcessOptions::default()
     };
     let pieces = match process_upload(&store, &store, key, &options).unwrap() {
@@ -45,29 +52,31 @@ struct Written {
     pieces: u64,
 }
 
-/// The outputs of `bytes` converted whole, after checking that streamed in `pieces` pieces
-/// they are the same.
+/// The outputs of `bytes` converted whole on one thread, after checking that streamed in
+/// `pieces` pieces, and on several threads either way, they are the same.
 fn assert_same(
     key: &str,
     bytes: &[u8],
     sidecar: Option<&[u8]>,
     pieces: u64,
 ) -> BTreeMap<String, Vec<u8>> {
-    let whole = outputs(key, bytes, sidecar, false);
+    let whole = outputs(key, bytes, sidecar, false, 1);
     assert_eq!(whole.pieces, 1, "{key}");
-    let streamed = outputs(key, bytes, sidecar, true);
-    assert_eq!(streamed.pieces, pieces, "{key}");
-    let (whole, streamed) = (whole.objects, streamed.objects);
-    assert_eq!(
-        streamed.keys().collect::<Vec<_>>(),
-        whole.keys().collect::<Vec<_>>(),
-        "{key}"
-    );
-    for (k, bytes) in &whole {
-        // Compared whole but not printed: a mismatch would dump files of bytes.
-        assert!(streamed[k] == *bytes, "{key}: {k} differs");
+    for (stream, threads) in [(false, 4), (true, 1), (true, 4)] {
+        let other = outputs(key, bytes, sidecar, stream, threads);
+        let how = format!("{key}, streamed: {stream}, {threads} threads");
+        assert_eq!(other.pieces, if stream { pieces } else { 1 }, "{how}");
+        assert_eq!(
+            other.objects.keys().collect::<Vec<_>>(),
+            whole.objects.keys().collect::<Vec<_>>(),
+            "{how}"
+        );
+        for (k, bytes) in &whole.objects {
+            // Compared whole but not printed: a mismatch would dump files of bytes.
+            assert!(other.objects[k] == *bytes, "{how}: {k} differs");
+        }
     }
-    whole
+    whole.objects
 }
 
 fn generated_trace(seconds: &str, threads: &str) -> Vec<u8> {
