@@ -7,6 +7,8 @@
 //! Sample v2 chunks are written. Table files are only ever closed, and so listed, after every
 //! chunk (at the tables' finish), when the lane joins the main sink again: the listing, and the
 //! order the objects are stored in, are those of writing everything on one thread.
+//! The later half of a window's chunks may go through a lane too ([`ChunkOutputs::beside`]),
+//! listed after the first half once both are written.
 
 use std::io::{self, Write};
 
