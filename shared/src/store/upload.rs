@@ -27,9 +27,8 @@ pub fn store_upload(
     Ok(key)
 }
 
-/// The keys of the uploads in `store`, sorted: what is
-/// under `uploads/` except the metadata sidecars and error reports, which are read along with
-/// their uploads.
+/// The keys of the uploads in `store`, sorted: what is under `uploads/` except the metadata
+/// sidecars and error reports, which are read along with their uploads.
 pub fn list_uploads(store: &dyn ObjectStore) -> Result<Vec<String>> {
     Ok(store
         .list(UPLOADS_PREFIX)?
