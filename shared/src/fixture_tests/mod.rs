@@ -6,6 +6,9 @@
 mod chrome;
 mod clock;
 mod cpuprofile;
+// Repository files and fixtures, shared with the tests outside the library.
+#[path = "../../../tests/files.rs"]
+mod files;
 mod firefox;
 mod folded;
 mod jfr;

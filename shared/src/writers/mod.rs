@@ -183,7 +183,6 @@ impl<'s> Writers<'s> {
         grid: Option<Grid>,
         out: &mut Outputs,
     ) -> Result<()> {
-        self.tally();
         let Writers {
             metadata,
             source_id,
@@ -196,7 +195,7 @@ impl<'s> Writers<'s> {
             ..
         } = self;
         let (metadata, source_id) = (*metadata, *source_id);
-        let tally = &mut series[0];
+        let tally = upload_tally(series);
         let (mut chunk_out, mut table_out) = out.split();
         let (tabled, written, coverage) = std::thread::scope(|scope| {
             let tabled = scope.spawn(|| -> Result<()> {
@@ -316,8 +315,7 @@ impl<'s> Writers<'s> {
         profile: &'p Profile,
         grid: Option<Grid>,
     ) -> Result<Vec<TableProfilePlan<'p>>> {
-        self.tally();
-        let (tally, reached) = (&mut self.series[0], &mut self.reached);
+        let (tally, reached) = (upload_tally(&mut self.series), &mut self.reached);
         let table_plans = plan_tables_counted(profile, self.source_id, grid, tally, reached)?;
         self.table_profiles += table_plans.len() as u64;
         Ok(table_plans)
@@ -325,10 +323,7 @@ impl<'s> Writers<'s> {
 
     /// The tally of the upload's model.
     fn tally(&mut self) -> &mut SeriesTally {
-        if self.series.is_empty() {
-            self.series.push(SeriesTally::new(true));
-        }
-        &mut self.series[0]
+        upload_tally(&mut self.series)
     }
 
     /// Counts what `plan` carries of `profile`'s samples and gives its chunks.
@@ -411,6 +406,15 @@ impl<'s> Writers<'s> {
         }
         Ok((series, self.sample_v2))
     }
+}
+
+/// The tally of the upload's model among `series`, made when first needed (chunks given
+/// whole have one tally per chunk instead).
+fn upload_tally(series: &mut Vec<SeriesTally>) -> &mut SeriesTally {
+    if series.is_empty() {
+        series.push(SeriesTally::new(true));
+    }
+    &mut series[0]
 }
 
 /// Holds the samples of `profile` of the series Sample v2 carries in `held`; gives what is left
